@@ -1,0 +1,63 @@
+// Command nanohost is the chat-ops host: it runs AI coding agents in Docker
+// containers and orchestrates Attractor DOT pipelines. `nanohost serve` is the
+// daemon; `nanohost pipeline …` works on pipeline files from the terminal.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a process exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+// exitCode returns an error that makes main exit with code, printing err (if any) to stderr.
+func exitCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+var rootCmd = &cobra.Command{
+	Use:   "nanohost",
+	Short: "Run AI coding agents in Docker and orchestrate Attractor DOT pipelines from chat",
+	Long: `nanohost is a chat-ops host. A team talks to it in Slack (or a console chat);
+agents run in throwaway Docker containers; workflows are Attractor DOT graphs
+that nanohost parses, validates, runs node by node, checkpoints and resumes.`,
+	SilenceUsage:  true,
+	SilenceErrors: true,
+}
+
+var pipelineCmd = &cobra.Command{
+	Use:   "pipeline",
+	Short: "Parse, validate, render, run and resume Attractor DOT pipelines",
+}
+
+func init() {
+	rootCmd.AddCommand(pipelineCmd)
+}
+
+func main() {
+	err := rootCmd.Execute()
+	if err == nil {
+		return
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(os.Stderr, ee.err)
+		}
+		os.Exit(ee.code)
+	}
+	fmt.Fprintln(os.Stderr, "nanohost:", err)
+	os.Exit(2)
+}

@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"nanohost/internal/pipeline"
+)
+
+// Backend runs the agent work of codergen and tool nodes. The engine never
+// executes anything itself: the Docker runtime, the script backend and the
+// simulation backend all sit behind this one seam.
+type Backend interface {
+	Run(ctx context.Context, req Request) (Result, error)
+}
+
+// RequestKind says which handler is asking.
+type RequestKind string
+
+const (
+	KindCodergen RequestKind = "codergen"
+	KindTool     RequestKind = "tool"
+)
+
+// Request is one unit of agent work.
+type Request struct {
+	Kind    RequestKind
+	RunID   string
+	NodeID  string
+	Node    *pipeline.Node // resolved attributes (after stylesheet and defaults)
+	Attempt int            // 1-based attempt within this visit
+	// Visit counts executions of this node in the run (1 for the first), so a
+	// scripted backend can answer the k-th execution with its k-th response.
+	Visit int
+
+	// Prompt is the node prompt after $goal expansion. Preamble is the
+	// context carried in for non-full fidelity (empty for full).
+	Prompt   string
+	Preamble string
+	// Fidelity is the resolved mode; ThreadKey the session key for full fidelity.
+	Fidelity  string
+	ThreadKey string
+	// Isolated forces a fresh session whatever the fidelity.
+	Isolated bool
+
+	Model           string
+	Provider        string
+	ReasoningEffort string
+
+	// ToolCommand is the node's tool_command (Kind == KindTool).
+	ToolCommand string
+	// Timeout is the node's timeout (0 = none); the backend enforces it.
+	Timeout time.Duration
+	// StageDir is {logs_root}/{node_id}; a backend may write files there
+	// (e.g. a validated status.json the agent produced).
+	StageDir string
+}
+
+// Usage is what an agent call cost.
+type Usage struct {
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+// Add sums usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.CostUSD + o.CostUSD}
+}
+
+// Result is what a backend returns. Text is the agent's response (its
+// [outcome:…] tags are parsed by the engine); Outcome, when set, is a
+// structured outcome that wins over tags (a status file, a scripted result).
+type Result struct {
+	Text    string
+	Outcome *Outcome
+	// ExitCode is the tool command's exit status (Kind == KindTool).
+	ExitCode int
+	// Output is the tool command's combined, bounded output.
+	Output    string
+	SessionID string
+	Usage     Usage
+}
+
+// RunCloser is implemented by backends that hold per-run resources (live
+// agent sessions); the engine calls CloseRun when a run ends.
+type RunCloser interface {
+	CloseRun(runID string)
+}
+
+// TransientError marks an error that re-executing may fix (a container that
+// died, a daemon hiccup, a rate limit). Only these and RETRY outcomes are retried.
+type TransientError struct{ Err error }
+
+func (e *TransientError) Error() string { return e.Err.Error() }
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// Transient wraps err as retryable.
+func Transient(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &TransientError{Err: err}
+}
+
+// IsTransient reports whether err is marked retryable.
+func IsTransient(err error) bool {
+	var t *TransientError
+	return errors.As(err, &t)
+}

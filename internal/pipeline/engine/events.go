@@ -1,0 +1,96 @@
+package engine
+
+import "time"
+
+// EventType names an engine event (spec §9.6 and the host document).
+type EventType string
+
+const (
+	EventPipelineStarted   EventType = "PipelineStarted"
+	EventPipelineCompleted EventType = "PipelineCompleted"
+	EventPipelineFailed    EventType = "PipelineFailed"
+	EventPipelineResumed   EventType = "PipelineResumed"
+
+	EventStageStarted   EventType = "StageStarted"
+	EventStageCompleted EventType = "StageCompleted"
+	EventStageFailed    EventType = "StageFailed"
+	EventStageRetrying  EventType = "StageRetrying"
+
+	EventParallelStarted         EventType = "ParallelStarted"
+	EventParallelBranchStarted   EventType = "ParallelBranchStarted"
+	EventParallelBranchCompleted EventType = "ParallelBranchCompleted"
+	EventParallelCompleted       EventType = "ParallelCompleted"
+
+	EventInterviewStarted   EventType = "InterviewStarted"
+	EventInterviewCompleted EventType = "InterviewCompleted"
+	EventInterviewTimeout   EventType = "InterviewTimeout"
+
+	EventCheckpointSaved EventType = "CheckpointSaved"
+
+	// EventDecision records a routing decision: which rule chose which edge and why.
+	EventDecision EventType = "Decision"
+	// EventWarning reports something the author should know (e.g. no outcome tag).
+	EventWarning EventType = "Warning"
+	// EventAgentResponse carries (a summary of) an agent's response text.
+	EventAgentResponse EventType = "AgentResponse"
+	// EventContextUpdated lists the context keys a stage changed.
+	EventContextUpdated EventType = "ContextUpdated"
+)
+
+// Event is one thing that happened in a run. Seq increases by one per event
+// within a run (across resumes), so consumers can order, de-duplicate and
+// resume streams.
+type Event struct {
+	RunID string    `json:"run_id"`
+	Seq   int64     `json:"seq"`
+	Time  time.Time `json:"time"`
+	Type  EventType `json:"type"`
+
+	NodeID string `json:"node_id,omitempty"`
+	Label  string `json:"label,omitempty"` // node (or pipeline) display name
+	// Index is the stage's 1-based position among the pipeline's stages, Total their count.
+	Index int `json:"index,omitempty"`
+	Total int `json:"total,omitempty"`
+	// Branch names the parallel branch (its first node id) for branch events
+	// and for stage events inside a branch.
+	Branch string `json:"branch,omitempty"`
+
+	Status     Status        `json:"status,omitempty"`
+	Attempt    int           `json:"attempt,omitempty"`
+	MaxAttempt int           `json:"max_attempt,omitempty"`
+	Duration   time.Duration `json:"duration_ns,omitempty"`
+	Delay      time.Duration `json:"delay_ns,omitempty"`
+	Message    string        `json:"message,omitempty"` // human-readable summary / failure reason
+	WillRetry  bool          `json:"will_retry,omitempty"`
+	Usage      *Usage        `json:"usage,omitempty"`
+
+	Question *Question      `json:"question,omitempty"`
+	Answer   *Answer        `json:"answer,omitempty"`
+	Decision *Decision      `json:"decision,omitempty"`
+	Data     map[string]any `json:"data,omitempty"`
+}
+
+// Decision explains one edge selection.
+type Decision struct {
+	From string `json:"from"`
+	To   string `json:"to,omitempty"` // "" when no edge was chosen
+	// Rule is the step that chose: "condition", "preferred_label",
+	// "suggested_next_ids", "weight", "lexical", "fallback_any_edge",
+	// "fail_condition", "fail_to_conditional", "retry_target",
+	// "fallback_retry_target", "graph_retry_target",
+	// "graph_fallback_retry_target", "goal_gate_retry", "none".
+	Rule   string            `json:"rule"`
+	Values map[string]string `json:"values,omitempty"` // what it looked at (condition text, label, outcome, …)
+}
+
+// Observer receives every event of a run, in order. It must not block for
+// long: the engine calls it synchronously.
+type Observer interface {
+	OnEvent(Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// OnEvent calls f.
+func (f ObserverFunc) OnEvent(e Event) { f(e) }
