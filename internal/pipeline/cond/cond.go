@@ -1,0 +1,273 @@
+// Package cond parses and evaluates Attractor edge conditions (spec §10):
+//
+//	ConditionExpr ::= Clause ( '&&' Clause )*
+//	Clause        ::= Key ( '=' | '!=' ) Literal | Key
+//	Key           ::= 'outcome' | 'preferred_label' | 'context.' Path | Identifier
+//
+// Parsing is strict: operators the grammar lacks (==, ||, <, >, !x, contains)
+// are errors with a fix, so a typo never silently turns into a condition
+// that can never match.
+package cond
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Op is a clause operator.
+type Op string
+
+const (
+	OpEq     Op = "="
+	OpNe     Op = "!="
+	OpTruthy Op = "" // a bare key: true when its value is non-empty and not false/0/no
+)
+
+// Clause is one `key op value` comparison.
+type Clause struct {
+	Key    string
+	Op     Op
+	Value  string
+	Offset int // byte offset of the clause in the source
+}
+
+// Expr is a parsed condition: the AND of its clauses. No clauses = always true.
+type Expr struct {
+	Source  string
+	Clauses []Clause
+}
+
+// SyntaxError says where and why a condition does not parse, and how to fix it.
+type SyntaxError struct {
+	Source string
+	Offset int
+	Msg    string
+	Fix    string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("condition %q: %s (at offset %d)", e.Source, e.Msg, e.Offset)
+}
+
+// outcomeValues are the statuses `outcome` can take.
+var outcomeValues = []string{"success", "partial_success", "retry", "fail", "skipped"}
+
+// Parse reads a condition. An empty (or all-blank) source is always true.
+func Parse(src string) (*Expr, error) {
+	e := &Expr{Source: src}
+	if err := rejectForeignOperators(src); err != nil {
+		return nil, err
+	}
+	offset := 0
+	for _, part := range strings.Split(src, "&&") {
+		start := offset + (len(part) - len(strings.TrimLeft(part, " \t\r\n")))
+		offset += len(part) + len("&&")
+		text := strings.TrimSpace(part)
+		if text == "" {
+			if strings.TrimSpace(src) != "" {
+				return nil, &SyntaxError{src, start, "empty clause around &&", "remove the extra && or add a clause such as outcome=success"}
+			}
+			continue
+		}
+		c, err := parseClause(src, text, start)
+		if err != nil {
+			return nil, err
+		}
+		e.Clauses = append(e.Clauses, c)
+	}
+	return e, nil
+}
+
+// MustParse is Parse for conditions known to be valid (tests, built-ins).
+func MustParse(src string) *Expr {
+	e, err := Parse(src)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// foreign lists operators people reach for that the grammar lacks, with the fix.
+var foreign = []struct{ token, msg, fix string }{
+	{"||", "'||' (or) is not supported", "conditions are AND-only: use one edge per alternative, each with its own condition"},
+	{"==", "'==' is not an operator", "use a single '=': outcome=success"},
+	{">=", "'>=' is not supported", "compare for equality with '=' or '!=', or set a context flag and test it"},
+	{"<=", "'<=' is not supported", "compare for equality with '=' or '!=', or set a context flag and test it"},
+	{"<", "'<' is not supported", "compare for equality with '=' or '!=', or set a context flag and test it"},
+	{">", "'>' is not supported", "compare for equality with '=' or '!=', or set a context flag and test it"},
+	{" contains ", "'contains' is not supported", "compare for equality with '=' or '!='"},
+	{" matches ", "'matches' is not supported", "compare for equality with '=' or '!='"},
+	{" and ", "'and' is not an operator", "use '&&': outcome=success && context.ready=true"},
+	{" or ", "'or' is not supported", "conditions are AND-only: use one edge per alternative"},
+}
+
+func rejectForeignOperators(src string) error {
+	masked := maskQuoted(src)
+	for _, f := range foreign {
+		if i := strings.Index(strings.ToLower(masked), f.token); i >= 0 {
+			return &SyntaxError{src, i, f.msg, f.fix}
+		}
+	}
+	if i := strings.Index(masked, "&"); i >= 0 && !strings.Contains(masked[i:min(i+2, len(masked))], "&&") {
+		return &SyntaxError{src, i, "single '&' is not an operator", "use '&&' to combine clauses"}
+	}
+	return nil
+}
+
+// maskQuoted blanks out the inside of double-quoted literals so operator
+// checks do not trip over text inside them.
+func maskQuoted(s string) string {
+	b := []byte(s)
+	in := false
+	for i := 0; i < len(b); i++ {
+		switch {
+		case b[i] == '\\' && in && i+1 < len(b):
+			b[i], b[i+1] = ' ', ' '
+			i++
+		case b[i] == '"':
+			in = !in
+		case in:
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}
+
+func parseClause(src, text string, offset int) (Clause, error) {
+	op, idx := OpTruthy, -1
+	if i := strings.Index(text, "!="); i >= 0 {
+		op, idx = OpNe, i
+	} else if i := strings.Index(text, "="); i >= 0 {
+		op, idx = OpEq, i
+	}
+	key, value := text, ""
+	if op != OpTruthy {
+		key = strings.TrimSpace(text[:idx])
+		value = strings.TrimSpace(text[idx+len(op):])
+	}
+	if strings.HasPrefix(key, "!") {
+		return Clause{}, &SyntaxError{src, offset, fmt.Sprintf("negation %q is not supported", key), fmt.Sprintf("write %s!=true, or %s=false", key[1:], key[1:])}
+	}
+	if err := checkKey(src, key, offset); err != nil {
+		return Clause{}, err
+	}
+	if op == OpTruthy {
+		return Clause{Key: key, Op: op, Offset: offset}, nil
+	}
+	lit, err := parseLiteral(src, value, offset+idx+len(op))
+	if err != nil {
+		return Clause{}, err
+	}
+	if key == "outcome" {
+		if lit, err = checkOutcome(src, lit, offset); err != nil {
+			return Clause{}, err
+		}
+	}
+	return Clause{Key: key, Op: op, Value: lit, Offset: offset}, nil
+}
+
+func checkKey(src, key string, offset int) error {
+	if key == "" {
+		return &SyntaxError{src, offset, "missing key before the operator", "write key=value, e.g. outcome=success"}
+	}
+	switch {
+	case key == "outcome", key == "preferred_label":
+		return nil
+	case strings.HasPrefix(key, "context."):
+		if isPath(strings.TrimPrefix(key, "context.")) {
+			return nil
+		}
+	case isIdent(key):
+		return nil
+	}
+	fix := "use outcome, preferred_label, context.<key> or a bare context key"
+	if isPath(key) {
+		fix = fmt.Sprintf("prefix context keys with 'context.': context.%s", key)
+	}
+	return &SyntaxError{src, offset, fmt.Sprintf("unknown key %q", key), fix}
+}
+
+func parseLiteral(src, v string, offset int) (string, error) {
+	if v == "" {
+		return "", nil // key= compares against the empty string
+	}
+	if v[0] == '"' || v[0] == '\'' {
+		q := v[0]
+		if len(v) < 2 || v[len(v)-1] != q {
+			return "", &SyntaxError{src, offset, "unterminated quoted value", fmt.Sprintf("close the quote: %s", v+string(q))}
+		}
+		inner := v[1 : len(v)-1]
+		return strings.NewReplacer(`\"`, `"`, `\'`, `'`, `\\`, `\`).Replace(inner), nil
+	}
+	if strings.ContainsAny(v, " \t=!") {
+		return "", &SyntaxError{src, offset, fmt.Sprintf("value %q has spaces or operators", v), "quote the value: key=\"two words\""}
+	}
+	return v, nil
+}
+
+func checkOutcome(src, lit string, offset int) (string, error) {
+	norm := strings.ReplaceAll(strings.ToLower(lit), "-", "_")
+	for _, v := range outcomeValues {
+		if norm == v {
+			return v, nil
+		}
+	}
+	return "", &SyntaxError{src, offset, fmt.Sprintf("outcome is never %q", lit),
+		fmt.Sprintf("use one of %s%s", strings.Join(outcomeValues, ", "), suggest(norm))}
+}
+
+// suggest returns "; did you mean X?" for the closest outcome value, if close.
+func suggest(s string) string {
+	best, bestDist := "", 3
+	for _, v := range outcomeValues {
+		if d := editDistance(s, v); d < bestDist {
+			best, bestDist = v, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		letter := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+		if !letter && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func isPath(s string) bool {
+	for _, part := range strings.Split(s, ".") {
+		if !isIdent(part) {
+			return false
+		}
+	}
+	return true
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
