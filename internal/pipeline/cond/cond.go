@@ -103,8 +103,9 @@ var foreign = []struct{ token, msg, fix string }{
 
 func rejectForeignOperators(src string) error {
 	masked := maskQuoted(src)
+	lower := asciiLower(masked) // byte-for-byte, so offsets stay valid on any input
 	for _, f := range foreign {
-		if i := strings.Index(strings.ToLower(masked), f.token); i >= 0 {
+		if i := strings.Index(lower, f.token); i >= 0 {
 			return &SyntaxError{src, i, f.msg, f.fix}
 		}
 	}
@@ -112,6 +113,16 @@ func rejectForeignOperators(src string) error {
 		return &SyntaxError{src, i, "single '&' is not an operator", "use '&&' to combine clauses"}
 	}
 	return nil
+}
+
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // maskQuoted blanks out the inside of double-quoted literals so operator
