@@ -1,0 +1,410 @@
+package dot
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/awalterschulze/gographviz/ast"
+
+	"nanohost/internal/pipeline"
+)
+
+// builder walks gographviz's AST and builds the pipeline graph.
+type builder struct {
+	file string
+	toks []token
+	lim  Limits
+	g    *pipeline.Graph
+	// member records, per node, the innermost subgraph of every statement
+	// that mentioned it; classes and Subgraphs are derived at the end because
+	// a subgraph's label may be set after its nodes.
+	member map[*pipeline.Node][]*subgraph
+}
+
+// subgraph is one `subgraph name { ... }` block (or anonymous `{ ... }`).
+type subgraph struct {
+	id        string // "" when anonymous
+	attrs     pipeline.Attrs
+	parent    *subgraph
+	collect   bool     // an edge endpoint: remember the nodes mentioned inside
+	mentioned []string // nodes mentioned inside, in order, when collect
+	seen      map[string]bool
+}
+
+// scope is the Graphviz attribute scope of a (sub)graph: defaults set inside
+// apply to nodes and edges created later in it and its nested subgraphs.
+type scope struct {
+	sub          *subgraph // nil at the root
+	nodeDefaults pipeline.Attrs
+	edgeDefaults pipeline.Attrs
+}
+
+// endpoint is a node named in an edge statement.
+type endpoint struct {
+	id  string
+	pos pipeline.Pos
+}
+
+func build(file string, toks []token, tree *ast.Graph, lim Limits) (*pipeline.Graph, error) {
+	b := &builder{file: file, toks: toks, lim: lim, member: map[*pipeline.Node][]*subgraph{}}
+	if tree.Type != ast.DIGRAPH || tree.Strict { // the lexer rejects both; keep the walk honest
+		return nil, b.errAt(toks[0].pos, "undirected graph", "declare the pipeline as: digraph Name {",
+			"only non-strict digraphs are supported")
+	}
+	name := ""
+	if t, ok := b.tok(tree.ID); ok {
+		name = t.text
+	}
+	b.g = pipeline.New(name)
+	b.g.File = file
+	root := &scope{nodeDefaults: pipeline.Attrs{}, edgeDefaults: pipeline.Attrs{}}
+	if err := b.stmts(root, tree.StmtList); err != nil {
+		return nil, err
+	}
+	b.deriveClasses()
+	return b.g, nil
+}
+
+func (b *builder) errAt(p pipeline.Pos, construct, fix, format string, args ...any) *SyntaxError {
+	return &SyntaxError{File: b.file, Pos: p, Msg: fmt.Sprintf(format, args...), Construct: construct, Fix: fix}
+}
+
+// tok maps a placeholder ID back to its token. IDs gographviz made up itself
+// (anonymous subgraph names, "true" for a valueless attribute) are not ours.
+func (b *builder) tok(id ast.ID) (token, bool) {
+	s := string(id)
+	if len(s) < 2 || s[0] != '_' {
+		return token{}, false
+	}
+	i, err := strconv.Atoi(s[1:])
+	if err != nil || i < 0 || i >= len(b.toks) {
+		return token{}, false
+	}
+	return b.toks[i], true
+}
+
+func (b *builder) stmts(s *scope, list ast.StmtList) error {
+	for _, st := range list {
+		if err := b.stmt(s, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *builder) stmt(s *scope, st ast.Stmt) error {
+	switch st := st.(type) {
+	case *ast.NodeStmt:
+		return b.nodeStmt(s, st)
+	case ast.NodeStmt:
+		return b.nodeStmt(s, &st)
+	case *ast.EdgeStmt:
+		return b.edgeStmt(s, st)
+	case ast.EdgeStmt:
+		return b.edgeStmt(s, &st)
+	case ast.NodeAttrs:
+		return b.applyAttrs(s.nodeDefaults, ast.AttrList(st))
+	case ast.EdgeAttrs:
+		return b.applyAttrs(s.edgeDefaults, ast.AttrList(st))
+	case ast.GraphAttrs:
+		return b.applyAttrs(b.graphAttrs(s), ast.AttrList(st))
+	case *ast.Attr:
+		return b.applyAttr(b.graphAttrs(s), st)
+	case *ast.SubGraph:
+		_, err := b.subgraph(s, st, false)
+		return err
+	}
+	return b.errAt(pipeline.Pos{}, "", "", "unsupported statement %T", st)
+}
+
+// graphAttrs is where `key=value` and `graph [...]` land: the graph's own
+// attributes at the root, the subgraph's (label, color, ...) inside one.
+func (b *builder) graphAttrs(s *scope) pipeline.Attrs {
+	if s.sub != nil {
+		return s.sub.attrs
+	}
+	return b.g.Attrs
+}
+
+func (b *builder) nodeStmt(s *scope, st *ast.NodeStmt) error {
+	n, err := b.mention(s, st.NodeID.ID)
+	if err != nil {
+		return err
+	}
+	return b.applyAttrs(n.Attrs, st.Attrs)
+}
+
+// mention finds or creates the node an ID names, giving a new node the node
+// defaults in scope, and records the subgraph it was mentioned in.
+func (b *builder) mention(s *scope, id ast.ID) (*pipeline.Node, error) {
+	t, ok := b.tok(id)
+	if !ok {
+		return nil, b.errAt(pipeline.Pos{}, "", "", "node without a name")
+	}
+	if err := b.checkNodeID(t); err != nil {
+		return nil, err
+	}
+	n := b.g.Node(t.text)
+	if n == nil {
+		if len(b.g.Nodes) >= b.lim.MaxNodes {
+			return nil, b.errAt(t.pos, "too many nodes", "split the pipeline into smaller graphs",
+				"more than %d nodes", b.lim.MaxNodes)
+		}
+		n = b.g.AddNode(t.text)
+		n.Pos = t.pos
+		n.Attrs = s.nodeDefaults.Clone()
+	}
+	if s.sub != nil {
+		if subs := b.member[n]; !slices.Contains(subs, s.sub) {
+			b.member[n] = append(subs, s.sub)
+		}
+	}
+	for sg := s.sub; sg != nil; sg = sg.parent {
+		if sg.collect && !sg.seen[n.ID] {
+			sg.seen[n.ID] = true
+			sg.mentioned = append(sg.mentioned, n.ID)
+		}
+	}
+	return n, nil
+}
+
+func isIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		letter := c == '_' || (c|0x20 >= 'a' && c|0x20 <= 'z')
+		if !letter && (i == 0 || !isDigit(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkNodeID enforces the spec's bare identifiers. A quoted id whose text is
+// an identifier ("start") names the same node as the bare one, as in
+// Graphviz, so it is accepted.
+func (b *builder) checkNodeID(t token) error {
+	switch {
+	case isIdentifier(t.text) && keywords[strings.ToLower(t.text)]:
+		return b.errAt(t.pos, "keyword node id", fmt.Sprintf("rename the node, e.g. %s_step", t.text),
+			"node id %q is a DOT keyword", t.text)
+	case isIdentifier(t.text):
+		return nil
+	case t.quoted():
+		id := suggestID(t.text)
+		return b.errAt(t.pos, "quoted node id",
+			fmt.Sprintf("use a bare identifier and put the text in label: %s [label=%q]", id, t.text),
+			"node id %q is not a bare identifier ([A-Za-z_][A-Za-z0-9_]*)", t.text)
+	}
+	return b.errAt(t.pos, "invalid node id",
+		fmt.Sprintf("use a bare identifier such as %s and put any display text in label", suggestID(t.text)),
+		"node id %q is not an identifier ([A-Za-z_][A-Za-z0-9_]*)", t.text)
+}
+
+// suggestID turns display text into an identifier for the fix message.
+func suggestID(s string) string {
+	var out []byte
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+			out = append(out, byte(r))
+		case len(out) > 0 && out[len(out)-1] != '_':
+			out = append(out, '_')
+		}
+	}
+	id := strings.Trim(string(out), "_")
+	if id == "" || isDigit(id[0]) {
+		id = "node_" + id
+	}
+	return strings.TrimSuffix(id, "_")
+}
+
+func (b *builder) edgeStmt(s *scope, st *ast.EdgeStmt) error {
+	groups := make([][]endpoint, 0, len(st.EdgeRHS)+1)
+	first, err := b.location(s, st.Source)
+	if err != nil {
+		return err
+	}
+	groups = append(groups, first)
+	for _, rh := range st.EdgeRHS {
+		if rh.Op != ast.DIRECTED {
+			return b.errAt(first[0].pos, "undirected edge --", "write directed edges with ->",
+				"undirected edge '--': Attractor pipelines are directed graphs")
+		}
+		next, err := b.location(s, rh.Destination)
+		if err != nil {
+			return err
+		}
+		groups = append(groups, next)
+	}
+	explicit := pipeline.Attrs{}
+	if err := b.applyAttrs(explicit, st.Attrs); err != nil {
+		return err
+	}
+	for i := 0; i+1 < len(groups); i++ {
+		from, to := groups[i], groups[i+1]
+		if len(b.g.Edges)+len(from)*len(to) > b.lim.MaxEdges {
+			return b.errAt(from[0].pos, "too many edges", "split the pipeline into smaller graphs",
+				"more than %d edges", b.lim.MaxEdges)
+		}
+		for _, f := range from {
+			for _, t := range to {
+				attrs := s.edgeDefaults.Clone()
+				for k, v := range explicit {
+					attrs[k] = v
+				}
+				e := b.g.AddEdge(f.id, t.id, attrs)
+				e.Pos = f.pos
+			}
+		}
+	}
+	return nil
+}
+
+// location resolves one side of an edge: a node, or every node mentioned in
+// a subgraph (a -> {b c} is a -> b and a -> c, as in Graphviz).
+func (b *builder) location(s *scope, loc ast.Location) ([]endpoint, error) {
+	switch loc := loc.(type) {
+	case *ast.NodeID:
+		n, err := b.mention(s, loc.ID)
+		if err != nil {
+			return nil, err
+		}
+		t, _ := b.tok(loc.ID)
+		return []endpoint{{id: n.ID, pos: t.pos}}, nil
+	case *ast.SubGraph:
+		sg, err := b.subgraph(s, loc, true)
+		if err != nil {
+			return nil, err
+		}
+		if len(sg.mentioned) == 0 {
+			return nil, b.errAt(b.subgraphPos(loc), "edge to empty subgraph", "name at least one node inside the braces",
+				"edge to a subgraph that contains no nodes")
+		}
+		eps := make([]endpoint, len(sg.mentioned))
+		for i, id := range sg.mentioned {
+			eps[i] = endpoint{id: id, pos: b.g.Node(id).Pos}
+		}
+		return eps, nil
+	}
+	return nil, b.errAt(pipeline.Pos{}, "", "", "unsupported edge endpoint %T", loc)
+}
+
+// subgraphPos is the position of a subgraph's name when it has one.
+func (b *builder) subgraphPos(sg *ast.SubGraph) pipeline.Pos {
+	if t, ok := b.tok(sg.ID); ok {
+		return t.pos
+	}
+	return pipeline.Pos{}
+}
+
+// subgraph walks a nested block in a child scope that starts with the
+// parent's defaults.
+func (b *builder) subgraph(parent *scope, st *ast.SubGraph, endpoint bool) (*subgraph, error) {
+	sg := &subgraph{attrs: pipeline.Attrs{}, parent: parent.sub, collect: endpoint}
+	if endpoint {
+		sg.seen = map[string]bool{}
+	}
+	if t, ok := b.tok(st.ID); ok {
+		sg.id = t.text
+	}
+	child := &scope{sub: sg, nodeDefaults: parent.nodeDefaults.Clone(), edgeDefaults: parent.edgeDefaults.Clone()}
+	return sg, b.stmts(child, st.StmtList)
+}
+
+func (b *builder) applyAttrs(dst pipeline.Attrs, list ast.AttrList) error {
+	for _, al := range list {
+		for _, a := range al {
+			if err := b.applyAttr(dst, a); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (b *builder) applyAttr(dst pipeline.Attrs, a *ast.Attr) error {
+	key, ok := b.tok(a.Field)
+	if !ok {
+		return b.errAt(pipeline.Pos{}, "", "", "attribute without a name")
+	}
+	if !isQualifiedKey(key.text) {
+		return b.errAt(key.pos, "invalid attribute key",
+			"use identifiers joined by dots, e.g. max_retries or human.default_choice",
+			"attribute key %q is not an identifier or qualified identifier", key.text)
+	}
+	val, ok := b.tok(a.Value)
+	if !ok {
+		return b.errAt(key.pos, "attribute without value", fmt.Sprintf("write %s=true (or the value you mean)", key.text),
+			"attribute %s has no value", key.text)
+	}
+	dst[key.text] = val.text
+	return nil
+}
+
+// isQualifiedKey matches Identifier ('.' Identifier)*.
+func isQualifiedKey(s string) bool {
+	for part := range strings.SplitSeq(s, ".") {
+		if !isIdentifier(part) {
+			return false
+		}
+	}
+	return true
+}
+
+// deriveClasses fills Node.Classes (own class list, then subgraph-label
+// classes, outermost first) and Node.Subgraphs (named enclosing subgraphs,
+// outermost first).
+func (b *builder) deriveClasses() {
+	for _, n := range b.g.Nodes {
+		var classes []string
+		for c := range strings.SplitSeq(n.Attrs["class"], ",") {
+			if c = strings.TrimSpace(c); c != "" && !slices.Contains(classes, c) {
+				classes = append(classes, c)
+			}
+		}
+		var subs []string
+		for _, inner := range b.member[n] {
+			for _, sg := range chain(inner) {
+				if c := ClassFromLabel(sg.attrs["label"]); c != "" && !slices.Contains(classes, c) {
+					classes = append(classes, c)
+				}
+				if sg.id != "" && !slices.Contains(subs, sg.id) {
+					subs = append(subs, sg.id)
+				}
+			}
+		}
+		n.Classes, n.Subgraphs = classes, subs
+	}
+}
+
+// chain lists a subgraph and its ancestors, outermost first.
+func chain(sg *subgraph) []*subgraph {
+	var out []*subgraph
+	for ; sg != nil; sg = sg.parent {
+		out = append(out, sg)
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// ClassFromLabel derives the stylesheet class of a subgraph label (spec
+// §2.10): lowercase, whitespace to hyphens, and everything but [a-z0-9-]
+// dropped, so "Loop A" becomes "loop-a".
+func ClassFromLabel(label string) string {
+	var out strings.Builder
+	for _, r := range strings.ToLower(label) {
+		switch {
+		case unicode.IsSpace(r):
+			out.WriteByte('-')
+		case r == '-' || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9'):
+			out.WriteRune(r)
+		}
+	}
+	return out.String()
+}

@@ -1,0 +1,200 @@
+// Package dot parses Attractor pipelines written in the DOT subset of the
+// Attractor spec (§2) into a pipeline.Graph.
+//
+// Parsing runs in three steps:
+//
+//  1. our lexer (lexer.go) reads the source, decodes every name and value
+//     exactly as the author wrote it, and rejects the DOT features Attractor
+//     leaves out (undirected edges, strict, HTML labels, ports, several
+//     graphs) at the place they occur;
+//  2. gographviz parses a normalised copy of the token stream in which every
+//     name and value is a placeholder, so only its statement grammar is used;
+//  3. the AST walk (build.go) maps placeholders back to tokens and builds the
+//     graph with Graphviz scoping of node/edge defaults and subgraph classes.
+//
+// Every error is a *SyntaxError with a position in the original source.
+package dot
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/awalterschulze/gographviz"
+
+	"nanohost/internal/pipeline"
+)
+
+// Limits bound the work Parse does, so hostile or broken input cannot
+// exhaust memory or time. A zero field means "use the DefaultLimits value".
+type Limits struct {
+	MaxBytes, MaxNodes, MaxEdges, MaxDepth int
+}
+
+// DefaultLimits are far above any real pipeline (the biggest in the corpus
+// has a few hundred nodes) yet keep a parse well under a second.
+var DefaultLimits = Limits{MaxBytes: 4 << 20, MaxNodes: 20000, MaxEdges: 100000, MaxDepth: 64}
+
+func (l Limits) withDefaults() Limits {
+	def := func(v, d int) int {
+		if v <= 0 {
+			return d
+		}
+		return v
+	}
+	return Limits{
+		MaxBytes: def(l.MaxBytes, DefaultLimits.MaxBytes),
+		MaxNodes: def(l.MaxNodes, DefaultLimits.MaxNodes),
+		MaxEdges: def(l.MaxEdges, DefaultLimits.MaxEdges),
+		MaxDepth: def(l.MaxDepth, DefaultLimits.MaxDepth),
+	}
+}
+
+// Parse reads one Attractor digraph. file is only used in error messages
+// ("" → "<input>").
+func Parse(file string, src []byte) (*pipeline.Graph, error) {
+	return ParseWithLimits(file, src, DefaultLimits)
+}
+
+// ParseWithLimits is Parse with explicit resource limits.
+func ParseWithLimits(file string, src []byte, lim Limits) (g *pipeline.Graph, err error) {
+	defer func() {
+		// gographviz panics on some internal states; no input may crash the host.
+		if r := recover(); r != nil {
+			g, err = nil, &SyntaxError{File: file, Pos: pipeline.Pos{Line: 1, Column: 1},
+				Msg: fmt.Sprintf("internal parser error: %v", r), Construct: "internal error",
+				Fix: "simplify the file around recent edits and report this input as a bug"}
+		}
+	}()
+	lim = lim.withDefaults()
+	if len(src) > lim.MaxBytes {
+		return nil, &SyntaxError{File: file, Pos: pipeline.Pos{Line: 1, Column: 1},
+			Msg:       fmt.Sprintf("input is %d bytes, more than the limit of %d", len(src), lim.MaxBytes),
+			Construct: "input too large", Fix: "split the pipeline into smaller graphs"}
+	}
+	toks, err := lex(file, src, lim.MaxDepth)
+	if err != nil {
+		return nil, err
+	}
+	text, offsets, index := normalise(toks)
+	tree, err := gographviz.Parse(text)
+	if err != nil {
+		return nil, grammarError(file, toks, offsets, index, err)
+	}
+	return build(file, toks, tree, lim)
+}
+
+// normalise renders the tokens as gographviz input. It returns the text, the
+// offset of each emitted token in it, and the token index each one came from.
+// Along the way it drops separators gographviz rejects but Graphviz accepts
+// (empty statements, a trailing comma in an attribute list).
+func normalise(toks []token) (text []byte, offsets, index []int) {
+	text = make([]byte, 0, len(toks)*6)
+	offsets = make([]int, 0, len(toks))
+	index = make([]int, 0, len(toks))
+	last := ""
+	for i, t := range toks {
+		var lexeme string
+		switch t.kind {
+		case tEOF:
+			continue
+		case tWord, tValue, tString:
+			lexeme = "_" + strconv.Itoa(i)
+		default:
+			lexeme = t.text
+		}
+		switch {
+		case lexeme == ";" && (last == "" || last == ";" || last == "{"),
+			lexeme == "," && (last == "," || last == "["),
+			lexeme == "," && i+1 < len(toks) && toks[i+1].kind == tPunct && toks[i+1].text == "]":
+			continue
+		}
+		offsets = append(offsets, len(text))
+		index = append(index, i)
+		text = append(text, lexeme...)
+		text = append(text, ' ')
+		last = lexeme
+	}
+	return text, offsets, index
+}
+
+// grammarError turns a gographviz parse error into a SyntaxError at the
+// original position of the offending token.
+func grammarError(file string, toks []token, offsets, index []int, err error) *SyntaxError {
+	at := toks[len(toks)-1] // end of input unless the error names a token
+	off, expected, ok := goccDetails(err)
+	if ok {
+		if i, found := slices.BinarySearch(offsets, off); found {
+			at = toks[index[i]]
+		}
+	}
+	msg := "unexpected " + at.describe()
+	if want := friendlyExpected(expected); want != "" {
+		msg += "; expected " + want
+	}
+	fix := "check the statement against the Attractor grammar (spec §2.2)"
+	switch {
+	case at.kind == tEOF:
+		fix = "close every '{' with '}' and every '[' with ']'"
+	case at.kind == tKeyword && at.text == "digraph":
+		fix = "put each pipeline in its own file; subgraphs are written: subgraph name { ... }"
+	case !ok:
+		msg = "syntax error: " + err.Error()
+	}
+	return &SyntaxError{File: file, Pos: at.pos, Msg: msg, Fix: fix}
+}
+
+// goccDetails reads the position and expectations out of gographviz's error,
+// whose type lives in an internal package and so is reached by reflection.
+func goccDetails(err error) (offset int, expected []string, ok bool) {
+	v := reflect.ValueOf(err)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return 0, nil, false
+	}
+	tok := v.FieldByName("ErrorToken")
+	if !tok.IsValid() || tok.Kind() != reflect.Pointer || tok.IsNil() {
+		return 0, nil, false
+	}
+	off := tok.Elem().FieldByName("Pos").FieldByName("Offset")
+	if !off.IsValid() || !off.CanInt() {
+		return 0, nil, false
+	}
+	if exp := v.FieldByName("ExpectedTokens"); exp.IsValid() && exp.Kind() == reflect.Slice {
+		for i := range exp.Len() {
+			if s := exp.Index(i); s.Kind() == reflect.String {
+				expected = append(expected, s.String())
+			}
+		}
+	}
+	return int(off.Int()), expected, true
+}
+
+var expectedNames = map[string]string{
+	"id": "a name or value", "graphx": "graph", "␚": "end of input", "$": "end of input",
+	"--": "", ":": "", "strict": "", // unsupported: never suggest them
+}
+
+func friendlyExpected(expected []string) string {
+	var out []string
+	for _, e := range expected {
+		name, known := expectedNames[e]
+		if !known {
+			name = "'" + e + "'"
+			if keywords[e] {
+				name = e
+			}
+		}
+		if name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	if len(out) > 6 {
+		out = append(out[:6], "…")
+	}
+	return strings.Join(out, ", ")
+}
