@@ -1,0 +1,175 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Problem is one thing wrong with a configuration, with how to fix it.
+type Problem struct {
+	Field    string `json:"field"`
+	Message  string `json:"message"`
+	Fix      string `json:"fix"`
+	Blocking bool   `json:"blocking"` // the host refuses to start
+}
+
+func (p Problem) String() string {
+	level := "warning"
+	if p.Blocking {
+		level = "error"
+	}
+	return fmt.Sprintf("%s: %s: %s (fix: %s)", level, p.Field, p.Message, p.Fix)
+}
+
+var folderName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// Check explains every problem with the configuration.
+func (c *Config) Check() []Problem {
+	var ps []Problem
+	add := func(blocking bool, field, msg, fix string) {
+		ps = append(ps, Problem{Field: field, Message: msg, Fix: fix, Blocking: blocking})
+	}
+	if c.DataDir == "" {
+		add(true, "data_dir", "is empty", "set data_dir (default ./data)")
+	}
+	if !oneOf(c.Log.Level, "debug", "info", "warn", "error") {
+		add(true, "log.level", fmt.Sprintf("%q is not a level", c.Log.Level), "use debug, info, warn or error")
+	}
+	if !oneOf(c.Log.Format, "text", "json") {
+		add(true, "log.format", fmt.Sprintf("%q is not a format", c.Log.Format), "use text or json")
+	}
+	ps = append(ps, c.checkHTTP()...)
+	ps = append(ps, c.checkRuntime()...)
+	ps = append(ps, c.checkSlack()...)
+	ps = append(ps, c.checkGroups()...)
+	if !oneOf(c.Pipelines.DefaultVerbosity, "minimal", "standard", "verbose") {
+		add(true, "pipelines.default_verbosity", fmt.Sprintf("%q is not a verbosity", c.Pipelines.DefaultVerbosity), "use minimal, standard or verbose")
+	}
+	return ps
+}
+
+func (c *Config) checkHTTP() []Problem {
+	if c.HTTP.Listen == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(c.HTTP.Listen)
+	if err != nil {
+		return []Problem{{"http.listen", fmt.Sprintf("%q is not host:port", c.HTTP.Listen), "use e.g. 127.0.0.1:8377", true}}
+	}
+	if !isLoopback(host) && c.HTTP.Token == "" {
+		return []Problem{{"http.listen", fmt.Sprintf("%s is not a loopback address and no token is set", c.HTTP.Listen),
+			"bind to 127.0.0.1, or set http.token (or NANOHOST_HTTP_TOKEN)", true}}
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (c *Config) checkRuntime() []Problem {
+	var ps []Problem
+	r := c.Runtime
+	if r.Kind != "docker" {
+		ps = append(ps, Problem{"runtime.kind", fmt.Sprintf("%q is not supported", r.Kind), "use docker", true})
+	}
+	if !oneOf(r.Agent, "claude", "command", "script") {
+		ps = append(ps, Problem{"runtime.agent", fmt.Sprintf("%q is not an agent", r.Agent), "use claude, command or script", true})
+	}
+	if r.Agent == "command" && r.AgentCommand == "" {
+		ps = append(ps, Problem{"runtime.agent_command", "is empty but runtime.agent is command", "set the agent CLI to run, e.g. \"aider --message-file -\"", true})
+	}
+	if r.Agent == "script" && r.Script == "" {
+		ps = append(ps, Problem{"runtime.script", "is empty but runtime.agent is script", "point it at an S.json script file", true})
+	}
+	if r.Agent == "claude" && len(c.secretValues) == 0 {
+		ps = append(ps, Problem{"agent_secrets", "no ANTHROPIC_API_KEY (or CLAUDE_CODE_OAUTH_TOKEN) in the environment or .env",
+			"put ANTHROPIC_API_KEY=... in .env, or use runtime.agent: script for a demo", false})
+	}
+	if r.MaxContainers < 1 {
+		ps = append(ps, Problem{"runtime.max_containers", "must be at least 1", "set it to 5 (the default)", true})
+	}
+	if !oneOf(r.Network, "bridge", "none") {
+		ps = append(ps, Problem{"runtime.network", fmt.Sprintf("%q is not supported", r.Network), "use bridge or none", true})
+	}
+	if r.MountAllowlist != "" {
+		abs, _ := filepath.Abs(r.MountAllowlist)
+		data, _ := filepath.Abs(c.DataDir)
+		if strings.HasPrefix(abs, data+string(filepath.Separator)) {
+			ps = append(ps, Problem{"runtime.mount_allowlist", "lies inside data_dir, where agents' folders are mounted",
+				"keep it outside every mounted directory, e.g. ~/.config/nanohost/mount-allowlist.json", true})
+		}
+	}
+	return ps
+}
+
+func (c *Config) checkSlack() []Problem {
+	s := c.Slack
+	if !s.Enabled() {
+		return nil
+	}
+	var ps []Problem
+	if !strings.HasPrefix(s.BotToken.Reveal(), "xoxb-") {
+		ps = append(ps, Problem{"slack.bot_token", "missing or not a bot token (xoxb-…)", "set SLACK_BOT_TOKEN in .env (OAuth & Permissions → Bot User OAuth Token)", true})
+	}
+	if !strings.HasPrefix(s.AppToken.Reveal(), "xapp-") {
+		ps = append(ps, Problem{"slack.app_token", "missing or not an app-level token (xapp-…)", "set SLACK_APP_TOKEN in .env (Basic Information → App-Level Tokens, scope connections:write)", true})
+	}
+	if !s.Policy.Configured() {
+		ps = append(ps, Problem{"slack.policy", "no authorization policy: Slack refuses every run and gate (deny by default)",
+			"set slack.policy.channels and slack.policy.starters (and approvers) to Slack ids such as C0123ABC, U0123ABC or group:S0123ABC", true})
+	}
+	return ps
+}
+
+func (c *Config) checkGroups() []Problem {
+	var ps []Problem
+	seen := map[string]bool{}
+	mains := 0
+	for i, g := range c.Groups {
+		field := fmt.Sprintf("groups[%d]", i)
+		if !folderName.MatchString(g.Folder) {
+			ps = append(ps, Problem{field + ".folder", fmt.Sprintf("%q is not a safe folder name", g.Folder), "use lowercase letters, digits, - and _ (e.g. team-web)", true})
+		}
+		if seen[g.Folder] {
+			ps = append(ps, Problem{field + ".folder", fmt.Sprintf("%q is registered twice", g.Folder), "give every group its own folder", true})
+		}
+		seen[g.Folder] = true
+		if !strings.Contains(g.Chat, ":") {
+			ps = append(ps, Problem{field + ".chat", fmt.Sprintf("%q does not name a channel", g.Chat), "use slack:<channel id> or console:<name>", true})
+		}
+		if g.Main {
+			mains++
+		}
+	}
+	if mains > 1 {
+		ps = append(ps, Problem{"groups", fmt.Sprintf("%d groups are marked main", mains), "mark exactly one group main: true", true})
+	}
+	return ps
+}
+
+func oneOf(v string, options ...string) bool {
+	for _, o := range options {
+		if v == o {
+			return true
+		}
+	}
+	return false
+}
+
+// Blocking reports whether any problem stops the host from starting.
+func Blocking(ps []Problem) bool {
+	for _, p := range ps {
+		if p.Blocking {
+			return true
+		}
+	}
+	return false
+}

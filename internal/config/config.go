@@ -1,0 +1,202 @@
+// Package config holds nanohost's configuration: nanohost.yaml, environment
+// overrides and a .env file for secrets, with embedded defaults so that
+// `nanohost serve` with no file at all starts a working host (SQLite in
+// ./data, the console channel, the Docker runtime).
+package config
+
+import (
+	"log/slog"
+	"path/filepath"
+	"time"
+)
+
+// Config is the whole host configuration.
+type Config struct {
+	// DataDir holds the database, group folders, IPC directories and run logs.
+	DataDir string `yaml:"data_dir"`
+	// Database is the SQLite file (default <data_dir>/nanohost.db).
+	Database string `yaml:"database"`
+
+	Log       Log       `yaml:"log"`
+	HTTP      HTTP      `yaml:"http"`
+	Runtime   Runtime   `yaml:"runtime"`
+	Slack     Slack     `yaml:"slack"`
+	Console   Console   `yaml:"console"`
+	IPC       IPC       `yaml:"ipc"`
+	Pipelines Pipelines `yaml:"pipelines"`
+	Groups    []Group   `yaml:"groups"`
+
+	// AgentSecrets names environment variables passed to agents (only into
+	// the agent process, never into the container's config).
+	AgentSecrets []string `yaml:"agent_secrets"`
+
+	// Secrets loaded from the environment / .env for AgentSecrets. Never serialised.
+	secretValues map[string]Secret
+	// Source is the file the config was read from ("" = embedded defaults).
+	Source string `yaml:"-"`
+}
+
+// Log configures structured logging.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // text or json
+}
+
+// HTTP configures the operations endpoint (/healthz, /metrics, dashboard).
+type HTTP struct {
+	// Listen is the address; loopback by default. A non-loopback address requires Token.
+	Listen string `yaml:"listen"`
+	Token  Secret `yaml:"token"`
+}
+
+// Runtime configures agent containers.
+type Runtime struct {
+	Kind  string `yaml:"kind"`  // docker
+	Image string `yaml:"image"` // the agent image
+	// Agent selects the runner inside the image: claude, command or script.
+	Agent string `yaml:"agent"`
+	// AgentCommand is the command template for Agent=command.
+	AgentCommand string `yaml:"agent_command"`
+	// Script is the S.json file for Agent=script (demos and tests).
+	Script        string        `yaml:"script"`
+	MaxContainers int           `yaml:"max_containers"`
+	Memory        string        `yaml:"memory"` // e.g. 2g
+	CPUs          float64       `yaml:"cpus"`
+	Pids          int64         `yaml:"pids"`
+	Network       string        `yaml:"network"` // bridge or none
+	IdleTimeout   time.Duration `yaml:"idle_timeout"`
+	NodeTimeout   time.Duration `yaml:"node_timeout"` // default per node when it sets none
+	// MountAllowlist is a JSON file, outside every mounted directory, listing extra mounts agents may get.
+	MountAllowlist string `yaml:"mount_allowlist"`
+}
+
+// Slack configures the Slack channel. Empty tokens = Slack disabled.
+type Slack struct {
+	BotToken Secret      `yaml:"bot_token"`
+	AppToken Secret      `yaml:"app_token"`
+	APIURL   string      `yaml:"api_url"` // tests point this at the fake server
+	Policy   SlackPolicy `yaml:"policy"`
+}
+
+// Enabled reports whether Slack is configured.
+func (s Slack) Enabled() bool { return s.BotToken != "" || s.AppToken != "" }
+
+// SlackPolicy says who may do what. Deny by default.
+type SlackPolicy struct {
+	// Channels where runs may start and post (Slack channel ids).
+	Channels []string `yaml:"channels"`
+	// Starters may start, cancel and resume runs: user ids (U…) and user groups (group:S…).
+	Starters []string `yaml:"starters"`
+	// Approvers may answer gates (a gate's own `approvers` attribute narrows this).
+	Approvers []string `yaml:"approvers"`
+	// PreventSelfApproval stops the user who started a run from answering its gates.
+	PreventSelfApproval bool `yaml:"prevent_self_approval"`
+}
+
+// Configured reports whether any policy is set.
+func (p SlackPolicy) Configured() bool {
+	return len(p.Channels) > 0 && (len(p.Starters) > 0 || len(p.Approvers) > 0)
+}
+
+// Console configures the terminal chat used when Slack is not configured.
+type Console struct {
+	// Enabled: "auto" (when Slack is off), "true" or "false".
+	Enabled string `yaml:"enabled"`
+}
+
+// IPC configures the agents' request directories.
+type IPC struct {
+	Rescan            time.Duration `yaml:"rescan"`
+	PipelinesPerHour  int           `yaml:"pipelines_per_hour"`
+	MessagesPerMinute int           `yaml:"messages_per_minute"`
+	MaxRequestBytes   int64         `yaml:"max_request_bytes"`
+}
+
+// Pipelines configures runs.
+type Pipelines struct {
+	DefaultVerbosity  string `yaml:"default_verbosity"` // minimal, standard, verbose
+	MaxConcurrentRuns int    `yaml:"max_concurrent_runs"`
+	// Dirs holds bundled workflows (`/pipeline run <name>` looks here after the group workspace).
+	Dirs []string `yaml:"dirs"`
+}
+
+// Group is a registered chat with its own folder, agent and memory.
+type Group struct {
+	Folder  string `yaml:"folder"`  // data/groups/<folder>
+	Name    string `yaml:"name"`    // display name
+	Chat    string `yaml:"chat"`    // e.g. slack:C0123ABC or console:main
+	Trigger string `yaml:"trigger"` // "@mention" (default) or a word such as "nano"
+	Main    bool   `yaml:"main"`    // the main group may target any registered chat
+}
+
+// Defaults returns the embedded defaults.
+func Defaults() *Config {
+	return &Config{
+		DataDir: "data",
+		Log:     Log{Level: "info", Format: "text"},
+		HTTP:    HTTP{Listen: "127.0.0.1:8377"},
+		Runtime: Runtime{
+			Kind: "docker", Image: "nanohost-agent:latest", Agent: "claude",
+			MaxContainers: 5, Memory: "2g", CPUs: 1, Pids: 512, Network: "bridge",
+			IdleTimeout: 10 * time.Minute,
+		},
+		Console:      Console{Enabled: "auto"},
+		IPC:          IPC{Rescan: 2 * time.Second, PipelinesPerHour: 30, MessagesPerMinute: 30, MaxRequestBytes: 2 << 20},
+		Pipelines:    Pipelines{DefaultVerbosity: "standard", MaxConcurrentRuns: 20},
+		AgentSecrets: []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
+	}
+}
+
+// DatabasePath is Database, defaulting to <data_dir>/nanohost.db.
+func (c *Config) DatabasePath() string {
+	if c.Database != "" {
+		return c.Database
+	}
+	return filepath.Join(c.DataDir, "nanohost.db")
+}
+
+// ConsoleEnabled reports whether the console channel should run.
+func (c *Config) ConsoleEnabled() bool {
+	switch c.Console.Enabled {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return !c.Slack.Enabled()
+}
+
+// AgentSecretValues returns the secrets for agents, by variable name.
+func (c *Config) AgentSecretValues() map[string]Secret { return c.secretValues }
+
+// MainGroup returns the main group, if one is registered.
+func (c *Config) MainGroup() (Group, bool) {
+	for _, g := range c.Groups {
+		if g.Main {
+			return g, true
+		}
+	}
+	return Group{}, false
+}
+
+// Secret is a string that never prints: logs, `config show` and JSON see "********".
+type Secret string
+
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "********"
+}
+
+// LogValue keeps secrets out of slog output.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalYAML redacts the secret.
+func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
+
+// MarshalJSON redacts the secret.
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + s.String() + `"`), nil }
+
+// Reveal returns the secret's value, for the one place that must use it.
+func (s Secret) Reveal() string { return string(s) }
