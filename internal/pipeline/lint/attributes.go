@@ -1,0 +1,189 @@
+package lint
+
+import "slices"
+
+// Scope says where an attribute may appear.
+type Scope uint8
+
+const (
+	GraphScope Scope = 1 << iota
+	NodeScope
+	EdgeScope
+)
+
+func (s Scope) String() string {
+	switch s {
+	case GraphScope:
+		return "graph"
+	case NodeScope:
+		return "node"
+	case EdgeScope:
+		return "edge"
+	}
+	return "attribute"
+}
+
+// Kind is the type an attribute's value must have.
+type Kind int
+
+const (
+	KindString   Kind = iota
+	KindInt           // checked by attr_type (error)
+	KindBool          // checked by attr_type (error)
+	KindDuration      // checked by attr_type (error)
+	KindEnum          // one of Values; checked by attr_value (warning)
+	KindEnumList      // comma-separated Values; checked by attr_value (warning)
+)
+
+// Attribute describes one attribute key the pipeline understands.
+type Attribute struct {
+	Key     string
+	Scope   Scope // bitmask of the scopes it is valid in
+	Kind    Kind
+	Values  []string // for KindEnum, KindEnumList
+	Min     int      // for KindInt: the smallest valid value (when HasMin)
+	HasMin  bool
+	Example string // a valid value, for fixes
+	// Graphviz marks layout/cosmetic attributes: valid, ignored by the engine.
+	Graphviz bool
+}
+
+// FidelityModes are the values fidelity_valid accepts (spec §5.4).
+var FidelityModes = []string{"full", "truncate", "compact", "summary:low", "summary:medium", "summary:high"}
+
+// KnownShapes are the shapes with a handler (spec §2.8).
+var KnownShapes = []string{"Mdiamond", "Msquare", "box", "hexagon", "diamond", "component", "tripleoctagon", "parallelogram", "house"}
+
+const (
+	gn  = GraphScope | NodeScope
+	ne  = NodeScope | EdgeScope
+	all = GraphScope | NodeScope | EdgeScope
+)
+
+// Attributes is the single list of every attribute key the front end and the
+// engine understand (spec Appendix A, the handler attributes of §4, nanohost's
+// additions, and the Graphviz layout attributes people put in DOT files).
+// attr_type, attr_value and attr_unknown are all driven by it.
+var Attributes = []Attribute{
+	// Graph (spec §2.5, Appendix A).
+	{Key: "goal", Scope: GraphScope, Example: `"Ship the feature"`},
+	{Key: "label", Scope: all, Example: `"Review"`},
+	{Key: "model_stylesheet", Scope: GraphScope, Example: `"* { llm_model: claude-opus-4-6; }"`},
+	{Key: "default_max_retry", Scope: GraphScope, Kind: KindInt, HasMin: true, Min: 0, Example: "50"},
+	{Key: "default_fidelity", Scope: GraphScope, Example: "compact"},
+	{Key: "retry_target", Scope: gn, Example: "implement"},
+	{Key: "fallback_retry_target", Scope: gn, Example: "plan"},
+	{Key: "stack.child_dotfile", Scope: GraphScope, Example: `"child.dot"`},
+	{Key: "stack.child_workdir", Scope: GraphScope, Example: `"."`},
+	{Key: "tool_hooks.pre", Scope: GraphScope, Example: `"echo pre"`},
+	{Key: "tool_hooks.post", Scope: GraphScope, Example: `"echo post"`},
+	{Key: "rankdir", Scope: GraphScope, Kind: KindEnum, Values: []string{"TB", "LR", "BT", "RL"}, Example: "LR"},
+
+	// Node (spec §2.6, Appendix A). llm_* are also graph-level defaults (§8.5).
+	{Key: "shape", Scope: NodeScope, Example: "box"},
+	{Key: "type", Scope: NodeScope, Example: `"wait.human"`},
+	{Key: "prompt", Scope: NodeScope, Example: `"Implement the plan"`},
+	{Key: "max_retries", Scope: NodeScope, Kind: KindInt, HasMin: true, Min: 0, Example: "3"},
+	{Key: "goal_gate", Scope: NodeScope, Kind: KindBool, Example: "true"},
+	{Key: "fidelity", Scope: ne, Example: "compact"},
+	{Key: "thread_id", Scope: all, Example: `"loop-a"`},
+	{Key: "class", Scope: NodeScope, Example: `"code,critical"`},
+	{Key: "timeout", Scope: NodeScope, Kind: KindDuration, Example: `"900s"`},
+	{Key: "llm_model", Scope: gn, Example: "claude-opus-4-6"},
+	{Key: "llm_provider", Scope: gn, Example: "anthropic"},
+	{Key: "reasoning_effort", Scope: gn, Kind: KindEnum, Values: []string{"low", "medium", "high"}, Example: "high"},
+	{Key: "auto_status", Scope: NodeScope, Kind: KindBool, Example: "true"},
+	{Key: "allow_partial", Scope: NodeScope, Kind: KindBool, Example: "true"},
+	// Handler attributes (spec §4.6–4.11).
+	{Key: "human.default_choice", Scope: NodeScope, Example: `"approve"`},
+	{Key: "join_policy", Scope: NodeScope, Kind: KindEnum, Values: []string{"wait_all", "k_of_n", "first_success", "quorum"}, Example: "wait_all"},
+	{Key: "error_policy", Scope: NodeScope, Kind: KindEnum, Values: []string{"fail_fast", "continue", "ignore"}, Example: "continue"},
+	{Key: "max_parallel", Scope: NodeScope, Kind: KindInt, HasMin: true, Min: 1, Example: "4"},
+	{Key: "tool_command", Scope: NodeScope, Example: `"make test"`},
+	{Key: "manager.poll_interval", Scope: NodeScope, Kind: KindDuration, Example: `"45s"`},
+	{Key: "manager.max_cycles", Scope: NodeScope, Kind: KindInt, HasMin: true, Min: 1, Example: "1000"},
+	{Key: "manager.stop_condition", Scope: NodeScope, Example: `"context.stack.child.status=completed"`},
+	{Key: "manager.actions", Scope: NodeScope, Kind: KindEnumList, Values: []string{"observe", "steer", "wait"}, Example: `"observe,wait"`},
+	{Key: "stack.child_autostart", Scope: NodeScope, Kind: KindBool, Example: "true"},
+	// nanohost (host-orchestration.md): force a fresh container.
+	{Key: "isolated", Scope: NodeScope, Kind: KindBool, Example: "true"},
+
+	// Edge (spec §2.7, Appendix A; freeform from host-orchestration.md).
+	{Key: "condition", Scope: EdgeScope, Example: `"outcome=success"`},
+	{Key: "weight", Scope: EdgeScope, Kind: KindInt, Example: "1"},
+	{Key: "loop_restart", Scope: EdgeScope, Kind: KindBool, Example: "true"},
+	{Key: "freeform", Scope: EdgeScope, Kind: KindBool, Example: "true"},
+}
+
+// graphvizAttributes are layout and cosmetic Graphviz attributes: valid in a
+// DOT file, ignored by the engine, never reported as unknown.
+var graphvizAttributes = map[Scope][]string{
+	GraphScope: {"bgcolor", "fontname", "fontsize", "fontcolor", "labelloc", "labeljust", "nodesep", "ranksep",
+		"splines", "compound", "concentrate", "size", "ratio", "margin", "pad", "dpi", "newrank", "ordering",
+		"style", "color", "fillcolor", "penwidth", "rank", "center", "layout", "overlap", "outputorder", "comment", "tooltip"},
+	NodeScope: {"color", "fillcolor", "style", "fontname", "fontsize", "fontcolor", "width", "height", "fixedsize",
+		"penwidth", "tooltip", "xlabel", "peripheries", "group", "URL", "href", "target", "margin", "image",
+		"sides", "orientation", "regular", "distortion", "skew", "ordering", "comment", "labelloc", "gradientangle"},
+	EdgeScope: {"color", "style", "penwidth", "arrowhead", "arrowtail", "arrowsize", "dir", "fontname", "fontsize",
+		"fontcolor", "constraint", "minlen", "headport", "tailport", "lhead", "ltail", "xlabel", "taillabel",
+		"headlabel", "tooltip", "decorate", "labelfloat", "samehead", "sametail", "comment", "URL", "href", "target"},
+}
+
+// aliases are names people use for a known attribute, by scope, with what to write instead.
+var aliases = map[Scope]map[string]string{
+	GraphScope: {
+		"max_retries": "default_max_retry", "max_retry": "default_max_retry", "fidelity": "default_fidelity",
+		"stylesheet": "model_stylesheet", "model": "llm_model", "provider": "llm_provider",
+	},
+	NodeScope: {
+		"model": "llm_model", "provider": "llm_provider", "reasoning": "reasoning_effort", "effort": "reasoning_effort",
+		"retries": "max_retries", "max_retry": "max_retries", "retry": "max_retries", "command": "tool_command",
+		"cmd": "tool_command", "classes": "class", "handler": "type", "instructions": "prompt",
+	},
+	EdgeScope: {"cond": "condition", "when": "condition", "if": "condition", "priority": "weight"},
+}
+
+// attrIndex looks attributes up by scope and key.
+type attrIndex struct {
+	byScope map[Scope]map[string]*Attribute
+	keys    map[Scope][]string // spec and Graphviz keys, for did-you-mean
+}
+
+var index = buildIndex()
+
+func buildIndex() attrIndex {
+	ix := attrIndex{byScope: map[Scope]map[string]*Attribute{}, keys: map[Scope][]string{}}
+	for _, s := range []Scope{GraphScope, NodeScope, EdgeScope} {
+		ix.byScope[s] = map[string]*Attribute{}
+		for i := range Attributes {
+			if a := &Attributes[i]; a.Scope&s != 0 {
+				ix.byScope[s][a.Key] = a
+				ix.keys[s] = append(ix.keys[s], a.Key)
+			}
+		}
+		for _, k := range graphvizAttributes[s] {
+			if _, dup := ix.byScope[s][k]; !dup {
+				ix.byScope[s][k] = &Attribute{Key: k, Scope: s, Graphviz: true}
+			}
+		}
+	}
+	return ix
+}
+
+// Lookup returns the attribute for key in scope, or nil if the pipeline does not know it.
+func Lookup(scope Scope, key string) *Attribute { return index.byScope[scope][key] }
+
+// KnownKeys returns the spec (non-Graphviz) keys valid in scope.
+func KnownKeys(scope Scope) []string { return slices.Clone(index.keys[scope]) }
+
+// otherScope returns the scope key belongs to when it is not valid in scope.
+func otherScope(scope Scope, key string) (Scope, bool) {
+	for _, s := range []Scope{NodeScope, EdgeScope, GraphScope} {
+		if s != scope {
+			if a := Lookup(s, key); a != nil && !a.Graphviz {
+				return s, true
+			}
+		}
+	}
+	return 0, false
+}

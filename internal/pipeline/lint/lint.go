@@ -1,0 +1,169 @@
+// Package lint validates a pipeline graph (spec §7): the built-in rules of
+// §7.2 plus checks a careful reviewer would make (attribute types, enum
+// values, misspelt attribute names, dead ends), and any custom rules.
+//
+// Every rule is linear in the size of the graph, so a 10k-node pipeline
+// validates in milliseconds. Diagnostics carry the rule, severity, message,
+// the node or edge, a fix, and the source position (from Node.Pos/Edge.Pos,
+// or the attribute itself when Options.Source is given).
+package lint
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"nanohost/internal/pipeline"
+)
+
+// Rule is one lint check (spec §7.4).
+type Rule interface {
+	Name() string
+	Apply(g *pipeline.Graph) []pipeline.Diagnostic
+}
+
+// RuleFunc adapts a function to a Rule.
+func RuleFunc(name string, apply func(g *pipeline.Graph) []pipeline.Diagnostic) Rule {
+	return funcRule{name, apply}
+}
+
+type funcRule struct {
+	name  string
+	apply func(*pipeline.Graph) []pipeline.Diagnostic
+}
+
+func (r funcRule) Name() string                                  { return r.name }
+func (r funcRule) Apply(g *pipeline.Graph) []pipeline.Diagnostic { return r.apply(g) }
+
+// DefaultKnownTypes are the handler types of spec §2.8, what type_known
+// accepts when Options.KnownTypes is empty.
+var DefaultKnownTypes = []string{
+	"start", "exit", "codergen", "wait.human", "conditional",
+	"parallel", "parallel.fan_in", "tool", "stack.manager_loop",
+}
+
+// Options configure validation.
+type Options struct {
+	// KnownTypes are the handler types type_known accepts; pass the engine
+	// registry's types so custom handlers are not flagged. Empty means
+	// DefaultKnownTypes.
+	KnownTypes []string
+	// Source is the DOT text the graph was parsed from. When set, diagnostics
+	// about an attribute value (a bad condition, a stylesheet error, a
+	// graph attribute) point at the attribute itself, not just its node or edge.
+	Source []byte
+	// Rules are custom rules, run after the built-ins.
+	Rules []Rule
+}
+
+// Registry is a set of rules: the built-ins, then custom rules in
+// registration order.
+type Registry struct {
+	opts Options
+}
+
+// NewRegistry returns a registry holding the built-in rules configured by
+// opts, followed by opts.Rules.
+func NewRegistry(opts Options) *Registry {
+	opts.Rules = slices.Clone(opts.Rules)
+	return &Registry{opts: opts}
+}
+
+// Register appends a custom rule.
+func (r *Registry) Register(rule Rule) { r.opts.Rules = append(r.opts.Rules, rule) }
+
+// Rules returns every rule in run order.
+func (r *Registry) Rules() []Rule {
+	return append(builtinRules(r.opts), r.opts.Rules...)
+}
+
+// Validate runs every rule and returns the diagnostics sorted by position
+// (line, then rule, then column; diagnostics without a position first).
+func (r *Registry) Validate(g *pipeline.Graph) []pipeline.Diagnostic {
+	var out []pipeline.Diagnostic
+	for _, rule := range r.Rules() {
+		for _, d := range rule.Apply(g) {
+			if d.Rule == "" {
+				d.Rule = rule.Name()
+			}
+			if d.File == "" {
+				d.File = g.File
+			}
+			out = append(out, d)
+		}
+	}
+	Sort(out)
+	return out
+}
+
+// Validate runs the built-in rules with default options, then extra (spec §7.3).
+func Validate(g *pipeline.Graph, extra ...Rule) []pipeline.Diagnostic {
+	return NewRegistry(Options{Rules: extra}).Validate(g)
+}
+
+// ValidateOrError is the spec's validate_or_raise: the diagnostics, and a
+// *ValidationError when any has error severity.
+func ValidateOrError(g *pipeline.Graph, extra ...Rule) ([]pipeline.Diagnostic, error) {
+	ds := Validate(g, extra...)
+	return ds, Err(ds)
+}
+
+// Err returns a *ValidationError holding the error-severity diagnostics, or nil.
+func Err(ds []pipeline.Diagnostic) error {
+	var errs []pipeline.Diagnostic
+	for _, d := range ds {
+		if d.Severity == pipeline.SeverityError {
+			errs = append(errs, d)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &ValidationError{Errors: errs}
+}
+
+// ValidationError says a pipeline has error-severity diagnostics and must not run.
+type ValidationError struct {
+	Errors []pipeline.Diagnostic
+}
+
+func (e *ValidationError) Error() string {
+	lines := make([]string, len(e.Errors))
+	for i, d := range e.Errors {
+		lines[i] = Format(d)
+	}
+	noun := "errors"
+	if len(e.Errors) == 1 {
+		noun = "error"
+	}
+	return fmt.Sprintf("pipeline is invalid (%d %s):\n%s", len(e.Errors), noun, strings.Join(lines, "\n"))
+}
+
+// Sort orders diagnostics deterministically: by line, then rule, then
+// column, keeping the rules' own order (declaration order) among equals.
+func Sort(ds []pipeline.Diagnostic) {
+	slices.SortStableFunc(ds, func(a, b pipeline.Diagnostic) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Column, b.Column))
+	})
+}
+
+// Format renders a diagnostic the way compilers do, without repeating the
+// node or edge the message already names:
+//
+//	file:line:col: severity [rule] message (fix: …)
+func Format(d pipeline.Diagnostic) string {
+	var b strings.Builder
+	b.WriteString(cmp.Or(d.File, "<input>"))
+	if d.Line > 0 {
+		fmt.Fprintf(&b, ":%d", d.Line)
+		if d.Column > 0 {
+			fmt.Fprintf(&b, ":%d", d.Column)
+		}
+	}
+	fmt.Fprintf(&b, ": %s [%s] %s", d.Severity, d.Rule, d.Message)
+	if d.Fix != "" {
+		fmt.Fprintf(&b, " (fix: %s)", d.Fix)
+	}
+	return b.String()
+}

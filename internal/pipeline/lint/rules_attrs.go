@@ -1,0 +1,291 @@
+package lint
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"nanohost/internal/pipeline"
+)
+
+// Attribute rules: the §7.2 warnings about attribute values, and the typed,
+// enum and spelling checks behind attr_type, attr_value and attr_unknown.
+
+// typeKnown: an explicit `type` names a registered handler.
+func (c *checker) typeKnown(g *pipeline.Graph) []pipeline.Diagnostic {
+	var out []pipeline.Diagnostic
+	for _, n := range g.Nodes {
+		t := strings.TrimSpace(n.Attrs["type"])
+		if t == "" || slices.Contains(c.knownTypes, t) {
+			continue
+		}
+		fix := didYouMean(t, c.knownTypes, "known types: "+strings.Join(c.knownTypes, ", "))
+		d := nodeDiag("type_known", pipeline.SeverityWarning, n, fix,
+			"node %s has type %q, which no handler is registered for", n.ID, t)
+		out = append(out, c.nodeAttr(d, n, "type"))
+	}
+	return out
+}
+
+// fidelityValid: fidelity modes are one of §5.4's.
+func (c *checker) fidelityValid(g *pipeline.Graph) []pipeline.Diagnostic {
+	var out []pipeline.Diagnostic
+	bad := func(v string) (string, bool) {
+		if v == "" || slices.Contains(FidelityModes, v) {
+			return "", false
+		}
+		return didYouMean(v, FidelityModes, "use one of "+strings.Join(FidelityModes, ", ")), true
+	}
+	if v := g.Attrs["default_fidelity"]; v != "" {
+		if fix, isBad := bad(v); isBad {
+			d := graphDiag("fidelity_valid", pipeline.SeverityWarning, fix, "default_fidelity %q is not a fidelity mode", v)
+			out = append(out, c.graphAttr(d, g, "default_fidelity"))
+		}
+	}
+	for _, n := range g.Nodes {
+		if fix, isBad := bad(n.Attrs["fidelity"]); isBad {
+			d := nodeDiag("fidelity_valid", pipeline.SeverityWarning, n, fix, "node %s has fidelity %q, which is not a fidelity mode", n.ID, n.Attrs["fidelity"])
+			out = append(out, c.nodeAttr(d, n, "fidelity"))
+		}
+	}
+	for _, e := range g.Edges {
+		if fix, isBad := bad(e.Attrs["fidelity"]); isBad {
+			d := edgeDiag("fidelity_valid", pipeline.SeverityWarning, e, fix, "edge %s -> %s has fidelity %q, which is not a fidelity mode", e.From, e.To, e.Attrs["fidelity"])
+			out = append(out, c.edgeAttr(d, e, "fidelity"))
+		}
+	}
+	return out
+}
+
+var retryKeys = []string{"retry_target", "fallback_retry_target"}
+
+// retryTargetExists: retry targets name existing nodes.
+func (c *checker) retryTargetExists(g *pipeline.Graph) []pipeline.Diagnostic {
+	var out []pipeline.Diagnostic
+	ids := nodeIDs(g)
+	for _, key := range retryKeys {
+		if t := strings.TrimSpace(g.Attrs[key]); t != "" && g.Node(t) == nil {
+			d := graphDiag("retry_target_exists", pipeline.SeverityWarning, didYouMean(t, ids, "name an existing node"),
+				"graph %s %q is not a node", key, t)
+			out = append(out, c.graphAttr(d, g, key))
+		}
+	}
+	for _, n := range g.Nodes {
+		for _, key := range retryKeys {
+			if t := strings.TrimSpace(n.Attrs[key]); t != "" && g.Node(t) == nil {
+				d := nodeDiag("retry_target_exists", pipeline.SeverityWarning, n, didYouMean(t, ids, "name an existing node"),
+					"node %s has %s %q, which is not a node", n.ID, key, t)
+				out = append(out, c.nodeAttr(d, n, key))
+			}
+		}
+	}
+	return out
+}
+
+// goalGateHasRetry: a goal gate has somewhere to go back to when it is
+// unsatisfied at exit — its own retry target or the graph's.
+func goalGateHasRetry(g *pipeline.Graph) []pipeline.Diagnostic {
+	if hasAny(g.Attrs, retryKeys) {
+		return nil
+	}
+	var out []pipeline.Diagnostic
+	for _, n := range g.Nodes {
+		if gate, err := n.Attrs.Bool("goal_gate", false); err != nil || !gate || hasAny(n.Attrs, retryKeys) {
+			continue
+		}
+		out = append(out, nodeDiag("goal_gate_has_retry", pipeline.SeverityWarning, n,
+			fmt.Sprintf("add retry_target=%s (or the stage that should redo the work) to the node, or a graph-level retry_target", n.ID),
+			"goal gate %s has no retry_target: if it has not succeeded when the run reaches the exit, the pipeline fails", n.ID))
+	}
+	return out
+}
+
+func hasAny(a pipeline.Attrs, keys []string) bool {
+	for _, k := range keys {
+		if strings.TrimSpace(a[k]) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// promptOnLLMNodes: an LLM stage says what to do.
+func promptOnLLMNodes(g *pipeline.Graph) []pipeline.Diagnostic {
+	var out []pipeline.Diagnostic
+	for _, n := range g.Nodes {
+		if n.HandlerType() != "codergen" || hasAny(n.Attrs, []string{"prompt", "label"}) {
+			continue
+		}
+		out = append(out, nodeDiag("prompt_on_llm_nodes", pipeline.SeverityWarning, n,
+			fmt.Sprintf(`add prompt="…" to %s, or give it another shape if it is not an LLM stage`, n.ID),
+			"LLM stage %s has neither prompt nor label: the agent would get only the node id as its instruction", n.ID))
+	}
+	return out
+}
+
+// scoped is one attribute occurrence: where it is, for diagnostics.
+type scoped struct {
+	scope Scope
+	attrs pipeline.Attrs
+	diag  func(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic
+}
+
+// eachAttr calls f for every attribute of the graph, its nodes and edges,
+// keys sorted so the diagnostics come out in a stable order.
+func (c *checker) eachAttr(g *pipeline.Graph, f func(s scoped, key, value string)) {
+	visit := func(s scoped) {
+		for _, k := range slices.Sorted(maps.Keys(s.attrs)) {
+			f(s, k, s.attrs[k])
+		}
+	}
+	visit(scoped{GraphScope, g.Attrs, func(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic {
+		return c.graphAttr(graphDiag(rule, sev, fix, "graph: "+format, args...), g, key)
+	}})
+	for _, n := range g.Nodes {
+		visit(scoped{NodeScope, n.Attrs, func(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic {
+			return c.nodeAttr(nodeDiag(rule, sev, n, fix, "node "+n.ID+": "+format, args...), n, key)
+		}})
+	}
+	for _, e := range g.Edges {
+		visit(scoped{EdgeScope, e.Attrs, func(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic {
+			return c.edgeAttr(edgeDiag(rule, sev, e, fix, "edge "+e.From+" -> "+e.To+": "+format, args...), e, key)
+		}})
+	}
+}
+
+// attrType: integer, boolean and duration attributes have values of that
+// type (an error: the engine would otherwise run with a silent default).
+func (c *checker) attrType(g *pipeline.Graph) []pipeline.Diagnostic {
+	var out []pipeline.Diagnostic
+	c.eachAttr(g, func(s scoped, key, value string) {
+		a := Lookup(s.scope, key)
+		if a == nil {
+			return
+		}
+		if msg := typeError(a, s.attrs); msg != "" {
+			out = append(out, s.diag("attr_type", pipeline.SeverityError, key,
+				fmt.Sprintf("write %s=%s", key, a.Example), "%s", msg))
+		}
+	})
+	return out
+}
+
+// typeError returns what is wrong with the attribute's value, or "".
+func typeError(a *Attribute, attrs pipeline.Attrs) string {
+	var err error
+	switch a.Kind {
+	case KindInt:
+		var n int
+		if n, err = attrs.Int(a.Key, 0); err == nil && a.HasMin && n < a.Min {
+			return fmt.Sprintf("%s=%d is below its minimum %d", a.Key, n, a.Min)
+		}
+	case KindBool:
+		_, err = attrs.Bool(a.Key, false)
+	case KindDuration:
+		d, derr := attrs.Duration(a.Key, 0)
+		if err = derr; err == nil && d < 0 {
+			return fmt.Sprintf("%s=%q is a negative duration", a.Key, attrs[a.Key])
+		}
+	default:
+		return ""
+	}
+	var ae *pipeline.AttrError
+	if errors.As(err, &ae) {
+		return fmt.Sprintf("%s=%q is not %s", a.Key, ae.Value, ae.Want)
+	}
+	return ""
+}
+
+// attrValue: enumerated attributes have one of their values; shapes have a handler.
+func (c *checker) attrValue(g *pipeline.Graph) []pipeline.Diagnostic {
+	var out []pipeline.Diagnostic
+	c.eachAttr(g, func(s scoped, key, value string) {
+		a := Lookup(s.scope, key)
+		switch {
+		case a == nil:
+		case key == "shape" && s.scope == NodeScope:
+			if d, ok := shapeDiag(s, value); ok {
+				out = append(out, d)
+			}
+		case a.Kind == KindEnum:
+			if v := strings.TrimSpace(value); v != "" && !slices.Contains(a.Values, v) {
+				out = append(out, s.diag("attr_value", pipeline.SeverityWarning, key,
+					didYouMean(v, a.Values, "use one of "+strings.Join(a.Values, ", ")),
+					"%s=%q is not one of %s", key, value, quoteList(a.Values)))
+			}
+		case a.Kind == KindEnumList:
+			for item := range strings.SplitSeq(value, ",") {
+				if v := strings.TrimSpace(item); v != "" && !slices.Contains(a.Values, v) {
+					out = append(out, s.diag("attr_value", pipeline.SeverityWarning, key,
+						didYouMean(v, a.Values, fmt.Sprintf("list some of %s, e.g. %s=%s", strings.Join(a.Values, ", "), key, a.Example)),
+						"%s lists %q, which is not one of %s", key, v, quoteList(a.Values)))
+				}
+			}
+		}
+	})
+	return out
+}
+
+func shapeDiag(s scoped, shape string) (pipeline.Diagnostic, bool) {
+	if slices.Contains(KnownShapes, shape) {
+		return pipeline.Diagnostic{}, false
+	}
+	if guess := closest(shape, KnownShapes); guess != "" {
+		return s.diag("attr_value", pipeline.SeverityWarning, "shape", fmt.Sprintf("did you mean shape=%s?", guess),
+			"shape=%s has no handler, so the node runs as an LLM stage (codergen)", shape), true
+	}
+	return s.diag("attr_value", pipeline.SeverityInfo, "shape",
+		"use shape=box for an LLM stage, or one of "+strings.Join(KnownShapes, ", "),
+		"shape=%s has no handler, so the node runs as an LLM stage (codergen)", shape), true
+}
+
+// attrUnknown: an attribute the pipeline does not know, but whose name is
+// close to one it does, is almost certainly a typo that would be ignored.
+// Other unknown keys pass: custom handlers read their own attributes (§4.12).
+func (c *checker) attrUnknown(g *pipeline.Graph) []pipeline.Diagnostic {
+	var out []pipeline.Diagnostic
+	cache := map[Scope]map[string]keyVerdict{GraphScope: {}, NodeScope: {}, EdgeScope: {}}
+	c.eachAttr(g, func(s scoped, key, value string) {
+		v, ok := cache[s.scope][key]
+		if !ok {
+			v = judgeKey(s.scope, key)
+			cache[s.scope][key] = v
+		}
+		if v.unknown {
+			out = append(out, s.diag("attr_unknown", pipeline.SeverityWarning, key, v.fix, "%s", v.msg))
+		}
+	})
+	return out
+}
+
+type keyVerdict struct {
+	fix, msg string
+	unknown  bool
+}
+
+func judgeKey(scope Scope, key string) keyVerdict {
+	if Lookup(scope, key) != nil {
+		return keyVerdict{}
+	}
+	if want, ok := aliases[scope][key]; ok {
+		return keyVerdict{fmt.Sprintf("did you mean %s?", want), fmt.Sprintf("unknown %s attribute %q", scope, key), true}
+	}
+	if other, ok := otherScope(scope, key); ok {
+		return keyVerdict{fmt.Sprintf("move %s to the %s it is meant for", key, other),
+			fmt.Sprintf("%s is %s attribute; on a %s it has no effect", key, withArticle(other), scope), true}
+	}
+	if guess := closest(key, KnownKeys(scope)); guess != "" {
+		return keyVerdict{fmt.Sprintf("did you mean %s?", guess), fmt.Sprintf("unknown %s attribute %q", scope, key), true}
+	}
+	return keyVerdict{}
+}
+
+// withArticle renders "an edge", "a node", "a graph".
+func withArticle(s Scope) string {
+	if s == EdgeScope {
+		return "an edge"
+	}
+	return "a " + s.String()
+}
