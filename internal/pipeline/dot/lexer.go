@@ -84,6 +84,7 @@ type lexer struct {
 // not support at the place they occur.
 func lex(file string, src []byte, maxDepth int) ([]token, error) {
 	lx := &lexer{file: file, src: src, line: 1, maxDepth: maxDepth}
+	lx.toks = make([]token, 0, len(src)/8+16) // real pipelines average ~10 bytes per token
 	if len(src) >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF {
 		lx.off, lx.lineStart = 3, 3 // UTF-8 byte order mark
 	}
@@ -181,9 +182,12 @@ func (lx *lexer) next() error {
 	p := lx.pos()
 	c := lx.src[lx.off]
 	if lx.done {
-		if c == ';' { // a trailing ';' after the graph is harmless
+		switch c {
+		case ';': // a trailing ';' after the graph is harmless
 			lx.off++
 			return nil
+		case '}':
+			return lx.errAt(p, "", "remove the extra '}'", "unexpected '}' after the end of the graph")
 		}
 		return lx.errAt(p, "multiple graphs", "put each pipeline in its own file",
 			"more than one graph in the file: Attractor accepts exactly one digraph per file")
