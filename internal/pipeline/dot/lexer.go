@@ -73,10 +73,10 @@ type lexer struct {
 	lineStart int
 	maxDepth  int
 
-	toks  []token
-	depth int  // current '{' nesting
-	seen  bool // the root graph has been opened
-	done  bool // the root graph has been closed
+	toks       []token
+	depth      int  // current '{' nesting
+	seen       bool // the root graph has been opened
+	done       bool // the root graph has been closed
 	inAttrList bool
 }
 
