@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"nanohost/internal/container/protocol"
+)
+
+// options configure the runner; every flag has an environment fallback so an
+// image can bake in its defaults.
+type options struct {
+	agent          string
+	command        string
+	script         string
+	claudeBin      string
+	claudeArgs     string
+	maxResultBytes int
+	ipcDir         string
+	workdir        string
+	watch          string
+	pollInterval   time.Duration
+}
+
+func parseOptions(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("nanoagent run", flag.ContinueOnError)
+	fs.StringVar(&o.agent, "agent", envOr("NANOAGENT_AGENT", "claude"), "agent backend: claude, command or script")
+	fs.StringVar(&o.command, "command", os.Getenv("NANOAGENT_COMMAND"), "shell command line of a CLI agent (agent=command): prompt on stdin, answer on stdout")
+	fs.StringVar(&o.script, "script", envOr("NANOAGENT_SCRIPT", protocol.ScriptPath), "script file (agent=script)")
+	fs.StringVar(&o.claudeBin, "claude-bin", envOr("NANOAGENT_CLAUDE_BIN", "claude"), "Claude Code CLI executable")
+	fs.StringVar(&o.claudeArgs, "claude-args", envOr("NANOAGENT_CLAUDE_ARGS", "--dangerously-skip-permissions"), "extra arguments for the Claude Code CLI (space separated)")
+	fs.IntVar(&o.maxResultBytes, "max-result-bytes", envInt("NANOAGENT_MAX_RESULT_BYTES", 1<<20), "cap on a result's text; longer answers are truncated with a note")
+	fs.StringVar(&o.ipcDir, "ipc-dir", envOr("NANOAGENT_IPC_DIR", protocol.IPCDir), "IPC directory (input/ and outcome/)")
+	fs.StringVar(&o.workdir, "workdir", envOr("NANOAGENT_WORKDIR", protocol.WorkspaceDir), "agent working directory")
+	fs.StringVar(&o.watch, "watch", envOr("NANOAGENT_WATCH", "inotify"), "how to notice follow-up requests: inotify or poll")
+	fs.DurationVar(&o.pollInterval, "poll-interval", 10*time.Millisecond, "poll period when watch=poll")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.maxResultBytes < 1024 {
+		return o, fmt.Errorf("--max-result-bytes %d is too small (minimum 1024)", o.maxResultBytes)
+	}
+	return o, nil
+}
+
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
+
+// runner answers requests one at a time.
+type runner struct {
+	agent      agent
+	out        io.Writer
+	log        *slog.Logger
+	opts       options
+	nonce      string
+	secrets    map[string]string
+	executions map[string]int
+}
+
+// maxRequestBytes bounds what the runner reads for one request.
+const maxRequestBytes = 64 << 20
+
+func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
+	opts, err := parseOptions(args)
+	if err != nil {
+		return err
+	}
+	// Nobody else in the container, the agent included, may read our memory
+	// (where the nonce lives) or our file descriptors through /proc.
+	if err := makeUndumpable(); err != nil {
+		log.Warn("cannot make the runner undumpable", "err", err)
+	}
+	ag, err := newAgent(opts)
+	if err != nil {
+		return err
+	}
+	first, err := readFirstRequest(stdin)
+	if err != nil {
+		return err
+	}
+	r := &runner{agent: ag, out: stdout, log: log, opts: opts, nonce: first.Nonce,
+		secrets: first.Secrets, executions: map[string]int{}}
+	first.Nonce, first.Secrets = "", nil
+	if err := r.answer(ctx, first); err != nil {
+		return err
+	}
+	if first.Once {
+		return nil
+	}
+	return r.serveInbox(ctx)
+}
+
+// readFirstRequest decodes the one JSON request the host writes on stdin.
+func readFirstRequest(stdin io.Reader) (protocol.Request, error) {
+	var req protocol.Request
+	if err := json.NewDecoder(io.LimitReader(stdin, maxRequestBytes)).Decode(&req); err != nil {
+		return req, fmt.Errorf("read the first request from stdin: %w", err)
+	}
+	if err := checkRequest(req); err != nil {
+		return req, err
+	}
+	if len(req.Nonce) < 16 {
+		return req, errors.New("first request has no nonce: results could not be authenticated")
+	}
+	return req, nil
+}
+
+func checkRequest(req protocol.Request) error {
+	if req.Version > protocol.Version {
+		return fmt.Errorf("request speaks protocol v%d but this nanoagent (%s) only knows v%d: rebuild the agent image",
+			req.Version, version, protocol.Version)
+	}
+	if req.DispatchID <= 0 {
+		return fmt.Errorf("request has no dispatch_id")
+	}
+	return nil
+}
+
+// answer runs one request through the agent and prints its result.
+func (r *runner) answer(ctx context.Context, req protocol.Request) error {
+	start := time.Now()
+	res := r.call(ctx, req)
+	r.log.Info("answered", "dispatch", req.DispatchID, "node", req.NodeID, "status", res.Status,
+		"bytes", len(res.Result), "ms", time.Since(start).Milliseconds())
+	if err := protocol.WriteResult(r.out, r.nonce, res); err != nil {
+		return fmt.Errorf("write result %d: %w", req.DispatchID, err)
+	}
+	return nil
+}
+
+func (r *runner) call(ctx context.Context, req protocol.Request) protocol.Result {
+	n := req.Execution
+	if n <= 0 {
+		n = r.executions[req.NodeID] + 1
+	}
+	r.executions[req.NodeID] = n
+	outcomeFile := filepath.Join(r.opts.ipcDir, "outcome", protocol.OutcomeFileName(req.DispatchID))
+	c := call{req: req, execution: n, outcomeFile: outcomeFile, workdir: r.workdir(), env: r.agentEnv(req, outcomeFile)}
+
+	rep, err := r.agent.Answer(ctx, c)
+	res := protocol.Result{DispatchID: req.DispatchID, Status: protocol.StatusSuccess,
+		SessionID: rep.sessionID, Usage: rep.usage}
+	res.Result, res.Truncated = truncate(rep.text, r.opts.maxResultBytes)
+	if err != nil {
+		res.Status, res.Error = protocol.StatusError, err.Error()
+		var te *transientError
+		res.Transient = errors.As(err, &te)
+	}
+	return res
+}
+
+func (r *runner) workdir() string {
+	if st, err := os.Stat(r.opts.workdir); err == nil && st.IsDir() {
+		return r.opts.workdir
+	}
+	return ""
+}
+
+// agentEnv is the agent process's environment: ours, the secrets (which
+// exist nowhere else in the container) and where to find the dispatch.
+func (r *runner) agentEnv(req protocol.Request, outcomeFile string) []string {
+	env := os.Environ()
+	for k, v := range r.secrets {
+		env = append(env, k+"="+v)
+	}
+	return append(env,
+		protocol.EnvDispatchID+"="+strconv.FormatInt(req.DispatchID, 10),
+		protocol.EnvNodeID+"="+req.NodeID,
+		protocol.EnvOutcomeFile+"="+outcomeFile,
+	)
+}
+
+// truncate cuts s to at most max bytes on a rune boundary, with a note.
+func truncate(s string, max int) (string, bool) {
+	if len(s) <= max {
+		return s, false
+	}
+	note := fmt.Sprintf("\n[nanoagent: result truncated, %d of %d bytes dropped]", 0, len(s))
+	cut := max - len(note) - 8
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n[nanoagent: result truncated, %d of %d bytes dropped]", len(s)-cut, len(s)), true
+}
