@@ -1,0 +1,334 @@
+package fidelity
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Stage is one completed stage as the preamble reports it.
+type Stage struct {
+	NodeID        string        `json:"node_id"`
+	Label         string        `json:"label,omitempty"`
+	Status        string        `json:"status"`
+	Notes         string        `json:"notes,omitempty"`
+	FailureReason string        `json:"failure_reason,omitempty"`
+	Response      string        `json:"response,omitempty"`
+	Duration      time.Duration `json:"duration_ns,omitempty"`
+	Attempts      int           `json:"attempts,omitempty"`
+}
+
+// History is what a run has done so far, stages oldest first.
+type History struct {
+	RunID   string
+	Goal    string
+	Stages  []Stage
+	Context map[string]any
+}
+
+// style is how much a mode says. Budgets are in bytes at about four per
+// token, which over-counts for non-ASCII text and so errs on the short side.
+type style struct {
+	budget      int
+	counts      bool // a line counting stages by status
+	detail      int  // bytes of notes and failure reason per stage; 0 = status only
+	response    int  // bytes of response excerpt per older stage
+	latestReply int  // bytes of response excerpt for the most recent stage
+	timing      bool // durations and attempts
+	valueMax    int  // context values longer than this are…
+	cutValues   bool // …cut to valueMax (true) or left out (false)
+	ctxShare    int  // context gets at most 1/ctxShare of what the header leaves
+}
+
+const bytesPerToken = 4
+
+var styles = map[Mode]style{
+	// compact: structured bullets; ~1000 tokens so a long run cannot bloat it.
+	Compact:       {budget: 1000 * bytesPerToken, detail: 160, valueMax: 200, ctxShare: 3},
+	SummaryLow:    {budget: 600 * bytesPerToken, counts: true, valueMax: 80, ctxShare: 4},
+	SummaryMedium: {budget: 1500 * bytesPerToken, counts: true, detail: 300, latestReply: 600, timing: true, valueMax: 200, cutValues: true, ctxShare: 3},
+	SummaryHigh:   {budget: 3000 * bytesPerToken, counts: true, detail: 600, response: 400, latestReply: 1500, timing: true, valueMax: 400, cutValues: true, ctxShare: 3},
+}
+
+// truncateGoalMax caps the goal in truncate mode, whose budget is "minimal".
+const truncateGoalMax = 1200
+
+// Budget is the most bytes Preamble returns for the mode (0 for full).
+func Budget(m Mode) int {
+	if m == Truncate {
+		return truncateGoalMax + 200
+	}
+	return styles[m].budget
+}
+
+// Preamble renders what a fresh session is told about the run so far:
+// nothing for full (the session remembers), the goal and run id for
+// truncate, and for compact and the summaries a header, the stages (the
+// newest first to get space, shown oldest first) and the context values,
+// within the mode's budget. An invalid mode is treated as compact. The
+// output depends only on its input.
+func Preamble(mode Mode, h History) string {
+	switch mode {
+	case Full:
+		return ""
+	case Truncate:
+		return header(h, truncateGoalMax, false)
+	}
+	st, ok := styles[mode]
+	if !ok {
+		mode, st = Compact, styles[Compact]
+	}
+	return render(mode, st, h)
+}
+
+func header(h History, goalMax int, counts bool) string {
+	var b strings.Builder
+	b.WriteString("Pipeline context")
+	if h.RunID != "" {
+		b.WriteString(" (run " + clip(oneLine(h.RunID), 100) + ")")
+	}
+	b.WriteString(":\n")
+	if h.Goal != "" {
+		b.WriteString("Goal: " + clip(oneLine(h.Goal), goalMax) + "\n")
+	}
+	if counts {
+		// The line is short unless statuses are odd; keep it bounded anyway.
+		if line := countLine(h.Stages); line != "" {
+			b.WriteString(clip(line, goalMax/2) + "\n")
+		}
+	}
+	return b.String()
+}
+
+// Reserved room for the section headings and "… omitted" markers, so the
+// parts chosen below always fit.
+const (
+	stagesHeading  = "\nCompleted stages (oldest first):\n"
+	contextHeading = "\nContext:\n"
+	markerRoom     = 64
+)
+
+func render(mode Mode, st style, h History) string {
+	head := header(h, st.budget/4, st.counts)
+	room := st.budget - len(head) - len(stagesHeading) - markerRoom
+	if len(h.Stages) == 0 {
+		head += "No stages have completed yet.\n"
+		room -= len("No stages have completed yet.\n")
+	}
+
+	// The most recent stage always appears, cut down if it must be.
+	var latest string
+	if n := len(h.Stages); n > 0 {
+		latest = stageBlock(h.Stages[n-1], st, st.latestReply)
+		if len(latest) > room {
+			latest = clip(stageLine(h.Stages[n-1], st), room-1) + "\n"
+		}
+		room -= len(latest)
+	}
+
+	ctx := contextSection(h.Context, st, (room-len(contextHeading)-markerRoom)/st.ctxShare)
+	room -= len(ctx)
+
+	// Older stages, newest first, while they fit; they must be a run of
+	// consecutive stages so "N earlier stages omitted" is true.
+	var older []string
+	for i := len(h.Stages) - 2; i >= 0; i-- {
+		block := stageBlock(h.Stages[i], st, st.response)
+		if len(block) > room {
+			break
+		}
+		room -= len(block)
+		older = append(older, block)
+	}
+	slices.Reverse(older)
+
+	var b strings.Builder
+	b.WriteString(head)
+	if len(h.Stages) > 0 {
+		b.WriteString(stagesHeading)
+		if omitted := len(h.Stages) - 1 - len(older); omitted > 0 {
+			fmt.Fprintf(&b, "- … %d earlier stage%s omitted\n", omitted, plural(omitted))
+		}
+		for _, blk := range older {
+			b.WriteString(blk)
+		}
+		b.WriteString(latest)
+	}
+	b.WriteString(ctx)
+	return clip(strings.TrimRight(b.String(), "\n"), st.budget)
+}
+
+// stageLine is a stage's one-line summary: id, label, status, timing.
+func stageLine(s Stage, st style) string {
+	var b strings.Builder
+	b.WriteString("- " + oneLine(s.NodeID))
+	if s.Label != "" && s.Label != s.NodeID {
+		b.WriteString(" (" + clip(oneLine(s.Label), 80) + ")")
+	}
+	status := s.Status
+	if status == "" {
+		status = "unknown"
+	}
+	b.WriteString(": " + status)
+	if st.timing && (s.Duration > 0 || s.Attempts > 1) {
+		var parts []string
+		if s.Duration > 0 {
+			parts = append(parts, roundDuration(s.Duration).String())
+		}
+		if s.Attempts > 1 {
+			parts = append(parts, fmt.Sprintf("%d attempts", s.Attempts))
+		}
+		b.WriteString(" [" + strings.Join(parts, ", ") + "]")
+	}
+	return b.String()
+}
+
+// stageBlock is the stage line plus its detail lines, newline-terminated.
+func stageBlock(s Stage, st style, reply int) string {
+	var b strings.Builder
+	b.WriteString(stageLine(s, st) + "\n")
+	detail := st.detail
+	if detail == 0 && s.FailureReason != "" {
+		// Even the briefest mode says why something failed.
+		detail = 80
+	}
+	if detail > 0 && s.FailureReason != "" {
+		b.WriteString("  failure: " + clip(oneLine(s.FailureReason), detail) + "\n")
+	}
+	if st.detail > 0 && s.Notes != "" {
+		b.WriteString("  notes: " + clip(oneLine(s.Notes), st.detail) + "\n")
+	}
+	if reply > 0 && s.Response != "" {
+		b.WriteString("  response: " + clip(oneLine(s.Response), reply) + "\n")
+	}
+	return b.String()
+}
+
+func countLine(stages []Stage) string {
+	if len(stages) == 0 {
+		return ""
+	}
+	counts := map[string]int{}
+	for _, s := range stages {
+		counts[s.Status]++
+	}
+	var parts []string
+	for _, status := range []string{"success", "partial_success", "retry", "fail", "skipped"} {
+		if n := counts[status]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, status))
+			delete(counts, status)
+		}
+	}
+	rest := make([]string, 0, len(counts))
+	for status := range counts {
+		rest = append(rest, status)
+	}
+	sort.Strings(rest)
+	for _, status := range rest {
+		name := status
+		if name == "" {
+			name = "unknown"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", counts[status], clip(oneLine(name), 40)))
+	}
+	return fmt.Sprintf("Progress: %d stage%s run (%s)", len(stages), plural(len(stages)), strings.Join(parts, ", "))
+}
+
+// hiddenContext are keys the preamble leaves out: engine bookkeeping, and
+// the goal, which the header already states.
+func hiddenContext(key string) bool {
+	return strings.HasPrefix(key, "internal.") || key == "graph.goal" || key == "current_node"
+}
+
+// contextSection lists context values by key within room bytes.
+func contextSection(ctx map[string]any, st style, room int) string {
+	keys := make([]string, 0, len(ctx))
+	for k := range ctx {
+		if !hiddenContext(k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 || room <= 0 {
+		return ""
+	}
+	sort.Strings(keys)
+	var lines []string
+	used, omitted := 0, 0
+	for _, k := range keys {
+		v := formatValue(ctx[k])
+		if len(v) > st.valueMax {
+			if !st.cutValues {
+				omitted++
+				continue
+			}
+			v = clip(v, st.valueMax)
+		}
+		line := "- " + clip(oneLine(k), 100) + ": " + v + "\n"
+		if used+len(line) > room {
+			omitted++
+			continue
+		}
+		used += len(line)
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(contextHeading)
+	for _, l := range lines {
+		b.WriteString(l)
+	}
+	if omitted > 0 {
+		fmt.Fprintf(&b, "- … %d more value%s omitted (long or over budget)\n", omitted, plural(omitted))
+	}
+	return b.String()
+}
+
+func formatValue(v any) string {
+	if s, ok := v.(string); ok {
+		return oneLine(s)
+	}
+	data, err := json.Marshal(v) // sorts map keys: deterministic
+	if err != nil {
+		return oneLine(fmt.Sprint(v))
+	}
+	return string(data)
+}
+
+// oneLine collapses runs of whitespace (newlines included) to one space.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// clip cuts s to at most max bytes on a rune boundary, marking the cut with "…".
+func clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const ellipsis = "…"
+	if max < len(ellipsis) {
+		return ""
+	}
+	cut := max - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
+
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
