@@ -27,6 +27,7 @@ type builder struct {
 // subgraph is one `subgraph name { ... }` block (or anonymous `{ ... }`).
 type subgraph struct {
 	id        string // "" when anonymous
+	pos       pipeline.Pos
 	attrs     pipeline.Attrs
 	parent    *subgraph
 	collect   bool     // an edge endpoint: remember the nodes mentioned inside
@@ -117,7 +118,7 @@ func (b *builder) stmt(s *scope, st ast.Stmt) error {
 		_, err := b.subgraph(s, st, false)
 		return err
 	}
-	return b.errAt(pipeline.Pos{}, "", "", "unsupported statement %T", st)
+	return b.errAt(b.toks[0].pos, "", "", "unsupported statement %T", st)
 }
 
 // graphAttrs is where `key=value` and `graph [...]` land: the graph's own
@@ -142,7 +143,7 @@ func (b *builder) nodeStmt(s *scope, st *ast.NodeStmt) error {
 func (b *builder) mention(s *scope, id ast.ID) (*pipeline.Node, error) {
 	t, ok := b.tok(id)
 	if !ok {
-		return nil, b.errAt(pipeline.Pos{}, "", "", "node without a name")
+		return nil, b.errAt(b.toks[0].pos, "", "", "node without a name")
 	}
 	if err := b.checkNodeID(t); err != nil {
 		return nil, err
@@ -283,7 +284,7 @@ func (b *builder) location(s *scope, loc ast.Location) ([]endpoint, error) {
 			return nil, err
 		}
 		if len(sg.mentioned) == 0 {
-			return nil, b.errAt(b.subgraphPos(loc), "edge to empty subgraph", "name at least one node inside the braces",
+			return nil, b.errAt(sg.pos, "edge to empty subgraph", "name at least one node inside the braces",
 				"edge to a subgraph that contains no nodes")
 		}
 		eps := make([]endpoint, len(sg.mentioned))
@@ -292,15 +293,7 @@ func (b *builder) location(s *scope, loc ast.Location) ([]endpoint, error) {
 		}
 		return eps, nil
 	}
-	return nil, b.errAt(pipeline.Pos{}, "", "", "unsupported edge endpoint %T", loc)
-}
-
-// subgraphPos is the position of a subgraph's name when it has one.
-func (b *builder) subgraphPos(sg *ast.SubGraph) pipeline.Pos {
-	if t, ok := b.tok(sg.ID); ok {
-		return t.pos
-	}
-	return pipeline.Pos{}
+	return nil, b.errAt(b.toks[0].pos, "", "", "unsupported edge endpoint %T", loc)
 }
 
 // subgraph walks a nested block in a child scope that starts with the
@@ -311,7 +304,10 @@ func (b *builder) subgraph(parent *scope, st *ast.SubGraph, endpoint bool) (*sub
 		sg.seen = map[string]bool{}
 	}
 	if t, ok := b.tok(st.ID); ok {
-		sg.id = t.text
+		sg.pos = t.pos
+		if t.kind != tPunct { // anonymous subgraphs are named after their '{'
+			sg.id = t.text
+		}
 	}
 	child := &scope{sub: sg, nodeDefaults: parent.nodeDefaults.Clone(), edgeDefaults: parent.edgeDefaults.Clone()}
 	return sg, b.stmts(child, st.StmtList)
@@ -331,7 +327,7 @@ func (b *builder) applyAttrs(dst pipeline.Attrs, list ast.AttrList) error {
 func (b *builder) applyAttr(dst pipeline.Attrs, a *ast.Attr) error {
 	key, ok := b.tok(a.Field)
 	if !ok {
-		return b.errAt(pipeline.Pos{}, "", "", "attribute without a name")
+		return b.errAt(b.toks[0].pos, "", "", "attribute without a name")
 	}
 	if !isQualifiedKey(key.text) {
 		return b.errAt(key.pos, "invalid attribute key",

@@ -52,6 +52,7 @@ func TestRejectsUnsupportedConstructs(t *testing.T) {
 		{"no header", "-- Test pipeline\nDOT = ...", "missing digraph header", pipeline.Pos{Line: 1, Column: 1}, "digraph Name {"},
 		{"bare brace", "{ a -> b }", "missing digraph header", pipeline.Pos{Line: 1, Column: 1}, "digraph Name {"},
 		{"unterminated string", "digraph G {\n  a [label=\"open\n}\n", "unterminated string", pipeline.Pos{Line: 2, Column: 12}, `"`},
+		{"edge to empty subgraph", "digraph G {\n  a -> { }\n}", "edge to empty subgraph", pipeline.Pos{Line: 2, Column: 8}, "at least one node"},
 		{"unterminated comment", "digraph G { /* a }", "unterminated comment", pipeline.Pos{Line: 1, Column: 13}, "*/"},
 	}
 	for _, c := range cases {

@@ -111,13 +111,44 @@ func normalise(toks []token) (text []byte, offsets, index []int) {
 			lexeme == "," && i+1 < len(toks) && toks[i+1].kind == tPunct && toks[i+1].text == "]":
 			continue
 		}
-		offsets = append(offsets, len(text))
-		index = append(index, i)
-		text = append(text, lexeme...)
-		text = append(text, ' ')
-		last = lexeme
+		emit := func(lexeme string) {
+			offsets = append(offsets, len(text))
+			index = append(index, i)
+			text = append(text, lexeme...)
+			text = append(text, ' ')
+			last = lexeme
+		}
+		if lexeme == "{" {
+			// Name anonymous subgraphs after their '{' token, so the walk
+			// knows where they are (gographviz would invent a random name).
+			switch braceOwner(toks, i) {
+			case "subgraph":
+				emit("_" + strconv.Itoa(i))
+			case "":
+				emit("subgraph")
+				emit("_" + strconv.Itoa(i))
+			}
+		}
+		emit(lexeme)
 	}
 	return text, offsets, index
+}
+
+// braceOwner says what opened the '{' at toks[i]: "graph" for the root
+// (digraph [name] {), "named" for subgraph name {, "subgraph" for subgraph {,
+// and "" for a bare { ... }.
+func braceOwner(toks []token, i int) string {
+	isKw := func(j int, kw string) bool { return j >= 0 && toks[j].kind == tKeyword && toks[j].text == kw }
+	isName := func(j int) bool { return j >= 0 && (toks[j].kind == tWord || toks[j].kind == tString) }
+	switch {
+	case isKw(i-1, "digraph"), isName(i-1) && isKw(i-2, "digraph"):
+		return "graph"
+	case isKw(i-1, "subgraph"):
+		return "subgraph"
+	case isName(i-1) && isKw(i-2, "subgraph"):
+		return "named"
+	}
+	return ""
 }
 
 // grammarError turns a gographviz parse error into a SyntaxError at the
