@@ -3,7 +3,6 @@ package lint
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -128,48 +127,61 @@ func promptOnLLMNodes(g *pipeline.Graph) []pipeline.Diagnostic {
 // scoped is one attribute occurrence: where it is, for diagnostics.
 type scoped struct {
 	scope Scope
+	known map[string]*Attribute // index.byScope[scope], looked up once per map
 	attrs pipeline.Attrs
 	diag  func(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic
 }
 
 // eachAttr calls f for every attribute of the graph, its nodes and edges,
-// keys sorted so the diagnostics come out in a stable order.
-func (c *checker) eachAttr(g *pipeline.Graph, f func(s scoped, key, value string)) {
+// and returns what f emits. Maps are visited unordered (sorting every node's
+// keys would dominate lint's time); the few attributes that yield diagnostics
+// are put in key order, so the output is still deterministic.
+func (c *checker) eachAttr(g *pipeline.Graph, f func(s scoped, key, value string, emit func(pipeline.Diagnostic))) []pipeline.Diagnostic {
+	var out []pipeline.Diagnostic
+	type keyed struct {
+		key string
+		d   pipeline.Diagnostic
+	}
+	var found []keyed
 	visit := func(s scoped) {
-		for _, k := range slices.Sorted(maps.Keys(s.attrs)) {
-			f(s, k, s.attrs[k])
+		found = found[:0]
+		for k, v := range s.attrs {
+			f(s, k, v, func(d pipeline.Diagnostic) { found = append(found, keyed{k, d}) })
+		}
+		slices.SortStableFunc(found, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+		for _, kd := range found {
+			out = append(out, kd.d)
 		}
 	}
-	visit(scoped{GraphScope, g.Attrs, func(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic {
+	visit(scoped{GraphScope, index.byScope[GraphScope], g.Attrs, func(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic {
 		return c.graphAttr(graphDiag(rule, sev, fix, "graph: "+format, args...), g, key)
 	}})
 	for _, n := range g.Nodes {
-		visit(scoped{NodeScope, n.Attrs, func(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic {
+		visit(scoped{NodeScope, index.byScope[NodeScope], n.Attrs, func(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic {
 			return c.nodeAttr(nodeDiag(rule, sev, n, fix, "node "+n.ID+": "+format, args...), n, key)
 		}})
 	}
 	for _, e := range g.Edges {
-		visit(scoped{EdgeScope, e.Attrs, func(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic {
+		visit(scoped{EdgeScope, index.byScope[EdgeScope], e.Attrs, func(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic {
 			return c.edgeAttr(edgeDiag(rule, sev, e, fix, "edge "+e.From+" -> "+e.To+": "+format, args...), e, key)
 		}})
 	}
+	return out
 }
 
 // attrType: integer, boolean and duration attributes have values of that
 // type (an error: the engine would otherwise run with a silent default).
 func (c *checker) attrType(g *pipeline.Graph) []pipeline.Diagnostic {
-	var out []pipeline.Diagnostic
-	c.eachAttr(g, func(s scoped, key, value string) {
-		a := Lookup(s.scope, key)
+	return c.eachAttr(g, func(s scoped, key, value string, emit func(pipeline.Diagnostic)) {
+		a := s.known[key]
 		if a == nil {
 			return
 		}
 		if msg := typeError(a, s.attrs); msg != "" {
-			out = append(out, s.diag("attr_type", pipeline.SeverityError, key,
+			emit(s.diag("attr_type", pipeline.SeverityError, key,
 				fmt.Sprintf("write %s=%s", key, a.Example), "%s", msg))
 		}
 	})
-	return out
 }
 
 // typeError returns what is wrong with the attribute's value, or "".
@@ -200,32 +212,30 @@ func typeError(a *Attribute, attrs pipeline.Attrs) string {
 
 // attrValue: enumerated attributes have one of their values; shapes have a handler.
 func (c *checker) attrValue(g *pipeline.Graph) []pipeline.Diagnostic {
-	var out []pipeline.Diagnostic
-	c.eachAttr(g, func(s scoped, key, value string) {
-		a := Lookup(s.scope, key)
+	return c.eachAttr(g, func(s scoped, key, value string, emit func(pipeline.Diagnostic)) {
+		a := s.known[key]
 		switch {
 		case a == nil:
 		case key == "shape" && s.scope == NodeScope:
 			if d, ok := shapeDiag(s, value); ok {
-				out = append(out, d)
+				emit(d)
 			}
 		case a.Kind == KindEnum:
 			if v := strings.TrimSpace(value); v != "" && !slices.Contains(a.Values, v) {
-				out = append(out, s.diag("attr_value", pipeline.SeverityWarning, key,
+				emit(s.diag("attr_value", pipeline.SeverityWarning, key,
 					didYouMean(v, a.Values, "use one of "+strings.Join(a.Values, ", ")),
 					"%s=%q is not one of %s", key, value, quoteList(a.Values)))
 			}
 		case a.Kind == KindEnumList:
 			for item := range strings.SplitSeq(value, ",") {
 				if v := strings.TrimSpace(item); v != "" && !slices.Contains(a.Values, v) {
-					out = append(out, s.diag("attr_value", pipeline.SeverityWarning, key,
+					emit(s.diag("attr_value", pipeline.SeverityWarning, key,
 						didYouMean(v, a.Values, fmt.Sprintf("list some of %s, e.g. %s=%s", strings.Join(a.Values, ", "), key, a.Example)),
 						"%s lists %q, which is not one of %s", key, v, quoteList(a.Values)))
 				}
 			}
 		}
 	})
-	return out
 }
 
 func shapeDiag(s scoped, shape string) (pipeline.Diagnostic, bool) {
@@ -245,19 +255,20 @@ func shapeDiag(s scoped, shape string) (pipeline.Diagnostic, bool) {
 // close to one it does, is almost certainly a typo that would be ignored.
 // Other unknown keys pass: custom handlers read their own attributes (§4.12).
 func (c *checker) attrUnknown(g *pipeline.Graph) []pipeline.Diagnostic {
-	var out []pipeline.Diagnostic
 	cache := map[Scope]map[string]keyVerdict{GraphScope: {}, NodeScope: {}, EdgeScope: {}}
-	c.eachAttr(g, func(s scoped, key, value string) {
+	return c.eachAttr(g, func(s scoped, key, value string, emit func(pipeline.Diagnostic)) {
+		if s.known[key] != nil {
+			return
+		}
 		v, ok := cache[s.scope][key]
 		if !ok {
 			v = judgeKey(s.scope, key)
 			cache[s.scope][key] = v
 		}
 		if v.unknown {
-			out = append(out, s.diag("attr_unknown", pipeline.SeverityWarning, key, v.fix, "%s", v.msg))
+			emit(s.diag("attr_unknown", pipeline.SeverityWarning, key, v.fix, "%s", v.msg))
 		}
 	})
-	return out
 }
 
 type keyVerdict struct {

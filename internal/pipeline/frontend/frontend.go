@@ -1,0 +1,98 @@
+// Package frontend turns DOT source into a validated pipeline graph: parse,
+// run the transforms, lint (spec §9.1 prepare_pipeline). Everything that reads
+// a pipeline — the CLI, the engine, the chat commands — goes through here so
+// that they all see the same graph and the same diagnostics.
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/dot"
+	"nanohost/internal/pipeline/lint"
+	"nanohost/internal/pipeline/transform"
+)
+
+// Options extend the front end.
+type Options struct {
+	// Transforms run after the built-in ones, in this order.
+	Transforms []transform.Transform
+	// Rules run after the built-in lint rules.
+	Rules []lint.Rule
+	// KnownTypes are the handler types the engine's registry knows; empty
+	// means the spec's built-in types (lint.DefaultKnownTypes).
+	KnownTypes []string
+}
+
+// Prepare parses src, applies the transforms and validates the result.
+//
+// A syntax error comes back twice: as the error, and as the single
+// diagnostic (rule "syntax") so callers that only print diagnostics show it
+// too; the graph is nil then. A failing transform likewise returns an error
+// and a diagnostic (rule "transform"). Validation problems are diagnostics
+// only: the error stays nil and lint.Err(diags) says whether the graph may run.
+func Prepare(file string, src []byte, opts Options) (*pipeline.Graph, []pipeline.Diagnostic, error) {
+	g, err := Parse(file, src, opts)
+	if err != nil {
+		return nil, []pipeline.Diagnostic{diagnosticOf(file, err)}, err
+	}
+	r := lint.NewRegistry(lint.Options{KnownTypes: opts.KnownTypes, Source: src, Rules: opts.Rules})
+	return g, r.Validate(g), nil
+}
+
+// Parse parses src and applies the transforms, without validating: what
+// `nanohost pipeline parse` and `render` show.
+func Parse(file string, src []byte, opts Options) (*pipeline.Graph, error) {
+	g, err := dot.Parse(file, src)
+	if err != nil {
+		return nil, err
+	}
+	g.File = file
+	out, err := transform.NewRegistry(opts.Transforms...).Apply(g)
+	if err != nil {
+		return nil, &TransformError{File: file, Err: err}
+	}
+	return out, nil
+}
+
+// Load reads the pipeline at path and prepares it. The path is the file name
+// diagnostics carry.
+func Load(path string, opts Options) (*pipeline.Graph, []pipeline.Diagnostic, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read pipeline: %w", err)
+	}
+	return Prepare(path, src, opts)
+}
+
+// TransformError says a transform failed; the graph could not be prepared.
+type TransformError struct {
+	File string
+	Err  error
+}
+
+func (e *TransformError) Error() string {
+	file := e.File
+	if file == "" {
+		file = "<input>"
+	}
+	return file + ": " + e.Err.Error()
+}
+
+func (e *TransformError) Unwrap() error { return e.Err }
+
+// diagnosticOf converts a Parse error into its diagnostic.
+func diagnosticOf(file string, err error) pipeline.Diagnostic {
+	var se *dot.SyntaxError
+	if errors.As(err, &se) {
+		return se.Diagnostic()
+	}
+	var te *TransformError
+	if errors.As(err, &te) {
+		return pipeline.Diagnostic{Rule: "transform", Severity: pipeline.SeverityError, File: file,
+			Message: te.Err.Error(), Fix: "fix the pipeline for that transform, or unregister it"}
+	}
+	return pipeline.Diagnostic{Rule: "syntax", Severity: pipeline.SeverityError, File: file, Message: err.Error()}
+}
