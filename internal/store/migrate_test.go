@@ -1,0 +1,210 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+)
+
+func latestVersion(t testing.TB) int {
+	t.Helper()
+	ms, err := loadMigrations(migrationFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms[len(ms)-1].version
+}
+
+// openRawWriter opens a writer connection the way the store does, without
+// migrating, to build databases at older versions.
+func openRawWriter(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", writerDSN(path, defaultConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	return db
+}
+
+func TestOpenMigratesVersion1Database(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	ms, err := loadMigrations(migrationFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) < 2 {
+		t.Skip("only one migration exists")
+	}
+
+	// A database as the first release left it, with some state in it.
+	db := openRawWriter(t, path)
+	if err := migrate(ctx, db, ms[:1]); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO chats (chat_id, channel, name, created_at, updated_at) VALUES ('C1', 'slack', 'dev', '2025-01-01T00:00:00.000000000Z', '2025-01-01T00:00:00.000000000Z')`,
+		`INSERT INTO groups (folder, name, chat_id, is_main, created_at) VALUES ('main', 'Main', 'C1', 1, '2025-01-01T00:00:00.000000000Z')`,
+		`UPDATE chats SET group_folder = 'main' WHERE chat_id = 'C1'`,
+		`INSERT INTO sessions (group_folder, thread_key, session_id, updated_at) VALUES ('main', '', 'sess-1', '2025-01-01T00:00:00.000000000Z')`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("open version-1 database: %v", err)
+	}
+	defer s.Close()
+	if v, _ := s.SchemaVersion(ctx); v != latestVersion(t) {
+		t.Errorf("schema version %d after open, want %d", v, latestVersion(t))
+	}
+	g, err := s.GroupByChat(ctx, "C1")
+	if err != nil || g.Folder != "main" || !g.IsMain {
+		t.Errorf("group lost in migration: %+v, %v", g, err)
+	}
+	if id, err := s.GetSession(ctx, "main", ""); err != nil || id != "sess-1" {
+		t.Errorf("session lost in migration: %q, %v", id, err)
+	}
+	// The new tables work.
+	createTestRun(t, s, "r1")
+	if _, _, err := s.CreateGate(ctx, Gate{RunID: "r1", GateID: "review-1", NodeID: "review"}); err != nil {
+		t.Errorf("gates table unusable after migration: %v", err)
+	}
+}
+
+func TestFailedMigrationLeavesPreviousVersion(t *testing.T) {
+	ctx := context.Background()
+	fsys := fstest.MapFS{
+		"migrations/0001_first.sql":  {Data: []byte(`CREATE TABLE a (x INTEGER);`)},
+		"migrations/0002_broken.sql": {Data: []byte(`CREATE TABLE b (y INTEGER); INSERT INTO nowhere VALUES (1);`)},
+	}
+	ms, err := loadMigrations(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := openRawWriter(t, filepath.Join(t.TempDir(), "x.db"))
+	defer db.Close()
+
+	err = migrate(ctx, db, ms)
+	if err == nil || !strings.Contains(err.Error(), "0002_broken.sql") {
+		t.Fatalf("migrate: %v, want an error naming 0002_broken.sql", err)
+	}
+	if v, _ := schemaVersion(ctx, db); v != 1 {
+		t.Errorf("version %d after failed migration 2, want 1", v)
+	}
+	var n int
+	db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'b'`).Scan(&n)
+	if n != 0 {
+		t.Error("table b from the failed migration exists: the migration was not atomic")
+	}
+
+	// Fixed, it applies on the next open.
+	fsys["migrations/0002_broken.sql"] = &fstest.MapFile{Data: []byte(`CREATE TABLE b (y INTEGER);`)}
+	ms, _ = loadMigrations(fsys)
+	if err := migrate(ctx, db, ms); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := schemaVersion(ctx, db); v != 2 {
+		t.Errorf("version %d, want 2", v)
+	}
+}
+
+func TestOpenRejectsNewerSchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "new.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.writer.Exec(`INSERT INTO schema_migrations VALUES (99, '0099_future.sql', '2030-01-01T00:00:00.000000000Z')`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	_, err = Open(ctx, path)
+	if !errors.Is(err, ErrSchemaVersion) || !strings.Contains(err.Error(), "upgrade nanohost") {
+		t.Errorf("Open on a newer schema: %v, want ErrSchemaVersion telling to upgrade", err)
+	}
+	_, err = OpenReadOnly(ctx, path)
+	if !errors.Is(err, ErrSchemaVersion) {
+		t.Errorf("OpenReadOnly on a newer schema: %v, want ErrSchemaVersion", err)
+	}
+}
+
+func TestOpenReadOnlyRejectsOlderSchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	ms, _ := loadMigrations(migrationFiles)
+	db := openRawWriter(t, path)
+	if err := migrate(ctx, db, ms[:1]); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err := OpenReadOnly(ctx, path)
+	if !errors.Is(err, ErrSchemaVersion) || !strings.Contains(err.Error(), "nanohost serve") {
+		t.Errorf("OpenReadOnly on version 1: %v, want ErrSchemaVersion telling to run nanohost serve", err)
+	}
+}
+
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "race.db")
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			s, err := Open(ctx, path)
+			if err == nil {
+				s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("open %d: %v", i, err)
+		}
+	}
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var n int
+	s.reader.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
+	if n != latestVersion(t) {
+		t.Errorf("%d migration rows, want %d", n, latestVersion(t))
+	}
+}
+
+func TestLoadMigrationsRejectsBadSets(t *testing.T) {
+	for name, fsys := range map[string]fstest.MapFS{
+		"gap": {
+			"migrations/0001_a.sql": {Data: []byte("SELECT 1;")},
+			"migrations/0003_c.sql": {Data: []byte("SELECT 1;")},
+		},
+		"duplicate": {
+			"migrations/0001_a.sql": {Data: []byte("SELECT 1;")},
+			"migrations/0001_b.sql": {Data: []byte("SELECT 1;")},
+		},
+		"bad name": {
+			"migrations/1_a.sql": {Data: []byte("SELECT 1;")},
+		},
+		"empty": {},
+	} {
+		if _, err := loadMigrations(fsys); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
