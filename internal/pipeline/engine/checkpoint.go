@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"nanohost/internal/pipeline/fidelity"
+)
+
+// File names inside a run directory.
+const (
+	CheckpointFile = "checkpoint.json"
+	ManifestFile   = "manifest.json"
+	EventsFile     = "events.jsonl"
+)
+
+// checkpointVersion changes when the layout does in an incompatible way.
+const checkpointVersion = 1
+
+// Run states recorded in a checkpoint.
+const (
+	StateRunning   = "running"   // resumable: next_node is where to continue
+	StateCancelled = "cancelled" // stopped by its caller; resumable
+	StateSuccess   = "success"
+	StateFail      = "fail"
+)
+
+// Checkpoint is the run state written after every node (spec §5.3, §5.6),
+// plus everything a resume needs.
+type Checkpoint struct {
+	Version   int       `json:"version"`
+	Timestamp time.Time `json:"timestamp"`
+	RunID     string    `json:"run_id"`
+	// CurrentNode is the last completed node; NextNode where the run continues
+	// ("" once it finished). Incoming is the edge taken to NextNode.
+	CurrentNode    string         `json:"current_node"`
+	NextNode       string         `json:"next_node"`
+	Incoming       *EdgeKey       `json:"incoming_edge,omitempty"`
+	CompletedNodes []string       `json:"completed_nodes"`
+	NodeRetries    map[string]int `json:"node_retries"`
+	Context        map[string]any `json:"context"`
+	Logs           []string       `json:"logs"`
+
+	State         string `json:"state"`
+	FailureReason string `json:"failure_reason,omitempty"`
+
+	// Path lists the top-level node visits of the whole run, in order.
+	Path        []string          `json:"path"`
+	Attempts    map[string]int    `json:"attempts"`
+	Visits      map[string]int    `json:"visits"`
+	StageIndex  map[string]int    `json:"stage_index"`
+	GoalGates   map[string]Status `json:"goal_gate_outcomes"`
+	History     []fidelity.Stage  `json:"history"`
+	EventSeq    int64             `json:"event_seq"`
+	Usage       Usage             `json:"usage"`
+	Steps       int               `json:"steps"`
+	Restarts    int               `json:"restarts"`
+	StageRoot   string            `json:"stage_root"` // stage directories' parent, relative to the run directory
+	StartedAt   time.Time         `json:"started_at"`
+	GraphName   string            `json:"graph_name"`
+	GraphFile   string            `json:"graph_file"`
+	GraphSHA256 string            `json:"graph_sha256"`
+	GraphDOT    string            `json:"graph_dot"`
+}
+
+// EdgeKey names an edge by its endpoints and its position among the
+// source's outgoing edges (parallel edges between two nodes are allowed).
+type EdgeKey struct {
+	From  string `json:"from"`
+	To    string `json:"to"`
+	Index int    `json:"index"`
+}
+
+// Manifest describes a run (spec §5.6).
+type Manifest struct {
+	RunID     string    `json:"run_id"`
+	Name      string    `json:"name"`
+	Goal      string    `json:"goal"`
+	GraphFile string    `json:"graph_file"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// LoadCheckpoint reads {logsRoot}/checkpoint.json.
+func LoadCheckpoint(logsRoot string) (*Checkpoint, error) {
+	path := filepath.Join(logsRoot, CheckpointFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no checkpoint at %s: is %s a pipeline run directory?", path, logsRoot)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint: %w", err)
+	}
+	var cp Checkpoint
+	if err := json.Unmarshal(data, &cp); err != nil {
+		return nil, fmt.Errorf("checkpoint %s is not valid JSON: %w", path, err)
+	}
+	if cp.Version != checkpointVersion {
+		return nil, fmt.Errorf("checkpoint %s has version %d, this nanohost reads version %d", path, cp.Version, checkpointVersion)
+	}
+	return &cp, nil
+}
+
+// writeFileAtomic replaces path with data so that a reader (or a crash)
+// sees either the old file or the new one, never a torn mix: write a temp
+// file in the same directory, fsync it, rename it over path, fsync the directory.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create temp file for %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}

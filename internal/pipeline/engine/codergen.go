@@ -1,0 +1,197 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"nanohost/internal/pipeline/agenttext"
+	"nanohost/internal/pipeline/fidelity"
+)
+
+// codergenHandler sends the node's prompt to the Backend and reads the
+// outcome from what the agent produced (spec §4.5, host document).
+type codergenHandler struct{}
+
+func (codergenHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) {
+	return runAgent(ctx, st, KindCodergen, stagePrompt(st), "")
+}
+
+// stagePrompt is the node's prompt (its label when empty) with $goal expanded.
+func stagePrompt(st *Stage) string {
+	prompt := st.Node.Attrs["prompt"]
+	if strings.TrimSpace(prompt) == "" {
+		prompt = st.Node.Label()
+	}
+	return strings.ReplaceAll(prompt, "$goal", st.Graph.Goal())
+}
+
+// agentReply is a backend answer with its outcome resolved.
+type agentReply struct {
+	res    Result
+	clean  string // the text without outcome tags
+	out    Outcome
+	source string // where the outcome came from: backend, status_file, tags, exit_code, default
+}
+
+// runAgent calls the backend for a codergen-like node (kind codergen with
+// toolCommand "", or tool), writes prompt.md and response.md, and resolves
+// the outcome: a structured outcome from the backend, else a status.json
+// the agent wrote into the stage directory, else [outcome:…] tags, else
+// SUCCESS with a warning.
+func runAgent(ctx context.Context, st *Stage, kind RequestKind, prompt, toolCommand string) (Outcome, error) {
+	reply, err := callBackend(ctx, st, kind, prompt, toolCommand)
+	if err != nil {
+		return Outcome{}, err
+	}
+	out := reply.out
+	if reply.source == "default" {
+		st.Warn(fmt.Sprintf("%s's response has no [outcome:…] tag and no status.json; treating it as success", st.Node.ID))
+	}
+	out.ContextUpdates = withUpdates(out.ContextUpdates, map[string]any{
+		KeyLastStage:    st.Node.ID,
+		KeyLastResponse: truncate(reply.clean, maxContextResponse),
+	})
+	return out, nil
+}
+
+// callBackend does the shared part of every agent call.
+func callBackend(ctx context.Context, st *Stage, kind RequestKind, prompt, toolCommand string) (agentReply, error) {
+	r := st.w.r
+	if r.cfg.Backend == nil {
+		return agentReply{}, errors.New("no backend configured for agent stages")
+	}
+	if err := os.WriteFile(filepath.Join(st.StageDir, "prompt.md"), []byte(prompt), 0o644); err != nil {
+		return agentReply{}, fmt.Errorf("write prompt.md: %w", err)
+	}
+	// A status.json left by an earlier visit must not be taken for this one's.
+	statusPath := filepath.Join(st.StageDir, "status.json")
+	if err := os.Remove(statusPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return agentReply{}, fmt.Errorf("clear stale status.json: %w", err)
+	}
+	req := r.request(st, kind, prompt, toolCommand)
+	res, err := r.cfg.Backend.Run(ctx, req)
+	st.AddUsage(res.Usage)
+	if err != nil {
+		return agentReply{}, fmt.Errorf("%s backend for %s: %w", kind, st.Node.ID, err)
+	}
+	// A tool's report may come as output only; its tags count the same.
+	text := res.Text
+	if kind == KindTool && text == "" {
+		text = res.Output
+	}
+	parsed := agenttext.Parse(text)
+	for _, w := range parsed.Warnings {
+		st.Warn(st.Node.ID + ": " + w)
+	}
+	reply := agentReply{res: res, clean: parsed.Clean}
+	st.response = parsed.Clean
+	if err := os.WriteFile(filepath.Join(st.StageDir, "response.md"), []byte(parsed.Clean), 0o644); err != nil {
+		return agentReply{}, fmt.Errorf("write response.md: %w", err)
+	}
+	if parsed.Clean != "" {
+		st.Emit(Event{Type: EventAgentResponse, Label: st.Node.Label(), Message: truncate(parsed.Clean, maxEventText)})
+	}
+	reply.out, reply.source = resolveOutcome(res, parsed, statusPath)
+	return reply, nil
+}
+
+// resolveOutcome applies the precedence backend outcome > status.json > tags.
+// source is "default" when none of them said anything.
+func resolveOutcome(res Result, parsed agenttext.Parsed, statusPath string) (Outcome, string) {
+	if res.Outcome != nil {
+		return *res.Outcome, "backend"
+	}
+	if data, err := os.ReadFile(statusPath); err == nil {
+		return statusFileOutcome(data), "status_file"
+	}
+	if parsed.Status != "" {
+		s, err := ParseStatus(parsed.Status)
+		if err != nil {
+			return Outcome{Status: StatusFail, FailureReason: "the agent reported an unknown [outcome:…] tag: " + err.Error()}, "tags"
+		}
+		out := Outcome{Status: s, PreferredLabel: parsed.PreferredLabel, SuggestedNextIDs: parsed.Next}
+		if len(parsed.Context) > 0 {
+			out.ContextUpdates = make(map[string]any, len(parsed.Context))
+			for k, v := range parsed.Context {
+				out.ContextUpdates[k] = v
+			}
+		}
+		if s == StatusFail || s == StatusRetry {
+			out.FailureReason = "the agent reported " + string(s)
+		}
+		return out, "tags"
+	}
+	return Outcome{Status: StatusSuccess, PreferredLabel: parsed.PreferredLabel, SuggestedNextIDs: parsed.Next}, "default"
+}
+
+// statusFileOutcome reads a status.json the agent wrote (Appendix C).
+func statusFileOutcome(data []byte) Outcome {
+	sf, err := agenttext.ParseStatusFile(data)
+	if err != nil {
+		return Outcome{Status: StatusFail, FailureReason: "the agent wrote an invalid status.json: " + err.Error()}
+	}
+	s, err := ParseStatus(sf.Outcome)
+	if err != nil {
+		return Outcome{Status: StatusFail, FailureReason: "status.json: " + err.Error()}
+	}
+	return Outcome{Status: s, PreferredLabel: sf.PreferredLabel, SuggestedNextIDs: sf.SuggestedNextIDs,
+		ContextUpdates: sf.ContextUpdates, Notes: sf.Notes, FailureReason: sf.FailureReason}
+}
+
+// request builds the backend request, resolving fidelity and thread (§5.4).
+func (r *run) request(st *Stage, kind RequestKind, prompt, toolCommand string) Request {
+	n := st.Node
+	mode := fidelity.Resolve(r.g, st.Incoming, n)
+	if r.takeDegrade() && mode == fidelity.Full {
+		// The session of a full-fidelity thread did not survive the restart.
+		mode = fidelity.SummaryHigh
+		st.Warn(fmt.Sprintf("%s resumes a full-fidelity thread whose session was lost; using summary:high for this stage", n.ID))
+	}
+	req := Request{
+		Kind: kind, RunID: r.runID, NodeID: n.ID, Node: n, Attempt: st.Attempt, Visit: st.Visit,
+		Prompt: prompt, Fidelity: string(mode), Isolated: isTrue(n.Attrs["isolated"]),
+		Model: n.Attrs.String("llm_model", n.Attrs["model"]), Provider: n.Attrs.String("llm_provider", n.Attrs["provider"]),
+		ReasoningEffort: n.Attrs["reasoning_effort"], ToolCommand: toolCommand, StageDir: st.StageDir,
+	}
+	if d, err := n.Attrs.Duration("timeout", 0); err == nil {
+		req.Timeout = d
+	} else {
+		st.Warn(err.Error() + "; running without a timeout")
+	}
+	if mode == fidelity.Full {
+		req.ThreadKey = fidelity.ThreadKey(r.g, st.Incoming, n, st.PrevNode)
+	} else {
+		req.Preamble = fidelity.Preamble(mode, fidelity.History{
+			RunID: r.runID, Goal: r.g.Goal(), Stages: r.historySnapshot(), Context: st.Context.Snapshot(),
+		})
+	}
+	return req
+}
+
+// takeDegrade reports (once) whether this is the first agent stage after a resume.
+func (r *run) takeDegrade() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.degrade
+	r.degrade = false
+	return d
+}
+
+func (r *run) historySnapshot() []fidelity.Stage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]fidelity.Stage(nil), r.history...)
+}
+
+// withUpdates returns base plus extra (extra wins), without changing base.
+func withUpdates(base, extra map[string]any) map[string]any {
+	out := make(map[string]any, len(base)+len(extra))
+	maps.Copy(out, base)
+	maps.Copy(out, extra)
+	return out
+}

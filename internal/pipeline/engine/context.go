@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// Built-in context keys (spec §5.1).
+const (
+	KeyOutcome        = "outcome"
+	KeyPreferredLabel = "preferred_label"
+	KeyGoal           = "graph.goal"
+	KeyCurrentNode    = "current_node"
+	KeyLastStage      = "last_stage"
+	KeyLastResponse   = "last_response"
+	keyRetryPrefix    = "internal.retry_count."
+)
+
+// Context is the run's thread-safe key-value store (spec §5.1). Values must
+// be JSON-serialisable: the whole context goes into every checkpoint.
+// Values are treated as immutable once stored, so Clone and Snapshot are
+// shallow copies.
+type Context struct {
+	mu     sync.RWMutex
+	values map[string]any
+}
+
+// NewContext returns an empty context.
+func NewContext() *Context { return &Context{values: map[string]any{}} }
+
+// Get returns the value stored under key.
+func (c *Context) Get(key string) (any, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	v, ok := c.values[key]
+	return v, ok
+}
+
+// GetString returns the value under key rendered as a string ("" when missing).
+func (c *Context) GetString(key string) string {
+	v, _ := c.Lookup(key)
+	return v
+}
+
+// Lookup returns the value under key rendered as a string, the form edge
+// conditions compare against.
+func (c *Context) Lookup(key string) (string, bool) {
+	v, ok := c.Get(key)
+	if !ok {
+		return "", false
+	}
+	return valueString(v), true
+}
+
+// Set stores value under key.
+func (c *Context) Set(key string, value any) {
+	c.mu.Lock()
+	c.values[key] = value
+	c.mu.Unlock()
+}
+
+// ApplyUpdates merges updates into the context.
+func (c *Context) ApplyUpdates(updates map[string]any) {
+	if len(updates) == 0 {
+		return
+	}
+	c.mu.Lock()
+	maps.Copy(c.values, updates)
+	c.mu.Unlock()
+}
+
+// Snapshot returns a copy of all values.
+func (c *Context) Snapshot() map[string]any {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return maps.Clone(c.values)
+}
+
+// Clone returns an independent context with the same values (parallel branches).
+func (c *Context) Clone() *Context {
+	return &Context{values: c.Snapshot()}
+}
+
+// Keys returns the keys in sorted order.
+func (c *Context) Keys() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return slices.Sorted(maps.Keys(c.values))
+}
+
+// valueString renders a context value the way conditions see it: strings
+// as-is, numbers without exponent noise, booleans as true/false, anything
+// else as compact JSON.
+func valueString(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return t
+	case bool:
+		return strconv.FormatBool(t)
+	case int:
+		return strconv.Itoa(t)
+	case int64:
+		return strconv.FormatInt(t, 10)
+	case float64:
+		return strconv.FormatFloat(t, 'f', -1, 64)
+	case Status:
+		return string(t)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}

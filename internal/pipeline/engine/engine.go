@@ -1,0 +1,188 @@
+// Package engine executes Attractor pipelines (spec §3–§6): it walks a
+// validated pipeline.Graph from its start node, runs each node's handler
+// (agent work goes through a Backend, human gates through an Interviewer),
+// selects edges, retries, enforces goal gates, checkpoints after every node
+// and reports everything as Events. The engine never runs commands itself.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"nanohost/internal/pipeline"
+)
+
+// GraphLoader turns DOT source into a validated, transformed graph (the
+// host passes the front end). The engine needs it to resume from the source
+// stored in a checkpoint and to load a manager loop's child pipeline.
+type GraphLoader func(file string, src []byte) (*pipeline.Graph, error)
+
+// Config configures an Engine.
+type Config struct {
+	Backend     Backend     // agent work of codergen, tool and fan-in nodes
+	Interviewer Interviewer // human gates
+	Observers   []Observer  // get every event, in order
+	Registry    *Registry   // nil: the built-in handlers
+	Loader      GraphLoader // nil: Resume and manager loops report that they need one
+
+	// LogsRoot is the run directory; "" means data/runs/<run id>.
+	LogsRoot string
+	// RunID names the run; "" generates pipeline-<unix seconds>-<6 hex>.
+	RunID string
+	// NoBackoff retries at once (tests, simulations).
+	NoBackoff bool
+
+	// Test hooks: Sleep waits between retries (returns ctx.Err() when
+	// cancelled), Now stamps events, Rand (in [0,1)) jitters backoff.
+	Sleep  func(ctx context.Context, d time.Duration) error
+	Now    func() time.Time
+	Rand   func() float64
+	Logger *slog.Logger
+}
+
+// Engine runs pipelines. Run or Resume one run per Engine value (the config
+// names a single run directory); the value may be discarded afterwards.
+type Engine struct {
+	cfg Config
+	reg *Registry
+}
+
+// New returns an engine with cfg's defaults filled in.
+func New(cfg Config) *Engine {
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleepCtx
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = mrand.Float64
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	reg := cfg.Registry
+	if reg == nil {
+		reg = NewRegistry()
+	}
+	return &Engine{cfg: cfg, reg: reg}
+}
+
+// RunResult is how a run ended. Status is "success" or "fail"; a run stopped
+// through its context reports "fail" with Cancelled set (and stays resumable).
+type RunResult struct {
+	RunID         string `json:"run_id"`
+	Status        string `json:"status"`
+	FailureReason string `json:"failure_reason"`
+	// Path lists the node visits this invocation executed, in order: start
+	// first (unless resumed), the exit last when the run completed through
+	// it. Retries within a visit appear once; parallel branch nodes not at all.
+	Path []string `json:"path"`
+	// Attempts counts handler executions per node over the whole run,
+	// retries and parallel branch nodes included.
+	Attempts       map[string]int `json:"attempts"`
+	CompletedNodes []string       `json:"completed_nodes"`
+	Context        map[string]any `json:"context"`
+	LogsRoot       string         `json:"logs_root"`
+	Usage          Usage          `json:"usage"`
+	Cancelled      bool           `json:"cancelled,omitempty"`
+	Duration       time.Duration  `json:"duration_ns"`
+}
+
+// Run executes g from its start node. source is the DOT text g was built
+// from (stored in the checkpoint so the run can be resumed) and file its
+// path. The error is for runs that could not start (no start node, an
+// unusable run directory); a pipeline that fails returns a result with
+// Status "fail".
+func (e *Engine) Run(ctx context.Context, g *pipeline.Graph, source []byte, file string) (*RunResult, error) {
+	r, err := e.newRun(g, source, file)
+	if err != nil {
+		return nil, err
+	}
+	return r.start(ctx), nil
+}
+
+// Resume continues the run in logsRoot from its checkpoint, re-loading the
+// graph from the DOT source stored there with the configured Loader.
+func (e *Engine) Resume(ctx context.Context, logsRoot string) (*RunResult, error) {
+	cp, err := LoadCheckpoint(logsRoot)
+	if err != nil {
+		return nil, err
+	}
+	if e.cfg.Loader == nil {
+		return nil, errors.New("resume needs a graph loader: set engine.Config.Loader")
+	}
+	g, err := e.cfg.Loader(cp.GraphFile, []byte(cp.GraphDOT))
+	if err != nil {
+		return nil, fmt.Errorf("load the graph stored in %s: %w", filepath.Join(logsRoot, CheckpointFile), err)
+	}
+	return e.resume(ctx, g, []byte(cp.GraphDOT), logsRoot, cp)
+}
+
+// ResumeGraph continues the run in logsRoot with a graph the caller loaded;
+// source must be the DOT text the run started from.
+func (e *Engine) ResumeGraph(ctx context.Context, g *pipeline.Graph, source []byte, logsRoot string) (*RunResult, error) {
+	cp, err := LoadCheckpoint(logsRoot)
+	if err != nil {
+		return nil, err
+	}
+	return e.resume(ctx, g, source, logsRoot, cp)
+}
+
+func (e *Engine) resume(ctx context.Context, g *pipeline.Graph, source []byte, logsRoot string, cp *Checkpoint) (*RunResult, error) {
+	r, err := e.restoreRun(g, source, logsRoot, cp)
+	if err != nil {
+		return nil, err
+	}
+	return r.resume(ctx, cp), nil
+}
+
+// NewRunID returns a fresh run id: pipeline-<unix seconds>-<6 hex>.
+func NewRunID(now time.Time) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("pipeline-%d-%s", now.Unix(), hex.EncodeToString(b))
+}
+
+// DefaultLogsRoot is where a run's directory goes when none is given.
+func DefaultLogsRoot(runID string) string { return filepath.Join("data", "runs", runID) }
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// absPath makes file absolute so a resumed run (maybe in another working
+// directory) still finds files relative to it; "" stays "".
+func absPath(file string) string {
+	if file == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(file); err == nil {
+		return abs
+	}
+	return file
+}
+
+// dirExistsNonEmptyRun reports whether dir already holds a run.
+func dirHoldsRun(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, CheckpointFile))
+	return err == nil
+}

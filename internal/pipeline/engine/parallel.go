@@ -1,0 +1,428 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"nanohost/internal/pipeline"
+)
+
+// Context keys of a parallel block.
+const (
+	KeyParallelResults = "parallel.results"
+	KeyFanInBestID     = "parallel.fan_in.best_id"
+	KeyFanInBestStatus = "parallel.fan_in.best_outcome"
+)
+
+// BranchResult is what one parallel branch produced; the list of them is
+// the context value parallel.results (JSON-serialisable).
+type BranchResult struct {
+	ID             string         `json:"id"` // the branch's first node
+	Status         Status         `json:"status"`
+	Notes          string         `json:"notes,omitempty"`
+	FailureReason  string         `json:"failure_reason,omitempty"`
+	LastResponse   string         `json:"last_response,omitempty"`
+	ContextUpdates map[string]any `json:"context_updates,omitempty"`
+	Nodes          []string       `json:"nodes"`            // nodes the branch completed, in order
+	FanIn          string         `json:"fan_in,omitempty"` // the fan-in node it reached
+}
+
+// parallelConfig is a parallel node's join and error policy.
+type parallelConfig struct {
+	join, onError string
+	maxParallel   int
+	k             int
+	quorum        float64
+}
+
+func parallelConfigFor(n *pipeline.Node) (parallelConfig, error) {
+	c := parallelConfig{
+		join:    strings.ToLower(n.Attrs.String("join_policy", "wait_all")),
+		onError: strings.ToLower(n.Attrs.String("error_policy", "continue")),
+	}
+	var errs []error
+	var err error
+	c.maxParallel, err = n.Attrs.Int("max_parallel", 4)
+	errs = append(errs, err)
+	c.k, err = n.Attrs.Int("join_k", 1)
+	errs = append(errs, err)
+	c.quorum, err = n.Attrs.Float("join_quorum", 0.5)
+	errs = append(errs, err)
+	if !slices.Contains([]string{"wait_all", "first_success", "k_of_n", "quorum"}, c.join) {
+		errs = append(errs, fmt.Errorf("join_policy=%q is unknown (want wait_all, first_success, k_of_n or quorum)", c.join))
+	}
+	if !slices.Contains([]string{"fail_fast", "continue", "ignore"}, c.onError) {
+		errs = append(errs, fmt.Errorf("error_policy=%q is unknown (want fail_fast, continue or ignore)", c.onError))
+	}
+	if c.maxParallel < 1 {
+		c.maxParallel = 1
+	}
+	return c, errors.Join(errs...)
+}
+
+// parallelHandler runs one branch per outgoing edge, each with a clone of
+// the context, at most max_parallel at a time (spec §4.8). The walk then
+// continues at the fan-in node the branches reached.
+type parallelHandler struct{}
+
+func (parallelHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) {
+	edges := st.Graph.Outgoing(st.Node.ID)
+	if len(edges) == 0 {
+		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("parallel node %s has no outgoing edges", st.Node.ID)}, nil
+	}
+	cfg, err := parallelConfigFor(st.Node)
+	if err != nil {
+		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("parallel node %s: %v", st.Node.ID, err)}, nil
+	}
+	began := st.w.r.cfg.Now()
+	st.Emit(Event{Type: EventParallelStarted, Label: st.Node.Label(), Data: map[string]any{"branch_count": len(edges), "join_policy": cfg.join, "error_policy": cfg.onError}})
+	results, failFast := runBranches(ctx, st, edges, cfg)
+	if ctx.Err() != nil {
+		return Outcome{}, ctx.Err()
+	}
+	for _, b := range results {
+		st.branchNodes = append(st.branchNodes, b.Nodes...)
+	}
+	out := joinOutcome(cfg, results, failFast)
+	succeeded, failed := countResults(results)
+	kept := results
+	if cfg.onError == "ignore" {
+		kept = slices.DeleteFunc(slices.Clone(results), func(b BranchResult) bool { return b.Status == StatusFail })
+	}
+	out.ContextUpdates = map[string]any{
+		KeyParallelResults:       kept,
+		"parallel.success_count": succeeded,
+		"parallel.failure_count": failed,
+	}
+	st.next = chooseFanIn(st, results)
+	st.Emit(Event{Type: EventParallelCompleted, Label: st.Node.Label(), Status: out.Status, Duration: st.w.r.cfg.Now().Sub(began),
+		Data: map[string]any{"success_count": succeeded, "failure_count": failed, "fan_in": st.next}})
+	return out, nil
+}
+
+// runBranches starts the branches in edge order, bounded by max_parallel,
+// and applies the error policy. failFast reports a real branch failure
+// under error_policy=fail_fast.
+func runBranches(ctx context.Context, st *Stage, edges []*pipeline.Edge, cfg parallelConfig) ([]BranchResult, bool) {
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make([]BranchResult, len(edges))
+	var (
+		mu           sync.Mutex
+		stopReason   string // why the remaining branches were cancelled
+		stopStatus   Status
+		failedFast   bool
+		successCount int
+	)
+	stop := func(status Status, reason string) {
+		if stopReason == "" {
+			stopReason, stopStatus = reason, status
+			cancel()
+		}
+	}
+	sem := make(chan struct{}, cfg.maxParallel)
+	var wg sync.WaitGroup
+	for i, e := range edges {
+		select {
+		case sem <- struct{}{}:
+		case <-bctx.Done():
+		}
+		if bctx.Err() != nil {
+			mu.Lock()
+			results[i] = BranchResult{ID: e.To, Status: stopStatus, FailureReason: stopReason, Notes: stopReason}
+			mu.Unlock()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			res := runBranch(bctx, st, e, i+1, len(edges))
+			mu.Lock()
+			defer mu.Unlock()
+			if res.cancelled && stopReason != "" {
+				res.Status, res.FailureReason = stopStatus, stopReason
+			}
+			results[i] = res.BranchResult
+			switch {
+			case res.Status.IsSuccess():
+				successCount++
+				if cfg.join == "first_success" {
+					stop(StatusSkipped, "cancelled: first_success satisfied by branch "+e.To)
+				}
+			case res.Status == StatusFail && !res.cancelled && cfg.onError == "fail_fast":
+				failedFast = true
+				stop(StatusFail, "cancelled: branch "+e.To+" failed (error_policy=fail_fast)")
+			}
+		}()
+	}
+	wg.Wait()
+	return results, failedFast
+}
+
+type branchRun struct {
+	BranchResult
+	cancelled bool
+}
+
+// runBranch walks one branch from the edge's target with the run's rules
+// until it reaches a fan-in node (not executed here), an exit, or a dead
+// end. A failure that would end the pipeline ends only the branch.
+func runBranch(ctx context.Context, parent *Stage, e *pipeline.Edge, index, total int) branchRun {
+	r := parent.w.r
+	w := &walker{r: r, cx: parent.Context.Clone(), branch: e.To}
+	began := r.cfg.Now()
+	w.emit(Event{Type: EventParallelBranchStarted, NodeID: parent.Node.ID, Index: index, Total: total})
+	res := w.walkBranch(ctx, e, parent.Node.ID)
+	if res.Status == "" {
+		res.Status = StatusSuccess
+	}
+	if last, ok := res.ContextUpdates[KeyLastResponse].(string); ok {
+		res.LastResponse = truncate(last, maxContextResponse)
+	}
+	w.emit(Event{Type: EventParallelBranchCompleted, NodeID: parent.Node.ID, Index: index, Total: total, Status: res.Status,
+		Duration: r.cfg.Now().Sub(began), Message: cmp.Or(res.FailureReason, res.Notes)})
+	return res
+}
+
+func (w *walker) walkBranch(ctx context.Context, e *pipeline.Edge, parentID string) branchRun {
+	r := w.r
+	res := branchRun{BranchResult: BranchResult{ID: e.To, Nodes: []string{}, ContextUpdates: map[string]any{}}}
+	cur, incoming, prev := e.To, e, parentID
+	joined := false // arrived at cur as a nested parallel block's continuation
+	for {
+		if ctx.Err() != nil {
+			res.Status, res.FailureReason, res.cancelled = StatusFail, "cancelled", true
+			return res
+		}
+		node := r.g.Node(cur)
+		if node == nil {
+			res.Status, res.FailureReason = StatusFail, fmt.Sprintf("edge leads to node %q, which does not exist", cur)
+			return res
+		}
+		if _, typ := r.reg.Resolve(node); typ == TypeFanIn && !joined {
+			res.FanIn = node.ID
+			return res
+		}
+		if node.IsExit() {
+			return res
+		}
+		st, out, err := w.execute(ctx, node, incoming, prev)
+		if errors.Is(err, errCancelled) {
+			res.Status, res.FailureReason, res.cancelled = StatusFail, "cancelled", true
+			return res
+		}
+		if err != nil {
+			res.Status, res.FailureReason = StatusFail, err.Error()
+			return res
+		}
+		res.Nodes = append(res.Nodes, node.ID)
+		res.Nodes = append(res.Nodes, st.branchNodes...)
+		maps.Copy(res.ContextUpdates, out.ContextUpdates)
+		res.Status, res.Notes, res.FailureReason = out.Status, out.Notes, out.FailureReason
+		rt := r.nextRoute(st, node, out, w.cx)
+		w.emit(Event{Type: EventDecision, NodeID: node.ID, Decision: &rt.Decision})
+		if rt.To == "" {
+			if out.Status == StatusFail {
+				res.FailureReason = failureReason(node, out)
+			}
+			return res
+		}
+		if rt.Edge != nil && isTrue(rt.Edge.Attrs["loop_restart"]) {
+			res.Status, res.FailureReason = StatusFail, fmt.Sprintf("loop_restart edge %s -> %s cannot restart the run from inside a parallel branch", rt.Edge.From, rt.Edge.To)
+			return res
+		}
+		joined = st.next != "" && rt.To == st.next
+		prev, cur, incoming = node.ID, rt.To, rt.Edge
+	}
+}
+
+// joinOutcome applies the join policy (and fail_fast) to the branch results.
+func joinOutcome(cfg parallelConfig, results []BranchResult, failFast bool) Outcome {
+	succeeded, failed := countResults(results)
+	n := len(results)
+	summary := fmt.Sprintf("%d of %d branches succeeded (join_policy=%s)", succeeded, n, cfg.join)
+	ok := func(cond bool) Outcome {
+		if cond {
+			return Outcome{Status: StatusSuccess, Notes: summary}
+		}
+		return Outcome{Status: StatusFail, FailureReason: summary + ": " + branchFailures(results)}
+	}
+	var out Outcome
+	switch cfg.join {
+	case "first_success":
+		out = ok(succeeded > 0)
+	case "k_of_n":
+		out = ok(succeeded >= cfg.k)
+	case "quorum":
+		out = ok(succeeded >= int(math.Ceil(cfg.quorum*float64(n))))
+	default: // wait_all
+		switch {
+		case cfg.onError == "ignore":
+			out = ok(succeeded > 0)
+		case failed == 0:
+			out = Outcome{Status: StatusSuccess, Notes: summary}
+		case succeeded == 0:
+			out = ok(false)
+		default:
+			out = Outcome{Status: StatusPartialSuccess, Notes: summary + "; failed: " + branchFailures(results)}
+		}
+	}
+	if failFast && out.Status != StatusSuccess {
+		out = Outcome{Status: StatusFail, FailureReason: summary + " (error_policy=fail_fast): " + branchFailures(results)}
+	}
+	return out
+}
+
+func countResults(results []BranchResult) (succeeded, failed int) {
+	for _, b := range results {
+		switch {
+		case b.Status.IsSuccess():
+			succeeded++
+		case b.Status == StatusFail:
+			failed++
+		}
+	}
+	return succeeded, failed
+}
+
+func branchFailures(results []BranchResult) string {
+	var parts []string
+	for _, b := range results {
+		if b.Status == StatusFail {
+			parts = append(parts, b.ID+": "+cmp.Or(b.FailureReason, "failed"))
+		}
+	}
+	if len(parts) == 0 {
+		return "no branch failed"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// chooseFanIn picks where the walk continues: the fan-in node most branches
+// reached (ties: the one reached first in edge order), "" if none.
+func chooseFanIn(st *Stage, results []BranchResult) string {
+	counts := map[string]int{}
+	var order []string
+	for _, b := range results {
+		if b.FanIn == "" {
+			continue
+		}
+		if counts[b.FanIn] == 0 {
+			order = append(order, b.FanIn)
+		}
+		counts[b.FanIn]++
+	}
+	if len(order) == 0 {
+		return ""
+	}
+	bestID := order[0]
+	for _, id := range order[1:] {
+		if counts[id] > counts[bestID] {
+			bestID = id
+		}
+	}
+	if len(order) > 1 {
+		st.Warn(fmt.Sprintf("branches of %s reached different fan-in nodes %v; continuing at %s", st.Node.ID, order, bestID))
+	}
+	return bestID
+}
+
+// fanInHandler consolidates parallel.results (spec §4.9): it picks the best
+// branch (by status, then id) and, when the node has a prompt, asks the
+// backend with the results appended.
+type fanInHandler struct{}
+
+func (fanInHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) {
+	results, err := branchResults(st.Context)
+	if err != nil {
+		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("fan-in %s: %v", st.Node.ID, err)}, nil
+	}
+	if len(results) == 0 {
+		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("fan-in %s has no parallel results to consolidate (it must follow a parallel node)", st.Node.ID)}, nil
+	}
+	ranked := slices.Clone(results)
+	slices.SortStableFunc(ranked, func(a, b BranchResult) int {
+		if c := cmp.Compare(statusRank(a.Status), statusRank(b.Status)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	top := ranked[0]
+	if !top.Status.IsSuccess() {
+		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("all %d parallel branches failed: %s", len(results), branchFailures(results))}, nil
+	}
+	updates := map[string]any{KeyFanInBestID: top.ID, KeyFanInBestStatus: string(top.Status)}
+	if strings.TrimSpace(st.Node.Attrs["prompt"]) == "" {
+		return Outcome{Status: StatusSuccess, Notes: "selected best candidate: " + top.ID, ContextUpdates: updates}, nil
+	}
+	prompt := stagePrompt(st) + "\n\n" + formatResults(results)
+	out, err := runAgent(ctx, st, KindCodergen, prompt, "")
+	if err != nil {
+		return Outcome{}, err
+	}
+	out.ContextUpdates = withUpdates(updates, out.ContextUpdates)
+	return out, nil
+}
+
+// branchResults reads parallel.results, whether it holds []BranchResult
+// (this process) or decoded JSON (after a resume).
+func branchResults(cx *Context) ([]BranchResult, error) {
+	v, ok := cx.Get(KeyParallelResults)
+	if !ok || v == nil {
+		return nil, nil
+	}
+	if rs, ok := v.([]BranchResult); ok {
+		return rs, nil
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("parallel.results is not serialisable: %w", err)
+	}
+	var rs []BranchResult
+	if err := json.Unmarshal(data, &rs); err != nil {
+		return nil, fmt.Errorf("parallel.results has an unexpected shape: %w", err)
+	}
+	return rs, nil
+}
+
+func statusRank(s Status) int {
+	switch s {
+	case StatusSuccess:
+		return 0
+	case StatusPartialSuccess:
+		return 1
+	case StatusRetry:
+		return 2
+	case StatusSkipped:
+		return 3
+	}
+	return 4
+}
+
+// formatResults renders branch results for a fan-in prompt.
+func formatResults(results []BranchResult) string {
+	var b strings.Builder
+	b.WriteString("## Parallel branch results\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "\n### Branch %s — %s\n", r.ID, r.Status)
+		if r.Notes != "" {
+			fmt.Fprintf(&b, "Notes: %s\n", r.Notes)
+		}
+		if r.FailureReason != "" {
+			fmt.Fprintf(&b, "Failure: %s\n", r.FailureReason)
+		}
+		if r.LastResponse != "" {
+			fmt.Fprintf(&b, "Last response:\n%s\n", r.LastResponse)
+		}
+	}
+	return b.String()
+}

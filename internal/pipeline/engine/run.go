@@ -1,0 +1,522 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/fidelity"
+)
+
+// Run limits (graph attributes) and their defaults.
+const (
+	defaultMaxSteps    = 1000
+	defaultMaxRestarts = 5
+	// maxHistory bounds the stage history kept for fidelity preambles (and
+	// checkpointed), so a long run's checkpoint does not grow with every
+	// agent response; preambles only summarise recent stages anyway.
+	maxHistory = 64
+	// maxLogs bounds the checkpoint's run log.
+	maxLogs = 100
+)
+
+// errCancelled reports that the run's context ended mid-node.
+var errCancelled = errors.New("cancelled")
+
+// run is the state of one pipeline run, shared by the top-level walk and
+// its parallel branches (mu guards the mutable fields).
+type run struct {
+	eng        *Engine
+	cfg        *Config
+	reg        *Registry
+	g          *pipeline.Graph
+	file       string
+	source     []byte
+	sourceSHA  string
+	runID      string
+	root       string // the run directory
+	startedAt  time.Time
+	maxSteps   int
+	maxRestart int
+	maxTokens  int64
+	maxCost    float64
+	total      int // stage count for "n/N"
+	trace      *tracer
+	conds      condCache
+
+	mu         sync.Mutex
+	cx         *Context // top-level context (replaced by a loop restart)
+	stageRoot  string   // "" or restart-N, relative to root
+	attempts   map[string]int
+	visits     map[string]int
+	stageIndex map[string]int
+	retries    map[string]int
+	completed  []string
+	path       []string // whole run
+	pathFrom   int      // where this invocation's visits start in path
+	gates      map[string]Status
+	history    []fidelity.Stage
+	logs       []string
+	usage      Usage
+	steps      int
+	restarts   int
+	degrade    bool // the first agent stage after a resume cannot continue a full-fidelity session
+}
+
+func (e *Engine) baseRun(g *pipeline.Graph, source []byte, file, runID, root string) (*run, error) {
+	if g.StartNode() == nil {
+		return nil, errors.New("pipeline has no start node (shape=Mdiamond or id start)")
+	}
+	sum := sha256.Sum256(source)
+	r := &run{
+		eng: e, cfg: &e.cfg, reg: e.reg, g: g, file: file, source: source,
+		sourceSHA: hex.EncodeToString(sum[:]), runID: runID, root: root,
+		attempts: map[string]int{}, visits: map[string]int{}, stageIndex: map[string]int{},
+		retries: map[string]int{}, gates: map[string]Status{},
+	}
+	var errs []error
+	var err error
+	r.maxSteps, err = g.Attrs.Int("max_steps", defaultMaxSteps)
+	errs = append(errs, err)
+	r.maxRestart, err = g.Attrs.Int("max_restarts", defaultMaxRestarts)
+	errs = append(errs, err)
+	tokens, err := g.Attrs.Int("max_tokens", 0)
+	errs = append(errs, err)
+	r.maxTokens = int64(tokens)
+	r.maxCost, err = g.Attrs.Float("max_cost_usd", 0)
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("graph attributes: %w", err)
+	}
+	for _, n := range g.Nodes {
+		if !n.IsStart() {
+			r.total++
+		}
+	}
+	return r, nil
+}
+
+// newRun prepares a fresh run: run directory, manifest, event trace, context.
+func (e *Engine) newRun(g *pipeline.Graph, source []byte, file string) (*run, error) {
+	runID := e.cfg.RunID
+	if runID == "" {
+		runID = NewRunID(e.cfg.Now())
+	}
+	root := e.cfg.LogsRoot
+	if root == "" {
+		root = DefaultLogsRoot(runID)
+	}
+	if dirHoldsRun(root) {
+		return nil, fmt.Errorf("%s already holds a pipeline run: resume it, or choose another logs directory", root)
+	}
+	r, err := e.baseRun(g, source, absPath(file), runID, root)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	r.startedAt = e.cfg.Now()
+	manifest, _ := json.MarshalIndent(Manifest{RunID: runID, Name: g.Label(), Goal: g.Goal(), GraphFile: r.file, StartedAt: r.startedAt}, "", "  ")
+	if err := writeFileAtomic(filepath.Join(root, ManifestFile), manifest); err != nil {
+		return nil, fmt.Errorf("write manifest: %w", err)
+	}
+	if err := r.openTrace(); err != nil {
+		return nil, err
+	}
+	r.cx = r.initialContext()
+	return r, nil
+}
+
+// restoreRun rebuilds a run from its checkpoint.
+func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, cp *Checkpoint) (*run, error) {
+	switch cp.State {
+	case StateSuccess, StateFail:
+		return nil, fmt.Errorf("run %s in %s already finished with status %s%s; nothing to resume", cp.RunID, root, cp.State, reasonSuffix(cp.FailureReason))
+	}
+	sum := sha256.Sum256(source)
+	if got := hex.EncodeToString(sum[:]); got != cp.GraphSHA256 {
+		return nil, fmt.Errorf("checkpoint in %s was written for a different graph (sha256 %.12s…, this graph %.12s…): resume with the pipeline file the run started from, or start a new run", root, cp.GraphSHA256, got)
+	}
+	if cp.NextNode == "" || g.Node(cp.NextNode) == nil {
+		return nil, fmt.Errorf("checkpoint in %s names next node %q, which the graph does not have", root, cp.NextNode)
+	}
+	r, err := e.baseRun(g, source, cp.GraphFile, cp.RunID, root)
+	if err != nil {
+		return nil, err
+	}
+	r.startedAt = cp.StartedAt
+	r.stageRoot = cp.StageRoot
+	r.cx = NewContext()
+	r.cx.ApplyUpdates(cp.Context)
+	copyInto(r.attempts, cp.Attempts)
+	copyInto(r.visits, cp.Visits)
+	copyInto(r.stageIndex, cp.StageIndex)
+	copyInto(r.retries, cp.NodeRetries)
+	copyInto(r.gates, cp.GoalGates)
+	r.completed = slices.Clone(cp.CompletedNodes)
+	r.path = slices.Clone(cp.Path)
+	r.pathFrom = len(r.path)
+	r.history = slices.Clone(cp.History)
+	r.logs = slices.Clone(cp.Logs)
+	r.usage, r.steps, r.restarts = cp.Usage, cp.Steps, cp.Restarts
+	r.degrade = true
+	if err := r.openTrace(); err != nil {
+		return nil, err
+	}
+	if r.trace.seq < cp.EventSeq {
+		r.trace.seq = cp.EventSeq
+	}
+	return r, nil
+}
+
+func copyInto[V any](dst, src map[string]V) { maps.Copy(dst, src) }
+
+func (r *run) openTrace() error {
+	f, seq, err := openTrace(filepath.Join(r.root, EventsFile))
+	if err != nil {
+		return err
+	}
+	r.trace = &tracer{runID: r.runID, seq: seq, file: f, observers: r.cfg.Observers, now: r.cfg.Now, log: r.cfg.Logger}
+	return nil
+}
+
+// initialContext mirrors every graph attribute as graph.<key> (spec §3.1).
+func (r *run) initialContext() *Context {
+	cx := NewContext()
+	for k, v := range r.g.Attrs {
+		cx.Set("graph."+k, v)
+	}
+	cx.Set(KeyGoal, r.g.Goal())
+	return cx
+}
+
+func (r *run) emit(e Event) Event { return r.trace.emit(e) }
+
+func (r *run) context() *Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cx
+}
+
+// start runs from the start node.
+func (r *run) start(ctx context.Context) *RunResult {
+	r.emit(Event{Type: EventPipelineStarted, Label: r.g.Label(), Message: r.g.Goal(), Total: r.total,
+		Data: map[string]any{"logs_root": r.root, "graph_file": r.file}})
+	return r.walk(ctx, r.g.StartNode().ID, nil, "", "")
+}
+
+// resume continues from the checkpoint's next node.
+func (r *run) resume(ctx context.Context, cp *Checkpoint) *RunResult {
+	var incoming *pipeline.Edge
+	if k := cp.Incoming; k != nil {
+		out := r.g.Outgoing(k.From)
+		if k.Index >= 0 && k.Index < len(out) && out[k.Index].To == k.To {
+			incoming = out[k.Index]
+		}
+	}
+	r.addLog(fmt.Sprintf("resumed at %s", cp.NextNode))
+	r.emit(Event{Type: EventPipelineResumed, NodeID: cp.NextNode, Label: r.g.Label(), Total: r.total,
+		Message: "resumed at " + cp.NextNode, Data: map[string]any{"logs_root": r.root, "after": cp.CurrentNode}})
+	return r.walk(ctx, cp.NextNode, incoming, cp.CurrentNode, cp.CurrentNode)
+}
+
+// walk is the top-level execution loop (spec §3.2): execute a node, record
+// it, checkpoint, select the next edge, repeat until an exit completes, the
+// run fails, or ctx ends.
+func (r *run) walk(ctx context.Context, cur string, incoming *pipeline.Edge, prev, lastDone string) *RunResult {
+	w := &walker{r: r, cx: r.context()}
+	for {
+		if ctx.Err() != nil {
+			return r.cancelled(lastDone, cur, incoming)
+		}
+		node := r.g.Node(cur)
+		if node == nil {
+			return r.fail(lastDone, fmt.Sprintf("edge leads to node %q, which does not exist", cur))
+		}
+		if node.IsExit() {
+			if to, reason := r.checkGoalGates(node.ID); reason != "" {
+				return r.fail(lastDone, reason)
+			} else if to != "" {
+				if err := r.takeStep(); err != nil {
+					return r.fail(lastDone, err.Error())
+				}
+				cur, incoming = to, nil
+				continue
+			}
+		}
+		st, out, err := w.execute(ctx, node, incoming, prev)
+		if errors.Is(err, errCancelled) {
+			return r.cancelled(lastDone, cur, incoming)
+		}
+		if err != nil {
+			return r.fail(lastDone, err.Error())
+		}
+		r.recordTopLevel(node.ID, st)
+		lastDone = node.ID
+		if node.IsExit() {
+			return r.succeed(node.ID)
+		}
+		if reason := r.overBudget(); reason != "" {
+			return r.fail(node.ID, reason)
+		}
+		rt := r.nextRoute(st, node, out, w.cx)
+		r.emit(Event{Type: EventDecision, NodeID: node.ID, Decision: &rt.Decision})
+		if rt.To == "" {
+			if out.Status == StatusFail {
+				return r.fail(node.ID, failureReason(node, out))
+			}
+			// A dead end that is not an exit: the spec ends the run there.
+			if to, reason := r.checkGoalGates(node.ID); reason != "" {
+				return r.fail(node.ID, reason)
+			} else if to != "" {
+				if err := r.takeStep(); err != nil {
+					return r.fail(node.ID, err.Error())
+				}
+				rt = route{To: to}
+			} else {
+				r.emit(Event{Type: EventWarning, NodeID: node.ID, Message: node.ID + " has no outgoing edge to follow; the run ends here"})
+				return r.succeed(node.ID)
+			}
+		}
+		if rt.Edge != nil && isTrue(rt.Edge.Attrs["loop_restart"]) {
+			if reason := r.restart(rt); reason != "" {
+				return r.fail(node.ID, reason)
+			}
+			w.cx, w.last = r.context(), nil
+		}
+		if err := r.checkpoint(node.ID, rt.To, rt.Edge, StateRunning, ""); err != nil {
+			return r.fail(node.ID, err.Error())
+		}
+		prev, cur, incoming = node.ID, rt.To, rt.Edge
+	}
+}
+
+// nextRoute is where the walk goes after node: a handler's continuation
+// (a parallel block's fan-in), else edge selection.
+func (r *run) nextRoute(st *Stage, node *pipeline.Node, out Outcome, cx *Context) route {
+	if st.next != "" && out.Status != StatusFail {
+		return route{To: st.next, Decision: Decision{From: node.ID, To: st.next, Rule: "fan_in", Values: outcomeValues(out)}}
+	}
+	return r.selectNext(node, out, cx)
+}
+
+func failureReason(node *pipeline.Node, out Outcome) string {
+	reason := out.FailureReason
+	if reason == "" {
+		reason = "stage failed"
+	}
+	return fmt.Sprintf("%s failed: %s (no failure route: no matching condition edge, no retry_target)", node.ID, reason)
+}
+
+func reasonSuffix(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return " (" + reason + ")"
+}
+
+func isTrue(v string) bool {
+	b, _ := pipeline.Attrs{"v": v}.Bool("v", false)
+	return b
+}
+
+// takeStep counts one node execution (or goal-gate redirect or restart)
+// against max_steps.
+func (r *run) takeStep() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.steps >= r.maxSteps {
+		return fmt.Errorf("max_steps (%d) exceeded: the run executed %d steps, which usually means a loop that never exits; raise the graph's max_steps if the run is that long", r.maxSteps, r.steps)
+	}
+	r.steps++
+	return nil
+}
+
+// checkGoalGates runs at an exit (§3.4): when a visited goal gate's latest
+// outcome is not a success it returns the node to jump to, or a failure
+// reason when there is none.
+func (r *run) checkGoalGates(at string) (string, string) {
+	r.mu.Lock()
+	var gate *pipeline.Node
+	for _, n := range r.g.Nodes {
+		if s, visited := r.gates[n.ID]; visited && !s.IsSuccess() {
+			gate = n
+			break
+		}
+	}
+	var status Status
+	if gate != nil {
+		status = r.gates[gate.ID]
+	}
+	r.mu.Unlock()
+	if gate == nil {
+		return "", ""
+	}
+	to, rule := r.retryTarget(gate)
+	if to == "" {
+		return "", fmt.Sprintf("goal gate %s is unsatisfied (its latest outcome is %s) and no retry_target is set on it or the graph", gate.ID, status)
+	}
+	r.emit(Event{Type: EventDecision, NodeID: at, Decision: &Decision{From: at, To: to, Rule: "goal_gate_retry",
+		Values: map[string]string{"gate": gate.ID, "gate_outcome": string(status), "via": rule}}})
+	r.addLog(fmt.Sprintf("goal gate %s unsatisfied at %s: jumping to %s", gate.ID, at, to))
+	return to, ""
+}
+
+// overBudget checks max_tokens and max_cost_usd.
+func (r *run) overBudget() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if tokens := r.usage.InputTokens + r.usage.OutputTokens; r.maxTokens > 0 && tokens > r.maxTokens {
+		return fmt.Sprintf("token budget exceeded: the run used %d tokens, max_tokens is %d", tokens, r.maxTokens)
+	}
+	if r.maxCost > 0 && r.usage.CostUSD > r.maxCost {
+		return fmt.Sprintf("cost budget exceeded: the run cost $%.4f, max_cost_usd is %s", r.usage.CostUSD, strconv.FormatFloat(r.maxCost, 'f', -1, 64))
+	}
+	return ""
+}
+
+// restart handles a loop_restart edge: a fresh context and stage directory
+// (restart-N), bounded by max_restarts, counted as a step.
+func (r *run) restart(rt route) string {
+	if err := r.takeStep(); err != nil {
+		return err.Error()
+	}
+	r.mu.Lock()
+	if r.restarts >= r.maxRestart {
+		r.mu.Unlock()
+		return fmt.Sprintf("max_restarts (%d) exceeded at loop_restart edge %s -> %s", r.maxRestart, rt.Edge.From, rt.Edge.To)
+	}
+	r.restarts++
+	n := r.restarts
+	r.stageRoot = fmt.Sprintf("restart-%d", n)
+	r.gates = map[string]Status{}
+	r.history = nil
+	r.mu.Unlock()
+	cx := r.initialContext()
+	r.mu.Lock()
+	r.cx = cx
+	r.mu.Unlock()
+	r.addLog(fmt.Sprintf("loop restart %d at %s", n, rt.To))
+	r.emit(Event{Type: EventWarning, NodeID: rt.Edge.From, Message: fmt.Sprintf("loop_restart: restart %d of at most %d, continuing at %s with a fresh context in %s", n, r.maxRestart, rt.To, r.stageRoot),
+		Data: map[string]any{"restart": n, "stage_root": r.stageRoot}})
+	return ""
+}
+
+func (r *run) addLog(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, r.cfg.Now().UTC().Format(time.RFC3339)+" "+line)
+	if len(r.logs) > maxLogs {
+		r.logs = slices.Delete(r.logs, 0, len(r.logs)-maxLogs)
+	}
+}
+
+// recordTopLevel adds a completed top-level visit to the path and the
+// completed nodes (with the nodes its parallel branches completed).
+func (r *run) recordTopLevel(id string, st *Stage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.path = append(r.path, id)
+	r.completed = append(r.completed, id)
+	r.completed = append(r.completed, st.branchNodes...)
+}
+
+// checkpoint writes checkpoint.json atomically, after syncing the event
+// trace so every event up to the checkpoint is on disk too.
+func (r *run) checkpoint(current, next string, incoming *pipeline.Edge, state, reason string) error {
+	if err := r.trace.sync(); err != nil {
+		r.cfg.Logger.Warn("sync event trace", "run_id", r.runID, "err", err)
+	}
+	data, err := r.snapshot(current, next, incoming, state, reason)
+	if err != nil {
+		return fmt.Errorf("encode checkpoint: %w (context values must be JSON-serialisable)", err)
+	}
+	if err := writeFileAtomic(filepath.Join(r.root, CheckpointFile), data); err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	r.emit(Event{Type: EventCheckpointSaved, NodeID: current, Data: map[string]any{"next_node": next, "state": state}})
+	return nil
+}
+
+// snapshot encodes the run state; it holds the lock while encoding because
+// the checkpoint shares the run's maps and slices.
+func (r *run) snapshot(current, next string, incoming *pipeline.Edge, state, reason string) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cp := &Checkpoint{
+		Version: checkpointVersion, Timestamp: r.cfg.Now().UTC(), RunID: r.runID,
+		CurrentNode: current, NextNode: next, State: state, FailureReason: reason,
+		CompletedNodes: r.completed, NodeRetries: r.retries, Context: r.cx.Snapshot(), Logs: r.logs,
+		Path: r.path, Attempts: r.attempts, Visits: r.visits, StageIndex: r.stageIndex,
+		GoalGates: r.gates, History: r.history, EventSeq: r.trace.lastSeq() + 1, Usage: r.usage,
+		Steps: r.steps, Restarts: r.restarts, StageRoot: r.stageRoot, StartedAt: r.startedAt,
+		GraphName: r.g.Name, GraphFile: r.file, GraphSHA256: r.sourceSHA, GraphDOT: string(r.source),
+	}
+	if incoming != nil {
+		cp.Incoming = &EdgeKey{From: incoming.From, To: incoming.To, Index: slices.Index(r.g.Outgoing(incoming.From), incoming)}
+	}
+	return json.Marshal(cp)
+}
+
+// succeed finishes the run at its exit node.
+func (r *run) succeed(at string) *RunResult {
+	err := r.checkpoint(at, "", nil, StateSuccess, "")
+	if err != nil {
+		return r.finish(StateFail, err.Error(), false)
+	}
+	return r.finish(StateSuccess, "", false)
+}
+
+// fail finishes the run with reason; at is the last completed node.
+func (r *run) fail(at, reason string) *RunResult {
+	if err := r.checkpoint(at, "", nil, StateFail, reason); err != nil {
+		reason += "; " + err.Error()
+	}
+	return r.finish(StateFail, reason, false)
+}
+
+// cancelled stops the run without losing its place: the checkpoint keeps
+// next = the node that was interrupted, so a resume re-runs it.
+func (r *run) cancelled(at, next string, incoming *pipeline.Edge) *RunResult {
+	if err := r.checkpoint(at, next, incoming, StateCancelled, ""); err != nil {
+		r.cfg.Logger.Error("checkpoint on cancel", "run_id", r.runID, "err", err)
+	}
+	return r.finish(StateFail, "cancelled", true)
+}
+
+func (r *run) finish(state, reason string, cancelled bool) *RunResult {
+	dur := r.cfg.Now().Sub(r.startedAt)
+	r.mu.Lock()
+	res := &RunResult{
+		RunID: r.runID, Status: state, FailureReason: reason,
+		Path: slices.Clone(r.path[r.pathFrom:]), Attempts: maps.Clone(r.attempts),
+		CompletedNodes: slices.Clone(r.completed), Context: r.cx.Snapshot(),
+		LogsRoot: r.root, Usage: r.usage, Cancelled: cancelled, Duration: dur,
+	}
+	r.mu.Unlock()
+	if state == StateSuccess {
+		r.emit(Event{Type: EventPipelineCompleted, Label: r.g.Label(), Status: StatusSuccess, Duration: dur, Usage: &res.Usage})
+	} else {
+		r.emit(Event{Type: EventPipelineFailed, Label: r.g.Label(), Status: StatusFail, Duration: dur, Message: reason, Usage: &res.Usage,
+			Data: map[string]any{"cancelled": cancelled}})
+	}
+	if err := r.trace.close(); err != nil {
+		r.cfg.Logger.Warn("close event trace", "run_id", r.runID, "err", err)
+	}
+	if rc, ok := r.cfg.Backend.(RunCloser); ok {
+		rc.CloseRun(r.runID)
+	}
+	return res
+}
