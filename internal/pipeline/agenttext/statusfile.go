@@ -160,27 +160,22 @@ func jsonKind(raw json.RawMessage) string {
 func describeJSONError(data []byte, err error) error {
 	var syn *json.SyntaxError
 	if errors.As(err, &syn) {
-		line, col := lineCol(data, syn.Offset)
+		line, col := lineCol(data, syn.Offset-1) // Offset is just past the bad byte
 		return fmt.Errorf("invalid JSON at line %d, column %d: %v", line, col, syn)
 	}
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &typ) {
-		line, col := lineCol(data, typ.Offset)
+		line, col := lineCol(data, typ.Offset-1)
 		return fmt.Errorf("line %d, column %d: want a JSON object such as {\"outcome\": \"success\"}, got %s", line, col, typ.Value)
 	}
 	return err
 }
 
-// lineCol converts a byte offset into a 1-based line and column.
+// lineCol converts the offset of a byte into its 1-based line and column.
 func lineCol(data []byte, offset int64) (line, col int) {
-	if offset > int64(len(data)) {
-		offset = int64(len(data))
-	}
+	offset = min(max(offset, 0), int64(len(data)))
 	before := data[:offset]
 	line = bytes.Count(before, []byte("\n")) + 1
-	col = int(offset) - (bytes.LastIndexByte(before, '\n') + 1)
-	if col < 1 {
-		col = 1
-	}
+	col = int(offset) - bytes.LastIndexByte(before, '\n')
 	return line, col
 }

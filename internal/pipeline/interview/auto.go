@@ -1,0 +1,49 @@
+// Package interview holds the built-in Interviewers of spec §6.4 — the
+// frontends a human gate asks through when no chat channel does: AutoApprove
+// for CI, Queue for tests and replays (fed from an A.json file), Console for
+// a terminal, and Recording to keep an audit of what was asked and answered.
+package interview
+
+import (
+	"context"
+
+	"nanohost/internal/pipeline/engine"
+)
+
+// AutoApprove answers every question at once: yes to yes/no and
+// confirmation questions, the first option of a multiple choice, and
+// "auto-approved" as free text.
+type AutoApprove struct{}
+
+// Ask answers q without waiting.
+func (AutoApprove) Ask(ctx context.Context, q engine.Question) (engine.Answer, error) {
+	if err := ctx.Err(); err != nil {
+		return engine.Answer{}, err
+	}
+	switch {
+	case q.Type == engine.QuestionYesNo || q.Type == engine.QuestionConfirmation:
+		return engine.Answer{Value: "yes", By: "auto"}, nil
+	case q.Type != engine.QuestionFreeform && len(q.Options) > 0:
+		return engine.Answer{Value: optionValue(q.Options, 0), By: "auto"}, nil
+	}
+	return engine.Answer{Kind: engine.AnswerText, Value: "auto-approved", Text: "auto-approved", By: "auto"}, nil
+}
+
+// optionValue is what an answer choosing options[i] carries: its key when no
+// other option shares it, else its target id, which the engine also matches
+// and which tells two "[A]…" edges apart.
+func optionValue(options []engine.Option, i int) string {
+	o := options[i]
+	if o.Key == "" {
+		if o.To != "" {
+			return o.To
+		}
+		return o.Label
+	}
+	for j, other := range options {
+		if j != i && equalFold(other.Key, o.Key) && o.To != "" {
+			return o.To
+		}
+	}
+	return o.Key
+}

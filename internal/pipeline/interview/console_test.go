@@ -1,0 +1,252 @@
+package interview
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"nanohost/internal/pipeline/engine"
+)
+
+// syncBuffer is an io.Writer the test can read while the console writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor polls the output until it contains s: the console prints from
+// the asking goroutine, and the test types only once the prompt is there,
+// as a person would.
+func (b *syncBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(b.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("output never showed %q:\n%s", s, b.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+type term struct {
+	c   *Console
+	in  *io.PipeWriter
+	out *syncBuffer
+}
+
+func newTerm(t *testing.T) *term {
+	pr, pw := io.Pipe()
+	out := &syncBuffer{}
+	t.Cleanup(func() { pw.Close() })
+	return &term{c: NewConsole(pr, out), in: pw, out: out}
+}
+
+func (tm *term) typeLine(t *testing.T, s string) {
+	t.Helper()
+	if _, err := io.WriteString(tm.in, s+"\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type result struct {
+	a   engine.Answer
+	err error
+}
+
+func (tm *term) ask(ctx context.Context, q engine.Question) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		a, err := tm.c.Ask(ctx, q)
+		ch <- result{a, err}
+	}()
+	return ch
+}
+
+func TestConsoleMultipleChoice(t *testing.T) {
+	tm := newTerm(t)
+	got := tm.ask(context.Background(), review)
+	tm.out.waitFor(t, "Select: ")
+	tm.typeLine(t, "x")
+	tm.out.waitFor(t, "Please choose A, F")
+	tm.typeLine(t, "f")
+	r := <-got
+	if r.err != nil || r.a != (engine.Answer{Value: "F", By: "console"}) {
+		t.Fatalf("got %+v, %v", r.a, r.err)
+	}
+	out := tm.out.String()
+	for _, want := range []string{"[?] Review the change\n", "  [A] Approve\n", "  [F] Fix\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestConsoleMatchesNumbersLabelsAndTargets(t *testing.T) {
+	for typed, want := range map[string]string{"2": "F", "approve": "A", "[F] Fix": "F", "deploy": "A", " a ": "A"} {
+		a, ok := interpret(review, typed)
+		if !ok || a.Value != want {
+			t.Errorf("typed %q: got %+v, %v; want %s", typed, a, ok, want)
+		}
+	}
+}
+
+func TestConsoleSharesTheReaderAcrossQuestions(t *testing.T) {
+	// Both answers arrive in one write: the second must not be lost in a
+	// buffer that belonged to the first question.
+	pr, pw := io.Pipe()
+	c := NewConsole(pr, io.Discard)
+	go func() { io.WriteString(pw, "A\nF\n"); pw.Close() }()
+	var got []string
+	for range 2 {
+		a, err := c.Ask(context.Background(), review)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, a.Value)
+	}
+	if strings.Join(got, ",") != "A,F" {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestConsoleYesNoAndFreeform(t *testing.T) {
+	tm := newTerm(t)
+	got := tm.ask(context.Background(), engine.Question{Text: "Deploy?", Type: engine.QuestionYesNo})
+	tm.out.waitFor(t, "[Y/N]: ")
+	tm.typeLine(t, "maybe")
+	tm.out.waitFor(t, "Please answer y or n.")
+	tm.typeLine(t, "Y")
+	if r := <-got; r.err != nil || r.a.Value != "yes" {
+		t.Fatalf("yes/no: %+v, %v", r.a, r.err)
+	}
+
+	got = tm.ask(context.Background(), engine.Question{Text: "Why?", Type: engine.QuestionFreeform})
+	tm.out.waitFor(t, "> ")
+	tm.typeLine(t, "  because the tests pass\r")
+	if r := <-got; r.err != nil || r.a != (engine.Answer{Kind: engine.AnswerText, Text: "because the tests pass", By: "console"}) {
+		t.Fatalf("freeform: %+v, %v", r.a, r.err)
+	}
+}
+
+func TestConsoleFreeformOption(t *testing.T) {
+	q := review
+	q.Options = append(append([]engine.Option(nil), review.Options...), engine.Option{Key: "O", Label: "Other", To: "custom", Freeform: true})
+	a, ok := interpret(q, "rename the flag first")
+	if !ok || a.Kind != engine.AnswerText || a.Text != "rename the flag first" {
+		t.Fatalf("got %+v, %v", a, ok)
+	}
+	if a, _ := interpret(q, "A"); a.Value != "A" {
+		t.Fatalf("a key still selects its option: %+v", a)
+	}
+}
+
+func TestConsoleTimeoutKeepsLateLineForNextQuestion(t *testing.T) {
+	tm := newTerm(t)
+	q := review
+	q.TimeoutSeconds = 0.05
+	r := <-tm.ask(context.Background(), q)
+	if r.err != nil || r.a.Kind != engine.AnswerTimeout {
+		t.Fatalf("got %+v, %v; want a timeout", r.a, r.err)
+	}
+	tm.out.waitFor(t, "(no answer in time)")
+	if !strings.Contains(tm.out.String(), "(answer within 50ms)") {
+		t.Errorf("the deadline should be shown:\n%s", tm.out.String())
+	}
+	// The line typed late answers the next question.
+	late := make(chan struct{})
+	go func() { tm.typeLine(t, "A"); close(late) }()
+	<-late
+	r = <-tm.ask(context.Background(), review)
+	if r.err != nil || r.a.Value != "A" {
+		t.Fatalf("next question: %+v, %v", r.a, r.err)
+	}
+}
+
+func TestConsoleCancel(t *testing.T) {
+	tm := newTerm(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	got := tm.ask(ctx, review)
+	tm.out.waitFor(t, "Select: ")
+	cancel()
+	if r := <-got; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("got %+v, %v; want context.Canceled", r.a, r.err)
+	}
+}
+
+func TestConsoleEOFSkips(t *testing.T) {
+	tm := newTerm(t)
+	got := tm.ask(context.Background(), review)
+	tm.out.waitFor(t, "Select: ")
+	tm.in.Close()
+	if r := <-got; r.err != nil || r.a.Kind != engine.AnswerSkipped {
+		t.Fatalf("got %+v, %v; want skipped", r.a, r.err)
+	}
+	// Later questions are skipped at once.
+	if r := <-tm.ask(context.Background(), review); r.err != nil || r.a.Kind != engine.AnswerSkipped {
+		t.Fatalf("after EOF: %+v, %v", r.a, r.err)
+	}
+}
+
+func TestConsoleReadErrorIsReported(t *testing.T) {
+	pr, pw := io.Pipe()
+	pw.CloseWithError(errors.New("tty gone"))
+	_, err := NewConsole(pr, io.Discard).Ask(context.Background(), review)
+	if err == nil || !strings.Contains(err.Error(), "tty gone") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestConsoleAsksOneQuestionAtATime(t *testing.T) {
+	tm := newTerm(t)
+	q1, q2 := review, review
+	q1.Text, q2.Text = "First gate", "Second gate"
+	r1 := tm.ask(context.Background(), q1)
+	tm.out.waitFor(t, "[?] First gate")
+	r2 := tm.ask(context.Background(), q2)
+	time.Sleep(20 * time.Millisecond)
+	if strings.Contains(tm.out.String(), "Second gate") {
+		t.Fatal("second question printed while the first is waiting")
+	}
+	tm.typeLine(t, "A")
+	tm.out.waitFor(t, "[?] Second gate")
+	tm.typeLine(t, "F")
+	if a, b := <-r1, <-r2; a.a.Value != "A" || b.a.Value != "F" {
+		t.Fatalf("got %+v and %+v", a, b)
+	}
+}
+
+func TestConsoleWaitingForTurnHonoursCancel(t *testing.T) {
+	tm := newTerm(t)
+	_ = tm.ask(context.Background(), review) // holds the console
+	tm.out.waitFor(t, "Select: ")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if r := <-tm.ask(ctx, review); !errors.Is(r.err, context.DeadlineExceeded) {
+		t.Fatalf("got %+v, %v", r.a, r.err)
+	}
+}
+
+func TestStripAccelerator(t *testing.T) {
+	for label, want := range map[string]string{"[Y] Yes, deploy": "Yes, deploy", "Y) Yes": "Yes", "Y - Yes": "Yes", "Yes": "Yes", "[Y]": "[Y]"} {
+		if got := stripAccelerator(label, "Y"); got != want {
+			t.Errorf("stripAccelerator(%q) = %q, want %q", label, got, want)
+		}
+	}
+}
