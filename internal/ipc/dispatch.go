@@ -1,0 +1,279 @@
+package ipc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"strings"
+)
+
+// verdict is what handling a request came to.
+type verdict struct {
+	resp Response
+	// final answers are recorded, so the same request id gets the same
+	// answer again without being acted on; transient failures are not, so
+	// the agent may retry the same request later.
+	final bool
+	// quarantine, when set, moves the file to errors/ with this reason and
+	// tells the group's chat (malformed and unauthorized requests).
+	quarantine string
+}
+
+func accepted(req Request) verdict {
+	m := req.Meta()
+	return verdict{resp: Response{RequestID: m.RequestID, Type: m.Type, Status: Accepted}, final: true}
+}
+
+func rejected(req Request, reason string) verdict {
+	m := req.Meta()
+	return verdict{resp: Response{RequestID: m.RequestID, Type: m.Type, Status: Rejected, Reason: reason}, final: true}
+}
+
+func failed(req Request, reason string) verdict {
+	m := req.Meta()
+	return verdict{resp: Response{RequestID: m.RequestID, Type: m.Type, Status: Failed, Reason: reason, Retryable: true}}
+}
+
+// unauthorized answers the agent with agentReason and quarantines the file
+// with the full reason (which may name chats the agent should not learn of).
+func unauthorized(req Request, agentReason, fullReason string) verdict {
+	v := rejected(req, "not allowed: "+agentReason)
+	v.quarantine = "unauthorized: " + fullReason
+	return v
+}
+
+// dispatch authorizes, rate-limits and performs one decoded request for group.
+func (w *Watcher) dispatch(ctx context.Context, group string, req Request) verdict {
+	switch r := req.(type) {
+	case *StartPipeline:
+		return w.startPipeline(ctx, group, r)
+	case *CancelPipeline:
+		return w.onRun(ctx, group, r, r.RunID, ActionCancelPipeline)
+	case *PipelineStatus:
+		return w.onRun(ctx, group, r, r.RunID, ActionPipelineStatus)
+	case *SendMessage:
+		return w.sendMessage(ctx, group, r)
+	}
+	return rejected(req, fmt.Sprintf("request type %q is not handled", req.Meta().Type))
+}
+
+func (w *Watcher) startPipeline(ctx context.Context, group string, r *StartPipeline) verdict {
+	d := Authorize(group, ActionStartPipeline, Target{Chat: r.Chat}, w.cfg.Registry)
+	if !d.Allowed {
+		return unauthorized(r, d.Reason, d.Reason)
+	}
+	if v, limited := w.rateLimited(r, w.starts, group, "pipeline starts"); limited {
+		return v
+	}
+	src, file := []byte(r.DOT), r.File
+	if r.Pipeline != "" {
+		var err error
+		if src, err = w.readPipelineFile(group, r.Pipeline); err != nil {
+			return rejected(r, err.Error())
+		}
+		file = r.Pipeline
+	}
+	if file == "" {
+		file = "request " + r.RequestID
+	}
+	res, err := w.cfg.Host.StartPipeline(ctx, StartRequest{
+		Group: group, RequestID: r.RequestID, Chat: d.Chat, Thread: r.Thread,
+		File: file, DOT: src, Goal: r.Goal, Verbosity: r.Verbosity,
+	})
+	if v, bad := hostError(r, err); bad {
+		return v
+	}
+	v := accepted(r)
+	v.resp.RunID, v.resp.Chat, v.resp.Thread = res.RunID, res.Chat, res.Thread
+	if v.resp.Chat == "" {
+		v.resp.Chat = d.Chat
+	}
+	v.resp.Diagnostics = res.Warnings
+	return v
+}
+
+func (w *Watcher) readPipelineFile(group, rel string) ([]byte, error) {
+	if w.cfg.Workspace == nil {
+		return nil, errors.New(`this host does not read pipeline files: send the DOT source in "dot" (nanoagent ipc start-pipeline FILE.dot does that)`)
+	}
+	return readWorkspaceDOT(w.cfg.Workspace(group), rel, w.cfg.Limits.DOTBytes)
+}
+
+// onRun handles cancel_pipeline and pipeline_status: find the run's chat,
+// authorize against it, then act.
+func (w *Watcher) onRun(ctx context.Context, group string, req Request, runID string, action Action) verdict {
+	st, err := w.cfg.Host.PipelineStatus(ctx, group, runID)
+	if errors.Is(err, ErrUnknownRun) {
+		return rejected(req, fmt.Sprintf("there is no pipeline run %q", runID))
+	}
+	if v, bad := hostError(req, err); bad {
+		return v
+	}
+	d := Authorize(group, action, Target{Chat: st.Chat}, w.cfg.Registry)
+	if !d.Allowed {
+		return unauthorized(req, fmt.Sprintf("run %q is not in this group's chat", runID), d.Reason)
+	}
+	if action == ActionCancelPipeline {
+		if v, bad := hostError(req, w.cfg.Host.CancelPipeline(ctx, group, runID)); bad {
+			return v
+		}
+		if after, err := w.cfg.Host.PipelineStatus(ctx, group, runID); err == nil {
+			st = after
+		}
+	}
+	v := accepted(req)
+	v.resp.RunID, v.resp.Chat, v.resp.Thread, v.resp.Run = st.RunID, st.Chat, st.Thread, &st
+	return v
+}
+
+func (w *Watcher) sendMessage(ctx context.Context, group string, r *SendMessage) verdict {
+	d := Authorize(group, ActionSendMessage, Target{Chat: r.Chat}, w.cfg.Registry)
+	if !d.Allowed {
+		return unauthorized(r, d.Reason, d.Reason)
+	}
+	if v, limited := w.rateLimited(r, w.messages, group, "messages"); limited {
+		return v
+	}
+	if v, bad := hostError(r, w.cfg.Host.SendMessage(ctx, group, d.Chat, r.Thread, r.Text)); bad {
+		return v
+	}
+	v := accepted(r)
+	v.resp.Chat, v.resp.Thread = d.Chat, r.Thread
+	return v
+}
+
+func (w *Watcher) rateLimited(req Request, l *limiter, group, what string) (verdict, bool) {
+	ok, wait := l.allow(group)
+	if ok {
+		return verdict{}, false
+	}
+	secs := int(math.Ceil(wait.Seconds()))
+	v := failed(req, fmt.Sprintf("rate limit: too many %s from this group; try again in %ds", what, secs))
+	v.resp.RetryAfterSeconds = secs
+	return v, true
+}
+
+// hostError turns a Host error into the answer: a *RejectError is a final
+// rejection with its diagnostics, anything else a retryable failure.
+func hostError(req Request, err error) (verdict, bool) {
+	if err == nil {
+		return verdict{}, false
+	}
+	var rej *RejectError
+	if errors.As(err, &rej) {
+		v := rejected(req, rej.Reason)
+		v.resp.Diagnostics = rej.Diagnostics
+		return v, true
+	}
+	return failed(req, "the host could not do this right now: "+err.Error()), true
+}
+
+// malformed is the verdict for a file that is not a valid request. The
+// answer goes to the request id if the file names a usable one, else to the
+// file's own name, which clients make the same.
+func malformed(data []byte, stem string, err error) verdict {
+	id := stem
+	var env Envelope
+	if json.Unmarshal(data, &env) == nil && ValidRequestID(env.RequestID) == nil {
+		id = env.RequestID
+	}
+	reason := "malformed request: " + err.Error()
+	return verdict{
+		resp:       Response{RequestID: id, Type: env.Type, Status: Rejected, Reason: reason},
+		quarantine: reason,
+	}
+}
+
+// handleClaimed takes one claimed file from read to removal. It never
+// panics: a panic while handling quarantines the file.
+func (w *Watcher) handleClaimed(ctx context.Context, group string, root *os.Root, p pending, claimed string) {
+	log := w.log.With("group", group, "file", string(p.queue)+"/"+p.name)
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("ipc: panic while handling request", "panic", r)
+			w.finish(group, root, p, claimed, verdict{quarantine: fmt.Sprintf("internal error while handling this file: %v", r)}, log)
+		}
+	}()
+	stem := strings.TrimSuffix(p.name, ".json")
+	data, err := readClaimed(claimed, w.cfg.Limits.FileBytes)
+	if err != nil {
+		w.finish(group, root, p, claimed, malformed(nil, stem, err), log)
+		return
+	}
+	req, err := Decode(p.queue, data, w.cfg.Limits)
+	if err != nil {
+		w.finish(group, root, p, claimed, malformed(data, stem, err), log)
+		return
+	}
+	id := req.Meta().RequestID
+	if prev, seen := w.cfg.Processed.Lookup(group, id); seen {
+		log.Info("ipc: duplicate request answered with the original response", "request_id", id)
+		w.finish(group, root, p, claimed, verdict{resp: prev}, log)
+		return
+	}
+	if w.onHandle != nil {
+		w.onHandle(group, req)
+	}
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.HandlerTimeout)
+	defer cancel()
+	v := w.dispatch(hctx, group, req)
+	w.stamp(&v.resp)
+	if v.final {
+		if err := w.cfg.Processed.Record(group, id, v.resp); err != nil {
+			log.Error("ipc: cannot record processed request", "request_id", id, "err", err)
+		}
+	}
+	w.finish(group, root, p, claimed, v, log)
+}
+
+// finish answers, then quarantines or removes the claimed file. The answer
+// is written before the file is removed, so a crash in between re-handles
+// the file, finds the recorded answer, and writes it again.
+func (w *Watcher) finish(group string, root *os.Root, p pending, claimed string, v verdict, log *slog.Logger) {
+	if v.resp.RequestID != "" {
+		w.stamp(&v.resp)
+		if err := writeResponse(root, v.resp); err != nil {
+			log.Warn("ipc: cannot write response", "request_id", v.resp.RequestID, "err", err)
+		}
+		log.Info("ipc: request answered", "request_id", v.resp.RequestID, "type", v.resp.Type,
+			"status", v.resp.Status, "reason", v.resp.Reason, "run_id", v.resp.RunID)
+	}
+	if v.quarantine == "" {
+		if err := os.RemoveAll(claimed); err != nil {
+			log.Error("ipc: cannot remove handled request", "err", err)
+		}
+		return
+	}
+	dst, err := quarantine(claimed, w.errorsDir(group), p, v.quarantine, w.cfg.MaxQuarantined, w.cfg.Now())
+	log.Warn("ipc: request rejected and quarantined", "reason", v.quarantine, "kept_at", dst, "err", err)
+	w.noteRejected(group, string(p.queue)+"/"+p.name, v.quarantine, log)
+}
+
+// stamp sets the version and time of a new response (a recorded one keeps its time).
+func (w *Watcher) stamp(r *Response) {
+	r.V = Version
+	if r.At.IsZero() {
+		r.At = w.cfg.Now().UTC()
+	}
+}
+
+// noteRejected tells the host (and so the group's chat) about a rejected
+// file, at most a few times a minute per group.
+func (w *Watcher) noteRejected(group, file, reason string, log *slog.Logger) {
+	if w.cfg.OnRejected == nil {
+		return
+	}
+	if ok, _ := w.notes.allow(group); !ok {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("ipc: OnRejected panicked", "panic", r)
+		}
+	}()
+	w.cfg.OnRejected(group, file, reason)
+}
