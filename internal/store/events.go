@@ -46,7 +46,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []engine.Event) (int, e
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("append events to run %s: %w", events[0].RunID, err)
+		return 0, fmt.Errorf("append events: %w", err)
 	}
 	return inserted, nil
 }
@@ -93,7 +93,7 @@ func insertEvents(ctx context.Context, tx *sql.Tx, events []engine.Event, payloa
 			return 0, fmt.Errorf("run %q: %w", e.RunID, ErrNotFound)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("insert event %d: %w", e.Seq, err)
+			return 0, fmt.Errorf("insert event %d of run %s: %w", e.Seq, e.RunID, err)
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
 			inserted++
