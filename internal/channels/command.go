@@ -1,0 +1,220 @@
+package channels
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"nanohost/internal/pipeline/lint/didyoumean"
+)
+
+// CommandKind names a /pipeline subcommand.
+type CommandKind string
+
+const (
+	CmdHelp     CommandKind = "help"
+	CmdRunDOT   CommandKind = "run_dot" // /pipeline <DOT>
+	CmdRunNamed CommandKind = "run"     // /pipeline run <name> [goal…]
+	CmdList     CommandKind = "list"
+	CmdStatus   CommandKind = "status"
+	CmdCancel   CommandKind = "cancel"
+	CmdResume   CommandKind = "resume"
+	CmdValidate CommandKind = "validate"
+)
+
+// Command is a parsed /pipeline command. The host executes it.
+type Command struct {
+	Kind CommandKind
+	// DOT is the pipeline source (CmdRunDOT, CmdValidate), cleaned of the
+	// damage chat clients do to pasted code.
+	DOT string
+	// Name is the stored pipeline's name (CmdRunNamed).
+	Name string
+	// Goal overrides the pipeline's goal (CmdRunNamed), "" for none.
+	Goal string
+	// RunID is the run addressed (CmdStatus: optional; CmdCancel, CmdResume).
+	RunID string
+	// Verbosity is the --verbosity flag, "" when not given.
+	Verbosity Verbosity
+}
+
+// StartsRun reports whether the command starts or restarts a run.
+func (c Command) StartsRun() bool {
+	return c.Kind == CmdRunDOT || c.Kind == CmdRunNamed || c.Kind == CmdResume
+}
+
+// Changes reports whether the command changes a run (and so needs the
+// permission to start runs): start, resume or cancel.
+func (c Command) Changes() bool { return c.StartsRun() || c.Kind == CmdCancel }
+
+// HelpText is the /pipeline usage, shown by `/pipeline help` and after a
+// command that does not parse.
+const HelpText = "Usage:\n" +
+	"  /pipeline <DOT>                     run the pipeline pasted inline (code fences are fine)\n" +
+	"  /pipeline run <name> [goal…]        run a stored pipeline, optionally with a new goal\n" +
+	"  /pipeline list                      list stored pipelines and active runs\n" +
+	"  /pipeline status [run]              show a run's status (or all active runs)\n" +
+	"  /pipeline cancel <run>              cancel a run\n" +
+	"  /pipeline resume <run>              resume an interrupted run from its checkpoint\n" +
+	"  /pipeline validate <DOT>            check a pipeline without running it\n" +
+	"  /pipeline help                      show this help\n" +
+	"Add --verbosity minimal|standard|verbose anywhere to choose how much is posted to the run's thread."
+
+var subcommands = []string{"run", "list", "status", "cancel", "resume", "validate", "help"}
+
+// ParseCommand parses the text of a /pipeline command (with or without the
+// leading "/pipeline"). It first undoes what Slack and friends do to pasted
+// code: code fences, smart quotes, HTML entities and link markup.
+func ParseCommand(text string) (Command, error) {
+	text = CleanPasted(text)
+	text = strings.TrimSpace(text)
+	if rest, ok := strings.CutPrefix(text, "/pipeline"); ok && (rest == "" || unicode.IsSpace(rune(rest[0]))) {
+		text = strings.TrimSpace(rest)
+	}
+	text, verbosity, err := extractVerbosity(text)
+	if err != nil {
+		return Command{}, err
+	}
+	cmd, err := parseSubcommand(strings.TrimSpace(text))
+	if err != nil {
+		return Command{}, err
+	}
+	cmd.Verbosity = verbosity
+	return cmd, nil
+}
+
+func parseSubcommand(text string) (Command, error) {
+	if text == "" {
+		return Command{Kind: CmdHelp}, nil
+	}
+	if looksLikeDOT(text) {
+		return Command{Kind: CmdRunDOT, DOT: text}, nil
+	}
+	word, rest := cutWord(text)
+	switch sub := strings.ToLower(word); sub {
+	case "help":
+		return Command{Kind: CmdHelp}, nil
+	case "list":
+		if rest != "" {
+			return Command{}, fmt.Errorf("list takes no arguments (got %q)", rest)
+		}
+		return Command{Kind: CmdList}, nil
+	case "status":
+		id, extra := cutWord(rest)
+		if extra != "" {
+			return Command{}, fmt.Errorf("status takes at most one run id (got %q): /pipeline status [run]", rest)
+		}
+		return Command{Kind: CmdStatus, RunID: id}, nil
+	case "cancel", "resume":
+		id, extra := cutWord(rest)
+		if id == "" || extra != "" {
+			return Command{}, fmt.Errorf("%s needs exactly one run id: /pipeline %s <run>", sub, sub)
+		}
+		return Command{Kind: CommandKind(sub), RunID: id}, nil
+	case "validate":
+		if rest == "" {
+			return Command{}, errors.New("validate needs a pipeline: /pipeline validate <DOT>")
+		}
+		return Command{Kind: CmdValidate, DOT: rest}, nil
+	case "run":
+		return parseRun(rest)
+	}
+	msg := fmt.Sprintf("unknown subcommand %q", word)
+	if guess := didyoumean.Closest(word, subcommands); guess != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", guess)
+	}
+	return Command{}, fmt.Errorf("%s; a pipeline pasted inline must start with `digraph` — see /pipeline help", msg)
+}
+
+func parseRun(rest string) (Command, error) {
+	if rest == "" {
+		return Command{}, errors.New("run needs a pipeline name: /pipeline run <name> [goal…]")
+	}
+	if looksLikeDOT(rest) {
+		return Command{Kind: CmdRunDOT, DOT: rest}, nil
+	}
+	name, goal := cutWord(rest)
+	return Command{Kind: CmdRunNamed, Name: name, Goal: unquote(goal)}, nil
+}
+
+// looksLikeDOT reports whether text starts a DOT graph.
+func looksLikeDOT(text string) bool {
+	word, _ := cutWord(text)
+	word = strings.ToLower(word)
+	if i := strings.IndexByte(word, '{'); i >= 0 {
+		word = word[:i]
+	}
+	return word == "digraph" || word == "strict" || word == "graph"
+}
+
+// cutWord splits off the first whitespace-separated word.
+func cutWord(s string) (word, rest string) {
+	s = strings.TrimSpace(s)
+	i := strings.IndexFunc(s, unicode.IsSpace)
+	if i < 0 {
+		return s, ""
+	}
+	return s[:i], strings.TrimSpace(s[i:])
+}
+
+func unquote(s string) string {
+	if len(s) >= 2 && (s[0] == '"' && s[len(s)-1] == '"' || s[0] == '\'' && s[len(s)-1] == '\'') {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// extractVerbosity removes every --verbosity flag found outside double
+// quotes (so a DOT label mentioning it is left alone) and returns the last
+// value given.
+func extractVerbosity(text string) (string, Verbosity, error) {
+	const flag = "--verbosity"
+	var out strings.Builder
+	var verbosity Verbosity
+	inQuote := false
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c == '"' && (i == 0 || text[i-1] != '\\') {
+			inQuote = !inQuote
+		}
+		atWordStart := i == 0 || unicode.IsSpace(rune(text[i-1]))
+		if !inQuote && atWordStart && strings.HasPrefix(text[i:], flag) {
+			after := text[i+len(flag):]
+			var value string
+			switch {
+			case strings.HasPrefix(after, "="):
+				value, after = cutWordRaw(after[1:])
+			case after == "" || unicode.IsSpace(rune(after[0])):
+				value, after = cutWordRaw(strings.TrimLeftFunc(after, unicode.IsSpace))
+			default:
+				out.WriteByte(c)
+				i++
+				continue
+			}
+			if value == "" {
+				return "", "", errors.New("--verbosity needs a value: minimal, standard or verbose")
+			}
+			v, err := ParseVerbosity(value)
+			if err != nil {
+				return "", "", err
+			}
+			verbosity = v
+			out.WriteByte(' ')
+			i = len(text) - len(after)
+			continue
+		}
+		out.WriteByte(c)
+		i++
+	}
+	return out.String(), verbosity, nil
+}
+
+// cutWordRaw splits off the leading run of non-space bytes without trimming.
+func cutWordRaw(s string) (word, rest string) {
+	i := strings.IndexFunc(s, unicode.IsSpace)
+	if i < 0 {
+		return s, ""
+	}
+	return s[:i], s[i:]
+}

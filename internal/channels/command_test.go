@@ -1,0 +1,157 @@
+package channels
+
+import (
+	"strings"
+	"testing"
+
+	"nanohost/internal/pipeline"
+)
+
+const rsiDOT = `digraph Feature {
+  graph [goal="Add RSI indicator"]
+  start [shape=Mdiamond]
+  done [shape=Msquare]
+  start -> done [label="go"]
+}`
+
+func TestParseCommandForms(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want Command
+	}{
+		{"empty is help", "", Command{Kind: CmdHelp}},
+		{"help", "help", Command{Kind: CmdHelp}},
+		{"with slash prefix", "/pipeline list", Command{Kind: CmdList}},
+		{"inline DOT", rsiDOT, Command{Kind: CmdRunDOT, DOT: rsiDOT}},
+		{"run inline DOT", "run " + rsiDOT, Command{Kind: CmdRunDOT, DOT: rsiDOT}},
+		{"named run", "run feature", Command{Kind: CmdRunNamed, Name: "feature"}},
+		{"named run with goal", "run feature Add RSI indicator", Command{Kind: CmdRunNamed, Name: "feature", Goal: "Add RSI indicator"}},
+		{"named run with quoted goal", `run feature "Add RSI indicator"`, Command{Kind: CmdRunNamed, Name: "feature", Goal: "Add RSI indicator"}},
+		{"status all", "status", Command{Kind: CmdStatus}},
+		{"status run", "status r-42", Command{Kind: CmdStatus, RunID: "r-42"}},
+		{"cancel", "cancel r-42", Command{Kind: CmdCancel, RunID: "r-42"}},
+		{"resume", "RESUME r-42", Command{Kind: CmdResume, RunID: "r-42"}},
+		{"validate", "validate " + rsiDOT, Command{Kind: CmdValidate, DOT: rsiDOT}},
+		{"verbosity first", "--verbosity verbose run feature", Command{Kind: CmdRunNamed, Name: "feature", Verbosity: VerbosityVerbose}},
+		{"verbosity last", "run feature Add RSI --verbosity=minimal", Command{Kind: CmdRunNamed, Name: "feature", Goal: "Add RSI", Verbosity: VerbosityMinimal}},
+		{"verbosity middle", "run --verbosity Standard feature", Command{Kind: CmdRunNamed, Name: "feature", Verbosity: VerbosityStandard}},
+		{"verbosity after DOT", rsiDOT + " --verbosity verbose", Command{Kind: CmdRunDOT, DOT: rsiDOT, Verbosity: VerbosityVerbose}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseCommand(tt.in)
+			if err != nil {
+				t.Fatalf("ParseCommand(%q): %v", tt.in, err)
+			}
+			got.DOT = strings.TrimSpace(got.DOT)
+			if got != tt.want {
+				t.Errorf("ParseCommand(%q)\n got %+v\nwant %+v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseCommandRepairsSlackMangledPaste(t *testing.T) {
+	// What Slack delivers when a user pastes rsiDOT inside a code fence on
+	// a Mac: fences kept, quotes curled, arrows escaped as entities.
+	mangled := "```dot\ndigraph Feature {\n  graph [goal=\u201cAdd RSI indicator\u201d]\n" +
+		"  start [shape=Mdiamond]\n  done [shape=Msquare]\n  start -&gt; done [label=\u201cgo\u201d]\n}```"
+	got, err := ParseCommand(mangled + " \u2014verbosity verbose")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Kind != CmdRunDOT || strings.TrimSpace(got.DOT) != rsiDOT {
+		t.Errorf("repaired DOT:\n%s\nwant:\n%s", got.DOT, rsiDOT)
+	}
+	if got.Verbosity != VerbosityVerbose {
+		t.Errorf("verbosity = %q, want verbose (em dash autocorrected from --)", got.Verbosity)
+	}
+}
+
+func TestCleanPasted(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"a -&gt; b &amp;&amp; c &lt;d&gt;", "a -> b && c <d>"},
+		{"&amp;lt; stays an entity", "&lt; stays an entity"},
+		{"see <https://example.com/x|example.com/x>", "see example.com/x"},
+		{"mail <mailto:a@b.c|a@b.c> or <https://x.y>", "mail a@b.c or https://x.y"},
+		{"ping <@U123> in <#C9|ops>", "ping @U123 in #ops"},
+		{"`digraph G {}`", "digraph G {}"},
+		{"```digraph G { a -> b }```", "digraph G { a -> b }"},
+		{"\u2018single\u2019 and \u201cdouble\u201d\u00a0quotes", `'single' and "double" quotes`},
+	}
+	for _, tt := range tests {
+		if got := CleanPasted(tt.in); got != tt.want {
+			t.Errorf("CleanPasted(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestParseCommandLeavesQuotedFlagInDOT(t *testing.T) {
+	dot := `digraph G { a [label="try --verbosity verbose"] }`
+	got, err := ParseCommand(dot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DOT != dot || got.Verbosity != "" {
+		t.Errorf("got %+v; a flag inside a DOT string must stay part of the DOT", got)
+	}
+}
+
+func TestParseCommandErrorsSayWhatToFix(t *testing.T) {
+	tests := []struct{ in, wantErr string }{
+		{"lsit", `unknown subcommand "lsit" (did you mean "list"?)`},
+		{"frobnicate now", "must start with `digraph`"},
+		{"run", "run needs a pipeline name: /pipeline run <name>"},
+		{"cancel", "cancel needs exactly one run id"},
+		{"resume a b", "resume needs exactly one run id"},
+		{"status a b", "status takes at most one run id"},
+		{"list all", "list takes no arguments"},
+		{"validate", "validate needs a pipeline"},
+		{"run x --verbosity loud", `unknown verbosity "loud" (want minimal, standard or verbose)`},
+		{"run x --verbosity", "--verbosity needs a value"},
+	}
+	for _, tt := range tests {
+		_, err := ParseCommand(tt.in)
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("ParseCommand(%q) error = %v, want it to contain %q", tt.in, err, tt.wantErr)
+		}
+	}
+}
+
+func TestCommandChanges(t *testing.T) {
+	for kind, want := range map[CommandKind]bool{
+		CmdRunDOT: true, CmdRunNamed: true, CmdResume: true, CmdCancel: true,
+		CmdList: false, CmdStatus: false, CmdValidate: false, CmdHelp: false,
+	} {
+		if got := (Command{Kind: kind}).Changes(); got != want {
+			t.Errorf("%s.Changes() = %v, want %v", kind, got, want)
+		}
+	}
+}
+
+func TestFormatDiagnosticsListsErrorsFirstWithLines(t *testing.T) {
+	ds := []pipeline.Diagnostic{
+		{Rule: "prompt_on_llm_nodes", Severity: pipeline.SeverityWarning, Message: "no prompt", NodeID: "plan", Line: 7, Column: 3},
+		{Rule: "start_node", Severity: pipeline.SeverityError, Message: "no start node", Fix: "add start [shape=Mdiamond]", Line: 1},
+	}
+	got := FormatDiagnostics("pipeline.dot", ds)
+	want := "✗ The pipeline has 1 error(s) and 1 other finding(s):\n" +
+		"pipeline.dot:1: error [start_node] no start node (fix: add start [shape=Mdiamond])\n" +
+		"pipeline.dot:7:3: warning [prompt_on_llm_nodes] node plan: no prompt"
+	if got != want {
+		t.Errorf("FormatDiagnostics:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func FuzzParseCommand(f *testing.F) {
+	for _, s := range []string{rsiDOT, "run x --verbosity=verbose", "```dot\n" + rsiDOT + "```", "<https://a|b> &amp;", "--verbosity"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		cmd, err := ParseCommand(s)
+		if err == nil && cmd.Kind == "" {
+			t.Fatalf("ParseCommand(%q) returned no kind and no error", s)
+		}
+	})
+}
