@@ -358,3 +358,26 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+// FuzzPrepare: whatever the input, the front end returns (no panic), a
+// syntax error is exactly one "syntax" diagnostic, and every diagnostic has
+// a rule, a severity and a message.
+func FuzzPrepare(f *testing.F) {
+	for _, s := range []string{simpleExample, branchExample, reviewExample, stylesheetExample, smokeExample, generate(30)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		g, ds, err := Prepare("f.dot", []byte(src), Options{})
+		if err != nil {
+			if g != nil || len(ds) != 1 || ds[0].Severity != pipeline.SeverityError {
+				t.Fatalf("error %v with graph %v and diagnostics%s", err, g != nil, lines(ds))
+			}
+			return
+		}
+		for _, d := range ds {
+			if d.Rule == "" || d.Severity == "" || d.Message == "" || d.File != "f.dot" {
+				t.Fatalf("incomplete diagnostic %+v", d)
+			}
+		}
+	})
+}

@@ -476,3 +476,24 @@ func TestStylesheetErrorWithEscapedNewlinesStillLocated(t *testing.T) {
 		t.Fatalf("got %s", Format(d))
 	}
 }
+
+func TestPositionsOnOneLongLine(t *testing.T) {
+	// A generated, single-line pipeline: positions are byte columns and the
+	// attribute is found from the node's own column, not the line start.
+	var b strings.Builder
+	b.WriteString(`digraph g { start [shape=Mdiamond]; exit [shape=Msquare]; `)
+	prev := "start"
+	for i := range 2000 {
+		fmt.Fprintf(&b, `n%d [prompt="step", max_retries=1]; %s -> n%d; `, i, prev, i)
+		prev = fmt.Sprintf("n%d", i)
+	}
+	b.WriteString(`last [prompt="step", max_retries=lots]; ` + prev + ` -> last -> exit }`)
+	src := b.String()
+	ds := check(t, src)
+	if len(ds) != 1 || ds[0].Rule != "attr_type" {
+		t.Fatalf("got:%s", dump(ds))
+	}
+	if want := strings.Index(src, "max_retries=lots") + 1; ds[0].Line != 1 || ds[0].Column != want {
+		t.Fatalf("at %d:%d, want 1:%d", ds[0].Line, ds[0].Column, want)
+	}
+}

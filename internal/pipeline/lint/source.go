@@ -19,9 +19,12 @@ type locator struct {
 	lineStarts []int // byte offset of each line's first byte
 }
 
-// searchWindow bounds a search after a node or edge to this many lines, which
-// keeps lint linear even when every node has a diagnostic.
-const searchWindow = 64
+// A search after a node or edge looks at most this many lines and bytes
+// ahead, which keeps lint linear even when every node has a diagnostic.
+const (
+	searchLines = 64
+	searchBytes = 16 << 10
+)
 
 func newLocator(src []byte) *locator {
 	if len(src) == 0 {
@@ -62,10 +65,11 @@ func (l *locator) attrAfter(p pipeline.Pos, key, value string) (valueMatch, bool
 	if l == nil || !p.IsValid() || p.Line > len(l.lineStarts) {
 		return valueMatch{}, false
 	}
-	from := l.lineStarts[p.Line-1]
-	to := len(l.src)
-	if end := p.Line - 1 + searchWindow; end < len(l.lineStarts) {
-		to = l.lineStarts[end]
+	// Columns are byte columns, so the node or edge starts exactly here.
+	from := min(l.lineStarts[p.Line-1]+max(p.Column-1, 0), len(l.src))
+	to := min(len(l.src), from+searchBytes)
+	if end := p.Line - 1 + searchLines; end < len(l.lineStarts) {
+		to = min(to, l.lineStarts[end])
 	}
 	var found valueMatch
 	ok := false
@@ -94,7 +98,7 @@ func (l *locator) scan(from, to int, key, value string, yield func(valueMatch) b
 			continue
 		}
 		k = skipBlanks(l.src, k+1)
-		m, ok := valueAt(l.src, k)
+		m, ok := valueAt(l.src, k, len(value))
 		if !ok || len(m.offsets)-1 != len(value) || decodedText(l.src, m) != value {
 			continue
 		}
@@ -129,16 +133,17 @@ func (l *locator) posAt(off int) pipeline.Pos {
 // keyPos is the position of the attribute's key.
 func (l *locator) keyPos(m valueMatch) pipeline.Pos { return l.posAt(m.key) }
 
-// valueAt reads the value starting at src[i]: a quoted string or a bare word.
-func valueAt(src string, i int) (valueMatch, bool) {
+// valueAt reads the value starting at src[i]: a quoted string or a bare
+// word, of at most maxLen decoded bytes (longer cannot be the value sought).
+func valueAt(src string, i, maxLen int) (valueMatch, bool) {
 	if i >= len(src) {
 		return valueMatch{}, false
 	}
 	if src[i] == '"' {
-		return decodeQuoted(src, i)
+		return decodeQuoted(src, i, maxLen)
 	}
 	var m valueMatch
-	for ; i < len(src) && (isKeyByte(src[i]) || src[i] == '-'); i++ {
+	for ; i < len(src) && (isKeyByte(src[i]) || src[i] == '-') && len(m.offsets) <= maxLen; i++ {
 		m.offsets = append(m.offsets, i)
 	}
 	m.offsets = append(m.offsets, i)
@@ -148,9 +153,9 @@ func valueAt(src string, i int) (valueMatch, bool) {
 // decodeQuoted reads the DOT string opening at src[open] and records where
 // each decoded byte came from. Escapes \" \\ \n \t decode to one byte; any
 // other backslash is kept as written, as Graphviz does.
-func decodeQuoted(src string, open int) (valueMatch, bool) {
+func decodeQuoted(src string, open, maxLen int) (valueMatch, bool) {
 	var m valueMatch
-	for i := open + 1; i < len(src); i++ {
+	for i := open + 1; i < len(src) && len(m.offsets) <= maxLen; i++ {
 		switch c := src[i]; {
 		case c == '"':
 			m.offsets = append(m.offsets, i)

@@ -152,6 +152,9 @@ func (s *Sheet) Apply(g *pipeline.Graph) {
 		return
 	}
 	for _, n := range g.Nodes {
+		if n.Attrs == nil {
+			n.Attrs = pipeline.Attrs{}
+		}
 		for prop, v := range s.Resolve(n) {
 			if strings.TrimSpace(n.Attrs[prop]) == "" {
 				n.Attrs[prop] = v

@@ -196,3 +196,23 @@ func TestSyntaxErrorsNameLineAndFix(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParse: no input panics, and every error points inside the input.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{specSheet, "* { model = \"x\" }", "#a{reasoning_effort:HIGH}", "box, .c { provider: 'p'\n}", "* {", "/*", ". {"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		sheet, err := Parse(src)
+		if err != nil {
+			var se *SyntaxError
+			if !errors.As(err, &se) || se.Offset < 0 || se.Offset > len(src) || se.Line < 1 || se.Column < 1 || se.Msg == "" || se.Fix == "" {
+				t.Fatalf("Parse(%q): bad error %#v", src, err)
+			}
+			return
+		}
+		g := pipeline.New("g")
+		g.AddNode("a").Classes = []string{"c"}
+		sheet.Apply(g)
+	})
+}
