@@ -1,0 +1,391 @@
+package main
+
+// `nanohost pipeline parse|validate|render`: the pipeline front end from the
+// terminal. The JSON shapes printed here are a contract other tools rely on.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/frontend"
+	"nanohost/internal/pipeline/lint"
+	"nanohost/internal/pipeline/render"
+)
+
+// Exit statuses of the front-end commands.
+const (
+	exitInvalid = 2 // syntax or validation errors, bad usage
+	exitIO      = 1 // the input could not be read or the output written
+)
+
+func init() {
+	pipelineCmd.AddCommand(newPipelineParseCmd(), newPipelineValidateCmd(), newPipelineRenderCmd())
+}
+
+// readPipelineSource reads FILE, or stdin for "-". The returned name is what
+// diagnostics call the file.
+func readPipelineSource(cmd *cobra.Command, arg string) (string, []byte, error) {
+	if arg == "-" {
+		src, err := io.ReadAll(cmd.InOrStdin())
+		if err != nil {
+			return "", nil, exitCode(exitIO, fmt.Errorf("read pipeline from stdin: %w", err))
+		}
+		return "<stdin>", src, nil
+	}
+	src, err := os.ReadFile(arg)
+	if err != nil {
+		return "", nil, exitCode(exitIO, fmt.Errorf("read pipeline: %w", err))
+	}
+	return arg, src, nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // prompts and conditions contain < > &; keep them readable
+	return enc.Encode(v)
+}
+
+// ---- parse ----
+
+type parsedGraphJSON struct {
+	Name  string            `json:"name"`
+	Attrs map[string]string `json:"attrs"`
+	Nodes []parsedNodeJSON  `json:"nodes"`
+	Edges []parsedEdgeJSON  `json:"edges"`
+}
+
+type parsedNodeJSON struct {
+	ID      string            `json:"id"`
+	Attrs   map[string]string `json:"attrs"`
+	Classes []string          `json:"classes"`
+}
+
+type parsedEdgeJSON struct {
+	From  string            `json:"from"`
+	To    string            `json:"to"`
+	Attrs map[string]string `json:"attrs"`
+}
+
+// graphJSON converts g into the parse contract: declaration order, every map
+// and list present (never null).
+func graphJSON(g *pipeline.Graph) parsedGraphJSON {
+	out := parsedGraphJSON{Name: g.Name, Attrs: nonNil(g.Attrs), Nodes: []parsedNodeJSON{}, Edges: []parsedEdgeJSON{}}
+	for _, n := range g.Nodes {
+		classes := slices.Clone(n.Classes)
+		if classes == nil {
+			classes = []string{}
+		}
+		out.Nodes = append(out.Nodes, parsedNodeJSON{ID: n.ID, Attrs: nonNil(n.Attrs), Classes: classes})
+	}
+	for _, e := range g.Edges {
+		out.Edges = append(out.Edges, parsedEdgeJSON{From: e.From, To: e.To, Attrs: nonNil(e.Attrs)})
+	}
+	return out
+}
+
+func nonNil(a pipeline.Attrs) map[string]string {
+	if a == nil {
+		return map[string]string{}
+	}
+	return a
+}
+
+func newPipelineParseCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "parse FILE",
+		Short: "Parse a DOT pipeline and print its graph (after defaults and transforms)",
+		Long: `Parse an Attractor DOT pipeline and print the graph the engine would run:
+node and edge defaults applied, subgraph classes derived, the model_stylesheet
+resolved into llm_model/llm_provider/reasoning_effort, and $goal expanded in
+prompts. Values are the decoded strings exactly as written. It does not
+validate: use 'nanohost pipeline validate' for that.
+
+With --json the output is
+  {"name": "...", "attrs": {...},
+   "nodes": [{"id": "...", "attrs": {...}, "classes": [...]}],
+   "edges": [{"from": "...", "to": "...", "attrs": {...}}]}
+in declaration order. FILE "-" reads standard input.
+
+Exit status: 0 parsed; 2 syntax error (printed as FILE:line:col: message);
+1 the file could not be read.`,
+		Example: `  nanohost pipeline parse feature.dot
+  nanohost pipeline parse feature.dot --json | jq '.nodes[] | {id, model: .attrs.llm_model}'
+  cat feature.dot | nanohost pipeline parse - --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, src, err := readPipelineSource(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			g, err := frontend.Parse(name, src, frontend.Options{})
+			if err != nil {
+				return exitCode(exitInvalid, err)
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), graphJSON(g))
+			}
+			return writeSummary(cmd.OutOrStdout(), g)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the graph as JSON")
+	return cmd
+}
+
+// writeSummary prints a graph for people: header, nodes with their handler, edges.
+func writeSummary(w io.Writer, g *pipeline.Graph) error {
+	fmt.Fprintf(w, "pipeline %s", g.Name)
+	if g.Goal() != "" {
+		fmt.Fprintf(w, " — goal: %s", oneLine(g.Goal()))
+	}
+	fmt.Fprintf(w, "\n%d nodes, %d edges\n\nnodes:\n", len(g.Nodes), len(g.Edges))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, n := range g.Nodes {
+		var extra []string
+		if m := n.Attrs["llm_model"]; m != "" {
+			extra = append(extra, "model="+m)
+		}
+		if len(n.Classes) > 0 {
+			extra = append(extra, "class="+strings.Join(n.Classes, ","))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", n.ID, n.HandlerType(), oneLine(n.Label()), strings.Join(extra, " "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nedges:")
+	for _, e := range g.Edges {
+		line := fmt.Sprintf("  %s -> %s", e.From, e.To)
+		if l := e.Attrs["label"]; l != "" {
+			line += fmt.Sprintf("  [%s]", oneLine(l))
+		}
+		if c := e.Attrs["condition"]; c != "" {
+			line += "  when " + c
+		}
+		fmt.Fprintln(w, line)
+	}
+	return nil
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}
+
+// ---- validate ----
+
+type validationJSON struct {
+	Valid       bool             `json:"valid"`
+	Diagnostics []diagnosticJSON `json:"diagnostics"`
+}
+
+type diagnosticJSON struct {
+	Rule     string            `json:"rule"`
+	Severity pipeline.Severity `json:"severity"`
+	Message  string            `json:"message"`
+	NodeID   string            `json:"node_id"`
+	Edge     *pipeline.EdgeRef `json:"edge"`
+	Fix      string            `json:"fix"`
+	Line     int               `json:"line"`
+	Column   int               `json:"column"`
+}
+
+func newPipelineValidateCmd() *cobra.Command {
+	var (
+		asJSON     bool
+		knownTypes []string
+	)
+	cmd := &cobra.Command{
+		Use:   "validate FILE",
+		Short: "Check a DOT pipeline: syntax, structure, conditions, stylesheet, attributes",
+		Long: `Validate an Attractor DOT pipeline the way the engine does before it runs one:
+parse, apply the transforms, then run every lint rule (start and exit nodes,
+reachability, edge conditions, the model stylesheet, attribute types and
+values, misspelt attribute names, retry targets, goal gates, prompts).
+
+Each problem is printed compiler style,
+  FILE:line:col: severity [rule] message (fix: ...)
+followed by a summary line. Errors stop a pipeline from running; warnings and
+infos do not. With --json the output is
+  {"valid": bool, "diagnostics": [{"rule", "severity", "message", "node_id",
+   "edge": {"from", "to"} | null, "fix", "line", "column"}]}
+where a syntax error is a diagnostic with rule "syntax". FILE "-" reads
+standard input.
+
+Exit status: 0 no errors (warnings allowed); 2 at least one error;
+1 the file could not be read.`,
+		Example: `  nanohost pipeline validate feature.dot
+  nanohost pipeline validate feature.dot --json | jq '.diagnostics[] | select(.severity == "error")'
+  nanohost pipeline validate --known-type deploy feature.dot   # a custom handler type`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, src, err := readPipelineSource(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			opts := frontend.Options{}
+			if len(knownTypes) > 0 {
+				opts.KnownTypes = append(slices.Clone(lint.DefaultKnownTypes), knownTypes...)
+			}
+			_, ds, prepErr := frontend.Prepare(name, src, opts)
+			valid := prepErr == nil && !pipeline.HasErrors(ds)
+			out := cmd.OutOrStdout()
+			if asJSON {
+				err = writeJSON(out, validationResult(valid, ds))
+			} else {
+				err = writeDiagnostics(out, name, ds)
+			}
+			if err != nil {
+				return exitCode(exitIO, err)
+			}
+			if !valid {
+				return exitCode(exitInvalid, nil)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().StringSliceVar(&knownTypes, "known-type", nil, "a custom handler `type` to accept besides the built-in ones (repeatable)")
+	return cmd
+}
+
+func validationResult(valid bool, ds []pipeline.Diagnostic) validationJSON {
+	out := validationJSON{Valid: valid, Diagnostics: []diagnosticJSON{}}
+	for _, d := range ds {
+		out.Diagnostics = append(out.Diagnostics, diagnosticJSON{
+			Rule: d.Rule, Severity: d.Severity, Message: d.Message, NodeID: d.NodeID,
+			Edge: d.Edge, Fix: d.Fix, Line: d.Line, Column: d.Column,
+		})
+	}
+	return out
+}
+
+// writeDiagnostics prints one compiler-style line per diagnostic and a summary.
+func writeDiagnostics(w io.Writer, name string, ds []pipeline.Diagnostic) error {
+	count := map[pipeline.Severity]int{}
+	for _, d := range ds {
+		if d.File == "" {
+			d.File = name
+		}
+		count[d.Severity]++
+		if _, err := fmt.Fprintln(w, lint.Format(d)); err != nil {
+			return err
+		}
+	}
+	if len(ds) == 0 {
+		_, err := fmt.Fprintf(w, "%s: valid, no problems found\n", name)
+		return err
+	}
+	var parts []string
+	for _, s := range []pipeline.Severity{pipeline.SeverityError, pipeline.SeverityWarning, pipeline.SeverityInfo} {
+		if n := count[s]; n > 0 {
+			parts = append(parts, plural(n, string(s)))
+		}
+	}
+	verdict := "valid"
+	if count[pipeline.SeverityError] > 0 {
+		verdict = "invalid"
+	}
+	_, err := fmt.Fprintf(w, "%s: %s (%s)\n", name, verdict, strings.Join(parts, ", "))
+	return err
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// ---- render ----
+
+var renderFormats = []string{"dot", "mermaid", "svg"}
+
+func newPipelineRenderCmd() *cobra.Command {
+	var format, outPath string
+	cmd := &cobra.Command{
+		Use:   "render FILE",
+		Short: "Draw a DOT pipeline as canonical DOT, a Mermaid flowchart or SVG",
+		Long: `Render an Attractor DOT pipeline after defaults and transforms (so the
+resolved llm_model and expanded prompts show in DOT output). The pipeline
+only has to parse, not validate, so a broken graph can still be looked at.
+
+--format is dot (default), mermaid or svg; without it the extension of -o
+decides (.svg, .mmd/.mermaid, .dot/.gv). Output goes to standard output, or
+to the file named by -o. FILE "-" reads standard input. SVG needs no system
+Graphviz.
+
+Exit status: 0 rendered; 2 syntax error or unknown format; 1 the file could
+not be read or the output not written.`,
+		Example: `  nanohost pipeline render feature.dot -o feature.svg
+  nanohost pipeline render feature.dot --format mermaid >> README.md
+  nanohost pipeline render feature.dot --format dot    # canonical, resolved DOT`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			chosen, err := renderFormat(format, outPath)
+			if err != nil {
+				return exitCode(exitInvalid, err)
+			}
+			name, src, err := readPipelineSource(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			g, err := frontend.Parse(name, src, frontend.Options{})
+			if err != nil {
+				return exitCode(exitInvalid, err)
+			}
+			var out []byte
+			switch chosen {
+			case "dot":
+				out = []byte(render.DOT(g))
+			case "mermaid":
+				out = []byte(render.Mermaid(g))
+			case "svg":
+				out = render.SVG(g, nil)
+			}
+			if outPath == "" {
+				_, err = cmd.OutOrStdout().Write(out)
+			} else {
+				err = os.WriteFile(outPath, out, 0o644)
+			}
+			if err != nil {
+				return exitCode(exitIO, fmt.Errorf("write %s output: %w", chosen, err))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "", "output format: dot, mermaid or svg (default: from -o's extension, else dot)")
+	cmd.Flags().StringVarP(&outPath, "output", "o", "", "write to this file instead of standard output")
+	return cmd
+}
+
+// renderFormat picks the format: the flag, else the output file's extension, else dot.
+func renderFormat(flag, outPath string) (string, error) {
+	if flag != "" {
+		f := strings.ToLower(flag)
+		if !slices.Contains(renderFormats, f) {
+			return "", fmt.Errorf("unknown --format %q: use dot, mermaid or svg", flag)
+		}
+		return f, nil
+	}
+	switch strings.ToLower(filepath.Ext(outPath)) {
+	case ".svg":
+		return "svg", nil
+	case ".mmd", ".mermaid":
+		return "mermaid", nil
+	}
+	return "dot", nil
+}

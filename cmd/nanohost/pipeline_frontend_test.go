@@ -1,0 +1,335 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// nanohostBin is the nanohost binary built once for the CLI tests, which run
+// it the way a user does and check stdout, stderr and the exit status.
+var nanohostBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "nanohost-cli-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	nanohostBin = filepath.Join(dir, "nanohost")
+	if out, err := exec.Command("go", "build", "-o", nanohostBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build nanohost: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type cliResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// runNanohost runs the binary with args (stdin from stdin) in a temp working directory.
+func runNanohost(t *testing.T, stdin string, args ...string) cliResult {
+	t.Helper()
+	cmd := exec.Command(nanohostBin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run nanohost %v: %v", args, err)
+	}
+	return cliResult{stdout.String(), stderr.String(), code}
+}
+
+func writeDOT(t *testing.T, name, src string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const cliPipeline = `digraph Feature {
+    graph [goal="Add RSI indicator", model_stylesheet=".code { llm_model: claude-opus-4-6 }"]
+    node [timeout="900s"]
+    start [shape=Mdiamond]
+    exit  [shape=Msquare]
+    subgraph cluster_build {
+        label="Build Loop"
+        plan      [prompt="Plan \"$goal\"", max_retries=2]
+        implement [prompt="Implement", class="code, critical"]
+    }
+    start -> plan -> implement
+    implement -> exit [condition="outcome=success", label="Done"]
+    implement -> plan [condition="outcome!=success"]
+}
+`
+
+func TestParseJSON(t *testing.T) {
+	path := writeDOT(t, "feature.dot", cliPipeline)
+	r := runNanohost(t, "", "pipeline", "parse", path, "--json")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, r.stdout)
+	}
+	want := map[string]any{
+		"name": "Feature",
+		"attrs": map[string]any{
+			"goal": "Add RSI indicator", "model_stylesheet": ".code { llm_model: claude-opus-4-6 }",
+		},
+		"nodes": []any{
+			map[string]any{"id": "start", "attrs": map[string]any{"shape": "Mdiamond", "timeout": "900s"}, "classes": []any{}},
+			map[string]any{"id": "exit", "attrs": map[string]any{"shape": "Msquare", "timeout": "900s"}, "classes": []any{}},
+			map[string]any{"id": "plan", "attrs": map[string]any{
+				"prompt": `Plan "Add RSI indicator"`, "max_retries": "2", "timeout": "900s",
+			}, "classes": []any{"build-loop"}},
+			map[string]any{"id": "implement", "attrs": map[string]any{
+				"prompt": "Implement", "class": "code, critical", "timeout": "900s", "llm_model": "claude-opus-4-6",
+			}, "classes": []any{"code", "critical", "build-loop"}},
+		},
+		"edges": []any{
+			map[string]any{"from": "start", "to": "plan", "attrs": map[string]any{}},
+			map[string]any{"from": "plan", "to": "implement", "attrs": map[string]any{}},
+			map[string]any{"from": "implement", "to": "exit", "attrs": map[string]any{"condition": "outcome=success", "label": "Done"}},
+			map[string]any{"from": "implement", "to": "plan", "attrs": map[string]any{"condition": "outcome!=success"}},
+		},
+	}
+	if !reflect.DeepEqual(got, want) {
+		g, _ := json.MarshalIndent(got, "", "  ")
+		w, _ := json.MarshalIndent(want, "", "  ")
+		t.Fatalf("parse --json:\n%s\nwant:\n%s", g, w)
+	}
+}
+
+func TestParseStdinAndSummary(t *testing.T) {
+	r := runNanohost(t, cliPipeline, "pipeline", "parse", "-")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"pipeline Feature — goal: Add RSI indicator", "4 nodes, 4 edges", "implement", "codergen", "model=claude-opus-4-6", "implement -> exit  [Done]  when outcome=success"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func TestParseSyntaxError(t *testing.T) {
+	path := writeDOT(t, "broken.dot", "digraph g {\n    a -> b\n    b -- c\n}\n")
+	r := runNanohost(t, "", "pipeline", "parse", path, "--json")
+	if r.code != 2 || r.stdout != "" {
+		t.Fatalf("exit %d, stdout %q", r.code, r.stdout)
+	}
+	if !strings.HasPrefix(r.stderr, path+":3:7: ") {
+		t.Fatalf("stderr %q, want FILE:line:col: message", r.stderr)
+	}
+	r = runNanohost(t, "digraph {", "pipeline", "parse", "-")
+	if r.code != 2 || !strings.HasPrefix(r.stderr, "<stdin>:") {
+		t.Fatalf("stdin syntax error: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestParseMissingFile(t *testing.T) {
+	r := runNanohost(t, "", "pipeline", "parse", filepath.Join(t.TempDir(), "nope.dot"))
+	if r.code != 1 || !strings.Contains(r.stderr, "read pipeline") || !strings.Contains(r.stderr, "nope.dot") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// validationOutput mirrors the validate --json contract.
+type validationOutput struct {
+	Valid       bool `json:"valid"`
+	Diagnostics []struct {
+		Rule     string `json:"rule"`
+		Severity string `json:"severity"`
+		Message  string `json:"message"`
+		NodeID   string `json:"node_id"`
+		Edge     *struct {
+			From string `json:"from"`
+			To   string `json:"to"`
+		} `json:"edge"`
+		Fix    string `json:"fix"`
+		Line   int    `json:"line"`
+		Column int    `json:"column"`
+	} `json:"diagnostics"`
+}
+
+func validateJSON(t *testing.T, stdin string, args ...string) (validationOutput, cliResult) {
+	t.Helper()
+	r := runNanohost(t, stdin, append([]string{"pipeline", "validate", "--json"}, args...)...)
+	var v validationOutput
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s\nstderr: %s", err, r.stdout, r.stderr)
+	}
+	return v, r
+}
+
+func TestValidateValidPipeline(t *testing.T) {
+	path := writeDOT(t, "ok.dot", cliPipeline)
+	v, r := validateJSON(t, "", path)
+	if r.code != 0 || !v.Valid || len(v.Diagnostics) != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stdout)
+	}
+	if !strings.Contains(r.stdout, `"diagnostics": []`) {
+		t.Fatalf("diagnostics must be an empty array, not null: %s", r.stdout)
+	}
+	h := runNanohost(t, "", "pipeline", "validate", path)
+	if h.code != 0 || strings.TrimSpace(h.stdout) != path+": valid, no problems found" {
+		t.Fatalf("exit %d: %q", h.code, h.stdout)
+	}
+}
+
+const cliBroken = `digraph Broken {
+    start [shape=Mdiamond]
+    exit  [shape=Msquare]
+    plan  [prompt="Plan", max_retries="three"]
+    impl  [promt="Implement"]
+    start -> plan -> impl
+    impl -> exit [condition="outcome==success"]
+}
+`
+
+func TestValidateReportsErrorsWithPlaceAndFix(t *testing.T) {
+	path := writeDOT(t, "broken.dot", cliBroken)
+	v, r := validateJSON(t, "", path)
+	if r.code != 2 || v.Valid {
+		t.Fatalf("exit %d, valid %v", r.code, v.Valid)
+	}
+	type row struct {
+		rule, severity, node string
+		edge                 bool
+		line, col            int
+		fix                  string
+	}
+	var got []row
+	for _, d := range v.Diagnostics {
+		got = append(got, row{d.Rule, d.Severity, d.NodeID, d.Edge != nil, d.Line, d.Column, d.Fix})
+		if d.Message == "" {
+			t.Errorf("%s: empty message", d.Rule)
+		}
+	}
+	want := []row{
+		{"attr_type", "error", "plan", false, 4, 27, "write max_retries=3"},
+		{"attr_unknown", "warning", "impl", false, 5, 12, "did you mean prompt?"},
+		{"prompt_on_llm_nodes", "warning", "impl", false, 5, 5, `add prompt="…" to impl, or give it another shape if it is not an LLM stage`},
+		{"condition_syntax", "error", "", true, 7, 37, "use a single '=': outcome=success"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("diagnostics\n got %+v\nwant %+v\n%s", got, want, r.stdout)
+	}
+	if e := v.Diagnostics[3].Edge; e.From != "impl" || e.To != "exit" {
+		t.Errorf("edge %+v", e)
+	}
+
+	h := runNanohost(t, "", "pipeline", "validate", path)
+	lines := strings.Split(strings.TrimSpace(h.stdout), "\n")
+	if h.code != 2 || len(lines) != 5 {
+		t.Fatalf("exit %d:\n%s", h.code, h.stdout)
+	}
+	if want := path + `:4:27: error [attr_type] node plan: max_retries="three" is not an integer (fix: write max_retries=3)`; lines[0] != want {
+		t.Errorf("line 1:\n got %s\nwant %s", lines[0], want)
+	}
+	if want := path + ": invalid (2 errors, 2 warnings)"; lines[4] != want {
+		t.Errorf("summary %q, want %q", lines[4], want)
+	}
+}
+
+func TestValidateSyntaxErrorIsADiagnostic(t *testing.T) {
+	v, r := validateJSON(t, "digraph g {\n  a -> \n}", "-")
+	if r.code != 2 || v.Valid || len(v.Diagnostics) != 1 {
+		t.Fatalf("exit %d: %s", r.code, r.stdout)
+	}
+	if d := v.Diagnostics[0]; d.Rule != "syntax" || d.Severity != "error" || d.Line == 0 || d.Edge != nil {
+		t.Fatalf("diagnostic %+v", d)
+	}
+}
+
+func TestValidateKnownType(t *testing.T) {
+	src := `digraph g { start [shape=Mdiamond]; d [type="deploy", label="Deploy"]; exit [shape=Msquare]; start -> d -> exit }`
+	v, r := validateJSON(t, src, "-")
+	if r.code != 0 || len(v.Diagnostics) != 1 || v.Diagnostics[0].Rule != "type_known" {
+		t.Fatalf("a warning does not fail validation; exit %d: %s", r.code, r.stdout)
+	}
+	v, _ = validateJSON(t, src, "--known-type", "deploy", "-")
+	if len(v.Diagnostics) != 0 {
+		t.Fatalf("--known-type not honoured: %s", r.stdout)
+	}
+}
+
+func TestRender(t *testing.T) {
+	path := writeDOT(t, "feature.dot", cliPipeline)
+
+	r := runNanohost(t, "", "pipeline", "render", path)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "digraph Feature {") {
+		t.Fatalf("default format is dot; exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	// The canonical DOT parses back to the same graph. (Subgraph labels are
+	// not in the model, so render writes derived classes into `class`: compare
+	// the resolved class lists, not the attribute.)
+	back := runNanohost(t, r.stdout, "pipeline", "parse", "-", "--json")
+	orig := runNanohost(t, "", "pipeline", "parse", path, "--json")
+	if back.code != 0 || !reflect.DeepEqual(withoutClassAttr(t, back.stdout), withoutClassAttr(t, orig.stdout)) {
+		t.Errorf("render --format dot does not round-trip:\n%s\nvs\n%s%s", back.stdout, orig.stdout, back.stderr)
+	}
+
+	r = runNanohost(t, "", "pipeline", "render", path, "--format", "mermaid")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "flowchart ") || !strings.Contains(r.stdout, "implement") {
+		t.Fatalf("mermaid: exit %d: %s", r.code, r.stdout)
+	}
+
+	out := filepath.Join(t.TempDir(), "feature.svg")
+	r = runNanohost(t, "", "pipeline", "render", path, "-o", out)
+	svg, err := os.ReadFile(out)
+	if r.code != 0 || r.stdout != "" || err != nil || !bytes.Contains(svg, []byte("<svg")) {
+		t.Fatalf("-o feature.svg: exit %d, stdout %q, err %v, %.80s", r.code, r.stdout, err, svg)
+	}
+
+	r = runNanohost(t, "", "pipeline", "render", path, "--format", "png")
+	if r.code != 2 || !strings.Contains(r.stderr, `unknown --format "png"`) {
+		t.Fatalf("bad format: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runNanohost(t, "digraph {", "pipeline", "render", "-")
+	if r.code != 2 || !strings.HasPrefix(r.stderr, "<stdin>:") {
+		t.Fatalf("syntax error: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func withoutClassAttr(t *testing.T, out string) map[string]any {
+	t.Helper()
+	var g map[string]any
+	if err := json.Unmarshal([]byte(out), &g); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, n := range g["nodes"].([]any) {
+		delete(n.(map[string]any)["attrs"].(map[string]any), "class")
+	}
+	return g
+}
+
+func TestHelpHasExamples(t *testing.T) {
+	for _, sub := range []string{"parse", "validate", "render"} {
+		r := runNanohost(t, "", "pipeline", sub, "--help")
+		if r.code != 0 || !strings.Contains(r.stdout, "Examples:") || !strings.Contains(r.stdout, "nanohost pipeline "+sub) || !strings.Contains(r.stdout, "Exit status") {
+			t.Errorf("%s --help: exit %d\n%s", sub, r.code, r.stdout)
+		}
+	}
+}
