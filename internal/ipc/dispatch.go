@@ -242,6 +242,9 @@ func (w *Watcher) finish(group string, root *os.Root, p pending, claimed string,
 		log.Info("ipc: request answered", "request_id", v.resp.RequestID, "type", v.resp.Type,
 			"status", v.resp.Status, "reason", v.resp.Reason, "run_id", v.resp.RunID)
 	}
+	if w.onFinish != nil {
+		defer w.onFinish(group, p.name)
+	}
 	if v.quarantine == "" {
 		if err := os.RemoveAll(claimed); err != nil {
 			log.Error("ipc: cannot remove handled request", "err", err)

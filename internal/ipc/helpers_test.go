@@ -174,6 +174,13 @@ func (h *fakeHost) callsOf(method string) []call {
 	return out
 }
 
+// count returns how many calls the host got.
+func (h *fakeHost) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.calls)
+}
+
 // note is one OnRejected call.
 type note struct{ group, file, reason string }
 
@@ -189,6 +196,8 @@ type env struct {
 	done  chan error
 	mu    sync.Mutex
 	notes []note
+	// finished holds the group/file names the watcher is done with.
+	finished map[string]bool
 }
 
 var testGroups = []Group{
@@ -200,7 +209,7 @@ var testGroups = []Group{
 // newEnv prepares the root; start runs the watcher.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, root: t.TempDir(), host: newFakeHost(), reg: newRegistry(testGroups...)}
+	e := &env{t: t, root: t.TempDir(), host: newFakeHost(), reg: newRegistry(testGroups...), finished: map[string]bool{}}
 	for _, g := range testGroups {
 		if err := EnsureGroup(e.root, g.Folder, -1, -1); err != nil {
 			t.Fatal(err)
@@ -228,6 +237,11 @@ func (e *env) start(cfg ...func(*Config)) *env {
 	w, err := NewWatcher(c)
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	w.onFinish = func(group, file string) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.finished[group+"/"+file] = true
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	e.w, e.stop, e.done = w, stop, make(chan error, 1)
@@ -279,21 +293,25 @@ func (e *env) submit(group, id string, body map[string]any) {
 	e.publish(group, q, id+".json", data)
 }
 
-// response waits for responses/<id>.json in group and decodes it.
+// response waits until the watcher is done with <id>.json in group and
+// returns the decoded responses/<id>.json.
 func (e *env) response(group, id string) Response {
 	e.t.Helper()
 	path := filepath.Join(e.root, group, DirResponses, id+".json")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		e.mu.Lock()
+		done := e.finished[group+"/"+id+".json"]
+		e.mu.Unlock()
 		data, err := os.ReadFile(path)
-		if err == nil {
+		if err == nil && done {
 			var r Response
 			if err := json.Unmarshal(data, &r); err != nil {
 				e.t.Fatalf("response %s: %v\n%s", id, err, data)
 			}
 			return r
 		}
-		if !errors.Is(err, os.ErrNotExist) {
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			e.t.Fatal(err)
 		}
 		if time.Now().After(deadline) {

@@ -119,6 +119,8 @@ type Watcher struct {
 
 	// onHandle, when set (tests), is called just before a request is dispatched.
 	onHandle func(group string, req Request)
+	// onFinish, when set (tests), is called when a file is completely dealt with.
+	onFinish func(group, file string)
 
 	mu      sync.Mutex
 	workers map[string]*worker
