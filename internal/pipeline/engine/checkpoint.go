@@ -106,8 +106,9 @@ func LoadCheckpoint(logsRoot string) (*Checkpoint, error) {
 
 // writeFileAtomic replaces path with data so that a reader (or a crash)
 // sees either the old file or the new one, never a torn mix: write a temp
-// file in the same directory, fsync it, rename it over path, fsync the directory.
-func writeFileAtomic(path string, data []byte) error {
+// file in the same directory, fsync it, rename it over path, fsync the
+// directory (the fsyncs only when durable is set).
+func writeFileAtomic(path string, data []byte, durable bool) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -118,15 +119,20 @@ func writeFileAtomic(path string, data []byte) error {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", tmp.Name(), err)
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			return fmt.Errorf("sync %s: %w", tmp.Name(), err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp.Name(), err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	if !durable {
+		return nil
 	}
 	return syncDir(dir)
 }

@@ -39,6 +39,11 @@ type Config struct {
 	RunID string
 	// NoBackoff retries at once (tests, simulations).
 	NoBackoff bool
+	// NoFsync skips fsync on checkpoints and the event trace, for tests
+	// that measure the engine rather than the disk. Checkpoints stay
+	// atomic (temp file + rename), so a crashed process still never leaves
+	// a torn one; only durability across a power loss is given up.
+	NoFsync bool
 
 	// Test hooks: Sleep waits between retries (returns ctx.Err() when
 	// cancelled), Now stamps events, Rand (in [0,1)) jitters backoff.

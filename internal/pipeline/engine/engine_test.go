@@ -3,11 +3,11 @@ package engine_test
 import (
 	"bufio"
 	"context"
-	"strconv"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 

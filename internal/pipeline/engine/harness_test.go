@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,6 +39,9 @@ func prepare(t testing.TB, src string, extraTypes ...string) (*pipeline.Graph, [
 	}
 	return g, []byte(src)
 }
+
+// quietLogger keeps expected engine errors (a panicking test handler) out of the test output.
+var quietLogger = slog.New(slog.DiscardHandler)
 
 // loader is the GraphLoader the host passes: the real front end.
 func loader(file string, src []byte) (*pipeline.Graph, error) {
@@ -129,7 +133,9 @@ func (b *recordingBackend) requests(node string) []engine.Request {
 // backendFunc adapts a function to Backend.
 type backendFunc func(ctx context.Context, req engine.Request) (engine.Result, error)
 
-func (f backendFunc) Run(ctx context.Context, req engine.Request) (engine.Result, error) { return f(ctx, req) }
+func (f backendFunc) Run(ctx context.Context, req engine.Request) (engine.Result, error) {
+	return f(ctx, req)
+}
 
 // steps is a script literal: node → responses (strings are agent text,
 // script.Response values are structured).
@@ -180,7 +186,10 @@ func runGraph(t testing.TB, src string, o runOpts, extraTypes ...string) runOut 
 	cfg := engine.Config{
 		Backend: o.backend, Interviewer: o.interviewer, Observers: []engine.Observer{rec},
 		Registry: o.registry, Loader: loader, LogsRoot: filepath.Join(t.TempDir(), "run"),
-		RunID: "run-test", NoBackoff: true,
+		RunID: "run-test", NoBackoff: true, Logger: quietLogger,
+		// The disk's fsync latency is not what these tests measure (the crash
+		// test and the benchmarks keep it).
+		NoFsync: true,
 	}
 	if o.configure != nil {
 		o.configure(&cfg)

@@ -129,7 +129,7 @@ func (e *Engine) newRun(g *pipeline.Graph, source []byte, file string) (*run, er
 	}
 	r.startedAt = e.cfg.Now()
 	manifest, _ := json.MarshalIndent(Manifest{RunID: runID, Name: g.Label(), Goal: g.Goal(), GraphFile: r.file, StartedAt: r.startedAt}, "", "  ")
-	if err := writeFileAtomic(filepath.Join(root, ManifestFile), manifest); err != nil {
+	if err := writeFileAtomic(filepath.Join(root, ManifestFile), manifest, !e.cfg.NoFsync); err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
 	}
 	if err := r.openTrace(); err != nil {
@@ -188,7 +188,7 @@ func (r *run) openTrace() error {
 	if err != nil {
 		return err
 	}
-	r.trace = &tracer{runID: r.runID, seq: seq, file: f, observers: r.cfg.Observers, now: r.cfg.Now, log: r.cfg.Logger}
+	r.trace = &tracer{runID: r.runID, seq: seq, file: f, observers: r.cfg.Observers, now: r.cfg.Now, log: r.cfg.Logger, durable: !r.cfg.NoFsync}
 	return nil
 }
 
@@ -246,13 +246,14 @@ func (r *run) walk(ctx context.Context, cur string, incoming *pipeline.Edge, pre
 			return r.fail(lastDone, fmt.Sprintf("edge leads to node %q, which does not exist", cur))
 		}
 		if node.IsExit() {
-			if to, reason := r.checkGoalGates(node.ID); reason != "" {
+			if redirect, reason := r.checkGoalGates(node.ID); reason != "" {
 				return r.fail(lastDone, reason)
-			} else if to != "" {
+			} else if redirect != nil {
 				if err := r.takeStep(); err != nil {
 					return r.fail(lastDone, err.Error())
 				}
-				cur, incoming = to, nil
+				r.emitGateRedirect(redirect)
+				cur, incoming = redirect.To, nil
 				continue
 			}
 		}
@@ -278,13 +279,14 @@ func (r *run) walk(ctx context.Context, cur string, incoming *pipeline.Edge, pre
 				return r.fail(node.ID, failureReason(node, out))
 			}
 			// A dead end that is not an exit: the spec ends the run there.
-			if to, reason := r.checkGoalGates(node.ID); reason != "" {
+			if redirect, reason := r.checkGoalGates(node.ID); reason != "" {
 				return r.fail(node.ID, reason)
-			} else if to != "" {
+			} else if redirect != nil {
 				if err := r.takeStep(); err != nil {
 					return r.fail(node.ID, err.Error())
 				}
-				rt = route{To: to}
+				r.emitGateRedirect(redirect)
+				rt = route{To: redirect.To}
 			} else {
 				r.emit(Event{Type: EventWarning, NodeID: node.ID, Message: node.ID + " has no outgoing edge to follow; the run ends here"})
 				return r.succeed(node.ID)
@@ -345,9 +347,9 @@ func (r *run) takeStep() error {
 }
 
 // checkGoalGates runs at an exit (§3.4): when a visited goal gate's latest
-// outcome is not a success it returns the node to jump to, or a failure
-// reason when there is none.
-func (r *run) checkGoalGates(at string) (string, string) {
+// outcome is not a success it returns the jump to its retry target, or a
+// failure reason when there is none.
+func (r *run) checkGoalGates(at string) (*Decision, string) {
 	r.mu.Lock()
 	var gate *pipeline.Node
 	for _, n := range r.g.Nodes {
@@ -362,16 +364,19 @@ func (r *run) checkGoalGates(at string) (string, string) {
 	}
 	r.mu.Unlock()
 	if gate == nil {
-		return "", ""
+		return nil, ""
 	}
 	to, rule := r.retryTarget(gate)
 	if to == "" {
-		return "", fmt.Sprintf("goal gate %s is unsatisfied (its latest outcome is %s) and no retry_target is set on it or the graph", gate.ID, status)
+		return nil, fmt.Sprintf("goal gate %s is unsatisfied (its latest outcome is %s) and no retry_target is set on it or the graph", gate.ID, status)
 	}
-	r.emit(Event{Type: EventDecision, NodeID: at, Decision: &Decision{From: at, To: to, Rule: "goal_gate_retry",
-		Values: map[string]string{"gate": gate.ID, "gate_outcome": string(status), "via": rule}}})
-	r.addLog(fmt.Sprintf("goal gate %s unsatisfied at %s: jumping to %s", gate.ID, at, to))
-	return to, ""
+	return &Decision{From: at, To: to, Rule: "goal_gate_retry",
+		Values: map[string]string{"gate": gate.ID, "gate_outcome": string(status), "via": rule}}, ""
+}
+
+func (r *run) emitGateRedirect(d *Decision) {
+	r.emit(Event{Type: EventDecision, NodeID: d.From, Decision: d})
+	r.addLog(fmt.Sprintf("goal gate %s unsatisfied at %s: jumping to %s", d.Values["gate"], d.From, d.To))
 }
 
 // overBudget checks max_tokens and max_cost_usd.
@@ -433,17 +438,26 @@ func (r *run) recordTopLevel(id string, st *Stage) {
 	r.completed = append(r.completed, st.branchNodes...)
 }
 
-// checkpoint writes checkpoint.json atomically, after syncing the event
-// trace so every event up to the checkpoint is on disk too.
+// checkpoint writes checkpoint.json atomically. The event trace is synced
+// alongside (concurrently: the two fsyncs then tend to share a journal
+// commit), so every event up to the checkpoint is on disk when it returns.
 func (r *run) checkpoint(current, next string, incoming *pipeline.Edge, state, reason string) error {
-	if err := r.trace.sync(); err != nil {
-		r.cfg.Logger.Warn("sync event trace", "run_id", r.runID, "err", err)
-	}
 	data, err := r.snapshot(current, next, incoming, state, reason)
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w (context values must be JSON-serialisable)", err)
 	}
-	if err := writeFileAtomic(filepath.Join(r.root, CheckpointFile), data); err != nil {
+	durable := !r.cfg.NoFsync
+	var traceErr error
+	var wg sync.WaitGroup
+	if durable {
+		wg.Go(func() { traceErr = r.trace.sync() })
+	}
+	err = writeFileAtomic(filepath.Join(r.root, CheckpointFile), data, durable)
+	wg.Wait()
+	if traceErr != nil {
+		r.cfg.Logger.Warn("sync event trace", "run_id", r.runID, "err", traceErr)
+	}
+	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
 	r.emit(Event{Type: EventCheckpointSaved, NodeID: current, Data: map[string]any{"next_node": next, "state": state}})

@@ -22,6 +22,7 @@ type tracer struct {
 	observers []Observer
 	now       func() time.Time
 	log       *slog.Logger
+	durable   bool  // fsync on close
 	werr      error // first write error, reported once
 }
 
@@ -123,7 +124,11 @@ func (t *tracer) close() error {
 	if t.file == nil {
 		return nil
 	}
-	err := errors.Join(t.file.Sync(), t.file.Close())
+	var err error
+	if t.durable {
+		err = t.file.Sync()
+	}
+	err = errors.Join(err, t.file.Close())
 	t.file = nil
 	return err
 }

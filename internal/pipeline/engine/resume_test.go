@@ -1,0 +1,261 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/pipeline/fidelity"
+	"nanohost/internal/pipeline/interview"
+	"nanohost/internal/pipeline/script"
+)
+
+// A pipeline with a loop, a human gate, a diamond and context flowing
+// between nodes: what resume has to get right.
+const resumeDOT = `digraph Resume {
+	graph [goal="ship the feature"]
+	start [shape=Mdiamond]
+	exit [shape=Msquare]
+	plan [prompt="plan $goal"]
+	implement [prompt="implement", goal_gate=true, retry_target="plan"]
+	test [prompt="test"]
+	gate [shape=diamond]
+	review [shape=hexagon, label="Ship it?"]
+	start -> plan -> implement -> test -> gate
+	gate -> implement [condition="outcome=fail"]
+	gate -> review [condition="outcome=success"]
+	review -> exit [label="[Y] Yes"]
+	review -> plan [label="[N] No"]
+}`
+
+func resumeScript() *script.Script {
+	return steps(map[string][]any{
+		"plan":      {"planned [context:plan.version=1] [outcome:success]", "replanned [context:plan.version=2] [outcome:success]"},
+		"implement": {"[outcome:success]"},
+		"test":      {"1 failure [outcome:fail]", "[outcome:success]"},
+	})
+}
+
+func resumeAnswers() engine.Interviewer { return interview.NewQueue(values("N", "Y")) }
+
+// cancelAfter cancels the run once the n-th StageCompleted/StageFailed event arrives.
+type cancelAfter struct {
+	n      int
+	seen   int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) OnEvent(e engine.Event) {
+	if e.Type == engine.EventStageCompleted || (e.Type == engine.EventStageFailed && !e.WillRetry) {
+		c.seen++
+		if c.seen == c.n {
+			c.cancel()
+		}
+	}
+}
+
+// §11.12: checkpoint save and resume produces the same result — from every
+// checkpoint of the run.
+func TestResumeFromEveryCheckpointGivesTheSameResult(t *testing.T) {
+	full := runGraph(t, resumeDOT, runOpts{backend: resumeScript(), interviewer: resumeAnswers()})
+	wantStatus(t, full.res, "success")
+	stages := len(full.res.Path)
+	for cut := 1; cut < stages; cut++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		be, iv := resumeScript(), resumeAnswers()
+		first := runGraph(t, resumeDOT, runOpts{backend: be, interviewer: iv, ctx: ctx, configure: func(c *engine.Config) {
+			c.Observers = append(c.Observers, &cancelAfter{n: cut, cancel: cancel})
+		}})
+		cancel()
+		if !first.res.Cancelled || first.res.Status != "fail" || first.res.FailureReason != "cancelled" {
+			t.Fatalf("cut %d: first part = %+v", cut, first.res)
+		}
+		cp := loadCheckpoint(t, first.root)
+		if cp.State != engine.StateCancelled || cp.NextNode == "" {
+			t.Fatalf("cut %d: checkpoint state=%s next=%q", cut, cp.State, cp.NextNode)
+		}
+		rec := &recorder{}
+		cfg := first.cfg
+		cfg.Observers = []engine.Observer{rec}
+		cfg.Backend, cfg.Interviewer = be, iv // the same script position, like the same agents
+		second, err := engine.New(cfg).Resume(t.Context(), first.root)
+		if err != nil {
+			t.Fatalf("cut %d: resume: %v", cut, err)
+		}
+		wantStatus(t, second, "success")
+		if got := append(slices.Clone(first.res.Path), second.Path...); !slices.Equal(got, full.res.Path) {
+			t.Fatalf("cut %d: paths %v + %v != %v", cut, first.res.Path, second.Path, full.res.Path)
+		}
+		if !reflect.DeepEqual(normalise(second.Context), normalise(full.res.Context)) {
+			t.Fatalf("cut %d: context\n%v\nwant\n%v", cut, second.Context, full.res.Context)
+		}
+		if !reflect.DeepEqual(second.Attempts, full.res.Attempts) || !slices.Equal(second.CompletedNodes, full.res.CompletedNodes) {
+			t.Fatalf("cut %d: attempts %v completed %v", cut, second.Attempts, second.CompletedNodes)
+		}
+		// The resumed part starts with PipelineResumed and continues the seq.
+		evs := rec.all()
+		if evs[0].Type != engine.EventPipelineResumed || evs[0].Seq <= lastSeq(first.rec) {
+			t.Fatalf("cut %d: first resumed event %s#%d after seq %d", cut, evs[0].Type, evs[0].Seq, lastSeq(first.rec))
+		}
+	}
+}
+
+func lastSeq(r *recorder) int64 {
+	evs := r.all()
+	return evs[len(evs)-1].Seq
+}
+
+// normalise round-trips through JSON, as a checkpoint does.
+func normalise(m map[string]any) map[string]any {
+	b, _ := json.Marshal(m)
+	var out map[string]any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+func TestCancelMidNodeKeepsTheNodeForResume(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	be := &script.Script{Nodes: map[string][]script.Response{"test": {{Text: "[outcome:success]", DelayMS: 60_000}}}}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		cancel()
+	}()
+	began := time.Now()
+	first := runGraph(t, linearResume, runOpts{backend: be, ctx: ctx})
+	if time.Since(began) > 10*time.Second {
+		t.Fatalf("cancel took %v", time.Since(began))
+	}
+	if !first.res.Cancelled {
+		t.Fatalf("result = %+v", first.res)
+	}
+	wantPath(t, first.res, "start", "build")
+	cp := loadCheckpoint(t, first.root)
+	if cp.NextNode != "test" || cp.CurrentNode != "build" || cp.State != engine.StateCancelled {
+		t.Fatalf("checkpoint current=%s next=%s state=%s", cp.CurrentNode, cp.NextNode, cp.State)
+	}
+	if first.res.Attempts["test"] != 0 {
+		t.Errorf("an interrupted attempt was counted: %v", first.res.Attempts)
+	}
+	cfg := first.cfg
+	cfg.Backend = &script.Script{}
+	res, err := engine.New(cfg).Resume(t.Context(), first.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, "success")
+	wantPath(t, res, "test", "report", "exit")
+}
+
+const linearResume = `digraph L {
+	start [shape=Mdiamond]
+	exit [shape=Msquare]
+	build [prompt="b", fidelity="full"]
+	test [prompt="t", fidelity="full"]
+	report [prompt="r", fidelity="full"]
+	start -> build -> test -> report -> exit
+}`
+
+func TestFirstAgentStageAfterResumeDegradesFullFidelity(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	first := runGraph(t, linearResume, runOpts{ctx: ctx, configure: func(c *engine.Config) {
+		c.Observers = append(c.Observers, &cancelAfter{n: 2, cancel: cancel}) // after build
+	}})
+	cancel()
+	be := &recordingBackend{inner: &script.Script{}}
+	cfg := first.cfg
+	cfg.Backend = be
+	res, err := engine.New(cfg).Resume(t.Context(), first.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPath(t, res, "test", "report", "exit")
+	test, report := be.requests("test")[0], be.requests("report")[0]
+	if test.Fidelity != string(fidelity.SummaryHigh) || test.ThreadKey != "" || !strings.Contains(test.Preamble, "build") {
+		t.Errorf("first resumed stage: fidelity=%s thread=%q preamble=%q", test.Fidelity, test.ThreadKey, test.Preamble)
+	}
+	if report.Fidelity != string(fidelity.Full) || report.ThreadKey != "test" || report.Preamble != "" {
+		t.Errorf("second resumed stage: fidelity=%s thread=%q", report.Fidelity, report.ThreadKey)
+	}
+}
+
+func TestResumeRefusesFinishedRunsAndOtherGraphs(t *testing.T) {
+	done := runGraph(t, linearResume, runOpts{})
+	_, err := engine.New(done.cfg).Resume(t.Context(), done.root)
+	if err == nil || !strings.Contains(err.Error(), "already finished with status success") {
+		t.Errorf("resume of a finished run: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cut := runGraph(t, linearResume, runOpts{ctx: ctx, configure: func(c *engine.Config) {
+		c.Observers = append(c.Observers, &cancelAfter{n: 2, cancel: cancel})
+	}})
+	cancel()
+	other, src := prepare(t, strings.Replace(linearResume, `prompt="r"`, `prompt="something else"`, 1))
+	_, err = engine.New(cut.cfg).ResumeGraph(t.Context(), other, src, cut.root)
+	if err == nil || !strings.Contains(err.Error(), "different graph") {
+		t.Errorf("resume with another graph: %v", err)
+	}
+	_, err = engine.New(cut.cfg).Resume(t.Context(), filepath.Join(t.TempDir(), "nothing"))
+	if err == nil || !strings.Contains(err.Error(), "no checkpoint") {
+		t.Errorf("resume of an empty directory: %v", err)
+	}
+	// A corrupt checkpoint is reported, never half-used.
+	bad := t.TempDir()
+	os.WriteFile(filepath.Join(bad, engine.CheckpointFile), []byte(`{"version":1,"run_id":`), 0o644)
+	_, err = engine.New(cut.cfg).Resume(t.Context(), bad)
+	if err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Errorf("resume of a corrupt checkpoint: %v", err)
+	}
+}
+
+func TestResumeCutsATornTraceLineAndContinuesTheSequence(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	first := runGraph(t, linearResume, runOpts{ctx: ctx, configure: func(c *engine.Config) {
+		c.Observers = append(c.Observers, &cancelAfter{n: 2, cancel: cancel})
+	}})
+	cancel()
+	trace := filepath.Join(first.root, engine.EventsFile)
+	f, _ := os.OpenFile(trace, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"run_id":"run-test","seq":99999,"ty`) // a crash mid-write
+	f.Close()
+	res, err := engine.New(first.cfg).Resume(t.Context(), first.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, "success")
+	var prev int64
+	for i, line := range strings.Split(strings.TrimSpace(readFile(t, trace)), "\n") {
+		var e engine.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("trace line %d is not JSON: %v", i+1, err)
+		}
+		if e.Seq != prev+1 {
+			t.Fatalf("trace line %d has seq %d after %d", i+1, e.Seq, prev)
+		}
+		prev = e.Seq
+	}
+}
+
+func TestCheckpointCarriesWhatResumeNeeds(t *testing.T) {
+	out := runGraph(t, resumeDOT, runOpts{backend: resumeScript(), interviewer: resumeAnswers()})
+	raw := map[string]any{}
+	readJSON(t, filepath.Join(out.root, engine.CheckpointFile), &raw)
+	for _, key := range []string{"timestamp", "current_node", "completed_nodes", "node_retries", "context", "logs",
+		"run_id", "next_node", "path", "attempts", "visits", "goal_gate_outcomes", "event_seq", "usage", "steps",
+		"restarts", "graph_file", "graph_dot", "graph_sha256", "history", "state"} {
+		if _, ok := raw[key]; !ok {
+			t.Errorf("checkpoint lacks %q", key)
+		}
+	}
+	cp := loadCheckpoint(t, out.root)
+	if cp.GraphDOT != resumeDOT || cp.Visits["plan"] != 2 || cp.GoalGates["implement"] != engine.StatusSuccess || cp.Steps != len(out.res.Path) {
+		t.Errorf("checkpoint = visits %v gates %v steps %d", cp.Visits, cp.GoalGates, cp.Steps)
+	}
+}
