@@ -9,7 +9,7 @@
 //
 //	nanoagent [run] [flags]   the entrypoint (run is the default subcommand)
 //	nanoagent version
-//	nanoagent ipc …           reserved for agent → host requests (not yet)
+//	nanoagent ipc …           agent → host requests (start-pipeline, send, status, cancel; see ipc.go)
 package main
 
 import (
@@ -49,8 +49,7 @@ func runMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "nanoagent", version)
 		return 0
 	case "ipc":
-		fmt.Fprintln(stderr, "nanoagent ipc: agent-to-host requests are not available in this version")
-		return 2
+		return runIPC(args, stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, "usage: nanoagent [run] [flags] | nanoagent version   (see docs/agent-protocol.md)")
 		return 0

@@ -1,0 +1,317 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"nanohost/internal/ipc"
+)
+
+// Exit codes of `nanoagent ipc`.
+const (
+	ExitOK       = 0 // accepted (or submitted, without --wait)
+	ExitRefused  = 1 // the host rejected the request or could not do it
+	ExitUsage    = 2 // bad arguments or a local error
+	ExitNoAnswer = 3 // the host did not answer in time
+)
+
+const usage = `usage: nanoagent ipc COMMAND [flags]
+
+Ask the nanohost host to do something for this group's chat.
+
+  start-pipeline FILE.dot [--goal G] [--verbosity minimal|standard|verbose]
+                 [--chat C] [--thread T] [--wait]
+      Submit an Attractor DOT pipeline (FILE "-" reads stdin). With --wait,
+      wait for the host's verdict: the run id, or every validation problem
+      with its line and fix (exit 1).
+  send TEXT [--thread T] [--chat C]
+      Post TEXT ("-" reads stdin) to the chat.
+  status RUN_ID     Show where a run stands.
+  cancel RUN_ID     Stop a run.
+  wait REQUEST_ID   Wait for the answer to a request submitted earlier.
+
+Every command takes --timeout (default 60s) and --json (print the raw answer).
+Exit codes: 0 accepted, 1 rejected or failed, 2 usage error, 3 no answer in time.
+The IPC directory is $NANOHOST_IPC_DIR, else /workspace/ipc.
+`
+
+// Main runs `nanoagent ipc` with args (after "ipc") and returns the exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, usage)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	cmd := &command{client: New(), stdin: stdin, stdout: stdout, stderr: stderr, name: args[0]}
+	run, ok := map[string]func(context.Context, []string) int{
+		"start-pipeline": cmd.startPipeline,
+		"send":           cmd.send,
+		"status":         cmd.status,
+		"cancel":         cmd.cancel,
+		"wait":           cmd.wait,
+	}[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "nanoagent ipc: unknown command %q\n\n%s", args[0], usage)
+		return ExitUsage
+	}
+	return run(ctx, args[1:])
+}
+
+type command struct {
+	client         *Client
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	name           string
+
+	timeout time.Duration
+	asJSON  bool
+}
+
+// flags returns a flag set with the options every command shares.
+func (c *command) flags() *flag.FlagSet {
+	fs := flag.NewFlagSet("nanoagent ipc "+c.name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.DurationVar(&c.timeout, "timeout", time.Minute, "how long to wait for the host's answer")
+	fs.BoolVar(&c.asJSON, "json", false, "print the host's answer as JSON")
+	return fs
+}
+
+// parse parses flags placed before, between or after the positional
+// arguments (agents write `start-pipeline f.dot --wait` as often as
+// `start-pipeline --wait f.dot`) and checks the positional count.
+func (c *command) parse(fs *flag.FlagSet, args []string, want int, what string) ([]string, bool) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, false
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+	if len(pos) != want {
+		fmt.Fprintf(c.stderr, "nanoagent ipc %s: want %s, got %d argument(s)\n", c.name, what, len(pos))
+		return nil, false
+	}
+	return pos, true
+}
+
+func (c *command) fail(format string, args ...any) int {
+	fmt.Fprintf(c.stderr, "nanoagent ipc %s: %s\n", c.name, fmt.Sprintf(format, args...))
+	return ExitUsage
+}
+
+func (c *command) startPipeline(ctx context.Context, args []string) int {
+	var req ipc.StartPipeline
+	var verbosity string
+	var wait bool
+	fs := c.flags()
+	fs.StringVar(&req.Goal, "goal", "", "the run's goal (overrides the graph's goal attribute)")
+	fs.StringVar(&verbosity, "verbosity", "standard", "how much progress to post: minimal, standard or verbose")
+	fs.StringVar(&req.Chat, "chat", "", "post progress to this chat (only the main group may name another chat)")
+	fs.StringVar(&req.Thread, "thread", "", "post progress in this thread")
+	fs.BoolVar(&wait, "wait", false, "wait for the host's verdict and print it")
+	pos, ok := c.parse(fs, args, 1, "one FILE.dot")
+	if !ok {
+		return ExitUsage
+	}
+	src, err := c.readInput(pos[0])
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	if len(src) > ipc.DefaultLimits.DOTBytes {
+		return c.fail("%s is %d bytes; the host accepts at most %d", pos[0], len(src), ipc.DefaultLimits.DOTBytes)
+	}
+	req.DOT, req.File, req.Verbosity = string(src), pos[0], ipc.Verbosity(verbosity)
+	if pos[0] == "-" {
+		req.File = "stdin.dot"
+	}
+	id, err := c.client.Submit(&req)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	if !wait {
+		fmt.Fprintf(c.stdout, "submitted request %s\nwait for the verdict with: nanoagent ipc wait %s\n", id, id)
+		return ExitOK
+	}
+	return c.await(ctx, id)
+}
+
+func (c *command) send(ctx context.Context, args []string) int {
+	var req ipc.SendMessage
+	fs := c.flags()
+	fs.StringVar(&req.Thread, "thread", "", "reply in this thread")
+	fs.StringVar(&req.Chat, "chat", "", "post to this chat (only the main group may name another chat)")
+	pos, ok := c.parse(fs, args, 1, "the message TEXT (quote it, or - for stdin)")
+	if !ok {
+		return ExitUsage
+	}
+	req.Text = pos[0]
+	if pos[0] == "-" {
+		text, err := c.readInput("-")
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		req.Text = string(text)
+	}
+	return c.submitAndWait(ctx, &req)
+}
+
+func (c *command) status(ctx context.Context, args []string) int {
+	pos, ok := c.parse(c.flags(), args, 1, "one RUN_ID")
+	if !ok {
+		return ExitUsage
+	}
+	return c.submitAndWait(ctx, &ipc.PipelineStatus{RunID: pos[0]})
+}
+
+func (c *command) cancel(ctx context.Context, args []string) int {
+	pos, ok := c.parse(c.flags(), args, 1, "one RUN_ID")
+	if !ok {
+		return ExitUsage
+	}
+	return c.submitAndWait(ctx, &ipc.CancelPipeline{RunID: pos[0]})
+}
+
+func (c *command) wait(ctx context.Context, args []string) int {
+	pos, ok := c.parse(c.flags(), args, 1, "one REQUEST_ID")
+	if !ok {
+		return ExitUsage
+	}
+	return c.await(ctx, pos[0])
+}
+
+func (c *command) submitAndWait(ctx context.Context, req ipc.Request) int {
+	id, err := c.client.Submit(req)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	return c.await(ctx, id)
+}
+
+// await waits for the answer, prints it and turns it into the exit code.
+func (c *command) await(ctx context.Context, id string) int {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.client.Wait(ctx, id)
+	if errors.Is(err, ErrNoAnswer) {
+		fmt.Fprintf(c.stderr, "nanoagent ipc %s: %v\n", c.name, err)
+		return ExitNoAnswer
+	}
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	if c.asJSON {
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(resp)
+	} else {
+		fmt.Fprint(c.stdout, Format(resp))
+	}
+	if resp.Status != ipc.Accepted {
+		return ExitRefused
+	}
+	return ExitOK
+}
+
+// readInput returns stdin for "-", else the named file.
+func (c *command) readInput(arg string) ([]byte, error) {
+	if arg == "-" {
+		return io.ReadAll(io.LimitReader(c.stdin, 4<<20))
+	}
+	data, err := os.ReadFile(arg)
+	if err != nil {
+		return nil, fmt.Errorf("read pipeline: %w", err)
+	}
+	return data, nil
+}
+
+// Format renders an answer for a person or an agent to read.
+func Format(r ipc.Response) string {
+	var b strings.Builder
+	switch r.Status {
+	case ipc.Accepted:
+		formatAccepted(&b, r)
+	case ipc.Failed:
+		fmt.Fprintf(&b, "failed: %s\n", r.Reason)
+		if r.RetryAfterSeconds > 0 {
+			fmt.Fprintf(&b, "retry in %ds\n", r.RetryAfterSeconds)
+		} else if r.Retryable {
+			b.WriteString("this may work if you try again later\n")
+		}
+	default:
+		fmt.Fprintf(&b, "rejected: %s\n", r.Reason)
+	}
+	if len(r.Diagnostics) > 0 {
+		title := "problems"
+		if r.Status == ipc.Accepted {
+			title = "warnings (the run started anyway)"
+		}
+		fmt.Fprintf(&b, "%s:\n", title)
+		for _, d := range r.Diagnostics {
+			fmt.Fprintf(&b, "  %s\n", d.String())
+		}
+	}
+	return b.String()
+}
+
+func formatAccepted(b *strings.Builder, r ipc.Response) {
+	switch {
+	case r.Type == ipc.TypeStartPipeline:
+		fmt.Fprintf(b, "accepted: pipeline run %s started\n", r.RunID)
+		fmt.Fprintf(b, "progress goes to chat %s%s\n", r.Chat, threadNote(r.Thread))
+		fmt.Fprintf(b, "check on it with: nanoagent ipc status %s\n", r.RunID)
+	case r.Run != nil:
+		formatRun(b, r)
+	case r.Type == ipc.TypeSendMessage:
+		fmt.Fprintf(b, "accepted: message posted to chat %s%s\n", r.Chat, threadNote(r.Thread))
+	default:
+		fmt.Fprintf(b, "accepted: %s\n", r.Type)
+	}
+}
+
+func formatRun(b *strings.Builder, r ipc.Response) {
+	run := r.Run
+	verb := "run"
+	if r.Type == ipc.TypeCancelPipeline {
+		verb = "cancel requested; run"
+	}
+	fmt.Fprintf(b, "accepted: %s %s is %s\n", verb, run.RunID, run.State)
+	fmt.Fprintf(b, "  chat: %s%s\n", run.Chat, threadNote(run.Thread))
+	if run.Goal != "" {
+		fmt.Fprintf(b, "  goal: %s\n", run.Goal)
+	}
+	if run.CurrentNode != "" {
+		fmt.Fprintf(b, "  current node: %s\n", run.CurrentNode)
+	}
+	if len(run.Completed) > 0 {
+		fmt.Fprintf(b, "  completed: %s\n", strings.Join(run.Completed, ", "))
+	}
+	if !run.StartedAt.IsZero() {
+		fmt.Fprintf(b, "  started: %s\n", run.StartedAt.Format(time.RFC3339))
+	}
+	if run.EndedAt != nil {
+		fmt.Fprintf(b, "  ended: %s\n", run.EndedAt.Format(time.RFC3339))
+	}
+	if run.Detail != "" {
+		fmt.Fprintf(b, "  %s\n", run.Detail)
+	}
+}
+
+func threadNote(thread string) string {
+	if thread == "" {
+		return ""
+	}
+	return ", thread " + thread
+}
