@@ -124,6 +124,20 @@ func promptOnLLMNodes(g *pipeline.Graph) []pipeline.Diagnostic {
 	return out
 }
 
+// sink collects one attribute map's diagnostics with the key they are about;
+// reused across maps so the hot loop does not allocate.
+type sink struct {
+	key   string
+	found []keyedDiag
+}
+
+type keyedDiag struct {
+	key string
+	d   pipeline.Diagnostic
+}
+
+func (s *sink) add(d pipeline.Diagnostic) { s.found = append(s.found, keyedDiag{s.key, d}) }
+
 // scoped is one attribute occurrence: where it is, for diagnostics.
 type scoped struct {
 	scope Scope
@@ -136,20 +150,17 @@ type scoped struct {
 // and returns what f emits. Maps are visited unordered (sorting every node's
 // keys would dominate lint's time); the few attributes that yield diagnostics
 // are put in key order, so the output is still deterministic.
-func (c *checker) eachAttr(g *pipeline.Graph, f func(s scoped, key, value string, emit func(pipeline.Diagnostic))) []pipeline.Diagnostic {
+func (c *checker) eachAttr(g *pipeline.Graph, f func(s scoped, key, value string, out *sink)) []pipeline.Diagnostic {
 	var out []pipeline.Diagnostic
-	type keyed struct {
-		key string
-		d   pipeline.Diagnostic
-	}
-	var found []keyed
+	found := &sink{}
 	visit := func(s scoped) {
-		found = found[:0]
+		found.found = found.found[:0]
 		for k, v := range s.attrs {
-			f(s, k, v, func(d pipeline.Diagnostic) { found = append(found, keyed{k, d}) })
+			found.key = k
+			f(s, k, v, found)
 		}
-		slices.SortStableFunc(found, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
-		for _, kd := range found {
+		slices.SortStableFunc(found.found, func(a, b keyedDiag) int { return strings.Compare(a.key, b.key) })
+		for _, kd := range found.found {
 			out = append(out, kd.d)
 		}
 	}
@@ -172,13 +183,13 @@ func (c *checker) eachAttr(g *pipeline.Graph, f func(s scoped, key, value string
 // attrType: integer, boolean and duration attributes have values of that
 // type (an error: the engine would otherwise run with a silent default).
 func (c *checker) attrType(g *pipeline.Graph) []pipeline.Diagnostic {
-	return c.eachAttr(g, func(s scoped, key, value string, emit func(pipeline.Diagnostic)) {
+	return c.eachAttr(g, func(s scoped, key, value string, out *sink) {
 		a := s.known[key]
 		if a == nil {
 			return
 		}
 		if msg := typeError(a, s.attrs); msg != "" {
-			emit(s.diag("attr_type", pipeline.SeverityError, key,
+			out.add(s.diag("attr_type", pipeline.SeverityError, key,
 				fmt.Sprintf("write %s=%s", key, a.Example), "%s", msg))
 		}
 	})
@@ -212,24 +223,24 @@ func typeError(a *Attribute, attrs pipeline.Attrs) string {
 
 // attrValue: enumerated attributes have one of their values; shapes have a handler.
 func (c *checker) attrValue(g *pipeline.Graph) []pipeline.Diagnostic {
-	return c.eachAttr(g, func(s scoped, key, value string, emit func(pipeline.Diagnostic)) {
+	return c.eachAttr(g, func(s scoped, key, value string, out *sink) {
 		a := s.known[key]
 		switch {
 		case a == nil:
 		case key == "shape" && s.scope == NodeScope:
 			if d, ok := shapeDiag(s, value); ok {
-				emit(d)
+				out.add(d)
 			}
 		case a.Kind == KindEnum:
 			if v := strings.TrimSpace(value); v != "" && !slices.Contains(a.Values, v) {
-				emit(s.diag("attr_value", pipeline.SeverityWarning, key,
+				out.add(s.diag("attr_value", pipeline.SeverityWarning, key,
 					didYouMean(v, a.Values, "use one of "+strings.Join(a.Values, ", ")),
 					"%s=%q is not one of %s", key, value, quoteList(a.Values)))
 			}
 		case a.Kind == KindEnumList:
 			for item := range strings.SplitSeq(value, ",") {
 				if v := strings.TrimSpace(item); v != "" && !slices.Contains(a.Values, v) {
-					emit(s.diag("attr_value", pipeline.SeverityWarning, key,
+					out.add(s.diag("attr_value", pipeline.SeverityWarning, key,
 						didYouMean(v, a.Values, fmt.Sprintf("list some of %s, e.g. %s=%s", strings.Join(a.Values, ", "), key, a.Example)),
 						"%s lists %q, which is not one of %s", key, v, quoteList(a.Values)))
 				}
@@ -256,7 +267,7 @@ func shapeDiag(s scoped, shape string) (pipeline.Diagnostic, bool) {
 // Other unknown keys pass: custom handlers read their own attributes (§4.12).
 func (c *checker) attrUnknown(g *pipeline.Graph) []pipeline.Diagnostic {
 	cache := map[Scope]map[string]keyVerdict{GraphScope: {}, NodeScope: {}, EdgeScope: {}}
-	return c.eachAttr(g, func(s scoped, key, value string, emit func(pipeline.Diagnostic)) {
+	return c.eachAttr(g, func(s scoped, key, value string, out *sink) {
 		if s.known[key] != nil {
 			return
 		}
@@ -266,7 +277,7 @@ func (c *checker) attrUnknown(g *pipeline.Graph) []pipeline.Diagnostic {
 			cache[s.scope][key] = v
 		}
 		if v.unknown {
-			emit(s.diag("attr_unknown", pipeline.SeverityWarning, key, v.fix, "%s", v.msg))
+			out.add(s.diag("attr_unknown", pipeline.SeverityWarning, key, v.fix, "%s", v.msg))
 		}
 	})
 }
