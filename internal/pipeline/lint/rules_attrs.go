@@ -152,15 +152,15 @@ type scoped struct {
 // are put in key order, so the output is still deterministic.
 func (c *checker) eachAttr(g *pipeline.Graph, f func(s scoped, key, value string, out *sink)) []pipeline.Diagnostic {
 	var out []pipeline.Diagnostic
-	found := &sink{}
+	buf := &sink{}
 	visit := func(s scoped) {
-		found.found = found.found[:0]
+		buf.found = buf.found[:0]
 		for k, v := range s.attrs {
-			found.key = k
-			f(s, k, v, found)
+			buf.key = k
+			f(s, k, v, buf)
 		}
-		slices.SortStableFunc(found.found, func(a, b keyedDiag) int { return strings.Compare(a.key, b.key) })
-		for _, kd := range found.found {
+		slices.SortStableFunc(buf.found, func(a, b keyedDiag) int { return strings.Compare(a.key, b.key) })
+		for _, kd := range buf.found {
 			out = append(out, kd.d)
 		}
 	}
