@@ -40,15 +40,54 @@ func (s *Store) AppendEvents(ctx context.Context, events []engine.Event) (int, e
 	if err != nil {
 		return 0, fmt.Errorf("append events: %w", err)
 	}
-	var inserted int
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		inserted, err = insertEvents(ctx, tx, events, payloads)
-		return err
-	})
+	inserted, err := s.insertEvents(ctx, events, payloads)
 	if err != nil {
 		return 0, fmt.Errorf("append events: %w", err)
 	}
 	return inserted, nil
+}
+
+const insertEventSQL = `INSERT INTO run_events (run_id, seq, type, node_id, time, payload)
+	VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING`
+
+// insertEvents stores a single event as one autocommit statement (the
+// trigger run_events_advance_last_seq updates runs.last_seq within it),
+// and a batch in one transaction.
+func (s *Store) insertEvents(ctx context.Context, events []engine.Event, payloads [][]byte) (int, error) {
+	if s.writer == nil {
+		return 0, ErrReadOnly
+	}
+	if len(events) == 1 {
+		return insertEvent(ctx, s.writer, events[0], payloads[0])
+	}
+	inserted := 0
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		for i, e := range events {
+			n, err := insertEvent(ctx, tx, e, payloads[i])
+			if err != nil {
+				return err
+			}
+			inserted += n
+		}
+		return nil
+	})
+	return inserted, err
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func insertEvent(ctx context.Context, db execer, e engine.Event, payload []byte) (int, error) {
+	res, err := db.ExecContext(ctx, insertEventSQL, e.RunID, e.Seq, string(e.Type), e.NodeID, encTime(e.Time), payload)
+	if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
+		return 0, fmt.Errorf("run %q: %w", e.RunID, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("insert event %d of run %s: %w", e.Seq, e.RunID, err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
 }
 
 // encodeEvents validates events and marshals them, outside the write
@@ -76,37 +115,6 @@ func encodeEvents(events []engine.Event) ([][]byte, error) {
 		payloads[i] = b
 	}
 	return payloads, nil
-}
-
-func insertEvents(ctx context.Context, tx *sql.Tx, events []engine.Event, payloads [][]byte) (int, error) {
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO run_events (run_id, seq, type, node_id, time, payload)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING`)
-	if err != nil {
-		return 0, err
-	}
-	defer ins.Close()
-	inserted := 0
-	maxSeq := map[string]int64{}
-	for i, e := range events {
-		res, err := ins.ExecContext(ctx, e.RunID, e.Seq, string(e.Type), e.NodeID, encTime(e.Time), payloads[i])
-		if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
-			return 0, fmt.Errorf("run %q: %w", e.RunID, ErrNotFound)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("insert event %d of run %s: %w", e.Seq, e.RunID, err)
-		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			inserted++
-		}
-		maxSeq[e.RunID] = max(maxSeq[e.RunID], e.Seq)
-	}
-	for runID, seq := range maxSeq {
-		if _, err := tx.ExecContext(ctx,
-			`UPDATE runs SET last_seq = max(last_seq, ?) WHERE id = ?`, seq, runID); err != nil {
-			return 0, fmt.Errorf("advance last seq of run %s: %w", runID, err)
-		}
-	}
-	return inserted, nil
 }
 
 // Events returns a run's events with seq > afterSeq, in seq order, at most

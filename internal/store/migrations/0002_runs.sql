@@ -51,3 +51,11 @@ CREATE TRIGGER run_events_append_only BEFORE UPDATE ON run_events
 BEGIN
     SELECT RAISE(ABORT, 'run_events is append-only');
 END;
+
+-- Keep runs.last_seq current in the same statement as the insert, so a
+-- single event is one autocommit INSERT (no BEGIN/COMMIT round trips).
+-- Ignored duplicates fire no trigger.
+CREATE TRIGGER run_events_advance_last_seq AFTER INSERT ON run_events
+BEGIN
+    UPDATE runs SET last_seq = NEW.seq WHERE id = NEW.run_id AND last_seq < NEW.seq;
+END;
