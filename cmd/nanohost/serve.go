@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"nanohost/internal/channels"
+	"nanohost/internal/channels/console"
+	"nanohost/internal/config"
+	"nanohost/internal/container"
+	"nanohost/internal/host"
+	"nanohost/internal/store"
+)
+
+var serveConfig string
+
+var serveCmd = &cobra.Command{
+	Use:   "serve",
+	Short: "Run the host: chat channels, agent containers, IPC and pipelines",
+	Long: `serve runs the nanohost daemon. With no configuration file it uses the
+embedded defaults: data in ./data (SQLite data/nanohost.db), the console chat
+on this terminal (when Slack is not configured) and the Docker runtime.
+
+It refuses to start when the configuration has a blocking problem, and says
+how to fix it. SIGINT/SIGTERM stop it gracefully: runs stop at a safe point,
+are marked interrupted, and resume from their checkpoints on the next start.`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		cfg, err := config.Load(serveConfig)
+		if err != nil {
+			return exitCode(2, err)
+		}
+		problems := cfg.Check()
+		for _, p := range problems {
+			fmt.Fprintln(cmd.ErrOrStderr(), p.String())
+		}
+		if config.Blocking(problems) {
+			return exitCode(2, errors.New("nanohost: not starting until the errors above are fixed (see `nanohost config check`)"))
+		}
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return serve(ctx, cfg)
+	},
+}
+
+func init() {
+	serveCmd.Flags().StringVar(&serveConfig, "config", "", "configuration file (default: nanohost.yaml if present, else embedded defaults)")
+	rootCmd.AddCommand(serveCmd)
+}
+
+func serve(ctx context.Context, cfg *config.Config) error {
+	log := newLogger(cfg.Log)
+	slog.SetDefault(log)
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	st, err := store.Open(ctx, cfg.DatabasePath())
+	if err != nil {
+		return fmt.Errorf("open the database: %w", err)
+	}
+	defer st.Close()
+
+	docker, err := container.NewDocker()
+	if err != nil {
+		return fmt.Errorf("connect to Docker: %w", err)
+	}
+	defer docker.Close()
+	if err := docker.Ping(ctx); err != nil {
+		return fmt.Errorf("Docker does not answer (is it running, and may this user use it?): %w", err)
+	}
+	metrics := host.NewMetrics()
+	backend, err := newContainerBackend(cfg, docker, metrics, log)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	if n, err := backend.CleanupOrphans(ctx); err != nil {
+		log.Warn("clean up containers of a previous run", "err", err)
+	} else if n > 0 {
+		log.Info("removed containers a previous instance left behind", "count", n)
+	}
+
+	chans, err := newChannels(cfg)
+	if err != nil {
+		return err
+	}
+	h, err := host.New(host.Options{
+		Config: cfg, Store: st, Backend: backend, Channels: chans, Docker: docker, Logger: log, Metrics: metrics,
+	})
+	if err != nil {
+		return err
+	}
+	return h.Run(ctx)
+}
+
+func newContainerBackend(cfg *config.Config, docker *container.Docker, metrics *host.Metrics, log *slog.Logger) (*container.Backend, error) {
+	hostID, err := container.LoadHostID(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	secrets := map[string]string{}
+	for name, v := range cfg.AgentSecretValues() {
+		secrets[name] = v.Reveal()
+	}
+	agent := container.AgentConfig{Kind: cfg.Runtime.Agent, Command: cfg.Runtime.AgentCommand}
+	if cfg.Runtime.Script != "" {
+		abs, err := filepath.Abs(cfg.Runtime.Script)
+		if err != nil {
+			return nil, err
+		}
+		agent.ScriptFile = abs
+	}
+	mem, err := parseBytes(cfg.Runtime.Memory)
+	if err != nil {
+		return nil, fmt.Errorf("runtime.memory: %w", err)
+	}
+	stateDir, err := filepath.Abs(filepath.Join(cfg.DataDir, "state"))
+	if err != nil {
+		return nil, err
+	}
+	b, err := container.NewBackend(container.Config{
+		Runtime: docker, Image: cfg.Runtime.Image, HostID: hostID, StateDir: stateDir,
+		Agent: agent, Secrets: secrets,
+		Limits:        container.Limits{MemoryBytes: mem, CPUs: cfg.Runtime.CPUs, Pids: cfg.Runtime.Pids},
+		Network:       cfg.Runtime.Network,
+		MaxContainers: cfg.Runtime.MaxContainers,
+		IdleTimeout:   cfg.Runtime.IdleTimeout,
+		Logger:        log,
+		OnEvent:       metrics.OnContainerEvent,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent containers: %w", err)
+	}
+	return b, nil
+}
+
+func newChannels(cfg *config.Config) ([]channels.Channel, error) {
+	var out []channels.Channel
+	if cfg.Slack.Enabled() {
+		ch, err := newSlackChannel(cfg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ch)
+	}
+	if cfg.ConsoleEnabled() {
+		out = append(out, console.New(os.Stdin, os.Stdout))
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no chat channel: configure Slack (SLACK_BOT_TOKEN, SLACK_APP_TOKEN) or set console.enabled: true")
+	}
+	return out, nil
+}
+
+func newLogger(c config.Log) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// parseBytes reads sizes such as 512m or 2g ("" = no limit).
+func parseBytes(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	mult := int64(1)
+	switch s[len(s)-1] {
+	case 'k', 'K':
+		mult = 1 << 10
+	case 'm', 'M':
+		mult = 1 << 20
+	case 'g', 'G':
+		mult = 1 << 30
+	}
+	num := s
+	if mult > 1 {
+		num = s[:len(s)-1]
+	}
+	var n int64
+	if _, err := fmt.Sscanf(num, "%d", &n); err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a size (e.g. 512m, 2g)", s)
+	}
+	return n * mult, nil
+}

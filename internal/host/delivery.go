@@ -1,0 +1,127 @@
+package host
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"nanohost/internal/channels"
+	"nanohost/internal/channels/report"
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/store"
+)
+
+// delivery is a run's way out: every engine event is first appended to the
+// run's event log in the store (the source of truth, with a host-assigned
+// seq), then handed to the channel's run reporter, which posts it in the
+// run's thread as the verbosity allows. The reporter's progress (root
+// message, last delivered seq) is persisted, so after a restart the thread
+// continues where it stopped and nothing is posted twice.
+type delivery struct {
+	h        *Host
+	run      store.Run
+	ar       *activeRun
+	channel  channels.Channel
+	reporter *report.Reporter
+
+	mu      sync.Mutex
+	seq     int64
+	rootID  string
+	started map[string]time.Time
+}
+
+// newDelivery starts the run's reporter. For a run that has events already
+// (a resume), the stored events are replayed into it first: those already
+// delivered only rebuild the status card, the rest are posted now.
+func (h *Host) newDelivery(ctx context.Context, run store.Run, ar *activeRun, pipelineName string) (*delivery, error) {
+	ch, err := h.channelFor(run.ChatID)
+	if err != nil {
+		return nil, err
+	}
+	fresh, err := h.store.GetRun(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	d := &delivery{h: h, run: fresh, ar: ar, channel: ch, seq: fresh.LastSeq, rootID: fresh.ThreadTS, started: map[string]time.Time{}}
+	d.reporter = report.Start(context.WithoutCancel(ctx), report.Config{
+		Channel: ch, Chat: run.ChatID, RunID: run.ID, Pipeline: pipelineName, Goal: run.Goal,
+		Verbosity:    verbosityOr(run.Verbosity, h.cfg.Pipelines.DefaultVerbosity),
+		LogRef:       run.LogsRoot,
+		Resume:       report.Checkpoint{RootID: fresh.ThreadTS, LastSeq: fresh.LastDeliveredSeq},
+		OnCheckpoint: d.persist,
+		Logger:       h.log.With("component", "report"),
+	})
+	if fresh.LastSeq > 0 {
+		past, err := h.store.Events(ctx, run.ID, 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range past {
+			d.reporter.OnEvent(e)
+		}
+	}
+	return d, nil
+}
+
+// OnEvent implements engine.Observer. The engine's own seq restarts from
+// its checkpoint on resume (events after the last checkpoint would collide),
+// so the host numbers the events of the log itself.
+func (d *delivery) OnEvent(e engine.Event) {
+	d.mu.Lock()
+	d.seq++
+	e.Seq = d.seq
+	d.mu.Unlock()
+	if _, err := d.h.store.AppendEvent(context.Background(), e); err != nil {
+		d.h.log.Error("store run event", "run", e.RunID, "seq", e.Seq, "type", e.Type, "err", err)
+	}
+	d.observe(e)
+	d.reporter.OnEvent(e)
+}
+
+// observe keeps the run's status and the metrics in step with its events.
+func (d *delivery) observe(e engine.Event) {
+	ctx := context.Background()
+	switch e.Type {
+	case engine.EventStageStarted:
+		if e.Branch == "" {
+			d.ar.current.Store(e.NodeID)
+		}
+	case engine.EventStageCompleted, engine.EventStageFailed:
+		if e.Duration > 0 {
+			d.h.metrics.NodeDuration.WithLabelValues(string(e.Status)).Observe(e.Duration.Seconds())
+		}
+	case engine.EventInterviewStarted:
+		_ = d.h.store.UpdateRunStatus(ctx, d.run.ID, store.RunWaiting)
+	case engine.EventInterviewCompleted, engine.EventInterviewTimeout:
+		_ = d.h.store.UpdateRunStatus(ctx, d.run.ID, store.RunRunning)
+	}
+}
+
+// persist records the reporter's progress (called from its goroutine).
+func (d *delivery) persist(cp report.Checkpoint) {
+	ctx := context.Background()
+	d.mu.Lock()
+	newRoot := cp.RootID != "" && cp.RootID != d.rootID
+	d.rootID = cp.RootID
+	d.mu.Unlock()
+	if newRoot {
+		if err := d.h.store.SetRunThread(ctx, d.run.ID, cp.RootID); err != nil {
+			d.h.log.Warn("record run thread", "run", d.run.ID, "err", err)
+		}
+	}
+	if cp.LastSeq > 0 {
+		if err := d.h.store.SetDelivered(ctx, d.run.ID, cp.LastSeq); err != nil {
+			d.h.log.Warn("record delivered seq", "run", d.run.ID, "err", err)
+		}
+	}
+}
+
+// close delivers what is queued (bounded, so shutdown never hangs on a
+// chat that is down: undelivered events stay in the store for next time).
+func (d *delivery) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := d.reporter.Close(ctx); err != nil {
+		d.h.log.Warn("run thread not fully delivered; the rest goes out on the next start", "run", d.run.ID, "err", err)
+	}
+}

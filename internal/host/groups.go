@@ -1,0 +1,247 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	"nanohost/internal/channels"
+	"nanohost/internal/config"
+	"nanohost/internal/ipc"
+	"nanohost/internal/store"
+)
+
+// groupTable is the registered groups: the store is the record, this is
+// the in-memory index every inbound message and IPC request consults. It
+// implements ipc.Registry.
+type groupTable struct {
+	h *Host
+
+	mu     sync.RWMutex
+	byDir  map[string]store.Group
+	byChat map[string]store.Group
+}
+
+func newGroupTable(h *Host) *groupTable {
+	return &groupTable{h: h, byDir: map[string]store.Group{}, byChat: map[string]store.Group{}}
+}
+
+// syncFromConfig registers (or updates) every configured group in the
+// store, prepares its folders, then loads every registered group — config
+// ones and those registered from chat — into the index.
+func (t *groupTable) syncFromConfig(ctx context.Context) error {
+	for _, g := range t.configGroups() {
+		if err := t.register(ctx, g); err != nil {
+			return fmt.Errorf("register group %s from the config: %w", g.Folder, err)
+		}
+	}
+	return t.reload(ctx)
+}
+
+// configGroups are the configured groups, plus a main group on the console
+// when the console is on and no group lives there (the quick start has no
+// config file at all).
+func (t *groupTable) configGroups() []config.Group {
+	gs := t.h.cfg.Groups
+	if !t.h.hasChannel("console") {
+		return gs
+	}
+	hasMain := false
+	for _, g := range gs {
+		if normalizeChat(g.Chat) == "console" {
+			return gs
+		}
+		hasMain = hasMain || g.Main
+	}
+	return append(gs, config.Group{Folder: "main", Name: "Console", Chat: "console", Main: !hasMain})
+}
+
+// register stores g and prepares data/groups/<folder>/ (with CLAUDE.md) and
+// data/ipc/<folder>/.
+func (t *groupTable) register(ctx context.Context, g config.Group) error {
+	if err := ipc.ValidGroupName(g.Folder); err != nil {
+		return err
+	}
+	g.Chat = normalizeChat(g.Chat)
+	channel, _, _ := strings.Cut(g.Chat, ":")
+	if err := t.h.store.UpsertChat(ctx, store.Chat{ID: g.Chat, Channel: channel, Name: g.Name}); err != nil {
+		return err
+	}
+	sg := store.Group{Folder: g.Folder, Name: nonEmpty(g.Name, g.Folder), ChatID: g.Chat, Trigger: nonEmpty(g.Trigger, "@mention"), IsMain: g.Main}
+	err := t.h.store.CreateGroup(ctx, sg)
+	if errors.Is(err, store.ErrExists) {
+		err = t.h.store.UpdateGroup(ctx, sg)
+	}
+	if err != nil {
+		return err
+	}
+	return t.prepareFolders(sg)
+}
+
+func (t *groupTable) prepareFolders(g store.Group) error {
+	dir := t.h.GroupDir(g.Folder)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create workspace of group %s: %w", g.Folder, err)
+	}
+	memory := filepath.Join(dir, "CLAUDE.md")
+	if _, err := os.Stat(memory); errors.Is(err, os.ErrNotExist) {
+		text := fmt.Sprintf("# %s\n\nThis is the memory of the %q group. Agents read it at the start of every conversation;\n"+
+			"write down what should be remembered across conversations.\n", g.Name, g.Folder)
+		if err := os.WriteFile(memory, []byte(text), 0o644); err != nil {
+			return fmt.Errorf("create memory of group %s: %w", g.Folder, err)
+		}
+	}
+	// The IPC directories stay owned by this process's user: agents run
+	// as the workspace owner (see container.resolveUser), who is us unless
+	// the host runs as root — then the directories are opened up.
+	uid := -1
+	if os.Geteuid() == 0 {
+		uid = 1000
+	}
+	return ipc.EnsureGroup(t.h.IPCRoot(), g.Folder, uid, uid)
+}
+
+func (t *groupTable) reload(ctx context.Context) error {
+	list, err := t.h.store.ListGroups(ctx)
+	if err != nil {
+		return err
+	}
+	byDir, byChat := map[string]store.Group{}, map[string]store.Group{}
+	for _, g := range list {
+		byDir[g.Folder], byChat[g.ChatID] = g, g
+		if err := t.prepareFolders(g); err != nil {
+			return err
+		}
+	}
+	t.mu.Lock()
+	t.byDir, t.byChat = byDir, byChat
+	t.mu.Unlock()
+	return nil
+}
+
+// LookupGroup implements ipc.Registry.
+func (t *groupTable) LookupGroup(folder string) (ipc.Group, bool) {
+	g, ok := t.get(folder)
+	if !ok {
+		return ipc.Group{}, false
+	}
+	return ipc.Group{Folder: g.Folder, Chat: g.ChatID, Main: g.IsMain}, true
+}
+
+// ChatRegistered implements ipc.Registry.
+func (t *groupTable) ChatRegistered(chat string) bool {
+	_, ok := t.byChatID(chat)
+	return ok
+}
+
+func (t *groupTable) get(folder string) (store.Group, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	g, ok := t.byDir[folder]
+	return g, ok
+}
+
+func (t *groupTable) byChatID(chat string) (store.Group, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	g, ok := t.byChat[chat]
+	return g, ok
+}
+
+func (t *groupTable) all() []store.Group {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]store.Group, 0, len(t.byDir))
+	for _, g := range t.byDir {
+		out = append(out, g)
+	}
+	return out
+}
+
+// triggered reports whether in should wake g's agent: a mention when the
+// trigger is "@mention"; the trigger word anywhere in the text otherwise.
+// The console is one person's own terminal, so every message there counts.
+func triggered(g store.Group, in channels.Inbound) bool {
+	if in.Kind == channels.KindMention || in.Channel == "console" {
+		return true
+	}
+	trig := strings.TrimSpace(g.Trigger)
+	if trig == "" || trig == "@mention" {
+		return false
+	}
+	re, err := regexp.Compile(`(?i)(^|\W)` + regexp.QuoteMeta(strings.TrimPrefix(trig, "@")) + `($|\W)`)
+	return err == nil && re.MatchString(in.Text)
+}
+
+// registerCommand is the main group's admin command.
+var registerCommand = regexp.MustCompile(`^/register\s+(\S+)\s+(\S+)(?:\s+(\S+))?\s*$`)
+
+// handleAdmin runs "/register <chat> <folder> [trigger]" typed in the main
+// group's chat; it reports whether in was an admin command.
+func (t *groupTable) handleAdmin(ctx context.Context, ch channels.Channel, in channels.Inbound) bool {
+	text := strings.TrimSpace(in.Text)
+	if !strings.HasPrefix(text, "/register") {
+		return false
+	}
+	g, ok := t.byChatID(in.Chat)
+	reply := func(msg string) {
+		if _, err := ch.Post(ctx, in.Chat, replyThread(in), channels.Message{Text: msg}); err != nil {
+			t.h.log.Warn("reply to /register", "err", err)
+		}
+	}
+	if !ok || !g.IsMain {
+		reply("Only the main group's chat may register groups.")
+		return true
+	}
+	m := registerCommand.FindStringSubmatch(text)
+	if m == nil {
+		reply("Usage: /register <chat> <folder> [trigger]  — e.g. /register slack:C0123ABC team-web nano")
+		return true
+	}
+	cg := config.Group{Chat: m[1], Folder: m[2], Name: m[2], Trigger: m[3]}
+	if !strings.Contains(cg.Chat, ":") {
+		reply(fmt.Sprintf("%q does not name a channel: use slack:<channel id> or console:<name>.", cg.Chat))
+		return true
+	}
+	if err := t.register(ctx, cg); err != nil {
+		reply("Could not register the group: " + err.Error())
+		return true
+	}
+	if err := t.reload(ctx); err != nil {
+		reply("Registered, but reloading groups failed: " + err.Error())
+		return true
+	}
+	t.h.log.Info("group registered from chat", "folder", cg.Folder, "chat", cg.Chat, "by", in.User)
+	reply(fmt.Sprintf("Registered group %s on %s (workspace data/groups/%s).", cg.Folder, cg.Chat, cg.Folder))
+	return true
+}
+
+// replyThread is where a reply to in goes: its thread, or a new thread
+// under it when it was posted at the top level.
+func replyThread(in channels.Inbound) string {
+	if in.Thread != "" {
+		return in.Thread
+	}
+	return in.MsgID
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// normalizeChat maps the config's "console:<name>" to the console's one
+// chat id, "console".
+func normalizeChat(chat string) string {
+	if strings.HasPrefix(chat, "console:") {
+		return "console"
+	}
+	return chat
+}

@@ -1,0 +1,151 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"nanohost/internal/container"
+)
+
+// Metrics are the host's Prometheus collectors, on their own registry so
+// tests can run several hosts in one process.
+type Metrics struct {
+	Registry          *prometheus.Registry
+	ActiveRuns        prometheus.Gauge
+	NodeDuration      *prometheus.HistogramVec
+	ContainersRunning prometheus.Gauge
+	ContainersStarted prometheus.Counter
+	ChatQueued        prometheus.Gauge
+	ChannelConnected  *prometheus.GaugeVec
+}
+
+// NewMetrics registers the collectors.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		ActiveRuns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nanohost_active_runs", Help: "Pipeline runs executing in this process (queued for a run slot included)."}),
+		NodeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "nanohost_node_duration_seconds", Help: "How long pipeline stages took, by outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2.5, 12)}, []string{"status"}),
+		ContainersRunning: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nanohost_containers_running", Help: "Agent and tool containers running now."}),
+		ContainersStarted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nanohost_containers_started_total", Help: "Agent and tool containers started."}),
+		ChatQueued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nanohost_chat_messages_queued", Help: "Chat messages waiting for their group's agent."}),
+		ChannelConnected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "nanohost_channel_connected", Help: "1 when the chat channel is connected."}, []string{"channel"}),
+	}
+	m.Registry.MustRegister(m.ActiveRuns, m.NodeDuration, m.ContainersRunning, m.ContainersStarted, m.ChatQueued, m.ChannelConnected,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// OnContainerEvent feeds container lifecycle into the metrics; pass it as
+// container.Config.OnEvent.
+func (m *Metrics) OnContainerEvent(e container.Event) {
+	switch e.Kind {
+	case container.EventStarted:
+		m.ContainersRunning.Inc()
+		m.ContainersStarted.Inc()
+	case container.EventStopped:
+		m.ContainersRunning.Dec()
+	}
+}
+
+// Health is the /healthz answer.
+type Health struct {
+	OK       bool              `json:"ok"`
+	Store    string            `json:"store"`
+	Docker   string            `json:"docker"`
+	Channels map[string]string `json:"channels"`
+	Runs     int               `json:"active_runs"`
+}
+
+// Health checks the store, Docker and the channels.
+func (h *Host) Health(ctx context.Context) Health {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	out := Health{OK: true, Store: "ok", Docker: "unknown", Channels: h.channelStates()}
+	if _, err := h.store.SchemaVersion(ctx); err != nil {
+		out.OK, out.Store = false, err.Error()
+	}
+	if h.docker != nil {
+		if err := h.docker.Ping(ctx); err != nil {
+			out.OK, out.Docker = false, err.Error()
+		} else {
+			out.Docker = "ok"
+		}
+	}
+	for _, st := range out.Channels {
+		if st != "connected" {
+			out.OK = false
+		}
+	}
+	h.runs.mu.Lock()
+	out.Runs = len(h.runs.active)
+	h.runs.mu.Unlock()
+	return out
+}
+
+// Handler serves /healthz and /metrics (the token, when configured, is
+// required as a bearer token).
+func (h *Host) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		hs := h.Health(r.Context())
+		w.Header().Set("Content-Type", "application/json")
+		if !hs.OK {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(hs)
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
+	token := h.cfg.HTTP.Token.Reveal()
+	if token == "" {
+		return mux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// startHTTP listens on http.listen ("" switches the endpoint off).
+func (h *Host) startHTTP() (*http.Server, error) {
+	if h.cfg.HTTP.Listen == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", h.cfg.HTTP.Listen)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.httpAddr = ln.Addr().String()
+	h.mu.Unlock()
+	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			h.log.Error("http endpoint stopped", "err", err)
+		}
+	}()
+	return srv, nil
+}
+
+// HTTPAddr is the address the operations endpoint listens on (after Run started).
+func (h *Host) HTTPAddr() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.httpAddr
+}
