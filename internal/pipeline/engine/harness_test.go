@@ -163,6 +163,7 @@ type runOpts struct {
 	registry    *engine.Registry
 	configure   func(*engine.Config)
 	ctx         context.Context
+	file        string // the pipeline's path ("" = test.dot in a temp dir)
 }
 
 type runOut struct {
@@ -200,7 +201,11 @@ func runGraph(t testing.TB, src string, o runOpts, extraTypes ...string) runOut 
 		ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 	}
-	res, err := engine.New(cfg).Run(ctx, g, source, filepath.Join(t.TempDir(), "test.dot"))
+	file := o.file
+	if file == "" {
+		file = filepath.Join(t.TempDir(), "test.dot")
+	}
+	res, err := engine.New(cfg).Run(ctx, g, source, file)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
