@@ -31,7 +31,8 @@ const (
 	KindInt           // checked by attr_type (error)
 	KindBool          // checked by attr_type (error)
 	KindDuration      // checked by attr_type (error)
-	KindEnum          // one of Values; checked by attr_value (warning)
+	KindFloat         // checked by attr_type (error)
+	KindEnum          // one of Values (any case); checked by attr_value (warning)
 	KindEnumList      // comma-separated Values; checked by attr_value (warning)
 )
 
@@ -41,7 +42,7 @@ type Attribute struct {
 	Scope   Scope // bitmask of the scopes it is valid in
 	Kind    Kind
 	Values  []string // for KindEnum, KindEnumList
-	Min     int      // for KindInt: the smallest valid value (when HasMin)
+	Min     int      // for KindInt, KindFloat: the smallest valid value (when HasMin)
 	HasMin  bool
 	Example string // a valid value, for fixes
 	// Graphviz marks layout/cosmetic attributes: valid, ignored by the engine.
@@ -78,6 +79,13 @@ var Attributes = []Attribute{
 	{Key: "tool_hooks.pre", Scope: GraphScope, Example: `"echo pre"`},
 	{Key: "tool_hooks.post", Scope: GraphScope, Example: `"echo post"`},
 	{Key: "rankdir", Scope: GraphScope, Kind: KindEnum, Values: []string{"TB", "LR", "BT", "RL"}, Example: "LR"},
+	// Engine limits and retry presets (nanohost's engine; docs/semantics.md).
+	{Key: "default_max_retries", Scope: GraphScope, Kind: KindInt, HasMin: true, Min: 0, Example: "50"},
+	{Key: "retry_policy", Scope: gn, Kind: KindEnum, Values: []string{"none", "standard", "aggressive", "linear", "patient"}, Example: "standard"},
+	{Key: "max_steps", Scope: GraphScope, Kind: KindInt, HasMin: true, Min: 0, Example: "1000"},
+	{Key: "max_restarts", Scope: GraphScope, Kind: KindInt, HasMin: true, Min: 0, Example: "5"},
+	{Key: "max_tokens", Scope: GraphScope, Kind: KindInt, HasMin: true, Min: 0, Example: "2000000"},
+	{Key: "max_cost_usd", Scope: GraphScope, Kind: KindFloat, HasMin: true, Min: 0, Example: "25"},
 
 	// Node (spec §2.6, Appendix A). llm_* are also graph-level defaults (§8.5).
 	{Key: "shape", Scope: NodeScope, Example: "box"},
@@ -99,14 +107,17 @@ var Attributes = []Attribute{
 	{Key: "join_policy", Scope: NodeScope, Kind: KindEnum, Values: []string{"wait_all", "k_of_n", "first_success", "quorum"}, Example: "wait_all"},
 	{Key: "error_policy", Scope: NodeScope, Kind: KindEnum, Values: []string{"fail_fast", "continue", "ignore"}, Example: "continue"},
 	{Key: "max_parallel", Scope: NodeScope, Kind: KindInt, HasMin: true, Min: 1, Example: "4"},
+	{Key: "join_k", Scope: NodeScope, Kind: KindInt, HasMin: true, Min: 1, Example: "2"},
+	{Key: "join_quorum", Scope: NodeScope, Kind: KindFloat, HasMin: true, Min: 0, Example: "0.5"},
 	{Key: "tool_command", Scope: NodeScope, Example: `"make test"`},
 	{Key: "manager.poll_interval", Scope: NodeScope, Kind: KindDuration, Example: `"45s"`},
 	{Key: "manager.max_cycles", Scope: NodeScope, Kind: KindInt, HasMin: true, Min: 1, Example: "1000"},
 	{Key: "manager.stop_condition", Scope: NodeScope, Example: `"context.stack.child.status=completed"`},
 	{Key: "manager.actions", Scope: NodeScope, Kind: KindEnumList, Values: []string{"observe", "steer", "wait"}, Example: `"observe,wait"`},
 	{Key: "stack.child_autostart", Scope: NodeScope, Kind: KindBool, Example: "true"},
-	// nanohost (host-orchestration.md): force a fresh container.
+	// nanohost: force a fresh container (host-orchestration.md); who may answer a human gate.
 	{Key: "isolated", Scope: NodeScope, Kind: KindBool, Example: "true"},
+	{Key: "approvers", Scope: NodeScope, Example: `"U123,U456"`},
 
 	// Edge (spec §2.7, Appendix A; freeform from host-orchestration.md).
 	{Key: "condition", Scope: EdgeScope, Example: `"outcome=success"`},
@@ -129,6 +140,11 @@ var graphvizAttributes = map[Scope][]string{
 		"headlabel", "tooltip", "decorate", "labelfloat", "samehead", "sametail", "comment", "URL", "href", "target"},
 }
 
+// looseAliases are node keys the engine reads only as a fallback (codergen
+// takes `model` when llm_model is unset), which the stylesheet and the graph
+// defaults silently override: worth a warning that says so.
+var looseAliases = map[string]string{"model": "llm_model", "provider": "llm_provider"}
+
 // aliases are names people use for a known attribute, by scope, with what to write instead.
 var aliases = map[Scope]map[string]string{
 	GraphScope: {
@@ -136,8 +152,7 @@ var aliases = map[Scope]map[string]string{
 		"stylesheet": "model_stylesheet", "model": "llm_model", "provider": "llm_provider",
 	},
 	NodeScope: {
-		"model": "llm_model", "provider": "llm_provider", "reasoning": "reasoning_effort", "effort": "reasoning_effort",
-		"retries": "max_retries", "max_retry": "max_retries", "retry": "max_retries", "command": "tool_command",
+		"reasoning": "reasoning_effort", "effort": "reasoning_effort", "retries": "max_retries", "max_retry": "max_retries", "retry": "max_retries", "command": "tool_command",
 		"cmd": "tool_command", "classes": "class", "handler": "type", "instructions": "prompt",
 	},
 	EdgeScope: {"cond": "condition", "when": "condition", "if": "condition", "priority": "weight"},

@@ -277,7 +277,25 @@ func TestRulesFire(t *testing.T) {
     a [prompt="x", model="gpt-5.2"]
     exit [shape=Msquare]
     start -> a -> exit
-}`, Options{}, want{rule: "attr_unknown", severity: "warning", node: "a", line: 3, fix: "did you mean llm_model?"}},
+}`, Options{}, want{rule: "attr_unknown", severity: "warning", node: "a", line: 3, message: "only a fallback for llm_model", fix: "did you mean llm_model?"}},
+		{"attr_type float", `digraph g {
+    start [shape=Mdiamond]
+    fan [shape=component, label="Fan out", join_policy=quorum, join_quorum=half]
+    exit [shape=Msquare]
+    start -> fan -> exit
+}`, Options{}, want{rule: "attr_type", severity: "error", node: "fan", line: 3, message: `join_quorum="half" is not a number`, fix: "join_quorum=0.5"}},
+		{"attr_type graph limit", `digraph g {
+    max_cost_usd=-3
+    start [shape=Mdiamond]
+    exit [shape=Msquare]
+    start -> exit
+}`, Options{}, want{rule: "attr_type", severity: "error", line: 2, message: "max_cost_usd=-3 is below its minimum 0"}},
+		{"attr_value retry_policy", `digraph g {
+    start [shape=Mdiamond]
+    a [prompt="x", retry_policy="patent"]
+    exit [shape=Msquare]
+    start -> a -> exit
+}`, Options{}, want{rule: "attr_value", severity: "warning", node: "a", line: 3, fix: "did you mean patient?"}},
 		{"dead_end", `digraph g {
     start [shape=Mdiamond]
     a [prompt="x"]
@@ -340,6 +358,7 @@ func TestRulesDoNotFire(t *testing.T) {
 		{"goal_gate=false", "goal_gate_has_retry", `digraph g { start [shape=Mdiamond]; a [prompt="x", goal_gate=false]; exit [shape=Msquare]; start -> a -> exit }`, Options{}},
 		{"label stands in for prompt", "prompt_on_llm_nodes", `digraph g { start [shape=Mdiamond]; a [label="Write the tests"]; exit [shape=Msquare]; start -> a -> exit }`, Options{}},
 		{"non-LLM node needs no prompt", "prompt_on_llm_nodes", `digraph g { start [shape=Mdiamond]; t [shape=parallelogram, tool_command="make"]; exit [shape=Msquare]; start -> t -> exit }`, Options{}},
+		{"enums in any case", "attr_value", `digraph g { retry_policy=Standard; start [shape=Mdiamond]; f [shape=component, label="F", join_policy=K_OF_N, join_k=2, error_policy=Fail_Fast]; exit [shape=Msquare]; start -> f -> exit }`, Options{}},
 		{"typed values fine", "attr_type", `digraph g { default_max_retry=5; start [shape=Mdiamond]; a [prompt="x", max_retries=0, goal_gate=yes, retry_target=a, timeout="250ms", auto_status=TRUE, allow_partial="false"]; exit [shape=Msquare, timeout=30]; start -> a [weight=-2, loop_restart=false]; a -> exit }`, Options{}},
 		{"graphviz and custom attributes", "attr_unknown", `digraph g { rankdir=LR; bgcolor="white"; start [shape=Mdiamond, color=green, style=filled]; a [prompt="x", custom_attr="v", tooltip="t"]; exit [shape=Msquare]; start -> a [color=red, penwidth=2]; a -> exit }`, Options{}},
 		{"qualified handler attributes", "attr_unknown", `digraph g { stack.child_dotfile="c.dot"; start [shape=Mdiamond]; m [shape=house, label="M", manager.poll_interval="45s", manager.max_cycles=10, manager.actions="observe,steer,wait", stack.child_autostart=false]; h [shape=hexagon, label="H", human.default_choice="ok"]; exit [shape=Msquare]; start -> m -> h -> exit }`, Options{}},

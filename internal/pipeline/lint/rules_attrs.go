@@ -204,6 +204,11 @@ func typeError(a *Attribute, attrs pipeline.Attrs) string {
 		if n, err = attrs.Int(a.Key, 0); err == nil && a.HasMin && n < a.Min {
 			return fmt.Sprintf("%s=%d is below its minimum %d", a.Key, n, a.Min)
 		}
+	case KindFloat:
+		var f float64
+		if f, err = attrs.Float(a.Key, 0); err == nil && a.HasMin && f < float64(a.Min) {
+			return fmt.Sprintf("%s=%s is below its minimum %d", a.Key, attrs[a.Key], a.Min)
+		}
 	case KindBool:
 		_, err = attrs.Bool(a.Key, false)
 	case KindDuration:
@@ -232,14 +237,14 @@ func (c *checker) attrValue(g *pipeline.Graph) []pipeline.Diagnostic {
 				out.add(d)
 			}
 		case a.Kind == KindEnum:
-			if v := strings.TrimSpace(value); v != "" && !slices.Contains(a.Values, v) {
+			if v := strings.TrimSpace(value); v != "" && !containsFold(a.Values, v) {
 				out.add(s.diag("attr_value", pipeline.SeverityWarning, key,
 					didYouMean(v, a.Values, "use one of "+strings.Join(a.Values, ", ")),
 					"%s=%q is not one of %s", key, value, quoteList(a.Values)))
 			}
 		case a.Kind == KindEnumList:
 			for item := range strings.SplitSeq(value, ",") {
-				if v := strings.TrimSpace(item); v != "" && !slices.Contains(a.Values, v) {
+				if v := strings.TrimSpace(item); v != "" && !containsFold(a.Values, v) {
 					out.add(s.diag("attr_value", pipeline.SeverityWarning, key,
 						didYouMean(v, a.Values, fmt.Sprintf("list some of %s, e.g. %s=%s", strings.Join(a.Values, ", "), key, a.Example)),
 						"%s lists %q, which is not one of %s", key, v, quoteList(a.Values)))
@@ -247,6 +252,11 @@ func (c *checker) attrValue(g *pipeline.Graph) []pipeline.Diagnostic {
 			}
 		}
 	})
+}
+
+// containsFold: the engine lower-cases enumerated values before using them.
+func containsFold(values []string, v string) bool {
+	return slices.ContainsFunc(values, func(x string) bool { return strings.EqualFold(x, v) })
 }
 
 func shapeDiag(s scoped, shape string) (pipeline.Diagnostic, bool) {
@@ -290,6 +300,10 @@ type keyVerdict struct {
 func judgeKey(scope Scope, key string) keyVerdict {
 	if Lookup(scope, key) != nil {
 		return keyVerdict{}
+	}
+	if want, ok := looseAliases[key]; ok && scope == NodeScope {
+		return keyVerdict{fmt.Sprintf("did you mean %s?", want),
+			fmt.Sprintf("%q is only a fallback for %s: a model_stylesheet rule or a graph-level %s overrides it", key, want, want), true}
 	}
 	if want, ok := aliases[scope][key]; ok {
 		return keyVerdict{fmt.Sprintf("did you mean %s?", want), fmt.Sprintf("unknown %s attribute %q", scope, key), true}
