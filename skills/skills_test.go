@@ -1,0 +1,222 @@
+// Package skills holds the Claude Code skills mounted read-only into agent
+// containers. This test keeps them honest: a skill must never teach a graph,
+// a condition or a tag that the host would reject.
+package skills
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/agenttext"
+	"nanohost/internal/pipeline/cond"
+	"nanohost/internal/pipeline/frontend"
+)
+
+// skillDirs returns every directory here with a SKILL.md.
+func skillDirs(t *testing.T) []string {
+	t.Helper()
+	matches, err := filepath.Glob("*/SKILL.md")
+	if err != nil || len(matches) == 0 {
+		t.Fatalf("no skills found: %v", err)
+	}
+	var dirs []string
+	for _, m := range matches {
+		dirs = append(dirs, filepath.Dir(m))
+	}
+	return dirs
+}
+
+// block is one fenced code block of a markdown file.
+type block struct {
+	lang string
+	body string
+	line int // 1-based line of the opening fence
+}
+
+func fencedBlocks(md string) []block {
+	var out []block
+	var cur *block
+	var body []string
+	for i, l := range strings.Split(md, "\n") {
+		fence, isFence := strings.CutPrefix(strings.TrimSpace(l), "```")
+		switch {
+		case isFence && cur == nil:
+			cur, body = &block{lang: strings.TrimSpace(fence), line: i + 1}, nil
+		case isFence:
+			cur.body = strings.Join(body, "\n") + "\n"
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			body = append(body, l)
+		}
+	}
+	return out
+}
+
+var skillName = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// frontMatter reads the YAML front matter's top-level `key: value` lines.
+func frontMatter(t *testing.T, md string) map[string]string {
+	t.Helper()
+	rest, ok := strings.CutPrefix(md, "---\n")
+	if !ok {
+		t.Fatal("SKILL.md must start with a --- front matter block")
+	}
+	head, _, ok := strings.Cut(rest, "\n---\n")
+	if !ok {
+		t.Fatal("SKILL.md front matter is not closed with ---")
+	}
+	fm := map[string]string{}
+	for _, l := range strings.Split(head, "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && !strings.HasPrefix(l, " ") {
+			fm[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return fm
+}
+
+func TestSkillFrontMatter(t *testing.T) {
+	for _, dir := range skillDirs(t) {
+		t.Run(dir, func(t *testing.T) {
+			md := readFile(t, filepath.Join(dir, "SKILL.md"))
+			fm := frontMatter(t, md)
+			if name := fm["name"]; name != dir || !skillName.MatchString(name) || len(name) > 64 {
+				t.Errorf("name %q: want the directory name %q in lowercase letters, digits and hyphens", name, dir)
+			}
+			if d := fm["description"]; len(d) < 40 || len(d) > 1024 {
+				t.Errorf("description is %d characters; Claude Code needs a description (up to 1024) that says what the skill does and when to use it", len(d))
+			}
+		})
+	}
+}
+
+// requireClean fails on any diagnostic: a taught graph must not even warn.
+func requireClean(t *testing.T, name string, src []byte) {
+	t.Helper()
+	g, diags, err := frontend.Prepare(name, src, frontend.Options{})
+	if err != nil {
+		t.Fatalf("%s does not parse: %v", name, err)
+	}
+	for _, d := range diags {
+		t.Errorf("%s", d.String())
+	}
+	if g.StartNode() == nil || len(g.ExitNodes()) == 0 {
+		t.Errorf("%s has no start or exit", name)
+	}
+}
+
+func TestWorkflowsValidateWithoutWarnings(t *testing.T) {
+	for _, dir := range skillDirs(t) {
+		files, _ := filepath.Glob(filepath.Join(dir, "workflows", "*.dot"))
+		md := readFile(t, filepath.Join(dir, "SKILL.md"))
+		for _, f := range files {
+			t.Run(f, func(t *testing.T) {
+				requireClean(t, f, []byte(readFile(t, f)))
+				if !strings.Contains(md, filepath.Base(f)) {
+					t.Errorf("SKILL.md does not mention %s: an example the agent is not told about is never used", filepath.Base(f))
+				}
+			})
+		}
+	}
+}
+
+func TestDOTSnippetsInSkillsValidate(t *testing.T) {
+	for _, dir := range skillDirs(t) {
+		path := filepath.Join(dir, "SKILL.md")
+		n := 0
+		for _, b := range fencedBlocks(readFile(t, path)) {
+			if b.lang != "dot" {
+				continue
+			}
+			n++
+			name := path + "#L" + strconv.Itoa(b.line) // the dot block opening at that line
+			t.Run(name, func(t *testing.T) { requireClean(t, name, []byte(b.body)) })
+		}
+		if dir == "attractor" && n < 3 {
+			t.Errorf("%s teaches only %d complete graphs", path, n)
+		}
+	}
+}
+
+// TestConditionsInSkillsParse checks every line of a ```condition block
+// with the engine's strict condition parser.
+func TestConditionsInSkillsParse(t *testing.T) {
+	for _, dir := range skillDirs(t) {
+		md := readFile(t, filepath.Join(dir, "SKILL.md"))
+		for _, b := range fencedBlocks(md) {
+			if b.lang != "condition" {
+				continue
+			}
+			for _, line := range strings.Split(strings.TrimSpace(b.body), "\n") {
+				if _, err := cond.Parse(line); err != nil {
+					t.Errorf("%s: condition %q is rejected by the host: %v", dir, line, err)
+				}
+			}
+		}
+	}
+}
+
+// TestOutcomeTagsInSkillsParse checks ```tags blocks with the parser the
+// engine reads agent answers with: every tag understood, none ignored.
+func TestOutcomeTagsInSkillsParse(t *testing.T) {
+	for _, dir := range skillDirs(t) {
+		md := readFile(t, filepath.Join(dir, "SKILL.md"))
+		for _, b := range fencedBlocks(md) {
+			if b.lang != "tags" {
+				continue
+			}
+			p := agenttext.Parse("Done.\n" + b.body)
+			if len(p.Warnings) > 0 {
+				t.Errorf("%s: tags the engine does not understand: %v", dir, p.Warnings)
+			}
+			lines := strings.Count(strings.TrimSpace(b.body), "\n") + 1
+			understood := len(p.Next) + len(p.Context)
+			if p.Status != "" {
+				understood++
+			}
+			if p.PreferredLabel != "" {
+				understood++
+			}
+			if understood != lines {
+				t.Errorf("%s: %d tag lines but the engine understood %d: %+v", dir, lines, understood, p)
+			}
+		}
+	}
+}
+
+// TestSkillTeachesOnlyKnownShapes keeps the shape table in step with the model.
+func TestSkillTeachesOnlyKnownShapes(t *testing.T) {
+	md := readFile(t, filepath.Join("attractor", "SKILL.md"))
+	_, section, _ := strings.Cut(md, "### Shapes")
+	section, _, _ = strings.Cut(section, "\n### ")
+	rows := 0
+	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Za-z]+)`[^|]*\\| ([a-z._-]+) ").FindAllStringSubmatch(section, -1) {
+		rows++
+		shape, handler := m[1], m[2]
+		want := pipeline.HandlerTypeForShape(shape)
+		if want == "" {
+			t.Errorf("the skill teaches shape %s, which has no handler", shape)
+			continue
+		}
+		if handler != want && !(shape == "tripleoctagon" && handler == "fan-in") {
+			t.Errorf("the skill says shape %s is %s; the host runs it as %s", shape, handler, want)
+		}
+	}
+	if rows < 8 {
+		t.Errorf("the shape table has %d rows, want every shape the host runs in v1 (8)", rows)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
