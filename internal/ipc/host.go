@@ -98,10 +98,9 @@ func RejectDiagnostics(diags []pipeline.Diagnostic) *RejectError {
 			n++
 		}
 	}
-	noun := "errors"
+	reason := fmt.Sprintf("the pipeline does not validate: %d errors (fix them and submit again)", n)
 	if n == 1 {
-		noun = "error"
+		reason = "the pipeline does not validate: 1 error (fix it and submit again)"
 	}
-	reason := fmt.Sprintf("the pipeline does not validate: %d %s (fix them and submit again)", n, noun)
 	return &RejectError{Reason: reason, Diagnostics: diags}
 }
