@@ -50,6 +50,10 @@ func (d *Docker) Close() error { return d.cli.Close() }
 func (d *Docker) Start(ctx context.Context, spec Spec) (*Handle, error) {
 	cfg, hostCfg := dockerConfig(spec)
 	created, err := d.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, spec.Name)
+	if err != nil && ctx.Err() != nil {
+		// The daemon may have created it after we stopped listening.
+		d.removeQuietly(spec.Name)
+	}
 	if err != nil {
 		if errdefs.IsNotFound(err) {
 			return nil, fmt.Errorf("create container %s: %w: %s (build it, e.g. scripts/test-image.sh or docker build -t %s .)",

@@ -134,8 +134,10 @@ func StartMarker(tag string) string { return startPrefix + tag + markerSuffix }
 // EndMarker closes a result block.
 func EndMarker(tag string) string { return endPrefix + tag + markerSuffix }
 
-// WriteResult frames r on w: start marker, one line of JSON, end marker.
-// json.Marshal escapes newlines, so nothing in r can start a line of its own.
+// WriteResult frames r on w: a newline (ending any partial line something
+// else left on the shared stdout), start marker, one line of JSON, end
+// marker. json.Marshal escapes newlines, so nothing in r can start a line
+// of its own.
 func WriteResult(w io.Writer, nonce string, r Result) error {
 	body, err := json.Marshal(r)
 	if err != nil {
@@ -143,7 +145,8 @@ func WriteResult(w io.Writer, nonce string, r Result) error {
 	}
 	tag := ResultTag(nonce, r.DispatchID)
 	var sb strings.Builder
-	sb.Grow(len(body) + 2*len(StartMarker(tag)) + 3)
+	sb.Grow(len(body) + 2*len(StartMarker(tag)) + 4)
+	sb.WriteByte('\n')
 	sb.WriteString(StartMarker(tag))
 	sb.WriteByte('\n')
 	sb.Write(body)

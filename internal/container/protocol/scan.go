@@ -59,7 +59,9 @@ func (s *Scanner) Next() (Result, error) {
 		}
 		tag, isStart := markerTag(line, startPrefix)
 		if !isStart {
-			s.noise(string(line))
+			if len(line) > 0 {
+				s.noise(string(line))
+			}
 			continue
 		}
 		res, ok, err := s.readBlock(tag)

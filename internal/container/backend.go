@@ -1,0 +1,433 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"nanohost/internal/container/protocol"
+	"nanohost/internal/pipeline/agenttext"
+	"nanohost/internal/pipeline/engine"
+)
+
+// Backend is the engine.Backend that runs every node in an agent container.
+//
+// Context fidelity maps to sessions (host-orchestration.md): a `full` node
+// reuses the live container of its thread (Request.ThreadKey) and sends the
+// prompt as a follow-up; when none is alive it starts one that resumes the
+// thread's recorded agent session. Every other mode, and Isolated, gets a
+// fresh one-shot container whose first prompt is Preamble + Prompt. Tool
+// nodes run `sh -c tool_command` in a fresh container.
+type Backend struct {
+	cfg      Config
+	log      *slog.Logger
+	slots    *slots
+	owner    string // this process, for orphan detection
+	dispatch atomic.Int64
+
+	mu      sync.Mutex
+	threads map[threadKey]*thread
+	runs    map[string]RunEnv
+	execs   map[execKey]int
+	closed  bool
+	bg      sync.WaitGroup // one-shot containers finishing in the background
+}
+
+// RunEnv is where a run's agents work.
+type RunEnv struct {
+	Group     string
+	Workspace string
+	// ExtraMounts are validated mounts (MountPolicy.Validate) for this run.
+	ExtraMounts []Mount
+}
+
+type threadKey struct{ run, thread string }
+
+type execKey struct{ run, node string }
+
+// thread is a full-fidelity conversation: at most one live container, and
+// the agent session id that a new container resumes.
+type thread struct {
+	key       threadKey
+	mu        sync.Mutex // held for a whole dispatch
+	live      *session
+	sessionID string
+	idle      *time.Timer
+}
+
+// NewBackend checks the configuration and returns a backend. Call
+// CleanupOrphans once at startup and Close at shutdown.
+func NewBackend(cfg Config) (*Backend, error) {
+	if err := cfg.applyDefaults(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	return &Backend{
+		cfg: cfg, log: cfg.Logger.With("component", "container"), slots: newSlots(cfg.MaxContainers),
+		owner: currentOwner(), threads: map[threadKey]*thread{}, runs: map[string]RunEnv{}, execs: map[execKey]int{},
+	}, nil
+}
+
+// BindRun sets where a run's agents work (default: Config.Workspace/Group).
+func (b *Backend) BindRun(runID string, env RunEnv) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runs[runID] = env
+}
+
+func (b *Backend) runEnv(runID string) (RunEnv, error) {
+	b.mu.Lock()
+	env, ok := b.runs[runID]
+	b.mu.Unlock()
+	if !ok {
+		env = RunEnv{Group: b.cfg.Group, Workspace: b.cfg.Workspace, ExtraMounts: b.cfg.ExtraMounts}
+	}
+	if env.Group == "" {
+		env.Group = b.cfg.Group
+	}
+	if env.Workspace == "" {
+		return env, errors.New("no workspace configured for the agents (Config.Workspace or BindRun)")
+	}
+	abs, err := resolvePath(env.Workspace)
+	if err != nil {
+		return env, fmt.Errorf("workspace: %w", err)
+	}
+	env.Workspace = abs
+	if state, err := resolvePath(b.cfg.StateDir); err == nil && within(state, abs) {
+		return env, fmt.Errorf("the state directory %s is inside the workspace %s, where agents could tamper with other containers' IPC: move it out", state, abs)
+	}
+	return env, nil
+}
+
+// Run implements engine.Backend.
+func (b *Backend) Run(ctx context.Context, req engine.Request) (engine.Result, error) {
+	if b.isClosed() {
+		return engine.Result{}, errors.New("container backend is closed")
+	}
+	nodeCtx, cancel := withNodeTimeout(ctx, req.Timeout)
+	defer cancel()
+	var res engine.Result
+	var err error
+	if req.Kind == engine.KindTool {
+		res, err = b.runTool(nodeCtx, req)
+	} else {
+		res, err = b.runAgent(nodeCtx, req)
+	}
+	if err != nil && ctx.Err() == nil && errors.Is(nodeCtx.Err(), context.DeadlineExceeded) {
+		return res, fmt.Errorf("node %s timed out after %s; its container was killed", req.NodeID, req.Timeout)
+	}
+	return res, err
+}
+
+func withNodeTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return context.WithCancel(ctx)
+}
+
+// runAgent sends a codergen prompt to an agent container.
+func (b *Backend) runAgent(ctx context.Context, req engine.Request) (engine.Result, error) {
+	preq := protocol.Request{
+		Version: protocol.Version, DispatchID: b.dispatch.Add(1), NodeID: req.NodeID,
+		Execution: b.nextExecution(req.RunID, req.NodeID),
+		Model:     req.Model, ReasoningEffort: req.ReasoningEffort,
+	}
+	if req.Fidelity == "full" && !req.Isolated {
+		return b.runInThread(ctx, req, preq)
+	}
+	preq.Prompt, preq.Once = joinPrompt(req.Preamble, req.Prompt), true
+	s, err := b.startAgent(ctx, req, preq, "")
+	if err != nil {
+		return engine.Result{}, err
+	}
+	res, err := s.await(ctx, preq.DispatchID)
+	if err != nil {
+		s.stop("dispatch failed")
+		return engine.Result{}, b.dispatchError(req, err)
+	}
+	out, err := b.toResult(req, s, res)
+	// The container exits by itself after a one-shot answer; clean up
+	// without making the pipeline wait for Docker.
+	b.bg.Add(1)
+	go func() { defer b.bg.Done(); s.finish() }()
+	return out, err
+}
+
+// runInThread sends a full-fidelity prompt to the thread's live container,
+// starting one (resuming the thread's agent session) when none is alive.
+func (b *Backend) runInThread(ctx context.Context, req engine.Request, preq protocol.Request) (engine.Result, error) {
+	key := threadKey{req.RunID, req.ThreadKey}
+	if key.thread == "" {
+		key.thread = req.NodeID
+	}
+	t := b.thread(key)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.idle != nil {
+		t.idle.Stop()
+	}
+	preq.SessionID = t.sessionID
+	if t.live != nil && !t.live.alive() {
+		t.live.stop("died while idle")
+		t.live = nil
+	}
+	if t.live != nil {
+		preq.Prompt = joinPrompt(req.Preamble, req.Prompt)
+		if err := t.live.send(preq); err != nil {
+			t.live.stop("follow-up failed")
+			t.live = nil
+			return engine.Result{}, engine.Transient(fmt.Errorf("send follow-up to node %s's container: %w", req.NodeID, err))
+		}
+		b.emit(Event{Kind: EventReused, Container: t.live.h.Name, RunID: req.RunID, NodeID: req.NodeID, Thread: key.thread})
+	} else {
+		preq.Prompt = joinPrompt(req.Preamble, req.Prompt)
+		s, err := b.startAgent(ctx, req, preq, key.thread)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		t.live = s
+	}
+	s := t.live
+	res, err := s.await(ctx, preq.DispatchID)
+	if err != nil {
+		s.stop("dispatch failed")
+		t.live = nil
+		return engine.Result{}, b.dispatchError(req, err)
+	}
+	if res.SessionID != "" {
+		t.sessionID = res.SessionID
+	}
+	s.lastUsed = time.Now()
+	t.idle = time.AfterFunc(b.cfg.IdleTimeout, func() { b.closeIdle(t, s) })
+	return b.toResult(req, s, res)
+}
+
+func (b *Backend) thread(key threadKey) *thread {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.threads[key]
+	if !ok {
+		t = &thread{key: key}
+		b.threads[key] = t
+	}
+	return t
+}
+
+// closeIdle closes a thread's container nobody used for IdleTimeout. If the
+// thread is busy or has moved on to another container, there is nothing to do.
+func (b *Backend) closeIdle(t *thread, s *session) {
+	if !t.mu.TryLock() {
+		return
+	}
+	defer t.mu.Unlock()
+	if t.live != s {
+		return
+	}
+	t.live = nil
+	s.close(true, "idle")
+}
+
+// evictIdle closes the least recently used idle live session so a waiting
+// node can have its slot; that thread resumes its agent session later in a
+// new container.
+func (b *Backend) evictIdle() {
+	b.mu.Lock()
+	candidates := make([]*thread, 0, len(b.threads))
+	for _, t := range b.threads {
+		candidates = append(candidates, t)
+	}
+	b.mu.Unlock()
+	var victim *thread
+	var victimUsed time.Time
+	for _, t := range candidates {
+		if !t.mu.TryLock() {
+			continue
+		}
+		if t.live != nil && (victim == nil || t.live.lastUsed.Before(victimUsed)) {
+			victim, victimUsed = t, t.live.lastUsed
+		}
+		t.mu.Unlock()
+	}
+	if victim == nil || !victim.mu.TryLock() {
+		return
+	}
+	defer victim.mu.Unlock()
+	if s := victim.live; s != nil {
+		victim.live = nil
+		if victim.idle != nil {
+			victim.idle.Stop()
+		}
+		b.log.Info("closing an idle agent session to free a container slot", "run", victim.key.run, "thread", victim.key.thread)
+		s.close(true, "evicted for a waiting node")
+	}
+}
+
+// acquireSlot waits for a container slot, freeing an idle session if all
+// slots are taken.
+func (b *Backend) acquireSlot(ctx context.Context, runID string) (func(), error) {
+	if rel, ok := b.slots.tryAcquire(runID); ok {
+		return rel, nil
+	}
+	go b.evictIdle()
+	rel, err := b.slots.acquire(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("wait for a container slot (%d in use): %w", b.cfg.MaxContainers, err)
+	}
+	return rel, nil
+}
+
+func (b *Backend) nextExecution(runID, nodeID string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := execKey{runID, nodeID}
+	b.execs[k]++
+	return b.execs[k]
+}
+
+// dispatchError classifies a failed wait for a result.
+func (b *Backend) dispatchError(req engine.Request, err error) error {
+	if errors.Is(err, errSessionGone) {
+		return engine.Transient(fmt.Errorf("node %s: %w", req.NodeID, err))
+	}
+	return fmt.Errorf("node %s: %w", req.NodeID, err)
+}
+
+// toResult turns the agent's result into the engine's, failing fast on an
+// error status and picking up a status file the agent wrote.
+func (b *Backend) toResult(req engine.Request, s *session, res protocol.Result) (engine.Result, error) {
+	out := engine.Result{
+		Text: res.Result, SessionID: res.SessionID,
+		Usage: engine.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostUSD: res.Usage.CostUSD},
+	}
+	if res.Truncated {
+		b.log.Warn("agent result was truncated by the runner", "node", req.NodeID)
+	}
+	if res.Status != protocol.StatusSuccess {
+		err := fmt.Errorf("agent failed on node %s: %s", req.NodeID, nonEmpty(res.Error, "status "+res.Status))
+		if res.Transient {
+			return out, engine.Transient(err)
+		}
+		return out, err
+	}
+	outcome, err := b.statusFile(req, s.ipc, res.DispatchID)
+	if err != nil {
+		return out, err
+	}
+	out.Outcome = outcome
+	return out, nil
+}
+
+// statusFile validates a status file the agent wrote for this dispatch,
+// stores it as the stage's status.json and returns it as the outcome.
+func (b *Backend) statusFile(req engine.Request, ipc *ipcDir, dispatchID int64) (*engine.Outcome, error) {
+	data, ok, err := ipc.readOutcome(dispatchID)
+	if err != nil || !ok {
+		return nil, err
+	}
+	sf, err := agenttext.ParseStatusFile(data)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: the agent wrote an invalid status file: %w", req.NodeID, err)
+	}
+	st, err := engine.ParseStatus(sf.Outcome)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: status file: %w", req.NodeID, err)
+	}
+	o := &engine.Outcome{Status: st, PreferredLabel: sf.PreferredLabel, SuggestedNextIDs: sf.SuggestedNextIDs,
+		ContextUpdates: sf.ContextUpdates, Notes: sf.Notes, FailureReason: sf.FailureReason}
+	if req.StageDir != "" {
+		data, err := o.MarshalStatusFile()
+		if err == nil {
+			err = os.WriteFile(filepath.Join(req.StageDir, "status.json"), append(data, '\n'), 0o644)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("node %s: store status.json: %w", req.NodeID, err)
+		}
+	}
+	return o, nil
+}
+
+// CloseRun implements engine.RunCloser: the run's live sessions end.
+func (b *Backend) CloseRun(runID string) {
+	b.mu.Lock()
+	var ts []*thread
+	for k, t := range b.threads {
+		if k.run == runID {
+			ts = append(ts, t)
+			delete(b.threads, k)
+		}
+	}
+	for k := range b.execs {
+		if k.run == runID {
+			delete(b.execs, k)
+		}
+	}
+	delete(b.runs, runID)
+	b.mu.Unlock()
+	closeThreads(ts)
+}
+
+// Close ends every live session and waits for background cleanup.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	ts := make([]*thread, 0, len(b.threads))
+	for _, t := range b.threads {
+		ts = append(ts, t)
+	}
+	b.threads = map[threadKey]*thread{}
+	b.mu.Unlock()
+	closeThreads(ts)
+	b.bg.Wait()
+	return nil
+}
+
+func closeThreads(ts []*thread) {
+	var wg sync.WaitGroup
+	for _, t := range ts {
+		wg.Go(func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if t.idle != nil {
+				t.idle.Stop()
+			}
+			if t.live != nil {
+				t.live.close(true, "run ended")
+				t.live = nil
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (b *Backend) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+func joinPrompt(preamble, prompt string) string {
+	if strings.TrimSpace(preamble) == "" {
+		return prompt
+	}
+	return strings.TrimRight(preamble, "\n") + "\n\n" + prompt
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+var _ engine.Backend = (*Backend)(nil)
+var _ engine.RunCloser = (*Backend)(nil)

@@ -1,0 +1,202 @@
+package container
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Config configures a Backend. Zero values get the documented defaults
+// (docs/agent-protocol.md, "Security defaults").
+type Config struct {
+	// Runtime runs the containers (required), e.g. NewDocker().
+	Runtime Runtime
+	// Image is the agent image (default DefaultImage).
+	Image string
+	// HostID identifies this host's data directory (see LoadHostID); it
+	// labels every container so orphans can be found after a crash.
+	HostID string
+	// StateDir holds per-container IPC directories and the agents' session
+	// stores (required). Keep it outside every workspace.
+	StateDir string
+
+	// Workspace is the host directory mounted at /workspace/group, and
+	// Group its name, for runs not bound with BindRun.
+	Workspace string
+	Group     string
+	// ExtraMounts are additional mounts, already validated by a MountPolicy.
+	ExtraMounts []Mount
+
+	Agent AgentConfig
+	// Secrets go to the agent process's environment only, via stdin.
+	Secrets map[string]string
+
+	Limits Limits
+	// Network is "bridge" (default: agents need their API) or "none".
+	Network string
+	// User is the container user "uid:gid"; default: see resolveUser.
+	User string
+	// HomeDir is the agent's HOME, a fresh tmpfs owned by the container
+	// user. It must not exist in the image: Docker would copy the image
+	// directory's owner and mode over the tmpfs options.
+	HomeDir string
+	// TmpfsSize bounds /tmp and HOME (default "512m").
+	TmpfsSize string
+	// TZ is passed to the container (default: the host's TZ, if set).
+	TZ string
+
+	// MaxContainers caps running containers across all runs (default 5).
+	MaxContainers int
+	// IdleTimeout closes a live full-fidelity session nobody used for that
+	// long (default 10m); its agent session resumes in a new container.
+	IdleTimeout time.Duration
+	// MaxToolOutput bounds Result.Output of tool nodes (default 64 KiB);
+	// MaxToolLog bounds each of the stage's stdout/stderr files (default 10 MiB).
+	MaxToolOutput int
+	MaxToolLog    int64
+
+	Logger *slog.Logger
+	// OnEvent, when set, hears about container lifecycle (tests, verbose events).
+	OnEvent func(Event)
+}
+
+// AgentConfig says how nanoagent answers prompts.
+type AgentConfig struct {
+	// Kind is "claude" (default), "command" or "script".
+	Kind string
+	// Command is the shell command line of a CLI agent (Kind "command").
+	Command string
+	// ScriptFile is the host path of a script (Kind "script"), mounted read-only.
+	ScriptFile string
+	// ClaudeArgs overrides nanoagent's extra arguments for the Claude CLI.
+	ClaudeArgs string
+	// Watch is how nanoagent notices follow-ups: "inotify" (default) or "poll".
+	Watch string
+}
+
+// DefaultImage is the production agent image built from the Dockerfile.
+const DefaultImage = "nanohost-agent:latest"
+
+// Defaults.
+const (
+	DefaultMaxContainers = 5
+	DefaultIdleTimeout   = 10 * time.Minute
+	DefaultHomeDir       = "/home/agent"
+	DefaultNetwork       = "bridge"
+	DefaultTmpfsSize     = "512m"
+)
+
+// DefaultLimits are applied to every container unless configured.
+var DefaultLimits = Limits{MemoryBytes: 2 << 30, CPUs: 2, Pids: 512}
+
+func (c *Config) applyDefaults() error {
+	if c.Runtime == nil {
+		return errors.New("container backend: no Runtime configured")
+	}
+	if c.StateDir == "" {
+		return errors.New("container backend: no StateDir configured (it holds IPC directories and agent sessions)")
+	}
+	if c.HostID == "" {
+		return errors.New("container backend: no HostID configured (see container.LoadHostID)")
+	}
+	if c.Image == "" {
+		c.Image = DefaultImage
+	}
+	if c.Group == "" {
+		c.Group = "main"
+	}
+	if c.Agent.Kind == "" {
+		c.Agent.Kind = "claude"
+	}
+	switch c.Agent.Kind {
+	case "claude", "command":
+	case "script":
+		if c.Agent.ScriptFile == "" {
+			return errors.New("container backend: agent kind script needs a ScriptFile")
+		}
+		abs, err := filepath.Abs(c.Agent.ScriptFile)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("script file: %w", err)
+		}
+		c.Agent.ScriptFile = abs
+	default:
+		return fmt.Errorf("container backend: unknown agent kind %q (want claude, command or script)", c.Agent.Kind)
+	}
+	if c.Limits == (Limits{}) {
+		c.Limits = DefaultLimits
+	}
+	if c.Network == "" {
+		c.Network = DefaultNetwork
+	}
+	if c.HomeDir == "" {
+		c.HomeDir = DefaultHomeDir
+	}
+	if c.TmpfsSize == "" {
+		c.TmpfsSize = DefaultTmpfsSize
+	}
+	if c.TZ == "" {
+		c.TZ = os.Getenv("TZ")
+	}
+	if c.MaxContainers <= 0 {
+		c.MaxContainers = DefaultMaxContainers
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxToolOutput <= 0 {
+		c.MaxToolOutput = 64 << 10
+	}
+	if c.MaxToolLog <= 0 {
+		c.MaxToolLog = 10 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// resolveUser picks the container user for a workspace. Never root: an
+// explicit User wins; a non-root host runs agents as itself (so files in the
+// workspace keep their owner); a root host uses the workspace owner, or
+// 1000:1000 when root owns the workspace too.
+func resolveUser(configured, workspace string) (uid, gid int, err error) {
+	if configured != "" {
+		return parseUser(configured)
+	}
+	if os.Geteuid() != 0 {
+		return os.Geteuid(), os.Getegid(), nil
+	}
+	if st, err := os.Stat(workspace); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 {
+			return int(sys.Uid), int(sys.Gid), nil
+		}
+	}
+	return 1000, 1000, nil
+}
+
+func parseUser(s string) (int, int, error) {
+	u, g, hasGroup := strings.Cut(s, ":")
+	uid, err := strconv.Atoi(u)
+	if err != nil || uid < 0 {
+		return 0, 0, fmt.Errorf("container user %q: want numeric uid[:gid]", s)
+	}
+	gid := uid
+	if hasGroup {
+		if gid, err = strconv.Atoi(g); err != nil || gid < 0 {
+			return 0, 0, fmt.Errorf("container user %q: want numeric uid[:gid]", s)
+		}
+	}
+	if uid == 0 {
+		return 0, 0, fmt.Errorf("container user %q: agents never run as root", s)
+	}
+	return uid, gid, nil
+}

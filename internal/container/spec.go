@@ -1,0 +1,172 @@
+package container
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"nanohost/internal/container/protocol"
+	"nanohost/internal/pipeline/engine"
+)
+
+// Labels on every container nanohost starts.
+const (
+	LabelManaged = "nanohost.managed"
+	LabelHost    = "nanohost.host"
+	LabelOwner   = "nanohost.owner"
+	LabelRun     = "nanohost.run"
+	LabelGroup   = "nanohost.group"
+	LabelNode    = "nanohost.node"
+	LabelThread  = "nanohost.thread"
+	LabelKind    = "nanohost.kind"
+)
+
+// startAgent starts an agent container for req and sends it the first
+// request. thread is "" for a one-shot container.
+func (b *Backend) startAgent(ctx context.Context, req engine.Request, first protocol.Request, thread string) (*session, error) {
+	env, err := b.runEnv(req.RunID)
+	if err != nil {
+		return nil, err
+	}
+	uid, gid, err := resolveUser(b.cfg.User, env.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	name := containerName(req.RunID, req.NodeID)
+	ipc, err := newIPCDir(filepath.Join(b.cfg.StateDir, "ipc", safeName(req.RunID), name), uid, gid)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := b.agentSpec(req, env, name, thread, uid, gid)
+	if err != nil {
+		ipc.remove()
+		return nil, err
+	}
+	spec.Mounts = append(spec.Mounts, Mount{Source: ipc.path, Target: protocol.IPCDir})
+
+	release, err := b.acquireSlot(ctx, req.RunID)
+	if err != nil {
+		ipc.remove()
+		return nil, err
+	}
+	first.Nonce, first.Secrets = protocol.NewNonce(), b.cfg.Secrets
+	s, err := startSession(ctx, b.cfg.Runtime, spec, ipc, first, release, b.log.With("run", req.RunID, "node", req.NodeID))
+	if err != nil {
+		release()
+		ipc.remove()
+		return nil, startError(req.NodeID, err)
+	}
+	ev := Event{Kind: EventStarted, Container: s.h.Name, ID: s.h.ID, RunID: req.RunID, NodeID: req.NodeID, Thread: thread}
+	s.onStop = func(reason string) {
+		b.emit(Event{Kind: EventStopped, Container: ev.Container, ID: ev.ID, RunID: ev.RunID, NodeID: ev.NodeID, Thread: thread, Reason: reason})
+	}
+	b.emit(ev)
+	return s, nil
+}
+
+// startError classifies a failure to start a container: a missing image or
+// a cancelled context will not get better by retrying; a daemon hiccup may.
+func startError(node string, err error) error {
+	err = fmt.Errorf("start container for %s: %w", node, err)
+	if errors.Is(err, ErrImageNotFound) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return engine.Transient(err)
+}
+
+// agentSpec is the container for an agent: nanoagent as entrypoint, the
+// workspace and IPC directory mounted, everything else read-only or tmpfs.
+func (b *Backend) agentSpec(req engine.Request, env RunEnv, name, thread string, uid, gid int) (Spec, error) {
+	spec := b.baseSpec(req, env, name, uid, gid)
+	spec.Labels[LabelKind] = "agent"
+	if thread != "" {
+		spec.Labels[LabelThread] = thread
+	}
+	spec.Stdin = true
+	spec.Cmd = []string{"run", "--agent", b.cfg.Agent.Kind}
+	if w := b.cfg.Agent.Watch; w != "" {
+		spec.Cmd = append(spec.Cmd, "--watch", w)
+	}
+	switch b.cfg.Agent.Kind {
+	case "command":
+		spec.Cmd = append(spec.Cmd, "--command", b.cfg.Agent.Command)
+	case "script":
+		spec.Mounts = append(spec.Mounts, Mount{Source: b.cfg.Agent.ScriptFile, Target: protocol.ScriptPath, ReadOnly: true})
+	case "claude":
+		if b.cfg.Agent.ClaudeArgs != "" {
+			spec.Cmd = append(spec.Cmd, "--claude-args", b.cfg.Agent.ClaudeArgs)
+		}
+		// Claude Code keeps its sessions under ~/.claude: persist that per
+		// group so a new container can --resume a thread's conversation.
+		dir := filepath.Join(b.cfg.StateDir, "sessions", safeName(env.Group), ".claude")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return Spec{}, fmt.Errorf("agent session directory: %w", err)
+		}
+		if err := grantToContainerUser(dir, uid, gid); err != nil {
+			return Spec{}, err
+		}
+		spec.Mounts = append(spec.Mounts, Mount{Source: dir, Target: filepath.Join(b.cfg.HomeDir, ".claude")})
+	}
+	return spec, nil
+}
+
+// baseSpec is what agent and tool containers share.
+func (b *Backend) baseSpec(req engine.Request, env RunEnv, name string, uid, gid int) Spec {
+	spec := Spec{
+		Name:  name,
+		Image: b.cfg.Image,
+		Env:   []string{"HOME=" + b.cfg.HomeDir},
+		User:  fmt.Sprintf("%d:%d", uid, gid),
+		Labels: map[string]string{
+			LabelManaged: "true", LabelHost: b.cfg.HostID, LabelOwner: b.owner,
+			LabelRun: req.RunID, LabelGroup: env.Group, LabelNode: req.NodeID,
+		},
+		WorkingDir: protocol.WorkspaceDir,
+		Mounts:     append([]Mount{{Source: env.Workspace, Target: protocol.WorkspaceDir}}, env.ExtraMounts...),
+		Tmpfs: map[string]string{
+			"/tmp":        "rw,nosuid,nodev,size=" + b.cfg.TmpfsSize + ",mode=1777",
+			b.cfg.HomeDir: fmt.Sprintf("rw,nosuid,nodev,size=%s,mode=0700,uid=%d,gid=%d", b.cfg.TmpfsSize, uid, gid),
+		},
+		Limits:  b.cfg.Limits,
+		Network: b.cfg.Network,
+		Init:    true,
+	}
+	if b.cfg.TZ != "" {
+		spec.Env = append(spec.Env, "TZ="+b.cfg.TZ)
+	}
+	return spec
+}
+
+var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+
+// safeName makes s usable in a container or directory name.
+func safeName(s string) string {
+	s = strings.Trim(unsafeChars.ReplaceAllString(s, "-"), "-.")
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	if s == "" {
+		return "x"
+	}
+	return s
+}
+
+// containerName is unique and says what the container is for.
+func containerName(runID, nodeID string) string {
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	return "nanohost-" + safeName(nodeID) + "-" + safeName(lastN(runID, 12)) + "-" + hex.EncodeToString(rnd[:])
+}
+
+func lastN(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
