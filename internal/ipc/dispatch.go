@@ -210,7 +210,13 @@ func (w *Watcher) handleClaimed(ctx context.Context, group string, root *os.Root
 		return
 	}
 	id := req.Meta().RequestID
-	if prev, seen := w.cfg.Processed.Lookup(group, id); seen {
+	prev, seen, err := w.cfg.Processed.Lookup(ctx, group, id)
+	if err != nil {
+		log.Error("ipc: cannot check whether a request was handled before", "request_id", id, "err", err)
+		w.finish(group, root, p, claimed, failed(req, "the host cannot check this request right now; submit it again later"), log)
+		return
+	}
+	if seen {
 		log.Info("ipc: duplicate request answered with the original response", "request_id", id)
 		w.finish(group, root, p, claimed, verdict{resp: prev}, log)
 		return
@@ -223,7 +229,7 @@ func (w *Watcher) handleClaimed(ctx context.Context, group string, root *os.Root
 	v := w.dispatch(hctx, group, req)
 	w.stamp(&v.resp)
 	if v.final {
-		if err := w.cfg.Processed.Record(group, id, v.resp); err != nil {
+		if err := w.cfg.Processed.Record(hctx, group, id, v.resp); err != nil {
 			log.Error("ipc: cannot record processed request", "request_id", id, "err", err)
 		}
 	}

@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,10 +18,13 @@ import (
 // answered with the original response instead of being acted on twice.
 // The host may implement it on SQLite; FileProcessed is the default.
 type ProcessedStore interface {
-	// Lookup returns the recorded response for a group's request id.
-	Lookup(group, requestID string) (Response, bool)
-	// Record stores the response for a group's request id.
-	Record(group, requestID string, resp Response) error
+	// Lookup returns the recorded response for a group's request id. An
+	// error means "cannot tell": the watcher then answers that the agent
+	// should retry, rather than risk acting twice.
+	Lookup(ctx context.Context, group, requestID string) (Response, bool, error)
+	// Record stores the response for a group's request id. When one is
+	// already recorded, the first stays.
+	Record(ctx context.Context, group, requestID string, resp Response) error
 }
 
 // FileProcessed is an in-memory ProcessedStore backed by an append-only
@@ -117,19 +121,23 @@ func (p *FileProcessed) compact(path string) error {
 }
 
 // Lookup implements ProcessedStore.
-func (p *FileProcessed) Lookup(group, requestID string) (Response, bool) {
+func (p *FileProcessed) Lookup(_ context.Context, group, requestID string) (Response, bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r, ok := p.entries[processedKey{group, requestID}]
-	return r, ok
+	return r, ok, nil
 }
 
 // Record implements ProcessedStore. The line is appended in one write, so a
 // crash leaves at most a torn last line, which load skips.
-func (p *FileProcessed) Record(group, requestID string, resp Response) error {
+func (p *FileProcessed) Record(_ context.Context, group, requestID string, resp Response) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.entries[processedKey{group, requestID}] = resp
+	key := processedKey{group, requestID}
+	if _, seen := p.entries[key]; seen {
+		return nil
+	}
+	p.entries[key] = resp
 	if p.file == nil {
 		return nil
 	}

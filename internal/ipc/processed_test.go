@@ -1,6 +1,7 @@
 package ipc
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,16 +9,20 @@ import (
 )
 
 func TestFileProcessedSurvivesRestartAndTornWrites(t *testing.T) {
+	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state", "processed.jsonl")
 	p, err := OpenFileProcessed(path, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	if err := p.Record("team", "a", Response{RequestID: "a", Status: Accepted, RunID: "run-1", At: now}); err != nil {
+	if err := p.Record(ctx, "team", "a", Response{RequestID: "a", Status: Accepted, RunID: "run-1", At: now}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Record("team", "old", Response{RequestID: "old", Status: Accepted, At: now.Add(-2 * time.Hour)}); err != nil {
+	if err := p.Record(ctx, "team", "a", Response{RequestID: "a", Status: Rejected, At: now}); err != nil {
+		t.Fatal(err) // a second answer for the same id: the first stays
+	}
+	if err := p.Record(ctx, "team", "old", Response{RequestID: "old", Status: Accepted, At: now.Add(-2 * time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	p.Close()
@@ -34,25 +39,25 @@ func TestFileProcessedSurvivesRestartAndTornWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if r, ok := p.Lookup("team", "a"); !ok || r.RunID != "run-1" {
+	if r, ok, _ := p.Lookup(ctx, "team", "a"); !ok || r.RunID != "run-1" {
 		t.Errorf("lookup after restart = %+v, %v", r, ok)
 	}
-	if _, ok := p.Lookup("other", "a"); ok {
+	if _, ok, _ := p.Lookup(ctx, "other", "a"); ok {
 		t.Error("request ids are per group")
 	}
-	if _, ok := p.Lookup("team", "old"); ok {
+	if _, ok, _ := p.Lookup(ctx, "team", "old"); ok {
 		t.Error("an entry past the retention survived")
 	}
-	if _, ok := p.Lookup("team", "torn"); ok {
+	if _, ok, _ := p.Lookup(ctx, "team", "torn"); ok {
 		t.Error("the torn line was read")
 	}
 	// New records still append cleanly after the compaction.
-	if err := p.Record("team", "b", Response{RequestID: "b", At: now}); err != nil {
+	if err := p.Record(ctx, "team", "b", Response{RequestID: "b", At: now}); err != nil {
 		t.Fatal(err)
 	}
 	p.Close()
 	p, _ = OpenFileProcessed(path, time.Hour)
-	if _, ok := p.Lookup("team", "b"); !ok {
+	if _, ok, _ := p.Lookup(ctx, "team", "b"); !ok {
 		t.Error("a record after compaction was lost")
 	}
 }
