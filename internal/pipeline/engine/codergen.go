@@ -123,6 +123,9 @@ func resolveOutcome(res Result, parsed agenttext.Parsed, statusPath string) (Out
 		}
 		if s == StatusFail || s == StatusRetry {
 			out.FailureReason = "the agent reported " + string(s)
+			if line := firstLine(parsed.Clean); line != "" {
+				out.FailureReason += ": " + truncate(line, 200)
+			}
 		}
 		return out, "tags"
 	}

@@ -1,0 +1,356 @@
+package main
+
+// `nanohost pipeline run|resume`: execute a pipeline from the terminal on a
+// scripted or simulated backend (other backends register in
+// backendFactories). The --json output is a contract tests and tools rely on.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/pipeline/frontend"
+	"nanohost/internal/pipeline/interview"
+	"nanohost/internal/pipeline/script"
+)
+
+// Exit statuses of run and resume.
+const (
+	exitRunFailed = 1 // the pipeline ran and failed (or was cancelled)
+)
+
+// backendOptions is what a backend factory gets from the command line.
+type backendOptions struct {
+	Script   string         // --script
+	LogsRoot string         // the run directory
+	Flags    *pflag.FlagSet // the command's flags, for backend-specific ones (see addBackendFlags)
+}
+
+// backendFactories maps --backend names to constructors. Another backend
+// registers itself from its own file's init:
+//
+//	func init() {
+//		addBackendFlags(func(fs *pflag.FlagSet) { fs.String("image", "", "agent image") })
+//		backendFactories["docker"] = func(o backendOptions) (engine.Backend, error) { … }
+//	}
+var backendFactories = map[string]func(backendOptions) (engine.Backend, error){
+	"sim": func(backendOptions) (engine.Backend, error) { return script.Sim{}, nil },
+	"script": func(o backendOptions) (engine.Backend, error) {
+		if o.Script == "" {
+			return nil, errors.New("--backend script needs --script S.json")
+		}
+		return script.Load(o.Script)
+	},
+}
+
+// The commands are package variables (built before any init runs) so other
+// files can add flags to them.
+var (
+	pipelineRunCmd    = newPipelineRunCmd()
+	pipelineResumeCmd = newPipelineResumeCmd()
+)
+
+func init() {
+	pipelineCmd.AddCommand(pipelineRunCmd, pipelineResumeCmd)
+}
+
+// addBackendFlags lets a backend define its own flags on run and resume.
+func addBackendFlags(define func(fs *pflag.FlagSet)) {
+	define(pipelineRunCmd.Flags())
+	define(pipelineResumeCmd.Flags())
+}
+
+// runFlags are the flags run and resume share.
+type runFlags struct {
+	backend     string
+	script      string
+	answers     string
+	autoApprove bool
+	logs        string
+	noBackoff   bool
+	asJSON      bool
+}
+
+func (f *runFlags) register(fs *pflag.FlagSet, withLogs bool) {
+	fs.StringVar(&f.backend, "backend", "", "agent backend: "+strings.Join(backendNames(), ", ")+" (default: script with --script, else sim)")
+	fs.StringVar(&f.script, "script", "", "scripted responses `S.json` for the script backend")
+	fs.StringVar(&f.answers, "answers", "", "answer human gates from `A.json` (a list of answers; an empty queue skips)")
+	fs.BoolVar(&f.autoApprove, "auto-approve", false, "answer every human gate with its first option")
+	if withLogs {
+		fs.StringVar(&f.logs, "logs", "", "run directory (default ./data/runs/<run id>)")
+	}
+	fs.BoolVar(&f.noBackoff, "no-backoff", false, "retry at once instead of backing off")
+	fs.BoolVar(&f.asJSON, "json", false, "print only the result, as JSON")
+}
+
+func backendNames() []string {
+	names := make([]string, 0, len(backendFactories))
+	for n := range backendFactories {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+const runLong = `Run an Attractor DOT pipeline: validate it (like 'nanohost pipeline validate';
+errors stop the run), then execute it node by node, checkpointing after every
+node into the run directory ({logs}/checkpoint.json, events.jsonl and a
+directory per node with prompt.md, response.md and status.json).
+
+Backends: "script" answers from S.json,
+  {"nodes": {"<id>": [R1, R2, …]}, "default": R}
+where the k-th execution of a node takes Rk (the last one repeats) and R is
+agent text ("[outcome:success]" tags are parsed) or an object
+  {"status", "preferred_label", "suggested_next_ids", "context_updates",
+   "notes", "failure_reason", "response", "delay_ms", "exit_code"};
+unlisted nodes succeed. "sim" is the spec's simulation mode.
+
+Human gates ask on the terminal unless --answers A.json (a list of answers:
+a key, label or target id as a string, {"timeout": true}, {"skip": true}
+or {"text": "…"}) or --auto-approve is given.
+
+Without --json a live log is printed; with --json only the result:
+  {"run_id", "status": "success"|"fail", "failure_reason", "path": [...],
+   "attempts": {node: n}, "completed_nodes": [...], "context": {...},
+   "logs_root", "usage": {...}}
+
+Ctrl-C stops the run at once, keeping its checkpoint for 'nanohost pipeline resume'.
+
+Exit status: 0 the run succeeded; 1 it failed (or was stopped); 2 the
+pipeline is invalid (diagnostics on stderr) or the command was misused.`
+
+func newPipelineRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Execute a DOT pipeline on a scripted or simulated backend",
+		Long:  runLong,
+		Example: `  nanohost pipeline run examples/investigation-circuit.dot \
+      --script examples/investigation-circuit.script.json \
+      --answers examples/investigation-circuit.answers.json
+  nanohost pipeline run feature.dot --backend sim --auto-approve --json | jq .path`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, src, err := readPipelineSource(cmd, args[0])
+			if err != nil {
+				return exitCode(exitInvalid, err)
+			}
+			g, ds, err := frontend.Prepare(name, src, frontendOptions())
+			if err != nil || pipeline.HasErrors(ds) {
+				writeDiagnostics(cmd.ErrOrStderr(), name, ds)
+				return exitCode(exitInvalid, nil)
+			}
+			for _, d := range ds {
+				if d.File == "" {
+					d.File = name
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), d.String())
+			}
+			runID := engine.NewRunID(time.Now())
+			logs := f.logs
+			if logs == "" {
+				logs = engine.DefaultLogsRoot(runID)
+			}
+			return execute(cmd, &f, runID, logs, func(ctx context.Context, eng *engine.Engine) (*engine.RunResult, error) {
+				return eng.Run(ctx, g, src, name)
+			})
+		},
+	}
+	f.register(cmd.Flags(), true)
+	return cmd
+}
+
+func newPipelineResumeCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "resume LOGS_DIR",
+		Short: "Continue a stopped or crashed pipeline run from its checkpoint",
+		Long: `Resume the run in LOGS_DIR from its checkpoint: the graph comes from the DOT
+source stored in the checkpoint, completed nodes are not run again, and the
+event numbering continues. The node that was running when the run stopped
+runs again from its start. The flags are those of 'nanohost pipeline run'.
+
+Exit status: 0 the run succeeded; 1 it failed (or was stopped); 2 the run
+directory holds no resumable run.`,
+		Example: `  nanohost pipeline resume data/runs/pipeline-1709123456-abc123 --script S.json --json`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			logs := args[0]
+			cp, err := engine.LoadCheckpoint(logs)
+			if err != nil {
+				return exitCode(exitInvalid, err)
+			}
+			return execute(cmd, &f, cp.RunID, logs, func(ctx context.Context, eng *engine.Engine) (*engine.RunResult, error) {
+				return eng.Resume(ctx, logs)
+			})
+		},
+	}
+	f.register(cmd.Flags(), false)
+	return cmd
+}
+
+func frontendOptions() frontend.Options {
+	return frontend.Options{KnownTypes: engine.BuiltinTypes()}
+}
+
+// loadGraph is the engine's GraphLoader: the front end, refusing graphs
+// with errors (for resumes and manager-loop children).
+func loadGraph(file string, src []byte) (*pipeline.Graph, error) {
+	g, ds, err := frontend.Prepare(file, src, frontendOptions())
+	if err != nil {
+		return nil, err
+	}
+	if pipeline.HasErrors(ds) {
+		var msgs []string
+		for _, d := range ds {
+			if d.Severity == pipeline.SeverityError {
+				msgs = append(msgs, d.String())
+			}
+		}
+		return nil, fmt.Errorf("invalid pipeline:\n%s", strings.Join(msgs, "\n"))
+	}
+	return g, nil
+}
+
+// execute builds the engine from the flags, runs start and reports.
+func execute(cmd *cobra.Command, f *runFlags, runID, logs string, start func(context.Context, *engine.Engine) (*engine.RunResult, error)) error {
+	backend, err := newBackend(cmd, f, logs)
+	if err != nil {
+		return exitCode(exitInvalid, err)
+	}
+	iv, err := newInterviewer(cmd, f)
+	if err != nil {
+		return exitCode(exitInvalid, err)
+	}
+	out := cmd.OutOrStdout()
+	var observers []engine.Observer
+	if !f.asJSON {
+		fmt.Fprintf(out, "run %s — logs in %s\n", runID, logs)
+		observers = append(observers, liveLog(out, engine.VerbosityStandard))
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	eng := engine.New(engine.Config{
+		Backend: backend, Interviewer: iv, Observers: observers, Loader: loadGraph,
+		LogsRoot: logs, RunID: runID, NoBackoff: f.noBackoff,
+	})
+	res, err := start(ctx, eng)
+	if err != nil {
+		return exitCode(exitInvalid, err)
+	}
+	if f.asJSON {
+		if err := writeJSON(out, resultJSON(res)); err != nil {
+			return exitCode(exitRunFailed, err)
+		}
+	}
+	if res.Cancelled {
+		fmt.Fprintf(cmd.ErrOrStderr(), "run stopped; continue it with: nanohost pipeline resume %s\n", res.LogsRoot)
+	}
+	if res.Status != engine.StateSuccess {
+		return exitCode(exitRunFailed, nil)
+	}
+	return nil
+}
+
+func newBackend(cmd *cobra.Command, f *runFlags, logs string) (engine.Backend, error) {
+	name := f.backend
+	if name == "" {
+		name = "sim"
+		if f.script != "" {
+			name = "script"
+		}
+	}
+	factory, ok := backendFactories[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown --backend %q (want %s)", name, strings.Join(backendNames(), ", "))
+	}
+	if f.script != "" && name != "script" {
+		return nil, fmt.Errorf("--script only applies to --backend script, not %s", name)
+	}
+	b, err := factory(backendOptions{Script: f.script, LogsRoot: logs, Flags: cmd.Flags()})
+	if err != nil {
+		return nil, fmt.Errorf("backend %s: %w", name, err)
+	}
+	return b, nil
+}
+
+func newInterviewer(cmd *cobra.Command, f *runFlags) (engine.Interviewer, error) {
+	switch {
+	case f.answers != "" && f.autoApprove:
+		return nil, errors.New("--answers and --auto-approve exclude each other")
+	case f.answers != "":
+		answers, err := interview.LoadAnswers(f.answers)
+		if err != nil {
+			return nil, err
+		}
+		return interview.NewQueue(answers), nil
+	case f.autoApprove:
+		return interview.AutoApprove{}, nil
+	}
+	return &interview.Console{In: cmd.InOrStdin(), Out: cmd.ErrOrStderr()}, nil
+}
+
+// liveLog prints each event the verbosity shows, in the host's log format.
+func liveLog(w io.Writer, v engine.Verbosity) engine.Observer {
+	return engine.ObserverFunc(func(e engine.Event) {
+		if engine.EventVerbosity(e) > v {
+			return
+		}
+		if line := engine.FormatEvent(e); line != "" {
+			fmt.Fprintln(w, line)
+		}
+	})
+}
+
+// runResultJSON is the --json contract.
+type runResultJSON struct {
+	RunID          string         `json:"run_id"`
+	Status         string         `json:"status"`
+	FailureReason  string         `json:"failure_reason"`
+	Path           []string       `json:"path"`
+	Attempts       map[string]int `json:"attempts"`
+	CompletedNodes []string       `json:"completed_nodes"`
+	Context        map[string]any `json:"context"`
+	LogsRoot       string         `json:"logs_root"`
+	Usage          engine.Usage   `json:"usage"`
+	Cancelled      bool           `json:"cancelled,omitempty"`
+}
+
+func resultJSON(r *engine.RunResult) runResultJSON {
+	out := runResultJSON{
+		RunID: r.RunID, Status: r.Status, FailureReason: r.FailureReason,
+		Path: nonNilSlice(r.Path), Attempts: r.Attempts, CompletedNodes: nonNilSlice(r.CompletedNodes),
+		Context: r.Context, LogsRoot: r.LogsRoot, Usage: r.Usage, Cancelled: r.Cancelled,
+	}
+	if abs, err := filepath.Abs(r.LogsRoot); err == nil {
+		out.LogsRoot = abs
+	}
+	if out.Attempts == nil {
+		out.Attempts = map[string]int{}
+	}
+	if out.Context == nil {
+		out.Context = map[string]any{}
+	}
+	return out
+}
+
+func nonNilSlice(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return slices.Clone(s)
+}
