@@ -195,7 +195,7 @@ func startEnv(t *testing.T, docker *container.Docker, script any, maxContainers 
 		Runtime: docker, Image: testImage, HostID: hostID, StateDir: filepath.Join(cfg.DataDir, "state"),
 		Agent:         container.AgentConfig{Kind: "script", ScriptFile: cfg.Runtime.Script},
 		MaxContainers: maxContainers, Logger: log,
-		Limits: container.Limits{MemoryBytes: 256 << 20, CPUs: 0.5, Pids: 128},
+		Limits:  container.Limits{MemoryBytes: 256 << 20, CPUs: 0.5, Pids: 128},
 		OnEvent: func(e container.Event) { metrics.OnContainerEvent(e); peak.on(e) },
 	})
 	if err != nil {
@@ -234,9 +234,8 @@ func startEnv(t *testing.T, docker *container.Docker, script any, maxContainers 
 	}
 	t.Cleanup(e.stop)
 	// The console group exists once Run has synced the groups.
-	waitUntil(t, 10*time.Second, "the console group is registered", func() bool {
-		_, err := st.GetGroup(context.Background(), "main")
-		return err == nil
+	waitUntil(t, 10*time.Second, "the console group is registered and serving", func() bool {
+		return h.HTTPAddr() != ""
 	})
 	return e
 }
