@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/awalterschulze/gographviz/ast"
+
 	"nanohost/internal/pipeline"
 )
 
@@ -128,5 +130,16 @@ func TestLimits(t *testing.T) {
 	}
 	if _, err := ParseWithLimits("", []byte(chain(10)), Limits{MaxNodes: 10, MaxEdges: 9, MaxDepth: 1}); err != nil {
 		t.Errorf("input exactly at the limits rejected: %v", err)
+	}
+}
+
+func TestPanicInGographvizBecomesSyntaxError(t *testing.T) {
+	saved := grammar
+	t.Cleanup(func() { grammar = saved })
+	grammar = func([]byte) (*ast.Graph, error) { panic("Error recovery led to invalid action") }
+	_, err := Parse("p.dot", []byte("digraph G { a }"))
+	var se *SyntaxError
+	if !errors.As(err, &se) || se.Construct != "internal error" || !strings.Contains(se.Msg, "invalid action") || se.Pos.Line != 1 {
+		t.Fatalf("err = %#v", err)
 	}
 }

@@ -52,6 +52,9 @@ func (l Limits) withDefaults() Limits {
 	}
 }
 
+// grammar is gographviz's parser; a variable so a test can make it panic.
+var grammar = gographviz.Parse
+
 // Parse reads one Attractor digraph. file is only used in error messages
 // ("" → "<input>").
 func Parse(file string, src []byte) (*pipeline.Graph, error) {
@@ -79,7 +82,7 @@ func ParseWithLimits(file string, src []byte, lim Limits) (g *pipeline.Graph, er
 		return nil, err
 	}
 	text, offsets, index := normalise(toks)
-	tree, err := gographviz.Parse(text)
+	tree, err := grammar(text)
 	if err != nil {
 		return nil, grammarError(file, toks, offsets, index, err)
 	}
