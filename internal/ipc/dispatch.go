@@ -192,13 +192,17 @@ func malformed(data []byte, stem string, err error) verdict {
 // panics: a panic while handling quarantines the file.
 func (w *Watcher) handleClaimed(ctx context.Context, group string, root *os.Root, p pending, claimed string) {
 	log := w.log.With("group", group, "file", string(p.queue)+"/"+p.name)
+	stem := strings.TrimSuffix(p.name, ".json")
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("ipc: panic while handling request", "panic", r)
-			w.finish(group, root, p, claimed, verdict{quarantine: fmt.Sprintf("internal error while handling this file: %v", r)}, log)
+			reason := fmt.Sprintf("internal error while handling this file: %v", r)
+			w.finish(group, root, p, claimed, verdict{
+				resp:       Response{RequestID: stem, Status: Rejected, Reason: reason},
+				quarantine: reason,
+			}, log)
 		}
 	}()
-	stem := strings.TrimSuffix(p.name, ".json")
 	data, err := readClaimed(claimed, w.cfg.Limits.FileBytes)
 	if err != nil {
 		w.finish(group, root, p, claimed, malformed(nil, stem, err), log)
@@ -209,8 +213,12 @@ func (w *Watcher) handleClaimed(ctx context.Context, group string, root *os.Root
 		w.finish(group, root, p, claimed, malformed(data, stem, err), log)
 		return
 	}
+	// Once a request is read it is seen through even if the watcher is
+	// stopping: the Host call and the bookkeeping after it belong together.
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.HandlerTimeout)
+	defer cancel()
 	id := req.Meta().RequestID
-	prev, seen, err := w.cfg.Processed.Lookup(ctx, group, id)
+	prev, seen, err := w.cfg.Processed.Lookup(hctx, group, id)
 	if err != nil {
 		log.Error("ipc: cannot check whether a request was handled before", "request_id", id, "err", err)
 		w.finish(group, root, p, claimed, failed(req, "the host cannot check this request right now; submit it again later"), log)
@@ -224,8 +232,6 @@ func (w *Watcher) handleClaimed(ctx context.Context, group string, root *os.Root
 	if w.onHandle != nil {
 		w.onHandle(group, req)
 	}
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.HandlerTimeout)
-	defer cancel()
 	v := w.dispatch(hctx, group, req)
 	w.stamp(&v.resp)
 	if v.final {

@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -259,5 +260,29 @@ func TestQuarantineIsCapped(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Join(e.root, dirProcessing, "team", "tasks")); len(entries) != 0 {
 		t.Errorf("files left in processing: %v", entries)
+	}
+}
+
+// panicHost panics on SendMessage: a Host bug must not take the watcher down.
+type panicHost struct{ *fakeHost }
+
+func (panicHost) SendMessage(context.Context, string, string, string, string) error {
+	panic("host bug")
+}
+
+func TestPanickingHostDoesNotStopTheWatcher(t *testing.T) {
+	e := newEnv(t)
+	e.start(func(c *Config) { c.Host = panicHost{e.host} })
+	e.submit("team", "boom", map[string]any{"type": "send_message", "text": "hi"})
+	r := e.response("team", "boom")
+	if r.Status != Rejected || !strings.Contains(r.Reason, "internal error") {
+		t.Fatalf("response = %+v", r)
+	}
+	if q := e.quarantined("team"); !strings.Contains(q["messages-boom.json"], "host bug") {
+		t.Errorf("quarantine = %v", q)
+	}
+	e.submit("team", "after", startBody(validDOT))
+	if r := e.response("team", "after"); r.Status != Accepted {
+		t.Errorf("request after the panic: %+v", r)
 	}
 }
