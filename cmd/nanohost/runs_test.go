@@ -62,7 +62,9 @@ func hostDB(t *testing.T) (dir string, st *store.Store) {
 	mustCreate(store.Run{ID: "run-live", GroupFolder: "main", ChatID: "C1", SourceDOT: "digraph L {}",
 		Goal: "Long job", Status: store.RunRunning, CreatedAt: t0.Add(2 * time.Hour)})
 
-	u := func(cost float64) *engine.Usage { return &engine.Usage{InputTokens: 1000, OutputTokens: 200, CostUSD: cost} }
+	u := func(cost float64) *engine.Usage {
+		return &engine.Usage{InputTokens: 1000, OutputTokens: 200, CostUSD: cost}
+	}
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	events := []engine.Event{
 		{Seq: 1, Time: at(0), Type: engine.EventPipelineStarted, Label: "Feature", Message: "Add RSI indicator"},
