@@ -113,7 +113,12 @@ func (d *Desk) Ask(ctx context.Context, t Target, q engine.Question) (engine.Ans
 	defer d.forget(w)
 
 	prompt := channels.GatePrompt{RunID: g.RunID, GateID: g.GateID, Nonce: g.Nonce, Question: q}
-	msgID, err := t.Thread.PostInThread(ctx, channels.Message{Text: q.Text, Gate: &prompt})
+	// Post even if ctx ends meanwhile: a prompt that reached Slack but
+	// whose id we lost would show live buttons forever. wait() then sees
+	// ctx's end and withdraws it.
+	postCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), editTimeout)
+	msgID, err := t.Thread.PostInThread(postCtx, channels.Message{Text: q.Text, Gate: &prompt})
+	cancel()
 	if err != nil {
 		d.settle(context.WithoutCancel(ctx), w.gate, Resolution{State: StateWithdrawn, At: d.now()})
 		return engine.Answer{}, fmt.Errorf("post gate %s of run %s: %w", q.ID, q.RunID, err)

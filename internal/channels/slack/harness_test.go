@@ -1,0 +1,267 @@
+package slack_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"nanohost/internal/channels"
+	"nanohost/internal/channels/gate"
+	"nanohost/internal/channels/report"
+	"nanohost/internal/channels/slack"
+	"nanohost/internal/channels/slacktest"
+	"nanohost/internal/pipeline/engine"
+)
+
+const (
+	opsChat   = "C0OPS"     // in the policy
+	otherChat = "C0OTHER"   // in the policy
+	closed    = "C0CLOSED"  // exists, not in the policy
+	alice     = "U0ALICE"   // starter and approver
+	bob       = "U0BOB"     // approver through group:S0SRE
+	mallory   = "U0MALLORY" // nobody
+	sreGroup  = "S0SRE"
+	waitLong  = 10 * time.Second
+)
+
+// harness is the real Slack channel connected to a fake Slack, with a
+// minimal host: gate answers and thread replies go to a gate.Desk,
+// everything else to the inbound channel.
+type harness struct {
+	t       *testing.T
+	ctx     context.Context
+	fake    *slacktest.Server
+	ch      *slack.Channel
+	desk    *gate.Desk
+	inbound chan channels.Inbound
+
+	mu sync.Mutex
+	// hostDelay makes the host slow to handle each event.
+	hostDelay time.Duration
+}
+
+type harnessOption func(*slack.Config)
+
+func newHarness(t *testing.T, opts ...harnessOption) *harness {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	fake := slacktest.New()
+	fake.AddChannel(opsChat, "ops")
+	fake.AddChannel(otherChat, "other")
+	fake.AddChannel(closed, "closed")
+	fake.AddUser(alice, "Alice")
+	fake.AddUser(bob, "Bob")
+	fake.AddUser(mallory, "Mallory")
+	fake.SetGroup(sreGroup, bob)
+
+	logger := slog.New(slog.DiscardHandler)
+	cfg := slack.Config{
+		BotToken: fake.BotToken, AppToken: fake.AppToken, APIURL: fake.APIURL(),
+		Policy: slack.Policy{
+			Channels:  []string{opsChat, otherChat},
+			Starters:  []string{alice},
+			Approvers: []string{alice, "group:" + sreGroup},
+		},
+		// Fast delivery: the tests are about order and retries, not pace.
+		Send:   slack.SendConfig{PerSecond: 1000, Burst: 100, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
+		Logger: logger,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	ch, err := slack.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, ctx: ctx, fake: fake, ch: ch, desk: gate.NewDesk(gate.NewMemBook(), logger),
+		inbound: make(chan channels.Inbound, 100)}
+	runDone := make(chan error, 1)
+	go func() { runDone <- ch.Run(ctx, h.deliver) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-runDone; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		h.desk.Wait()
+		ch.Close()
+		h.checkAcks()
+		fake.Close()
+	})
+	eventually(t, "the channel connects to the fake Slack", func() bool { return ch.State().State == slack.StateConnected })
+	return h
+}
+
+// eventually polls cond (for state outside the fake, which WaitFor watches).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// deliver is the minimal host.
+func (h *harness) deliver(in channels.Inbound) {
+	h.mu.Lock()
+	delay := h.hostDelay
+	h.mu.Unlock()
+	time.Sleep(delay)
+	switch {
+	case in.Kind == channels.KindGateAnswer:
+		h.desk.HandleAnswer(h.ctx, h.ch, in)
+		return
+	case in.Kind == channels.KindMessage && in.Thread != "":
+		if h.desk.HandleReply(h.ctx, h.ch, in) {
+			return
+		}
+	}
+	h.inbound <- in
+}
+
+// checkAcks asserts Slack's 3-second rule held for every envelope.
+func (h *harness) checkAcks() {
+	for _, a := range h.fake.Acks() {
+		if a.Latency() > 3*time.Second {
+			h.t.Errorf("envelope %s (%s) acked after %v, over Slack's 3 s", a.EnvelopeID, a.Type, a.Latency())
+		}
+	}
+}
+
+func (h *harness) nextInbound() channels.Inbound {
+	h.t.Helper()
+	select {
+	case in := <-h.inbound:
+		return in
+	case <-time.After(waitLong):
+		h.t.Fatal("nothing reached the host")
+		return channels.Inbound{}
+	}
+}
+
+func (h *harness) noInbound(within time.Duration) {
+	h.t.Helper()
+	select {
+	case in := <-h.inbound:
+		h.t.Errorf("expected nothing to reach the host, got %+v", in)
+	case <-time.After(within):
+	}
+}
+
+// waitEphemeral waits for an ephemeral to user containing want.
+func (h *harness) waitEphemeral(chat, user, want string) {
+	h.t.Helper()
+	ok := h.fake.WaitFor(waitLong, func() bool {
+		for _, e := range h.fake.Ephemerals(chat, user) {
+			if strings.Contains(e.Text, want) {
+				return true
+			}
+		}
+		return false
+	})
+	if !ok {
+		h.t.Fatalf("no ephemeral to %s containing %q; got %+v", user, want, h.fake.Ephemerals(chat, user))
+	}
+}
+
+// startReporter starts a run's thread in chat.
+func (h *harness) startReporter(chat, runID string, v channels.Verbosity, opts ...func(*report.Config)) *report.Reporter {
+	cfg := report.Config{Channel: h.ch, Chat: chat, RunID: runID, Verbosity: v, LogRef: "logs/" + runID,
+		Logger: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return report.Start(h.ctx, cfg)
+}
+
+func (h *harness) closeReporter(r *report.Reporter) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(h.ctx, waitLong)
+	defer cancel()
+	if err := r.Close(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// asked is a gate question being asked in the background.
+type asked struct {
+	answer chan engine.Answer
+	err    chan error
+}
+
+func (h *harness) ask(ctx context.Context, target gate.Target, q engine.Question) *asked {
+	a := &asked{answer: make(chan engine.Answer, 1), err: make(chan error, 1)}
+	go func() {
+		ans, err := h.desk.Interviewer(target).Ask(ctx, q)
+		a.answer <- ans
+		a.err <- err
+	}()
+	return a
+}
+
+func (a *asked) wait(t *testing.T) (engine.Answer, error) {
+	t.Helper()
+	select {
+	case ans := <-a.answer:
+		return ans, <-a.err
+	case <-time.After(waitLong):
+		t.Fatal("the gate was never settled")
+		return engine.Answer{}, nil
+	}
+}
+
+func (a *asked) pending(t *testing.T) {
+	t.Helper()
+	select {
+	case ans := <-a.answer:
+		t.Fatalf("the gate was settled (%+v, %v) but should still be open", ans, <-a.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// promptIn waits for the gate prompt (a bot message with buttons) in a
+// thread and returns it.
+func (h *harness) promptIn(chat, thread string, nth int) slacktest.Message {
+	h.t.Helper()
+	var found slacktest.Message
+	ok := h.fake.WaitFor(waitLong, func() bool {
+		n := 0
+		for _, m := range h.fake.Thread(chat, thread) {
+			if len(m.Buttons()) > 0 || len(m.Revisions) > 0 && strings.Contains(m.Text, "❓") {
+				n++
+				if n == nth {
+					found = m
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if !ok {
+		h.t.Fatalf("no gate prompt #%d in thread %s", nth, thread)
+	}
+	return found
+}
+
+func buttonLabeled(t *testing.T, m slacktest.Message, label string) slacktest.Button {
+	t.Helper()
+	for _, b := range m.Buttons() {
+		if strings.Contains(b.Text, label) {
+			return b
+		}
+	}
+	t.Fatalf("message %s has no button %q (has %+v)", m.TS, label, m.Buttons())
+	return slacktest.Button{}
+}
+
+func reviewQuestion(runID, gateID string) engine.Question {
+	return engine.Question{
+		ID: gateID, RunID: runID, Stage: "review", Text: "Ship the RSI change?", Type: engine.QuestionMultipleChoice,
+		Options: []engine.Option{{Key: "A", Label: "[A] Approve", To: "ship"}, {Key: "R", Label: "[R] Reject", To: "fix"}},
+	}
+}

@@ -1,0 +1,190 @@
+package slack_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"nanohost/internal/channels"
+	"nanohost/internal/channels/slack"
+)
+
+// pastedDOT is a pipeline as Slack delivers it when pasted in a code fence
+// on a Mac: fence kept, quotes curled, '>' escaped.
+const pastedDOT = "```dot\ndigraph Feature {\n  graph [goal=\u201cAdd RSI\u201d]\n  start [shape=Mdiamond]\n  done [shape=Msquare]\n  start -&gt; done\n}\n```"
+
+func TestSlashCommandsReachTheHostParsed(t *testing.T) {
+	h := newHarness(t)
+
+	h.fake.SlashCommand(opsChat, alice, pastedDOT+" --verbosity verbose")
+	in := h.nextInbound()
+	if in.Kind != channels.KindCommand || in.Chat != opsChat || in.User != alice || in.Command == nil {
+		t.Fatalf("got %+v, want alice's command in %s", in, opsChat)
+	}
+	if in.Command.Kind != channels.CmdRunDOT || in.Command.Verbosity != channels.VerbosityVerbose {
+		t.Errorf("command = %+v, want an inline run at verbose", *in.Command)
+	}
+	for _, want := range []string{`goal="Add RSI"`, "start -> done"} {
+		if !strings.Contains(in.Command.DOT, want) {
+			t.Errorf("DOT was not repaired: missing %q in\n%s", want, in.Command.DOT)
+		}
+	}
+	if strings.Contains(in.Command.DOT, "```") {
+		t.Errorf("code fence left in DOT:\n%s", in.Command.DOT)
+	}
+
+	h.fake.SlashCommand(opsChat, alice, "run feature Add RSI indicator")
+	in = h.nextInbound()
+	want := channels.Command{Kind: channels.CmdRunNamed, Name: "feature", Goal: "Add RSI indicator"}
+	if in.Command == nil || *in.Command != want {
+		t.Errorf("named run = %+v, want %+v", in.Command, want)
+	}
+
+	// Read-only commands are open to anyone in an allowed channel.
+	h.fake.SlashCommand(opsChat, mallory, "status")
+	if in := h.nextInbound(); in.Command == nil || in.Command.Kind != channels.CmdStatus || in.User != mallory {
+		t.Errorf("status by mallory = %+v, want it delivered", in)
+	}
+}
+
+func TestSlashCommandRefusalsAndHelpAreEphemeral(t *testing.T) {
+	h := newHarness(t)
+
+	h.fake.SlashCommand(opsChat, mallory, "run feature")
+	h.waitEphemeral(opsChat, mallory, "not allowed to start or change runs here (policy.starters)")
+	h.fake.SlashCommand(opsChat, mallory, "cancel run-1")
+	h.waitEphemeral(opsChat, mallory, "✋")
+
+	h.fake.SlashCommand(closed, alice, "run feature")
+	h.waitEphemeral(closed, alice, "add its id (C0CLOSED) to policy.channels")
+
+	h.fake.SlashCommand(opsChat, alice, "help")
+	h.waitEphemeral(opsChat, alice, "/pipeline run &lt;name&gt; [goal…]") // as Slack receives it
+
+	h.fake.SlashCommand(opsChat, alice, "lsit")
+	h.waitEphemeral(opsChat, alice, `did you mean "list"?`)
+
+	h.noInbound(300 * time.Millisecond)
+	if got := h.fake.BotMessages(opsChat); len(got) != 0 {
+		t.Errorf("refusals must not be posted for everyone, got %d channel messages", len(got))
+	}
+}
+
+func TestMentionsAndMessagesInAllowedChannelsOnly(t *testing.T) {
+	h := newHarness(t)
+
+	if _, err := h.fake.Mention(opsChat, alice, "what is running?"); err != nil {
+		t.Fatal(err)
+	}
+	in := h.nextInbound()
+	if in.Kind != channels.KindMention || in.Text != "what is running?" || in.User != alice {
+		t.Errorf("mention = %+v, want alice's text without the bot mention", in)
+	}
+	// Slack also sends a message event for the mention; it must not
+	// reach the host a second time.
+	if _, err := h.fake.Say(closed, alice, "not for the bot"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.fake.Say(otherChat, bob, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	in = h.nextInbound()
+	if in.Kind != channels.KindMessage || in.Chat != otherChat || in.Text != "hello" {
+		t.Errorf("got %+v, want bob's message in %s (mention duplicate and closed channel dropped)", in, otherChat)
+	}
+	h.noInbound(300 * time.Millisecond)
+}
+
+func TestRetriedEventsAreDeliveredOnce(t *testing.T) {
+	h := newHarness(t)
+	root, err := h.fake.Say(opsChat, alice, "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.nextInbound()
+	if _, err := h.fake.Reply(opsChat, root, bob, "in thread"); err != nil {
+		t.Fatal(err)
+	}
+	in := h.nextInbound()
+	if in.Thread != root || in.Text != "in thread" {
+		t.Errorf("thread reply = %+v, want thread %s", in, root)
+	}
+	// Slack retries the same event (same event id, new envelope).
+	for _, a := range h.fake.Acks() {
+		if a.Type == "events_api" {
+			if _, err := h.fake.ReplayEvent(a.EnvelopeID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	h.noInbound(500 * time.Millisecond)
+}
+
+func TestAcksDoNotWaitForASlowHost(t *testing.T) {
+	h := newHarness(t)
+	h.mu.Lock()
+	h.hostDelay = 700 * time.Millisecond
+	h.mu.Unlock()
+	var envs []string
+	for i := range 4 {
+		envs = append(envs, h.fake.SlashCommand(opsChat, alice, "status run-"+string(rune('a'+i))))
+	}
+	for i := range envs {
+		if in := h.nextInbound(); in.Command.RunID != "run-"+string(rune('a'+i)) {
+			t.Errorf("command %d = %+v, want them in order", i, in.Command)
+		}
+	}
+	acks := h.fake.Acks()
+	if len(acks) != len(envs) {
+		t.Fatalf("%d acks for %d envelopes", len(acks), len(envs))
+	}
+	for _, a := range acks {
+		// The host takes 2.8 s for the four; each ack must still be prompt.
+		if a.Latency() > 500*time.Millisecond {
+			t.Errorf("envelope %s acked after %v: acks must not wait for the host", a.EnvelopeID, a.Latency())
+		}
+	}
+}
+
+func TestReconnectsAfterADroppedConnection(t *testing.T) {
+	h := newHarness(t)
+	if s := h.ch.State(); s.State != slack.StateConnected || s.Connections != 1 {
+		t.Fatalf("state = %+v, want connected once", s)
+	}
+	h.fake.Disconnect()
+	// What happens while disconnected waits in Slack and arrives after.
+	h.fake.SlashCommand(opsChat, alice, "list")
+	if in := h.nextInbound(); in.Command == nil || in.Command.Kind != channels.CmdList {
+		t.Fatalf("after reconnecting got %+v, want the list command", in)
+	}
+	h.fake.AskReconnect() // Slack's "disconnect" request: refresh the connection
+	if !h.fake.WaitFor(waitLong, func() bool { return h.fake.Connections() >= 3 }) {
+		t.Fatalf("did not reconnect after a disconnect request; %d connections", h.fake.Connections())
+	}
+	eventually(t, "the channel is connected a third time", func() bool {
+		s := h.ch.State()
+		return s.State == slack.StateConnected && s.Connections >= 3
+	})
+}
+
+func TestNoPolicyRefusesToStart(t *testing.T) {
+	_, err := slack.New(slack.Config{BotToken: "xoxb-1", AppToken: "xapp-1"})
+	if err == nil {
+		t.Fatal("New without a policy succeeded; it must refuse (deny by default)")
+	}
+	for _, want := range []string{"set policy.channels", "set policy.starters", "set policy.approvers"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say to %s", err, want)
+		}
+	}
+	_, err = slack.New(slack.Config{BotToken: "xoxb-1", AppToken: "xapp-1", Policy: slack.Policy{
+		Channels: []string{"#ops"}, Starters: []string{"alice"}, Approvers: []string{"group:sre"}}})
+	for _, want := range []string{`policy.channels[0] = "#ops" is not a channel id`, `policy.starters[0] = "alice"`, `policy.approvers[0] = "group:sre"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not point at %s", err, want)
+		}
+	}
+	if _, err := slack.New(slack.Config{BotToken: "", AppToken: "xapp-1"}); err == nil || !strings.Contains(err.Error(), "slack.bot_token") {
+		t.Errorf("missing bot token: error %v does not name slack.bot_token", err)
+	}
+}

@@ -1,0 +1,101 @@
+package slack
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// Slack's size limits (characters) for the parts nanohost posts.
+const (
+	maxSectionText = 3000
+	maxMessageText = 4000 // Slack truncates longer messages in clients
+	maxHeaderText  = 150
+	maxButtonText  = 75
+	maxFieldText   = 2000
+)
+
+// mrkdwnEscaper escapes the three characters mrkdwn gives meaning to; with
+// < and > escaped, no <!channel>, <@U…>, <#C…> or <url|label> markup in
+// agent text can ping anyone or disguise a link.
+var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// broadcastWords are the bare words some clients turn into pings; a word
+// joiner after the @ keeps them readable but inert.
+var broadcastWords = regexp.MustCompile(`(?i)@(channel|here|everyone)\b`)
+
+// escapeMrkdwn makes untrusted text (agent output, pipeline labels, user
+// input echoed back) safe to place in mrkdwn.
+func escapeMrkdwn(s string) string {
+	s = mrkdwnEscaper.Replace(s)
+	return broadcastWords.ReplaceAllString(s, "@\u2060$1")
+}
+
+// userIDPattern matches Slack user ids, the only thing we turn into a mention.
+var userIDPattern = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
+
+// mention renders a user id as a mention, or escaped text if it is not one.
+func mention(user string) string {
+	if userIDPattern.MatchString(user) {
+		return "<@" + user + ">"
+	}
+	return escapeMrkdwn(user)
+}
+
+// escapeLimited escapes raw for mrkdwn and cuts it to at most limit
+// characters, ending with note when it had to cut. It cuts the source text,
+// never the escaped text, so an entity like &amp; is never split.
+func escapeLimited(raw string, limit int, note string) string {
+	escaped := escapeMrkdwn(raw)
+	if utf8.RuneCountInString(escaped) <= limit {
+		return escaped
+	}
+	budget := limit - utf8.RuneCountInString(note)
+	n, used := 0, 0
+	for _, r := range raw {
+		w := utf8.RuneCountInString(mrkdwnEscaper.Replace(string(r)))
+		if used+w > budget {
+			break
+		}
+		used += w
+		n++
+	}
+	kept := escapeMrkdwn(cutRunes(raw, n))
+	for utf8.RuneCountInString(kept) > budget && n > 0 { // word joiners after @channel
+		n--
+		kept = escapeMrkdwn(cutRunes(raw, n))
+	}
+	return kept + note
+}
+
+// cutRunes returns s's first n characters.
+func cutRunes(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}
+
+// plainLimited cuts plain_text (which Slack does not parse) to limit characters.
+func plainLimited(s string, limit int) string {
+	if utf8.RuneCountInString(s) <= limit {
+		return s
+	}
+	return cutRunes(s, limit-1) + "…"
+}
+
+// truncationNote tells people where the rest of a cut text is.
+func truncationNote(logRef string) string {
+	where := "the run's logs"
+	if logRef != "" {
+		where = "the run's logs (" + logRef + ")"
+	}
+	return "\n… (truncated; the full text is in " + escapeMrkdwn(where) + ")"
+}

@@ -1,0 +1,236 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"nanohost/internal/channels"
+)
+
+// DefaultGroupCacheTTL is how long user group memberships are trusted
+// before usergroups.users.list is asked again.
+const DefaultGroupCacheTTL = 5 * time.Minute
+
+// Policy says who may do what through Slack. Everything is denied unless a
+// rule allows it, and the Slack channel refuses to start without a policy.
+//
+// A principal is a user id ("U0123ABCD"), a user group ("group:S0123ABCD",
+// resolved with usergroups.users.list), or "*" (everyone in the allowed
+// channels).
+type Policy struct {
+	// Channels are the conversation ids where runs may start and post.
+	Channels []string `json:"channels" yaml:"channels"`
+	// Starters may start, resume and cancel runs.
+	Starters []string `json:"starters" yaml:"starters"`
+	// Approvers may answer gates. A node's approvers attribute narrows this
+	// further for its gate (it can never grant more: pipelines may be
+	// written by agents).
+	Approvers []string `json:"approvers" yaml:"approvers"`
+	// PreventSelfApproval stops whoever started a run from answering its gates.
+	PreventSelfApproval bool `json:"prevent_self_approval" yaml:"prevent_self_approval"`
+	// GroupCacheTTL overrides DefaultGroupCacheTTL.
+	GroupCacheTTL time.Duration `json:"group_cache_ttl" yaml:"group_cache_ttl"`
+}
+
+var (
+	channelIDPattern = regexp.MustCompile(`^[CGD][A-Z0-9]{2,}$`)
+	groupIDPattern   = regexp.MustCompile(`^S[A-Z0-9]{2,}$`)
+)
+
+// Validate says which settings are missing or malformed, so the error can
+// be fixed without reading code.
+func (p Policy) Validate() error {
+	var problems []string
+	if len(p.Channels) == 0 {
+		problems = append(problems, `set policy.channels to the Slack channel ids where runs may start and post (e.g. ["C0123ABCD"]; find the id under the channel name → About)`)
+	}
+	for i, c := range p.Channels {
+		if !channelIDPattern.MatchString(c) {
+			problems = append(problems, fmt.Sprintf("policy.channels[%d] = %q is not a channel id (want C…, G… or D…, not a #name)", i, c))
+		}
+	}
+	if len(p.Starters) == 0 {
+		problems = append(problems, `set policy.starters to who may start runs (user ids "U…", user groups "group:S…", or "*" for everyone in those channels)`)
+	}
+	if len(p.Approvers) == 0 {
+		problems = append(problems, `set policy.approvers to who may answer gates (user ids "U…", user groups "group:S…", or "*")`)
+	}
+	problems = append(problems, principalProblems("policy.starters", p.Starters)...)
+	problems = append(problems, principalProblems("policy.approvers", p.Approvers)...)
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("slack: the authorization policy is incomplete, so the Slack channel will not start (everything is denied by default): %s",
+		strings.Join(problems, "; "))
+}
+
+func principalProblems(setting string, list []string) []string {
+	var out []string
+	for i, p := range list {
+		if !validPrincipal(p) {
+			out = append(out, fmt.Sprintf("%s[%d] = %q is not a user id (U…/W…), group:S… or *", setting, i, p))
+		}
+	}
+	return out
+}
+
+func validPrincipal(p string) bool {
+	if p == "*" || userIDPattern.MatchString(p) {
+		return true
+	}
+	g, ok := strings.CutPrefix(p, "group:")
+	return ok && groupIDPattern.MatchString(g)
+}
+
+// groupLister fetches a user group's members (usergroups.users.list).
+type groupLister func(ctx context.Context, group string) ([]string, error)
+
+// authorizer applies a Policy; it logs every decision.
+type authorizer struct {
+	policy  Policy
+	members groupLister
+	ttl     time.Duration
+	log     *slog.Logger
+	now     func() time.Time
+
+	mu    sync.Mutex
+	cache map[string]groupEntry
+}
+
+type groupEntry struct {
+	members []string
+	fetched time.Time
+}
+
+func newAuthorizer(p Policy, members groupLister, log *slog.Logger) *authorizer {
+	ttl := p.GroupCacheTTL
+	if ttl <= 0 {
+		ttl = DefaultGroupCacheTTL
+	}
+	return &authorizer{policy: p, members: members, ttl: ttl, log: log, now: time.Now, cache: make(map[string]groupEntry)}
+}
+
+func (a *authorizer) chatAllowed(chat string) bool { return slices.Contains(a.policy.Channels, chat) }
+
+// mayChange decides whether user may start, resume or cancel a run in chat.
+func (a *authorizer) mayChange(ctx context.Context, user, chat string, cmd channels.Command) error {
+	err := a.checkChange(ctx, user, chat)
+	a.logDecision("change_run", err, "user", user, "chat", chat, "command", string(cmd.Kind), "run", cmd.RunID)
+	return err
+}
+
+func (a *authorizer) checkChange(ctx context.Context, user, chat string) error {
+	if !a.chatAllowed(chat) {
+		return errors.New("nanohost is not enabled in this channel (an admin can add its id to policy.channels)")
+	}
+	ok, err := a.inAny(ctx, user, a.policy.Starters)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("you are not allowed to start or change runs here (policy.starters)")
+	}
+	return nil
+}
+
+// mayAnswer decides whether user may answer gate g.
+func (a *authorizer) mayAnswer(ctx context.Context, user string, g channels.GateRef) error {
+	err := a.checkAnswer(ctx, user, g)
+	a.logDecision("answer_gate", err, "user", user, "chat", g.Chat, "run", g.RunID, "gate", g.GateID, "choice", g.Choice)
+	return err
+}
+
+func (a *authorizer) checkAnswer(ctx context.Context, user string, g channels.GateRef) error {
+	if !a.chatAllowed(g.Chat) {
+		return errors.New("nanohost is not enabled in this channel (policy.channels)")
+	}
+	if a.policy.PreventSelfApproval && g.StartedBy != "" && user == g.StartedBy {
+		return errors.New("you started this run, and self-approval is turned off (prevent_self_approval): someone else has to answer")
+	}
+	ok, err := a.inAny(ctx, user, a.policy.Approvers)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("you are not allowed to answer gates here (policy.approvers)")
+	}
+	if strings.TrimSpace(g.Approvers) == "" {
+		return nil
+	}
+	var gateApprovers []string
+	for p := range strings.SplitSeq(g.Approvers, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			gateApprovers = append(gateApprovers, p)
+		}
+	}
+	if bad := principalProblems("approvers", gateApprovers); len(bad) > 0 {
+		return fmt.Errorf("this gate's approvers attribute is malformed, so nobody may answer it: %s", strings.Join(bad, "; "))
+	}
+	if ok, err = a.inAny(ctx, user, gateApprovers); err != nil {
+		return err
+	} else if !ok {
+		return errors.New("only this gate's approvers may answer it")
+	}
+	return nil
+}
+
+// inAny reports whether user is one of the principals.
+func (a *authorizer) inAny(ctx context.Context, user string, principals []string) (bool, error) {
+	for _, p := range principals {
+		if p == "*" || p == user {
+			return true, nil
+		}
+	}
+	for _, p := range principals {
+		group, ok := strings.CutPrefix(p, "group:")
+		if !ok {
+			continue
+		}
+		members, err := a.groupMembers(ctx, group)
+		if err != nil {
+			return false, err
+		}
+		if slices.Contains(members, user) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// groupMembers returns a group's members, from the cache while fresh. If
+// Slack cannot be asked, a stale list is better than locking everyone out.
+func (a *authorizer) groupMembers(ctx context.Context, group string) ([]string, error) {
+	a.mu.Lock()
+	entry, cached := a.cache[group]
+	a.mu.Unlock()
+	if cached && a.now().Sub(entry.fetched) < a.ttl {
+		return entry.members, nil
+	}
+	members, err := a.members(ctx, group)
+	if err != nil {
+		if cached {
+			a.log.Warn("slack: user group lookup failed; using the cached members", "group", group, "err", err)
+			return entry.members, nil
+		}
+		return nil, fmt.Errorf("could not check membership of user group %s (%v); try again in a moment", group, err)
+	}
+	a.mu.Lock()
+	a.cache[group] = groupEntry{members: members, fetched: a.now()}
+	a.mu.Unlock()
+	return members, nil
+}
+
+func (a *authorizer) logDecision(action string, err error, attrs ...any) {
+	attrs = append(attrs, "action", action, "allowed", err == nil)
+	if err != nil {
+		attrs = append(attrs, "reason", err.Error())
+	}
+	a.log.Info("slack: authorization", attrs...)
+}

@@ -1,0 +1,355 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	slackgo "github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"nanohost/internal/channels"
+)
+
+// Run connects over Socket Mode and delivers inbound events until ctx ends.
+// Every envelope is acknowledged as soon as it is read, before any work
+// (Slack wants an ack within 3 s); the work happens on another goroutine,
+// in order. Connections that drop are reopened with backoff; Run returns
+// only when ctx ends or Slack rejects the tokens.
+func (c *Channel) Run(ctx context.Context, deliver func(channels.Inbound)) error {
+	c.mu.Lock()
+	if c.running {
+		c.mu.Unlock()
+		return ErrAlreadyRunning
+	}
+	c.running = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.running = false
+		c.mu.Unlock()
+		c.setState(StateDisconnected, nil)
+	}()
+
+	if err := c.identify(ctx); err != nil {
+		return err
+	}
+	smc := socketmode.New(c.api, socketmode.OptionPingInterval(c.cfg.PingTimeout))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	work := newWorkQueue()
+	var wg sync.WaitGroup
+	wg.Go(func() { c.work(ctx, work, deliver) })
+	fatal := make(chan error, 1)
+	wg.Go(func() { fatal <- c.connect(ctx, smc) })
+	defer wg.Wait()
+
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-fatal:
+			cancel()
+			return err
+		case ev := <-smc.Events:
+			c.onSocketEvent(ctx, smc, ev, work)
+		}
+	}
+}
+
+// identify learns the bot's own user id (to ignore its own messages and
+// strip its mention), retrying while Slack is unreachable.
+func (c *Channel) identify(ctx context.Context) error {
+	backoff := c.cfg.Send.InitialBackoff
+	for {
+		resp, err := c.api.AuthTestContext(ctx)
+		if err == nil {
+			c.mu.Lock()
+			c.botUser = resp.UserID
+			c.mu.Unlock()
+			return nil
+		}
+		wait, retry, _ := retryAfter(err, backoff)
+		if !retry {
+			c.setState(StateInvalidAuth, err)
+			return fmt.Errorf("slack: auth.test with the bot token failed (%w): check slack.bot_token", err)
+		}
+		c.setState(StateConnecting, err)
+		if err := sleep(ctx, c.life, wait); err != nil {
+			return nil
+		}
+		backoff = min(backoff*2, c.cfg.Send.MaxBackoff)
+	}
+}
+
+// connect keeps the Socket Mode connection up. slack-go reconnects after a
+// dropped connection or a "disconnect" request by itself; RunContext
+// returns only when it gives up, and then we start it again after a pause,
+// unless the tokens were refused.
+func (c *Channel) connect(ctx context.Context, smc *socketmode.Client) error {
+	backoff := c.cfg.Send.InitialBackoff
+	for {
+		err := smc.RunContext(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if isAuthError(err) {
+			c.setState(StateInvalidAuth, err)
+			return fmt.Errorf("slack: Socket Mode refused the app token (%w): check slack.app_token (xapp-…, connections:write)", err)
+		}
+		c.setState(StateConnecting, err)
+		c.log.Warn("slack: socket mode stopped; reconnecting", "err", err, "wait", backoff)
+		if sleep(ctx, c.life, backoff) != nil {
+			return nil
+		}
+		backoff = min(backoff*2, c.cfg.Send.MaxBackoff)
+	}
+}
+
+func isAuthError(err error) bool {
+	if err == nil {
+		return false
+	}
+	var status slackgo.StatusCodeError
+	if errors.As(err, &status) && status.Code == 404 {
+		return true
+	}
+	switch err.Error() {
+	case "invalid_auth", "not_authed", "account_inactive", "token_revoked", "not_allowed_token_type":
+		return true
+	}
+	return false
+}
+
+// onSocketEvent runs on the socket's reading goroutine: it acks envelopes
+// at once and leaves the work to the worker.
+func (c *Channel) onSocketEvent(ctx context.Context, smc *socketmode.Client, ev socketmode.Event, work *workQueue) {
+	switch ev.Type {
+	case socketmode.EventTypeConnecting:
+		c.setState(StateConnecting, nil)
+	case socketmode.EventTypeConnectionError:
+		var err error
+		if ce, ok := ev.Data.(*slackgo.ConnectionErrorEvent); ok {
+			err = ce.ErrorObj
+		}
+		c.setState(StateConnecting, err)
+	case socketmode.EventTypeInvalidAuth:
+		c.setState(StateInvalidAuth, errors.New("invalid_auth"))
+	case socketmode.EventTypeConnected:
+		c.setState(StateConnected, nil)
+		c.log.Info("slack: connected over socket mode")
+	case socketmode.EventTypeEventsAPI, socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
+		if ev.Request != nil {
+			if err := smc.AckCtx(ctx, ev.Request.EnvelopeID, nil); err != nil {
+				c.log.Warn("slack: ack", "envelope", ev.Request.EnvelopeID, "err", err)
+			}
+		}
+		work.push(ev)
+	case socketmode.EventTypeErrorBadMessage:
+		// Unparseable, but still an envelope: ack it so Slack does not
+		// retry it forever.
+		if bad, ok := ev.Data.(*socketmode.ErrorBadMessage); ok {
+			var env struct {
+				EnvelopeID string `json:"envelope_id"`
+			}
+			if json.Unmarshal(bad.Message, &env) == nil && env.EnvelopeID != "" {
+				_ = smc.AckCtx(ctx, env.EnvelopeID, nil)
+			}
+			c.log.Warn("slack: unreadable envelope", "err", bad.Cause)
+		}
+	case socketmode.EventTypeIncomingError:
+		c.log.Warn("slack: websocket read error", "data", ev.Data)
+	}
+}
+
+// work handles acknowledged envelopes one by one, in arrival order.
+func (c *Channel) work(ctx context.Context, q *workQueue, deliver func(channels.Inbound)) {
+	for {
+		ev, ok := q.pop(ctx)
+		if !ok {
+			return
+		}
+		in, ok := c.interpret(ctx, ev)
+		if ok {
+			deliver(in)
+		}
+	}
+}
+
+// interpret turns an envelope into an inbound event for the host, or
+// handles it here (duplicates, the bot's own messages, help, refusals).
+func (c *Channel) interpret(ctx context.Context, ev socketmode.Event) (channels.Inbound, bool) {
+	switch data := ev.Data.(type) {
+	case slackevents.EventsAPIEvent:
+		return c.fromEvent(data, envelopeID(ev))
+	case slackgo.SlashCommand:
+		return c.fromSlash(ctx, data, envelopeID(ev))
+	case slackgo.InteractionCallback:
+		return c.fromInteraction(data, envelopeID(ev))
+	}
+	return channels.Inbound{}, false
+}
+
+func envelopeID(ev socketmode.Event) string {
+	if ev.Request != nil {
+		return ev.Request.EnvelopeID
+	}
+	return ""
+}
+
+// firstTime records a delivery key and reports whether it is new: Slack
+// retries Events API deliveries (same event id) it thinks were lost.
+func (c *Channel) firstTime(key string) bool {
+	if key == "" {
+		return true
+	}
+	return c.seen.add(key)
+}
+
+func (c *Channel) fromEvent(ev slackevents.EventsAPIEvent, envID string) (channels.Inbound, bool) {
+	eventID := envID
+	if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok && cb.EventID != "" {
+		eventID = cb.EventID
+	}
+	if !c.firstTime("event:" + eventID) {
+		c.log.Debug("slack: duplicate event ignored", "event", eventID)
+		return channels.Inbound{}, false
+	}
+	bot := c.botUserID()
+	switch e := ev.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent:
+		if e.BotID != "" || e.User == "" || e.User == bot || !c.auth.chatAllowed(e.Channel) {
+			return channels.Inbound{}, false
+		}
+		return channels.Inbound{Kind: channels.KindMention, Channel: c.Name(), Chat: e.Channel, Thread: e.ThreadTimeStamp,
+			User: e.User, Text: strings.TrimSpace(strings.ReplaceAll(e.Text, "<@"+bot+">", "")), MsgID: e.TimeStamp,
+			EventID: eventID, At: time.Now()}, true
+	case *slackevents.MessageEvent:
+		// Edits, joins and bot posts (ours included) are not people talking.
+		if e.SubType != "" || e.BotID != "" || e.User == "" || e.User == bot || !c.auth.chatAllowed(e.Channel) {
+			return channels.Inbound{}, false
+		}
+		if bot != "" && strings.Contains(e.Text, "<@"+bot+">") {
+			return channels.Inbound{}, false // its app_mention event delivers it
+		}
+		return channels.Inbound{Kind: channels.KindMessage, Channel: c.Name(), Chat: e.Channel, Thread: e.ThreadTimeStamp,
+			User: e.User, Text: e.Text, MsgID: e.TimeStamp, EventID: eventID, At: time.Now()}, true
+	}
+	return channels.Inbound{}, false
+}
+
+func (c *Channel) fromSlash(ctx context.Context, cmd slackgo.SlashCommand, envID string) (channels.Inbound, bool) {
+	if !c.firstTime("trigger:" + firstNonEmpty(cmd.TriggerID, envID)) {
+		return channels.Inbound{}, false
+	}
+	log := c.log.With("user", cmd.UserID, "chat", cmd.ChannelID)
+	if !c.auth.chatAllowed(cmd.ChannelID) {
+		log.Info("slack: authorization", "action", "command", "allowed", false, "reason", "channel not in policy.channels")
+		c.reply(ctx, cmd.ChannelID, cmd.UserID, fmt.Sprintf(
+			"nanohost is not enabled in this channel. An admin can add its id (%s) to policy.channels.", cmd.ChannelID))
+		return channels.Inbound{}, false
+	}
+	parsed, err := channels.ParseCommand(cmd.Text)
+	switch {
+	case err != nil:
+		log.Info("slack: /pipeline did not parse", "err", err)
+		c.reply(ctx, cmd.ChannelID, cmd.UserID, fmt.Sprintf("✗ %v\n\n%s", err, channels.HelpText))
+		return channels.Inbound{}, false
+	case parsed.Kind == channels.CmdHelp:
+		c.reply(ctx, cmd.ChannelID, cmd.UserID, channels.HelpText)
+		return channels.Inbound{}, false
+	}
+	if parsed.Changes() {
+		if err := c.auth.mayChange(ctx, cmd.UserID, cmd.ChannelID, parsed); err != nil {
+			c.reply(ctx, cmd.ChannelID, cmd.UserID, "✋ "+err.Error())
+			return channels.Inbound{}, false
+		}
+	}
+	return channels.Inbound{Kind: channels.KindCommand, Channel: c.Name(), Chat: cmd.ChannelID, User: cmd.UserID,
+		Text: cmd.Text, Command: &parsed, EventID: firstNonEmpty(cmd.TriggerID, envID), At: time.Now()}, true
+}
+
+func (c *Channel) fromInteraction(cb slackgo.InteractionCallback, envID string) (channels.Inbound, bool) {
+	if cb.Type != slackgo.InteractionTypeBlockActions || !c.firstTime("trigger:"+firstNonEmpty(cb.TriggerID, envID)) {
+		return channels.Inbound{}, false
+	}
+	for _, a := range cb.ActionCallback.BlockActions {
+		answer, ok := decodeGateAction(a.ActionID, a.Value)
+		if !ok {
+			c.log.Info("slack: ignored a click on a button that is not a gate button", "action_id", a.ActionID, "user", cb.User.ID)
+			continue
+		}
+		chat := firstNonEmpty(cb.Container.ChannelID, cb.Channel.ID)
+		thread := firstNonEmpty(cb.Container.ThreadTs, cb.Message.ThreadTimestamp)
+		return channels.Inbound{Kind: channels.KindGateAnswer, Channel: c.Name(), Chat: chat, Thread: thread,
+			User: cb.User.ID, Gate: &answer, MsgID: firstNonEmpty(cb.Container.MessageTs, cb.Message.Timestamp),
+			EventID: firstNonEmpty(cb.TriggerID, envID), At: time.Now()}, true
+	}
+	return channels.Inbound{}, false
+}
+
+// reply sends an ephemeral answer, logging (not failing) when it cannot.
+func (c *Channel) reply(ctx context.Context, chat, user, text string) {
+	if err := c.Ephemeral(ctx, chat, user, text); err != nil {
+		c.log.Warn("slack: ephemeral reply", "user", user, "chat", chat, "err", err)
+	}
+}
+
+func (c *Channel) botUserID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.botUser
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// workQueue is an unbounded FIFO between the socket reader (which must
+// never wait, or acks would be late) and the worker.
+type workQueue struct {
+	mu    sync.Mutex
+	items []socketmode.Event
+	wake  chan struct{}
+}
+
+func newWorkQueue() *workQueue { return &workQueue{wake: make(chan struct{}, 1)} }
+
+func (q *workQueue) push(ev socketmode.Event) {
+	q.mu.Lock()
+	q.items = append(q.items, ev)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *workQueue) pop(ctx context.Context) (socketmode.Event, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			ev := q.items[0]
+			q.items = q.items[1:]
+			q.mu.Unlock()
+			return ev, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.wake:
+		case <-ctx.Done():
+			return socketmode.Event{}, false
+		}
+	}
+}

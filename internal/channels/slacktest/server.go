@@ -1,0 +1,221 @@
+// Package slacktest is a fake Slack for tests: the Web API methods nanohost
+// uses and a Socket Mode websocket speaking Slack's wire protocol (hello,
+// pings, envelopes, acks), with an in-memory model of channels, messages,
+// threads, edits and ephemerals to assert on, and helpers to inject what
+// people do (slash commands, button clicks, thread replies, mentions) and
+// what goes wrong (disconnects, 429 storms, 5xx).
+//
+// Point the real adapter at it with slack.OptionAPIURL(s.APIURL()).
+package slacktest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Server is a fake Slack workspace.
+type Server struct {
+	// URL is the server's base URL; APIURL() is what slack.OptionAPIURL wants.
+	URL string
+
+	BotToken  string
+	AppToken  string
+	BotUserID string
+	BotID     string
+	TeamID    string
+	AppID     string
+
+	// PingInterval is how often the websocket pings the client (Slack
+	// pings every few seconds; the client reconnects if pings stop).
+	PingInterval time.Duration
+	// EchoBotMessages makes the bot's own posts come back as message
+	// events, as they do in real Slack (the adapter must ignore them).
+	EchoBotMessages bool
+
+	http     *httptest.Server
+	upgrader websocket.Upgrader
+
+	// sendMu keeps envelopes in order on the wire.
+	sendMu sync.Mutex
+
+	mu       sync.Mutex
+	changed  chan struct{}
+	chans    map[string]string // id → name
+	messages map[string][]*Message
+	eph      []Ephemeral
+	groups   map[string][]string
+	users    map[string]string // id → display name
+	faults   map[string][]Fault
+	calls    map[string]int
+	tsSeq    int64
+	idSeq    int
+	conns    map[*sockConn]bool
+	current  *sockConn
+	hellos   int
+	pending  []*envelope
+	unacked  map[string]*envelope
+	acks     []Ack
+	envs     map[string]*envelope // every envelope sent, by id
+}
+
+// New starts a fake Slack on a loopback port. Close it when done.
+func New() *Server {
+	s := &Server{
+		BotToken: "xoxb-fake-bot", AppToken: "xapp-fake-app",
+		BotUserID: "UBOT", BotID: "BBOT", TeamID: "TFAKE", AppID: "AFAKE",
+		PingInterval:    500 * time.Millisecond,
+		EchoBotMessages: true,
+		upgrader:        websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }},
+		changed:         make(chan struct{}),
+		chans:           make(map[string]string),
+		messages:        make(map[string][]*Message),
+		groups:          make(map[string][]string),
+		users:           make(map[string]string),
+		faults:          make(map[string][]Fault),
+		calls:           make(map[string]int),
+		tsSeq:           1700000000_000000,
+		conns:           make(map[*sockConn]bool),
+		unacked:         make(map[string]*envelope),
+		envs:            make(map[string]*envelope),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/", s.handleAPI)
+	mux.HandleFunc("/link/", s.handleLink)
+	s.http = httptest.NewServer(mux)
+	s.URL = s.http.URL
+	return s
+}
+
+// APIURL is the Web API base URL, for slack.OptionAPIURL.
+func (s *Server) APIURL() string { return s.URL + "/api/" }
+
+// Close drops every connection and stops the server.
+func (s *Server) Close() {
+	s.mu.Lock()
+	conns := make([]*sockConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	s.http.CloseClientConnections()
+	s.http.Close()
+}
+
+// AddChannel creates a public channel.
+func (s *Server) AddChannel(id, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chans[id] = name
+}
+
+// AddUser creates a user with a display name.
+func (s *Server) AddUser(id, displayName string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users[id] = displayName
+}
+
+// SetGroup sets a user group's members.
+func (s *Server) SetGroup(id string, members ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.groups[id] = append([]string(nil), members...)
+	s.notifyLocked()
+}
+
+// Fault is what a Web API call answers instead of doing its work.
+type Fault struct {
+	// Status is the HTTP status (429, 500, 503…); 0 means 200 with Error.
+	Status int
+	// RetryAfter is the Retry-After header in seconds, for 429s.
+	RetryAfter int
+	// Error is the Slack error code of an ok:false answer.
+	Error string
+}
+
+// Fail makes the next n calls of method (or of every method, "*") answer f.
+func (s *Server) Fail(method string, n int, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.faults[method] = append(s.faults[method], f)
+	}
+}
+
+// RateLimit makes the next n calls of method answer 429 with Retry-After.
+func (s *Server) RateLimit(method string, n, retryAfterSeconds int) {
+	s.Fail(method, n, Fault{Status: http.StatusTooManyRequests, RetryAfter: retryAfterSeconds})
+}
+
+// Calls counts the calls made to a Web API method (faulted ones included).
+func (s *Server) Calls(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[method]
+}
+
+// WaitFor waits until cond holds (checked after every change of the model)
+// or timeout passes, and reports whether it held.
+func (s *Server) WaitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		changed := s.changed
+		s.mu.Unlock()
+		if cond() {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return cond()
+		}
+	}
+}
+
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *Server) nextTSLocked() string {
+	s.tsSeq++
+	return fmt.Sprintf("%d.%06d", s.tsSeq/1_000_000, s.tsSeq%1_000_000)
+}
+
+func (s *Server) nextIDLocked(prefix string) string {
+	s.idSeq++
+	return fmt.Sprintf("%s%06d", prefix, s.idSeq)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func slackError(w http.ResponseWriter, code string, details ...string) {
+	resp := map[string]any{"ok": false, "error": code}
+	if len(details) > 0 {
+		resp["response_metadata"] = map[string]any{"messages": details}
+	}
+	writeJSON(w, resp)
+}
+
+// token reads the caller's token the two ways slack-go sends it.
+func token(r *http.Request) string {
+	if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return t
+	}
+	return r.Form.Get("token")
+}

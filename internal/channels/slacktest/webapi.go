@@ -1,0 +1,301 @@
+package slacktest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// maxTextLen is chat.postMessage's limit on the text field.
+const maxTextLen = 40000
+
+func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
+	method := strings.TrimPrefix(r.URL.Path, "/api/")
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.calls[method]++
+	f, faulted := s.takeFaultLocked(method)
+	s.mu.Unlock()
+	if faulted {
+		writeFault(w, f)
+		return
+	}
+	want := s.BotToken
+	if method == "apps.connections.open" {
+		want = s.AppToken
+	}
+	if tok := token(r); tok != want {
+		slackError(w, "invalid_auth")
+		return
+	}
+	switch method {
+	case "auth.test":
+		writeJSON(w, map[string]any{"ok": true, "url": "https://fake.slack.test/", "team": "Fake", "user": "nanohost",
+			"team_id": s.TeamID, "user_id": s.BotUserID, "bot_id": s.BotID})
+	case "apps.connections.open":
+		s.mu.Lock()
+		ticket := s.nextIDLocked("ticket-")
+		s.mu.Unlock()
+		writeJSON(w, map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(s.URL, "http") + "/link/?ticket=" + ticket})
+	case "chat.postMessage":
+		s.postMessage(w, r)
+	case "chat.update":
+		s.updateMessage(w, r)
+	case "chat.postEphemeral":
+		s.postEphemeral(w, r)
+	case "usergroups.users.list":
+		s.mu.Lock()
+		members, ok := s.groups[r.Form.Get("usergroup")]
+		s.mu.Unlock()
+		if !ok {
+			slackError(w, "no_such_subteam")
+			return
+		}
+		writeJSON(w, map[string]any{"ok": true, "users": members})
+	case "users.info":
+		id := r.Form.Get("user")
+		s.mu.Lock()
+		name, ok := s.users[id]
+		s.mu.Unlock()
+		if !ok {
+			slackError(w, "user_not_found")
+			return
+		}
+		writeJSON(w, map[string]any{"ok": true, "user": map[string]any{"id": id, "name": strings.ToLower(name),
+			"real_name": name, "profile": map[string]any{"display_name": name, "real_name": name}}})
+	default:
+		slackError(w, "unknown_method")
+	}
+}
+
+func (s *Server) takeFaultLocked(method string) (Fault, bool) {
+	for _, key := range []string{method, "*"} {
+		if q := s.faults[key]; len(q) > 0 {
+			s.faults[key] = q[1:]
+			return q[0], true
+		}
+	}
+	return Fault{}, false
+}
+
+func writeFault(w http.ResponseWriter, f Fault) {
+	if f.Status == 0 {
+		slackError(w, f.Error)
+		return
+	}
+	if f.Status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
+	}
+	http.Error(w, http.StatusText(f.Status), f.Status)
+}
+
+// checkContent applies Slack's limits to a message's text and blocks.
+func checkContent(text, blocks string) (code string, details []string) {
+	if text == "" && blocks == "" {
+		return "no_text", nil
+	}
+	if utf8.RuneCountInString(text) > maxTextLen {
+		return "msg_too_long", nil
+	}
+	if blocks != "" {
+		if problems := validateBlocks(json.RawMessage(blocks)); len(problems) > 0 {
+			return "invalid_blocks", problems
+		}
+	}
+	return "", nil
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
+	channel, text, blocks, thread := r.Form.Get("channel"), r.Form.Get("text"), r.Form.Get("blocks"), r.Form.Get("thread_ts")
+	if code, details := checkContent(text, blocks); code != "" {
+		slackError(w, code, details...)
+		return
+	}
+	s.mu.Lock()
+	if _, ok := s.chans[channel]; !ok {
+		s.mu.Unlock()
+		slackError(w, "channel_not_found")
+		return
+	}
+	if thread != "" {
+		if root := s.findLocked(channel, thread); root == nil || root.ThreadTS != "" {
+			s.mu.Unlock()
+			slackError(w, "thread_not_found")
+			return
+		}
+	}
+	m := &Message{Channel: channel, TS: s.nextTSLocked(), ThreadTS: thread, User: s.BotUserID, BotID: s.BotID,
+		Text: text, Blocks: rawOrNil(blocks), PostedAt: time.Now()}
+	s.messages[channel] = append(s.messages[channel], m)
+	s.notifyLocked()
+	echo := s.EchoBotMessages
+	s.mu.Unlock()
+	if echo {
+		s.sendEvent(map[string]any{"type": "message", "channel": channel, "user": s.BotUserID, "bot_id": s.BotID,
+			"text": text, "ts": m.TS, "thread_ts": emptyToNil(thread), "event_ts": m.TS, "channel_type": "channel"})
+	}
+	writeJSON(w, map[string]any{"ok": true, "channel": channel, "ts": m.TS,
+		"message": map[string]any{"type": "message", "text": text, "ts": m.TS, "thread_ts": emptyToNil(thread), "user": s.BotUserID, "bot_id": s.BotID}})
+}
+
+func (s *Server) updateMessage(w http.ResponseWriter, r *http.Request) {
+	channel, ts, text, blocks := r.Form.Get("channel"), r.Form.Get("ts"), r.Form.Get("text"), r.Form.Get("blocks")
+	if code, details := checkContent(text, blocks); code != "" {
+		slackError(w, code, details...)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.findLocked(channel, ts)
+	switch {
+	case m == nil:
+		slackError(w, "message_not_found")
+		return
+	case m.BotID != s.BotID:
+		slackError(w, "cant_update_message")
+		return
+	}
+	m.Revisions = append(m.Revisions, Revision{Text: m.Text, Blocks: m.Blocks, Replaced: time.Now()})
+	m.Text, m.Blocks = text, rawOrNil(blocks)
+	s.notifyLocked()
+	writeJSON(w, map[string]any{"ok": true, "channel": channel, "ts": ts, "text": text})
+}
+
+func (s *Server) postEphemeral(w http.ResponseWriter, r *http.Request) {
+	channel, user, text, blocks := r.Form.Get("channel"), r.Form.Get("user"), r.Form.Get("text"), r.Form.Get("blocks")
+	if code, details := checkContent(text, blocks); code != "" {
+		slackError(w, code, details...)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.chans[channel]; !ok {
+		slackError(w, "channel_not_found")
+		return
+	}
+	s.eph = append(s.eph, Ephemeral{Channel: channel, User: user, ThreadTS: r.Form.Get("thread_ts"), Text: text,
+		Blocks: rawOrNil(blocks), At: time.Now()})
+	s.notifyLocked()
+	writeJSON(w, map[string]any{"ok": true, "message_ts": s.nextTSLocked()})
+}
+
+func rawOrNil(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+func emptyToNil(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// validateBlocks checks the Block Kit limits Slack enforces on the block
+// types nanohost uses; it returns Slack-style problem descriptions.
+func validateBlocks(raw json.RawMessage) []string {
+	var blocks []map[string]any
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return []string{"[ERROR] blocks must be a JSON array of objects: " + err.Error()}
+	}
+	var problems []string
+	bad := func(i int, format string, args ...any) {
+		problems = append(problems, fmt.Sprintf("[ERROR] block %d: ", i)+fmt.Sprintf(format, args...))
+	}
+	if len(blocks) > 50 {
+		problems = append(problems, fmt.Sprintf("[ERROR] %d blocks, more than 50", len(blocks)))
+	}
+	blockIDs, actionIDs := map[string]bool{}, map[string]bool{}
+	for i, b := range blocks {
+		if id, ok := b["block_id"].(string); ok {
+			if len(id) > 255 || blockIDs[id] {
+				bad(i, "block_id %q too long or repeated", id)
+			}
+			blockIDs[id] = true
+		}
+		switch b["type"] {
+		case "section":
+			t, hasText := b["text"].(map[string]any)
+			fields, _ := b["fields"].([]any)
+			if !hasText && len(fields) == 0 {
+				bad(i, "section needs text or fields")
+			}
+			if hasText {
+				checkTextObject(t, 3000, false, func(f string, a ...any) { bad(i, "section text: "+f, a...) })
+			}
+			if len(fields) > 10 {
+				bad(i, "more than 10 fields")
+			}
+			for _, f := range fields {
+				fo, _ := f.(map[string]any)
+				checkTextObject(fo, 2000, false, func(f string, a ...any) { bad(i, "field: "+f, a...) })
+			}
+		case "header":
+			t, _ := b["text"].(map[string]any)
+			checkTextObject(t, 150, true, func(f string, a ...any) { bad(i, "header: "+f, a...) })
+		case "context":
+			els, _ := b["elements"].([]any)
+			if len(els) == 0 || len(els) > 10 {
+				bad(i, "context needs 1 to 10 elements, has %d", len(els))
+			}
+			for _, e := range els {
+				eo, _ := e.(map[string]any)
+				checkTextObject(eo, 3000, false, func(f string, a ...any) { bad(i, "context element: "+f, a...) })
+			}
+		case "actions":
+			els, _ := b["elements"].([]any)
+			if len(els) == 0 || len(els) > 25 {
+				bad(i, "actions needs 1 to 25 elements, has %d", len(els))
+			}
+			for _, e := range els {
+				checkButton(e, actionIDs, func(f string, a ...any) { bad(i, f, a...) })
+			}
+		case "divider":
+		default:
+			bad(i, "unsupported block type %v", b["type"])
+		}
+	}
+	return problems
+}
+
+func checkTextObject(t map[string]any, max int, plainOnly bool, bad func(string, ...any)) {
+	if t == nil {
+		bad("missing text object")
+		return
+	}
+	typ, _ := t["type"].(string)
+	if typ != "plain_text" && (plainOnly || typ != "mrkdwn") {
+		bad("text type %q not allowed", typ)
+	}
+	text, _ := t["text"].(string)
+	if n := utf8.RuneCountInString(text); n == 0 || n > max {
+		bad("text length %d outside 1..%d", n, max)
+	}
+}
+
+func checkButton(e any, actionIDs map[string]bool, bad func(string, ...any)) {
+	el, _ := e.(map[string]any)
+	if el["type"] != "button" {
+		bad("element type %v is not a button", el["type"])
+		return
+	}
+	t, _ := el["text"].(map[string]any)
+	checkTextObject(t, 75, true, func(f string, a ...any) { bad("button text: "+f, a...) })
+	id, _ := el["action_id"].(string)
+	if id == "" || len(id) > 255 || actionIDs[id] {
+		bad("action_id %q empty, too long or repeated", id)
+	}
+	actionIDs[id] = true
+	if v, _ := el["value"].(string); len(v) > 2000 {
+		bad("button value longer than 2000")
+	}
+}
