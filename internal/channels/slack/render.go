@@ -48,7 +48,9 @@ func plain(text string, limit int) *slackgo.TextBlockObject {
 	return slackgo.NewTextBlockObject(slackgo.PlainTextType, plainLimited(text, limit), false, false)
 }
 
-func section(text string) *slackgo.SectionBlock { return slackgo.NewSectionBlock(mrkdwn(text), nil, nil) }
+func section(text string) *slackgo.SectionBlock {
+	return slackgo.NewSectionBlock(mrkdwn(text), nil, nil)
+}
 
 func renderText(m channels.Message) rendered {
 	note := truncationNote(m.LogRef)

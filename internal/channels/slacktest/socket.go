@@ -76,7 +76,7 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 	s.hellos++
 	s.mu.Unlock()
 	err = c.write(map[string]any{"type": "hello", "num_connections": 1,
-		"debug_info": map[string]any{"host": "fake-applink", "approximate_connection_time": 18060},
+		"debug_info":      map[string]any{"host": "fake-applink", "approximate_connection_time": 18060},
 		"connection_info": map[string]any{"app_id": s.AppID}})
 	if err == nil {
 		// What waited for a connection goes first, before anything new.
