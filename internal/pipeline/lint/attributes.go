@@ -1,6 +1,10 @@
 package lint
 
-import "slices"
+import (
+	"slices"
+
+	"nanohost/internal/pipeline/fidelity"
+)
 
 // Scope says where an attribute may appear.
 type Scope uint8
@@ -49,8 +53,14 @@ type Attribute struct {
 	Graphviz bool
 }
 
-// FidelityModes are the values fidelity_valid accepts (spec §5.4).
-var FidelityModes = []string{"full", "truncate", "compact", "summary:low", "summary:medium", "summary:high"}
+// FidelityModes are the fidelity modes of spec §5.4, for messages.
+var FidelityModes = func() []string {
+	out := make([]string, len(fidelity.Modes))
+	for i, m := range fidelity.Modes {
+		out[i] = string(m)
+	}
+	return out
+}()
 
 // KnownShapes are the shapes with a handler (spec §2.8).
 var KnownShapes = []string{"Mdiamond", "Msquare", "box", "hexagon", "diamond", "component", "tripleoctagon", "parallelogram", "house"}

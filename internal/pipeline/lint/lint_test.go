@@ -351,7 +351,7 @@ func TestRulesDoNotFire(t *testing.T) {
 		{"loop back reachable", "reachability", `digraph g { start [shape=Mdiamond]; a [prompt="x"]; b [prompt="y"]; exit [shape=Msquare]; start -> a -> b -> a; b -> exit }`, Options{}},
 		{"custom type registered", "type_known", `digraph g { start [shape=Mdiamond]; a [type="my_custom_type", custom_attr="v"]; exit [shape=Msquare]; start -> a -> exit }`,
 			Options{KnownTypes: append(slices.Clone(DefaultKnownTypes), "my_custom_type")}},
-		{"every fidelity mode", "fidelity_valid", `digraph g { default_fidelity="summary:medium"; start [shape=Mdiamond]; a [prompt="x", fidelity="truncate"]; exit [shape=Msquare]; start -> a [fidelity="summary:low"]; a -> exit [fidelity="full"] }`, Options{}},
+		{"every fidelity mode", "fidelity_valid", `digraph g { default_fidelity="Summary: Medium"; start [shape=Mdiamond]; a [prompt="x", fidelity="truncate"]; exit [shape=Msquare]; start -> a [fidelity="summary:low"]; a -> exit [fidelity="full"] }`, Options{}},
 		{"retry target exists", "retry_target_exists", `digraph g { start [shape=Mdiamond]; a [prompt="x", retry_target=a, fallback_retry_target=start]; exit [shape=Msquare]; start -> a -> exit }`, Options{}},
 		{"goal gate with own retry", "goal_gate_has_retry", `digraph g { start [shape=Mdiamond]; a [prompt="x", goal_gate=true, fallback_retry_target=a]; exit [shape=Msquare]; start -> a -> exit }`, Options{}},
 		{"goal gate with graph retry", "goal_gate_has_retry", `digraph g { retry_target=a; start [shape=Mdiamond]; a [prompt="x", goal_gate=true]; exit [shape=Msquare]; start -> a -> exit }`, Options{}},

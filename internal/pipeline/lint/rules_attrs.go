@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/fidelity"
 )
 
 // Attribute rules: the §7.2 warnings about attribute values, and the typed,
@@ -28,11 +29,12 @@ func (c *checker) typeKnown(g *pipeline.Graph) []pipeline.Diagnostic {
 	return out
 }
 
-// fidelityValid: fidelity modes are one of §5.4's.
+// fidelityValid: fidelity modes are one of §5.4's, read the way the engine
+// reads them (fidelity.ParseMode: any case, spaces ignored).
 func (c *checker) fidelityValid(g *pipeline.Graph) []pipeline.Diagnostic {
 	var out []pipeline.Diagnostic
 	bad := func(v string) (string, bool) {
-		if v == "" || slices.Contains(FidelityModes, v) {
+		if _, err := fidelity.ParseMode(v); strings.TrimSpace(v) == "" || err == nil {
 			return "", false
 		}
 		return didYouMean(v, FidelityModes, "use one of "+strings.Join(FidelityModes, ", ")), true
