@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/pipeline/lint"
 	"nanohost/internal/pipeline/render"
@@ -236,10 +237,8 @@ Exit status: 0 no errors (warnings allowed); 2 at least one error;
 			if err != nil {
 				return err
 			}
-			opts := frontend.Options{}
-			if len(knownTypes) > 0 {
-				opts.KnownTypes = append(slices.Clone(lint.DefaultKnownTypes), knownTypes...)
-			}
+			// The engine's registry is the authority on handler types.
+			opts := frontend.Options{KnownTypes: append(engine.BuiltinTypes(), knownTypes...)}
 			_, ds, prepErr := frontend.Prepare(name, src, opts)
 			valid := prepErr == nil && !pipeline.HasErrors(ds)
 			out := cmd.OutOrStdout()
