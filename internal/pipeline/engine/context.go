@@ -17,6 +17,9 @@ const (
 	KeyLastStage      = "last_stage"
 	KeyLastResponse   = "last_response"
 	keyRetryPrefix    = "internal.retry_count."
+	// keyVisitPrefix counts a node's visits, so conditions can bound a loop:
+	// condition="context.internal.visit_count.investigate=3".
+	keyVisitPrefix = "internal.visit_count."
 )
 
 // Context is the run's thread-safe key-value store (spec §5.1). Values must

@@ -48,7 +48,7 @@ func (w *walker) execute(ctx context.Context, node *pipeline.Node, incoming *pip
 		Node: node, Graph: r.g, Context: w.cx, RunID: r.runID, LogsRoot: filepath.Dir(stageDir), StageDir: stageDir,
 		Visit: visit, Incoming: incoming, PrevNode: prev, Branch: w.branch, w: w,
 	}
-	w.cx.Set(KeyCurrentNode, node.ID)
+	w.cx.ApplyUpdates(map[string]any{KeyCurrentNode: node.ID, keyVisitPrefix + node.ID: visit})
 	w.emit(Event{Type: EventStageStarted, NodeID: node.ID, Label: node.Label(), Index: index, Total: r.total,
 		Data: map[string]any{"handler": typ, "visit": visit}})
 	began := r.cfg.Now()

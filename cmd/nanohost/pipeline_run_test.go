@@ -1,0 +1,498 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"nanohost/internal/pipeline/engine"
+)
+
+// runResult is the --json contract of `pipeline run|resume`.
+type runResult struct {
+	RunID          string         `json:"run_id"`
+	Status         string         `json:"status"`
+	FailureReason  string         `json:"failure_reason"`
+	Path           []string       `json:"path"`
+	Attempts       map[string]int `json:"attempts"`
+	CompletedNodes []string       `json:"completed_nodes"`
+	Context        map[string]any `json:"context"`
+	LogsRoot       string         `json:"logs_root"`
+	Usage          *engine.Usage  `json:"usage"`
+	Cancelled      bool           `json:"cancelled"`
+}
+
+func decodeRun(t *testing.T, r cliResult) runResult {
+	t.Helper()
+	var out runResult
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&out); err != nil {
+		t.Fatalf("stdout is not the run JSON: %v\nstdout: %s\nstderr: %s", err, r.stdout, r.stderr)
+	}
+	return out
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The §11.13 integration smoke test, on the script backend.
+const smokeDOT = `digraph test_pipeline {
+    graph [goal="Create a hello world Python script"]
+
+    start       [shape=Mdiamond]
+    plan        [shape=box, prompt="Plan how to create a hello world script for: $goal"]
+    implement   [shape=box, prompt="Write the code based on the plan", goal_gate=true]
+    review      [shape=box, prompt="Review the code for correctness"]
+    done        [shape=Msquare]
+
+    start -> plan
+    plan -> implement
+    implement -> review [condition="outcome=success"]
+    implement -> plan   [condition="outcome=fail", label="Retry"]
+    review -> done      [condition="outcome=success"]
+    review -> implement [condition="outcome=fail", label="Fix"]
+}
+`
+
+const smokeScript = `{"nodes": {
+  "plan": ["Plan: one file, hello.py, printing the greeting. [outcome:success]"],
+  "implement": ["print('Hello, world!') [outcome:success]"],
+  "review": ["Correct and idiomatic. [outcome:success]"]
+}}`
+
+func TestPipelineRunSmokeTest(t *testing.T) {
+	dir := t.TempDir()
+	dot := writeFile(t, dir, "smoke.dot", smokeDOT)
+	script := writeFile(t, dir, "smoke.json", smokeScript)
+	logs := filepath.Join(dir, "run")
+	r := runNanohost(t, "", "pipeline", "run", dot, "--backend", "script", "--script", script, "--logs", logs, "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	res := decodeRun(t, r)
+	if res.Status != "success" || !slices.Contains(res.CompletedNodes, "implement") {
+		t.Fatalf("result = %+v", res)
+	}
+	if !slices.Equal(res.Path, []string{"start", "plan", "implement", "review", "done"}) {
+		t.Errorf("path = %v", res.Path)
+	}
+	if res.LogsRoot != logs || !strings.HasPrefix(res.RunID, "pipeline-") || res.Usage == nil {
+		t.Errorf("run_id %q logs_root %q usage %v", res.RunID, res.LogsRoot, res.Usage)
+	}
+	for _, node := range []string{"plan", "implement", "review"} {
+		for _, f := range []string{"prompt.md", "response.md", "status.json"} {
+			if _, err := os.Stat(filepath.Join(logs, node, f)); err != nil {
+				t.Errorf("artifact %s/%s: %v", node, f, err)
+			}
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(logs, "plan", "prompt.md")); string(got) != "Plan how to create a hello world script for: Create a hello world Python script" {
+		t.Errorf("plan prompt.md = %q", got)
+	}
+	cp, err := engine.LoadCheckpoint(logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.CurrentNode != "done" || cp.GoalGates["implement"] != engine.StatusSuccess {
+		t.Errorf("checkpoint current_node=%q goal gates %v", cp.CurrentNode, cp.GoalGates)
+	}
+	for _, n := range []string{"plan", "implement", "review"} {
+		if !slices.Contains(cp.CompletedNodes, n) {
+			t.Errorf("checkpoint completed_nodes %v lacks %s", cp.CompletedNodes, n)
+		}
+	}
+	for _, f := range []string{"manifest.json", "events.jsonl"} {
+		if _, err := os.Stat(filepath.Join(logs, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestPipelineRunLiveLogAndDefaultRunDirectory(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "smoke.dot", smokeDOT)
+	writeFile(t, dir, "fail.json", `{"nodes": {"review": ["Missing a shebang. [outcome:fail]", "[outcome:success]"]}}`)
+	r := runNanohostIn(t, dir, "pipeline", "run", "smoke.dot", "--script", "fail.json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if !strings.HasPrefix(lines[0], "run pipeline-") || !strings.Contains(lines[0], "logs in data/runs/pipeline-") {
+		t.Errorf("first line = %q", lines[0])
+	}
+	for _, want := range []string{
+		"[Pipeline] test_pipeline: Create a hello world Python script",
+		"  → plan (1/4)", "  ✓ plan — ", "  ✗ review — ", "Missing a shebang.",
+		"  ⤷ review → implement (fail_condition outcome=fail)", "  → implement (2/4)", "  → done (4/4)",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("live log lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "✓ Pipeline complete — ") {
+		t.Errorf("last line = %q", last)
+	}
+	runID := strings.Fields(lines[0])[1]
+	if _, err := engine.LoadCheckpoint(filepath.Join(dir, "data", "runs", runID)); err != nil {
+		t.Errorf("default run directory: %v", err)
+	}
+}
+
+func TestPipelineRunExitStatuses(t *testing.T) {
+	dir := t.TempDir()
+	dot := writeFile(t, dir, "smoke.dot", smokeDOT)
+	failing := writeFile(t, dir, "failing.json", `{"nodes": {"review": [{"status": "fail", "failure_reason": "unreadable"}]}, "default": "[outcome:success]"}`)
+	failLoop := strings.Replace(smokeDOT, `review -> implement [condition="outcome=fail", label="Fix"]`, "", 1)
+	failDOT := writeFile(t, dir, "noloop.dot", failLoop)
+
+	r := runNanohost(t, "", "pipeline", "run", failDOT, "--script", failing, "--logs", filepath.Join(dir, "r1"), "--json")
+	if r.code != 1 {
+		t.Fatalf("failed run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	res := decodeRun(t, r)
+	if res.Status != "fail" || !strings.Contains(res.FailureReason, "review failed: unreadable") {
+		t.Errorf("result = %+v", res)
+	}
+	if !slices.Equal(res.Path, []string{"start", "plan", "implement", "review"}) {
+		t.Errorf("path = %v", res.Path)
+	}
+
+	invalid := writeFile(t, dir, "invalid.dot", `digraph X { a -> b }`)
+	r = runNanohost(t, "", "pipeline", "run", invalid, "--json")
+	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "error [") || !strings.Contains(r.stderr, "invalid.dot") {
+		t.Errorf("invalid graph: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runNanohost(t, "", "pipeline", "run", writeFile(t, dir, "syntax.dot", "digraph {"), "--json")
+	if r.code != 2 || !strings.Contains(r.stderr, "syntax") {
+		t.Errorf("syntax error: exit %d stderr %q", r.code, r.stderr)
+	}
+	for _, args := range [][]string{
+		{"--backend", "warp"},
+		{"--backend", "script"},
+		{"--backend", "sim", "--script", failing},
+		{"--script", filepath.Join(dir, "missing.json")},
+		{"--answers", failing, "--auto-approve"},
+	} {
+		r = runNanohost(t, "", append([]string{"pipeline", "run", dot, "--logs", filepath.Join(dir, "never")}, args...)...)
+		if r.code != 2 || r.stderr == "" {
+			t.Errorf("%v: exit %d stderr %q", args, r.code, r.stderr)
+		}
+	}
+	r = runNanohost(t, "", "pipeline", "run", dot, "--logs", filepath.Join(dir, "r1"))
+	if r.code != 2 || !strings.Contains(r.stderr, "already holds a pipeline run") {
+		t.Errorf("reused run directory: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestPipelineRunAnswersAutoApproveAndConsole(t *testing.T) {
+	dir := t.TempDir()
+	dot := writeFile(t, dir, "review.dot", `digraph Review {
+		start [shape=Mdiamond]
+		exit  [shape=Msquare]
+		review_gate [shape=hexagon, label="Review Changes"]
+		ship_it [prompt="ship"]
+		fixes [prompt="fix"]
+		start -> review_gate
+		review_gate -> ship_it [label="[A] Approve"]
+		review_gate -> fixes   [label="[F] Fix"]
+		ship_it -> exit
+		fixes -> review_gate
+	}`)
+	answers := writeFile(t, dir, "a.json", `["F", {"text": "no"}, "ship_it"]`)
+	res := decodeRun(t, runNanohost(t, "", "pipeline", "run", dot, "--answers", answers, "--logs", filepath.Join(dir, "r1"), "--json"))
+	want := []string{"start", "review_gate", "fixes", "review_gate", "ship_it", "exit"}
+	if !slices.Equal(res.Path, want) {
+		t.Errorf("--answers path = %v (%s)", res.Path, res.FailureReason)
+	}
+	res = decodeRun(t, runNanohost(t, "", "pipeline", "run", dot, "--auto-approve", "--logs", filepath.Join(dir, "r2"), "--json"))
+	if !slices.Equal(res.Path, []string{"start", "review_gate", "ship_it", "exit"}) {
+		t.Errorf("--auto-approve path = %v", res.Path)
+	}
+	// An empty answers queue skips: the gate fails.
+	empty := writeFile(t, dir, "empty.json", `[]`)
+	r := runNanohost(t, "", "pipeline", "run", dot, "--answers", empty, "--logs", filepath.Join(dir, "r3"), "--json")
+	if res := decodeRun(t, r); r.code != 1 || !strings.Contains(res.FailureReason, "skipped") {
+		t.Errorf("empty queue: exit %d %+v", r.code, res)
+	}
+	// No flag: the terminal is asked (questions on stderr, answers on stdin).
+	r = runNanohost(t, "F\nA\n", "pipeline", "run", dot, "--logs", filepath.Join(dir, "r4"), "--json")
+	res = decodeRun(t, r)
+	if !slices.Equal(res.Path, want) || !strings.Contains(r.stderr, "Review Changes") {
+		t.Errorf("console: path %v stderr %q", res.Path, r.stderr)
+	}
+}
+
+func TestInvestigationCircuitExample(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	ex := func(name string) string { return filepath.Join(root, "examples", name) }
+	dir := t.TempDir()
+	r := runNanohost(t, "", "pipeline", "run", ex("investigation-circuit.dot"), "--script", ex("investigation-circuit.script.json"),
+		"--answers", ex("investigation-circuit.answers.json"), "--logs", filepath.Join(dir, "r1"), "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	res := decodeRun(t, r)
+	want := []string{"start", "recall", "triage", "resolve", "investigate", "resolve", "investigate", "correlate", "review", "report", "done"}
+	if !slices.Equal(res.Path, want) {
+		t.Errorf("path = %v", res.Path)
+	}
+	if res.Context["rca.confidence"] != "high" || res.Context["correlate.shared_with"] != "33195,33201" || res.Context["human.gate.selected"] != "A" {
+		t.Errorf("context = %v", res.Context)
+	}
+
+	// The investigate loop is bounded: an agent that never converges is taken
+	// to review after its 3rd visit, and a reviewer who overturns the triage
+	// sends it back to F1. A recall hit skips straight to review.
+	never := writeFile(t, dir, "never.json", `{"nodes": {
+		"recall": ["[preferred_label:miss] [outcome:success]", "[preferred_label:hit] [outcome:success]"],
+		"triage": ["[preferred_label:investigate] [outcome:success]", "environment issue [preferred_label:skip] [outcome:success]"],
+		"investigate": ["still unsure [preferred_label:low_confidence] [outcome:success]"]
+	}}`)
+	answers := writeFile(t, dir, "overturn.json", `["O", "A"]`)
+	res = decodeRun(t, runNanohost(t, "", "pipeline", "run", ex("investigation-circuit.dot"), "--script", never, "--answers", answers,
+		"--logs", filepath.Join(dir, "r2"), "--json"))
+	want = []string{"start", "recall", "triage", "resolve", "investigate", "resolve", "investigate", "resolve", "investigate",
+		"review", "triage", "review", "report", "done"}
+	if !slices.Equal(res.Path, want) || res.Status != "success" {
+		t.Errorf("bounded loop path = %v (%s)", res.Path, res.FailureReason)
+	}
+	if res.Attempts["investigate"] != 3 {
+		t.Errorf("investigate ran %d times", res.Attempts["investigate"])
+	}
+	// Every routing decision is logged with its rule and signal.
+	events := readEvents(t, filepath.Join(dir, "r2", engine.EventsFile))
+	var exhausted bool
+	for _, e := range events {
+		if e.Type == engine.EventDecision && e.Decision.From == "investigate" && e.Decision.To == "review" {
+			exhausted = e.Decision.Rule == "condition" && strings.Contains(e.Decision.Values["condition"], "visit_count.investigate=3") &&
+				e.Decision.Values["preferred_label"] == "low_confidence"
+		}
+	}
+	if !exhausted {
+		t.Error("no decision event explains the exhausted loop")
+	}
+}
+
+func readEvents(t *testing.T, path string) []engine.Event {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []engine.Event
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 4<<20)
+	for sc.Scan() {
+		var e engine.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("%s: line %d: %v", path, len(events)+1, err)
+		}
+		events = append(events, e)
+	}
+	return events
+}
+
+const crashDOT = `digraph Crash {
+	graph [goal="survive a crash"]
+	start [shape=Mdiamond]
+	exit  [shape=Msquare]
+	prepare [prompt="prepare"]
+	slow    [prompt="the long middle stage"]
+	finish  [prompt="finish"]
+	start -> prepare -> slow -> finish -> exit
+}`
+
+// The process is SIGKILLed in the middle of the slow node; resume completes
+// the run without running the completed nodes again, and the checkpoint is
+// valid JSON whenever anyone looks.
+func TestPipelineRunSurvivesSIGKILLAndResumes(t *testing.T) {
+	dir := t.TempDir()
+	dot := writeFile(t, dir, "crash.dot", crashDOT)
+	first := writeFile(t, dir, "first.json", `{"nodes": {
+		"prepare": ["prepared [context:prepared.by=first-process] [outcome:success]"],
+		"slow": [{"status": "success", "response": "slow done", "delay_ms": 20000}]
+	}}`)
+	logs := filepath.Join(dir, "run")
+	cmd := exec.Command(nanohostBin, "pipeline", "run", dot, "--script", first, "--logs", logs, "--json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	defer func() {
+		if !killed {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+
+	// Watch the checkpoint the whole time: it must always parse.
+	var watchErr error
+	var reads int
+	stopWatch := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stopWatch:
+				return
+			default:
+			}
+			if data, err := os.ReadFile(filepath.Join(logs, engine.CheckpointFile)); err == nil {
+				reads++
+				var cp engine.Checkpoint
+				if err := json.Unmarshal(data, &cp); err != nil && watchErr == nil {
+					watchErr = fmt.Errorf("torn checkpoint (%d bytes): %v", len(data), err)
+				}
+			}
+		}
+	})
+
+	// Kill once the slow node has started (its StageStarted is in the trace).
+	deadline := time.Now().Add(15 * time.Second)
+	for !traceHas(filepath.Join(logs, engine.EventsFile), engine.EventStageStarted, "slow") {
+		if time.Now().After(deadline) {
+			t.Fatalf("slow never started\nstdout: %s\nstderr: %s", stdout.String(), stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	killed = true
+	close(stopWatch)
+	wg.Wait()
+	if watchErr != nil {
+		t.Fatal(watchErr)
+	}
+	if reads == 0 {
+		t.Fatal("the watcher never saw a checkpoint")
+	}
+	cp, err := engine.LoadCheckpoint(logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.State != engine.StateRunning || cp.CurrentNode != "prepare" || cp.NextNode != "slow" {
+		t.Fatalf("checkpoint after SIGKILL: state=%s current=%s next=%s", cp.State, cp.CurrentNode, cp.NextNode)
+	}
+
+	// The resumed process gets a script in which prepare would FAIL: had it
+	// run again, the run could not succeed.
+	second := writeFile(t, dir, "second.json", `{"nodes": {
+		"prepare": [{"status": "fail", "failure_reason": "prepare must not run twice"}],
+		"slow": ["slow done after the crash [outcome:success]"]
+	}}`)
+	r := runNanohost(t, "", "pipeline", "resume", logs, "--script", second, "--json")
+	if r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	res := decodeRun(t, r)
+	if !slices.Equal(res.Path, []string{"slow", "finish", "exit"}) {
+		t.Errorf("resumed path = %v", res.Path)
+	}
+	if res.Attempts["prepare"] != 1 || res.Attempts["slow"] != 1 || res.Context["prepared.by"] != "first-process" {
+		t.Errorf("attempts %v, context %v", res.Attempts, res.Context)
+	}
+	if want := []string{"start", "prepare", "slow", "finish", "exit"}; !slices.Equal(res.CompletedNodes, want) {
+		t.Errorf("completed = %v", res.CompletedNodes)
+	}
+	// The trace: prepare started once, slow twice (killed, then resumed), seq
+	// strictly increasing across the two processes.
+	events := readEvents(t, filepath.Join(logs, engine.EventsFile))
+	starts := map[string]int{}
+	for i, e := range events {
+		if i > 0 && e.Seq != events[i-1].Seq+1 {
+			t.Fatalf("seq %d follows %d", e.Seq, events[i-1].Seq)
+		}
+		if e.Type == engine.EventStageStarted {
+			starts[e.NodeID]++
+		}
+	}
+	if starts["prepare"] != 1 || starts["slow"] != 2 || starts["finish"] != 1 {
+		t.Errorf("StageStarted counts = %v", starts)
+	}
+	if got, _ := os.ReadFile(filepath.Join(logs, "slow", "response.md")); string(got) != "slow done after the crash" {
+		t.Errorf("slow response.md = %q", got)
+	}
+	// A finished run does not resume.
+	r = runNanohost(t, "", "pipeline", "resume", logs, "--json")
+	if r.code != 2 || !strings.Contains(r.stderr, "already finished") {
+		t.Errorf("second resume: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+func traceHas(path string, typ engine.EventType, node string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		var e engine.Event
+		if json.Unmarshal([]byte(line), &e) == nil && e.Type == typ && e.NodeID == node {
+			return true
+		}
+	}
+	return false
+}
+
+func TestPipelineResumeOfNothing(t *testing.T) {
+	r := runNanohost(t, "", "pipeline", "resume", t.TempDir())
+	if r.code != 2 || !strings.Contains(r.stderr, "no checkpoint") {
+		t.Errorf("exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestPipelineRunStopsOnSIGINTAndResumes(t *testing.T) {
+	dir := t.TempDir()
+	dot := writeFile(t, dir, "crash.dot", crashDOT)
+	script := writeFile(t, dir, "s.json", `{"nodes": {"slow": [{"status": "success", "delay_ms": 20000}, "[outcome:success]"]}}`)
+	logs := filepath.Join(dir, "run")
+	cmd := exec.Command(nanohostBin, "pipeline", "run", dot, "--script", script, "--logs", logs, "--json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for !traceHas(filepath.Join(logs, engine.EventsFile), engine.EventStageStarted, "slow") {
+		time.Sleep(20 * time.Millisecond)
+	}
+	began := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if time.Since(began) > 5*time.Second {
+		t.Errorf("SIGINT took %v to stop the run", time.Since(began))
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit = %v\n%s", err, stderr.String())
+	}
+	res := decodeRun(t, cliResult{stdout: stdout.String()})
+	if !res.Cancelled || res.Status != "fail" || !strings.Contains(stderr.String(), "nanohost pipeline resume "+logs) {
+		t.Errorf("result %+v stderr %q", res, stderr.String())
+	}
+	// The script counts executions per process, so the resumed process gets a fast one.
+	fast := writeFile(t, dir, "fast.json", `{"default": "[outcome:success]"}`)
+	r := runNanohost(t, "", "pipeline", "resume", logs, "--script", fast, "--json")
+	if res := decodeRun(t, r); r.code != 0 || !slices.Equal(res.Path, []string{"slow", "finish", "exit"}) {
+		t.Errorf("resume: exit %d %+v", r.code, res)
+	}
+}
