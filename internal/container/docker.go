@@ -30,6 +30,11 @@ func NewDocker() (*Docker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
+	// Negotiate now: the client's lazy negotiation on first use races
+	// between concurrent calls.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cli.NegotiateAPIVersion(ctx)
 	return &Docker{cli: cli}, nil
 }
 

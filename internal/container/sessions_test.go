@@ -218,17 +218,17 @@ func TestNodeTimeoutKillsTheContainer(t *testing.T) {
 	})
 	for _, mode := range []string{"compact", "full"} {
 		req := codergenReq("run-timeout-"+mode, "slow", mode)
-		req.Timeout = 4 * time.Second
+		req.Timeout = 8 * time.Second
 		start := time.Now()
 		_, err := h.run(req)
-		if err == nil || !strings.Contains(err.Error(), "timed out after 4s") || engine.IsTransient(err) {
+		if err == nil || !strings.Contains(err.Error(), "timed out after 8s") || engine.IsTransient(err) {
 			t.Fatalf("%s: got %v; want a non-transient timeout error", mode, err)
 		}
 		if d := time.Since(start); d > 15*time.Second {
 			t.Errorf("%s: the timeout took %s to fire", mode, d)
 		}
 		if len(h.events.list(EventStarted)) == 0 {
-			t.Fatalf("%s: the container never started within 4s; the machine is too slow for this test", mode)
+			t.Fatalf("%s: the container never started within 8s; the machine is too slow for this test", mode)
 		}
 		h.events.waitFor(t, "timeout stop", func(e Event) bool {
 			return e.Kind == EventStopped && e.RunID == req.RunID

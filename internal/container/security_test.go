@@ -1,0 +1,88 @@
+package container
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestContainersAreLockedDownAndSecretsStayOutOfInspect(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-ant-TEST-5ecret-value-0123456789"
+	h := newHarness(t, func(c *Config) {
+		c.Network = "" // the default, bridge
+		c.Limits = Limits{MemoryBytes: 300 << 20, CPUs: 0.5, Pids: 64}
+		c.Secrets = map[string]string{"ANTHROPIC_API_KEY": secret}
+		c.Agent = AgentConfig{Kind: "command", Command: `printf '%s|%s|%s' "$ANTHROPIC_API_KEY" "$(id -u)" "$(cat /proc/self/status | grep CapEff)"`}
+	})
+	res := h.mustRun(codergenReq("run-sec", "n", "full"))
+	got := strings.Split(res.Text, "|")
+	if len(got) != 3 || got[0] != secret {
+		t.Fatalf("the agent process did not get its secret from stdin: %q", res.Text)
+	}
+	if got[1] == "0" {
+		t.Errorf("the agent runs as root")
+	}
+	if !strings.HasSuffix(strings.TrimSpace(got[2]), "0000000000000000") {
+		t.Errorf("the agent has capabilities: %q", got[2])
+	}
+
+	live := h.running(map[string]string{LabelRun: "run-sec"})
+	if len(live) != 1 {
+		t.Fatalf("want the live session container, got %d", len(live))
+	}
+	insp, err := h.d.Client().ContainerInspect(context.Background(), live[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := insp.HostConfig
+	checks := []struct {
+		what string
+		ok   bool
+	}{
+		{"all capabilities dropped", slices.Equal(hc.CapDrop, []string{"ALL"}) && len(hc.CapAdd) == 0},
+		{"no-new-privileges", slices.Contains(hc.SecurityOpt, "no-new-privileges")},
+		{"read-only root filesystem", hc.ReadonlyRootfs},
+		{"not privileged", !hc.Privileged},
+		{"memory limit 300 MiB without extra swap", hc.Memory == 300<<20 && hc.MemorySwap == 300<<20},
+		{"half a CPU", hc.NanoCPUs == 5e8},
+		{"pids limit 64", hc.PidsLimit != nil && *hc.PidsLimit == 64},
+		{"default bridge network", string(hc.NetworkMode) == "bridge"},
+		{"init reaps zombies", hc.Init != nil && *hc.Init},
+		{"non-root user", insp.Config.User == "1000:1000"},
+		{"tmpfs /tmp and HOME", hc.Tmpfs["/tmp"] != "" && hc.Tmpfs[DefaultHomeDir] != ""},
+		{"labelled", insp.Config.Labels[LabelManaged] == "true" && insp.Config.Labels[LabelHost] == h.cfg.HostID &&
+			insp.Config.Labels[LabelNode] == "n" && insp.Config.Labels[LabelThread] == "main"},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("docker inspect: want %s", c.what)
+		}
+	}
+	for _, m := range insp.Mounts {
+		if strings.Contains(m.Source, "docker.sock") || strings.Contains(m.Destination, "docker.sock") {
+			t.Errorf("the Docker socket is mounted: %+v", m)
+		}
+	}
+	raw, _ := json.Marshal(insp)
+	if strings.Contains(string(raw), secret) {
+		t.Errorf("the secret is visible in docker inspect")
+	}
+	if h.logs.contains(secret) {
+		t.Errorf("the secret was logged")
+	}
+}
+
+func TestNetworkNoneIsHonoured(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *Config) {
+		c.Network = "none"
+		c.Agent = AgentConfig{Kind: "command", Command: `ls /sys/class/net | tr '\n' ' '`}
+	})
+	res := h.mustRun(codergenReq("run-net", "n", "compact"))
+	if strings.TrimSpace(res.Text) != "lo" {
+		t.Errorf("with network none the container has interfaces %q, want only lo", res.Text)
+	}
+}
