@@ -238,6 +238,9 @@ func (e *env) start(cfg ...func(*Config)) *env {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.mu.Lock()
+	e.finished = map[string]bool{} // a new watcher has finished nothing yet
+	e.mu.Unlock()
 	w.onFinish = func(group, file string) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
