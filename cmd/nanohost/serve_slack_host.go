@@ -1,14 +1,23 @@
 package main
 
 import (
-	"errors"
+	"log/slog"
 
 	"nanohost/internal/channels"
+	"nanohost/internal/channels/slack"
 	"nanohost/internal/config"
 )
 
-// newSlackChannel connects the Slack adapter. It is wired here, apart from
-// serve.go, because the adapter lands separately.
+// newSlackChannel builds the Slack adapter from the configuration.
 func newSlackChannel(cfg *config.Config) (channels.Channel, error) {
-	return nil, errors.New("this build has no Slack adapter yet: unset SLACK_BOT_TOKEN/SLACK_APP_TOKEN to use the console")
+	p := cfg.Slack.Policy
+	return slack.New(slack.Config{
+		BotToken: cfg.Slack.BotToken.Reveal(),
+		AppToken: cfg.Slack.AppToken.Reveal(),
+		APIURL:   cfg.Slack.APIURL,
+		Policy: slack.Policy{
+			Channels: p.Channels, Starters: p.Starters, Approvers: p.Approvers, PreventSelfApproval: p.PreventSelfApproval,
+		},
+		Logger: slog.Default().With("component", "slack"),
+	})
 }

@@ -67,8 +67,8 @@ func (t *groupTable) register(ctx context.Context, g config.Group) error {
 	if err := ipc.ValidGroupName(g.Folder); err != nil {
 		return err
 	}
-	g.Chat = normalizeChat(g.Chat)
 	channel, _, _ := strings.Cut(g.Chat, ":")
+	g.Chat = normalizeChat(g.Chat)
 	if err := t.h.store.UpsertChat(ctx, store.Chat{ID: g.Chat, Channel: channel, Name: g.Name}); err != nil {
 		return err
 	}
@@ -204,6 +204,9 @@ func (t *groupTable) handleAdmin(ctx context.Context, ch channels.Channel, in ch
 		return true
 	}
 	cg := config.Group{Chat: m[1], Folder: m[2], Name: m[2], Trigger: m[3]}
+	if !strings.Contains(cg.Chat, ":") && ch.Owns(cg.Chat) {
+		cg.Chat = ch.Name() + ":" + cg.Chat
+	}
 	if !strings.Contains(cg.Chat, ":") {
 		reply(fmt.Sprintf("%q does not name a channel: use slack:<channel id> or console:<name>.", cg.Chat))
 		return true
@@ -237,11 +240,12 @@ func nonEmpty(s, def string) string {
 	return s
 }
 
-// normalizeChat maps the config's "console:<name>" to the console's one
-// chat id, "console".
+// normalizeChat maps the config's chat names to the ids channels use:
+// "console:<name>" is the console's one chat, "console"; "slack:C0123" is
+// the Slack conversation id "C0123".
 func normalizeChat(chat string) string {
 	if strings.HasPrefix(chat, "console:") {
 		return "console"
 	}
-	return chat
+	return strings.TrimPrefix(chat, "slack:")
 }
