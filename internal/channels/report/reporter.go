@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -75,6 +74,8 @@ type Reporter struct {
 	started   time.Time
 	cardDirty bool
 	lastEdit  time.Time
+	// startNodes are the start nodes seen; their checkpoints are noise.
+	startNodes map[string]bool
 }
 
 // item is a queued event, or a message to post in the thread in order.
@@ -113,6 +114,7 @@ func Start(ctx context.Context, cfg Config) *Reporter {
 		card: channels.StatusCard{
 			RunID: cfg.RunID, Pipeline: cfg.Pipeline, Goal: cfg.Goal, State: channels.RunRunning,
 		},
+		startNodes: make(map[string]bool),
 	}
 	go r.run(ctx)
 	return r
@@ -269,7 +271,7 @@ func (r *Reporter) handle(ctx context.Context, it item) {
 	if already {
 		return // delivered before a restart
 	}
-	if m, ok := EventMessage(e, r.cfg.Verbosity); ok {
+	if m, ok := EventMessage(e, r.cfg.Verbosity); ok && !r.startCheckpoint(e) {
 		m.LogRef = r.cfg.LogRef
 		if _, err := r.postThread(ctx, m); err != nil {
 			// The channel retried what can be retried; this message
@@ -284,6 +286,12 @@ func (r *Reporter) handle(ctx context.Context, it item) {
 		r.mu.Unlock()
 		r.checkpointed(cp)
 	}
+}
+
+// startCheckpoint reports whether e is the checkpoint after the start
+// node, which tells people nothing.
+func (r *Reporter) startCheckpoint(e engine.Event) bool {
+	return e.Type == engine.EventCheckpointSaved && r.startNodes[e.NodeID]
 }
 
 func (r *Reporter) postThread(ctx context.Context, m channels.Message) (string, error) {
@@ -307,10 +315,8 @@ func (r *Reporter) fold(e *engine.Event) {
 		if c.Pipeline == "" {
 			c.Pipeline = e.Label
 		}
-		if c.Goal == "" {
-			if g, ok := e.Data["goal"].(string); ok {
-				c.Goal = g
-			}
+		if c.Goal == "" && e.Type == engine.EventPipelineStarted {
+			c.Goal = e.Message
 		}
 		if r.started.IsZero() {
 			r.started = e.Time
@@ -320,6 +326,11 @@ func (r *Reporter) fold(e *engine.Event) {
 		}
 		c.State = channels.RunRunning
 	case engine.EventStageStarted:
+		if handler(*e) == "start" {
+			r.startNodes[e.NodeID] = true
+			changed = false
+			break
+		}
 		c.Current, c.Index = stageName(*e), e.Index
 		if e.Total > 0 {
 			c.Total = e.Total
@@ -350,7 +361,7 @@ func (r *Reporter) fold(e *engine.Event) {
 		c.State = channels.RunSucceeded
 		if e.Type == engine.EventPipelineFailed {
 			c.State, c.Reason = channels.RunFailed, e.Message
-			if strings.HasPrefix(strings.ToLower(e.Message), "cancel") {
+			if cancelled, _ := e.Data["cancelled"].(bool); cancelled {
 				c.State = channels.RunCancelled
 			}
 		}
