@@ -109,6 +109,7 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 			}
 			var next, busy, ops atomic.Int64
 			b.SetParallelism(4)
+			cpu := startCPU()
 			b.RunParallel(func(pb *testing.PB) {
 				runID := fmt.Sprintf("r%d", next.Add(1)%runs)
 				for pb.Next() {
@@ -124,6 +125,7 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(busy.Load())/float64(ops.Load()), "busy/op")
+			cpu.report(b, ops.Load(), "op")
 		})
 	}
 }
