@@ -260,9 +260,12 @@ func (lx *lexer) punct(p pipeline.Pos, c byte) error {
 			"unexpected character %s", quoteChar(lx.src[lx.off:]))
 	}
 	lx.off++
-	lx.emit(tPunct, string(c), p)
+	lx.emit(tPunct, punctText[c], p)
 	return nil
 }
+
+// punctText avoids allocating a one-byte string per punctuation token.
+var punctText = map[byte]string{'{': "{", '}': "}", '[': "[", ']': "]", ';': ";", ',': ",", '=': "="}
 
 func quoteChar(b []byte) string {
 	r := []rune(string(b[:min(len(b), 4)]))
@@ -362,15 +365,15 @@ func endsBareValue(b []byte) bool {
 // quoted lexes one quoted string, or several joined with '+', and returns
 // the decoded text.
 func (lx *lexer) quoted() (string, error) {
-	var b strings.Builder
+	s, err := lx.quotedPart()
+	if err != nil {
+		return "", err
+	}
 	for {
-		if err := lx.quotedPart(&b); err != nil {
-			return "", err
-		}
 		save := *lx
 		if err := lx.skipSpaceAndComments(); err != nil || lx.peek(0) != '+' {
 			*lx = save
-			return b.String(), nil
+			return s, nil
 		}
 		plus := lx.pos()
 		lx.off++
@@ -381,21 +384,40 @@ func (lx *lexer) quoted() (string, error) {
 			return "", lx.errAt(plus, "", `join only quoted strings: "a" + "b"`,
 				"'+' must be followed by a quoted string")
 		}
+		more, err := lx.quotedPart()
+		if err != nil {
+			return "", err
+		}
+		s += more
 	}
 }
 
 // quotedPart decodes the string at lx.off: \" \n \t \\ are escapes, a
 // backslash before a newline continues the line (Graphviz), and any other
 // backslash is kept so label escapes such as \l survive.
-func (lx *lexer) quotedPart(b *strings.Builder) error {
+func (lx *lexer) quotedPart() (string, error) {
 	start := lx.pos()
 	lx.off++ // opening quote
+	// Fast path: most strings have no escapes and are one slice of the source.
+	end := lx.off
+	for end < len(lx.src) && lx.src[end] != '"' && lx.src[end] != '\\' {
+		end++
+	}
+	if end < len(lx.src) && lx.src[end] == '"' {
+		s := string(lx.src[lx.off:end])
+		for lx.off < end {
+			lx.advance()
+		}
+		lx.off++ // closing quote
+		return s, nil
+	}
+	var b strings.Builder
 	for lx.off < len(lx.src) {
 		c := lx.src[lx.off]
 		switch c {
 		case '"':
 			lx.off++
-			return nil
+			return b.String(), nil
 		case '\\':
 			lx.off++
 			if lx.off >= len(lx.src) {
@@ -430,5 +452,5 @@ func (lx *lexer) quotedPart(b *strings.Builder) error {
 			lx.advance()
 		}
 	}
-	return lx.errAt(start, "unterminated string", `close the string with "`, "quoted string is never closed")
+	return "", lx.errAt(start, "unterminated string", `close the string with "`, "quoted string is never closed")
 }

@@ -92,49 +92,80 @@ func ParseWithLimits(file string, src []byte, lim Limits) (g *pipeline.Graph, er
 // normalise renders the tokens as gographviz input. It returns the text, the
 // offset of each emitted token in it, and the token index each one came from.
 // Along the way it drops separators gographviz rejects but Graphviz accepts
-// (empty statements, a trailing comma in an attribute list).
+// (empty statements, a trailing comma in an attribute list) and commas
+// between attributes, which gographviz does not need (less work for it).
 func normalise(toks []token) (text []byte, offsets, index []int) {
-	text = make([]byte, 0, len(toks)*6)
-	offsets = make([]int, 0, len(toks))
-	index = make([]int, 0, len(toks))
-	last := ""
+	n := &normaliser{
+		text:    make([]byte, 0, len(toks)*6),
+		offsets: make([]int, 0, len(toks)),
+		index:   make([]int, 0, len(toks)),
+	}
 	for i, t := range toks {
-		var lexeme string
-		switch t.kind {
-		case tEOF:
-			continue
-		case tWord, tValue, tString:
-			lexeme = "_" + strconv.Itoa(i)
-		default:
-			lexeme = t.text
-		}
 		switch {
-		case lexeme == ";" && (last == "" || last == ";" || last == "{"),
-			lexeme == "," && (last == "," || last == "["),
-			lexeme == "," && i+1 < len(toks) && toks[i+1].kind == tPunct && toks[i+1].text == "]":
-			continue
-		}
-		emit := func(lexeme string) {
-			offsets = append(offsets, len(text))
-			index = append(index, i)
-			text = append(text, lexeme...)
-			text = append(text, ' ')
-			last = lexeme
-		}
-		if lexeme == "{" {
+		case t.kind == tEOF:
+		case t.isName():
+			n.placeholder(i, i)
+		case t.text == ";" && (n.last == "" || n.last == ";" || n.last == "{"):
+		case t.text == "," && n.redundantComma(toks, i):
+		case t.text == "[" || t.text == "]":
+			n.inAttrs = t.text == "["
+			n.lexeme(i, t.text)
+		case t.text == "{":
 			// Name anonymous subgraphs after their '{' token, so the walk
 			// knows where they are (gographviz would invent a random name).
 			switch braceOwner(toks, i) {
 			case "subgraph":
-				emit("_" + strconv.Itoa(i))
+				n.placeholder(i, i)
 			case "":
-				emit("subgraph")
-				emit("_" + strconv.Itoa(i))
+				n.lexeme(i, "subgraph")
+				n.placeholder(i, i)
 			}
+			n.lexeme(i, "{")
+		default:
+			n.lexeme(i, t.text)
 		}
-		emit(lexeme)
 	}
-	return text, offsets, index
+	return n.text, n.offsets, n.index
+}
+
+func (t token) isName() bool { return t.kind == tWord || t.kind == tValue || t.kind == tString }
+
+type normaliser struct {
+	text           []byte
+	offsets, index []int
+	last           string // the last lexeme emitted; "_" for a placeholder
+	inAttrs        bool   // inside [ ... ]
+}
+
+func (n *normaliser) lexeme(tok int, s string) {
+	n.offsets = append(n.offsets, len(n.text))
+	n.index = append(n.index, tok)
+	n.text = append(n.text, s...)
+	n.text = append(n.text, ' ')
+	n.last = s
+}
+
+// placeholder emits "_<ref>", the stand-in for token ref.
+func (n *normaliser) placeholder(tok, ref int) {
+	n.offsets = append(n.offsets, len(n.text))
+	n.index = append(n.index, tok)
+	n.text = append(n.text, '_')
+	n.text = strconv.AppendInt(n.text, int64(ref), 10)
+	n.text = append(n.text, ' ')
+	n.last = "_"
+}
+
+// redundantComma reports whether the comma at toks[i] can go: a repeated or
+// leading comma, one before ']', or one between a value and the next key.
+func (n *normaliser) redundantComma(toks []token, i int) bool {
+	next := toks[i+1] // the last token is always EOF
+	switch {
+	case n.last == "," || n.last == "[":
+		return true
+	case next.kind == tPunct && next.text == "]":
+		return true
+	}
+	return n.inAttrs && n.last == "_" && next.isName()
 }
 
 // braceOwner says what opened the '{' at toks[i]: "graph" for the root
