@@ -37,7 +37,7 @@ type Backend struct {
 	runs    map[string]RunEnv
 	execs   map[execKey]int
 	closed  bool
-	bg      sync.WaitGroup // one-shot containers finishing in the background
+	bg      map[string]*sync.WaitGroup // per run: containers being cleaned up in the background
 }
 
 // RunEnv is where a run's agents work.
@@ -74,6 +74,7 @@ func NewBackend(cfg Config) (*Backend, error) {
 	return &Backend{
 		cfg: cfg, log: cfg.Logger.With("component", "container"), slots: newSlots(cfg.MaxContainers),
 		owner: currentOwner(), threads: map[threadKey]*thread{}, runs: map[string]RunEnv{}, execs: map[execKey]int{},
+		bg: map[string]*sync.WaitGroup{},
 	}, nil
 }
 
@@ -157,9 +158,8 @@ func (b *Backend) runAgent(ctx context.Context, req engine.Request) (engine.Resu
 	}
 	out, err := b.toResult(req, s, res)
 	// The container exits by itself after a one-shot answer; clean up
-	// without making the pipeline wait for Docker.
-	b.bg.Add(1)
-	go func() { defer b.bg.Done(); s.finish() }()
+	// without making the pipeline wait for Docker (CloseRun waits).
+	b.background(req.RunID, s.finish)
 	return out, err
 }
 
@@ -356,7 +356,24 @@ func (b *Backend) statusFile(req engine.Request, ipc *ipcDir, dispatchID int64) 
 	return o, nil
 }
 
-// CloseRun implements engine.RunCloser: the run's live sessions end.
+// background runs cleanup work that CloseRun and Close wait for.
+func (b *Backend) background(runID string, f func()) {
+	b.mu.Lock()
+	wg, ok := b.bg[runID]
+	if !ok {
+		wg = &sync.WaitGroup{}
+		b.bg[runID] = wg
+	}
+	wg.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer wg.Done()
+		f()
+	}()
+}
+
+// CloseRun implements engine.RunCloser: the run's live sessions end, and
+// its finished containers are removed before it returns.
 func (b *Backend) CloseRun(runID string) {
 	b.mu.Lock()
 	var ts []*thread
@@ -372,8 +389,13 @@ func (b *Backend) CloseRun(runID string) {
 		}
 	}
 	delete(b.runs, runID)
+	wg := b.bg[runID]
+	delete(b.bg, runID)
 	b.mu.Unlock()
 	closeThreads(ts)
+	if wg != nil {
+		wg.Wait()
+	}
 }
 
 // Close ends every live session and waits for background cleanup.
@@ -385,9 +407,13 @@ func (b *Backend) Close() error {
 		ts = append(ts, t)
 	}
 	b.threads = map[threadKey]*thread{}
+	bg := b.bg
+	b.bg = map[string]*sync.WaitGroup{}
 	b.mu.Unlock()
 	closeThreads(ts)
-	b.bg.Wait()
+	for _, wg := range bg {
+		wg.Wait()
+	}
 	return nil
 }
 

@@ -105,16 +105,14 @@ func (b *Backend) collectToolOutput(ctx context.Context, h *Handle, stageDir str
 func (b *Backend) cleanupTool(h *Handle, release func(), req engine.Request) {
 	h.Close()
 	release()
-	b.bg.Add(1)
-	go func() {
-		defer b.bg.Done()
+	b.background(req.RunID, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := b.cfg.Runtime.Remove(ctx, h.ID); err != nil {
 			b.log.Warn("remove tool container", "err", err)
 		}
 		b.emit(Event{Kind: EventStopped, Container: h.Name, ID: h.ID, RunID: req.RunID, NodeID: req.NodeID, Reason: "tool finished"})
-	}()
+	})
 }
 
 // headTail keeps the first and last max/2 bytes of what is written, so both
