@@ -52,6 +52,7 @@ func TestRejectsUnsupportedConstructs(t *testing.T) {
 		{"unquoted =", "digraph G { a -> b [condition=outcome=success] }", "unquoted value with '='", pipeline.Pos{Line: 1, Column: 31}, `"outcome=..."`},
 		{"bad key", `digraph G { a ["my-key"=1] }`, "invalid attribute key", pipeline.Pos{Line: 1, Column: 16}, "human.default_choice"},
 		{"no header", "-- Test pipeline\nDOT = ...", "missing digraph header", pipeline.Pos{Line: 1, Column: 1}, "digraph Name {"},
+		{"empty input", "  // nothing here\n", "missing digraph header", pipeline.Pos{Line: 2, Column: 1}, "digraph Name {"},
 		{"bare brace", "{ a -> b }", "missing digraph header", pipeline.Pos{Line: 1, Column: 1}, "digraph Name {"},
 		{"unterminated string", "digraph G {\n  a [label=\"open\n}\n", "unterminated string", pipeline.Pos{Line: 2, Column: 12}, `"`},
 		{"edge to empty subgraph", "digraph G {\n  a -> { }\n}", "edge to empty subgraph", pipeline.Pos{Line: 2, Column: 8}, "at least one node"},
@@ -79,6 +80,7 @@ func TestGrammarErrorsPointAtOriginalSource(t *testing.T) {
 		{"dangling arrow", "digraph G {\n  a [prompt=\"two\nlines\"]\n  a -> }", pipeline.Pos{Line: 4, Column: 8}, "unexpected '}'"},
 		{"attributes before arrow", "digraph G {\n  a [prompt=\"two\nlines\"] -> b }", pipeline.Pos{Line: 3, Column: 9}, "unexpected '->'"},
 		{"missing bracket", "digraph G {\n  human.default_choice = yes\n  a [label=\"x\"\n  b -> c\n}", pipeline.Pos{Line: 4, Column: 5}, "unexpected '->'"},
+		{"header expects digraph", "digraph", pipeline.Pos{Line: 1, Column: 8}, "expected '{', a name or value"},
 		{"unclosed graph", "digraph G {\n  a -> b\n", pipeline.Pos{Line: 3, Column: 1}, "end of input"},
 		{"stray close", "digraph G { a } }", pipeline.Pos{Line: 1, Column: 17}, "unexpected '}' after the end of the graph"},
 		{"nested digraph", "digraph G { digraph H { } }", pipeline.Pos{Line: 1, Column: 13}, "keyword digraph"},
@@ -92,6 +94,13 @@ func TestGrammarErrorsPointAtOriginalSource(t *testing.T) {
 				t.Errorf("got %v (pos %v), want pos %v and message containing %q", se, se.Pos, c.pos, c.msgHas)
 			}
 		})
+	}
+}
+
+func TestAttributesBeforeArrowSuggestTheFix(t *testing.T) {
+	se := parseErr(t, `digraph G { a [label="x"] -> b }`)
+	if !strings.Contains(se.Fix, "after the last node of the edge") {
+		t.Errorf("fix = %q", se.Fix)
 	}
 }
 

@@ -93,6 +93,10 @@ func lex(file string, src []byte, maxDepth int) ([]token, error) {
 			return nil, err
 		}
 		if lx.off >= len(lx.src) {
+			if !lx.seen {
+				return nil, lx.errAt(lx.pos(), "missing digraph header", "write the pipeline as: digraph Name { ... }",
+					"no graph in the input")
+			}
 			lx.toks = append(lx.toks, token{kind: tEOF, pos: lx.pos()})
 			return lx.toks, nil
 		}

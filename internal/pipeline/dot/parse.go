@@ -188,12 +188,16 @@ func braceOwner(toks []token, i int) string {
 // grammarError turns a gographviz parse error into a SyntaxError at the
 // original position of the offending token.
 func grammarError(file string, toks []token, offsets, index []int, err error) *SyntaxError {
-	at := toks[len(toks)-1] // end of input unless the error names a token
+	ti := len(toks) - 1 // end of input unless the error names a token
 	off, expected, ok := goccDetails(err)
 	if ok {
 		if i, found := slices.BinarySearch(offsets, off); found {
-			at = toks[index[i]]
+			ti = index[i]
 		}
+	}
+	at, prev := toks[ti], token{}
+	if ti > 0 {
+		prev = toks[ti-1]
 	}
 	msg := "unexpected " + at.describe()
 	if want := friendlyExpected(expected); want != "" {
@@ -201,6 +205,8 @@ func grammarError(file string, toks []token, offsets, index []int, err error) *S
 	}
 	fix := "check the statement against the Attractor grammar (spec §2.2)"
 	switch {
+	case at.kind == tArrow && prev.kind == tPunct && prev.text == "]":
+		fix = "put the attribute list after the last node of the edge: a -> b [label=\"x\"]"
 	case at.kind == tEOF:
 		fix = "close every '{' with '}' and every '[' with ']'"
 	case at.kind == tKeyword && at.text == "digraph":
