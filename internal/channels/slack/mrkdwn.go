@@ -61,8 +61,10 @@ func escapeLimited(raw string, limit int, note string) string {
 		n++
 	}
 	kept := escapeMrkdwn(cutRunes(raw, n))
-	for utf8.RuneCountInString(kept) > budget && n > 0 { // word joiners after @channel
-		n--
+	// Word joiners after @channel can still overshoot; every source
+	// character dropped shortens the result by at least one.
+	for over := utf8.RuneCountInString(kept) - budget; over > 0 && n > 0; over = utf8.RuneCountInString(kept) - budget {
+		n = max(0, n-over)
 		kept = escapeMrkdwn(cutRunes(raw, n))
 	}
 	return kept + note

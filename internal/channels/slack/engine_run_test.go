@@ -1,0 +1,109 @@
+package slack_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"nanohost/internal/channels"
+	"nanohost/internal/channels/gate"
+	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/pipeline/frontend"
+	"nanohost/internal/pipeline/script"
+)
+
+const gatedFeature = `digraph Feature {
+  graph [goal="Add RSI indicator"]
+  start  [shape=Mdiamond]
+  plan   [label="Plan", prompt="Plan: $goal"]
+  test   [label="Run Tests", prompt="Run the tests"]
+  fix    [label="Fix Failures", prompt="Fix the failing tests"]
+  review [shape=hexagon, label="Review the change"]
+  done   [shape=Msquare]
+  start -> plan -> test
+  test -> fix    [condition="outcome=fail"]
+  test -> review [condition="outcome=success"]
+  fix -> test
+  review -> done [label="[A] Approve"]
+  review -> plan [label="[R] Rework"]
+}`
+
+// The tests fail once, are fixed, pass; a human approves in Slack.
+const gatedScript = `{"nodes": {"test": [{"status": "fail", "failure_reason": "2 tests fail"}, "All green. [outcome:success]"]},
+ "default": "Done. [outcome:success]"}`
+
+// TestRealEngineRunTellsItsStoryInSlack drives the real engine with the
+// scripted backend: its events go to the run thread, its human gate is a
+// Slack prompt answered with a button.
+func TestRealEngineRunTellsItsStoryInSlack(t *testing.T) {
+	h := newHarness(t)
+	g, diags, err := frontend.Prepare("feature.dot", []byte(gatedFeature), frontend.Options{})
+	if err != nil || pipeline.HasErrors(diags) {
+		t.Fatalf("prepare: %v %v", err, diags)
+	}
+	backend, err := script.Parse([]byte(gatedScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.startReporter(opsChat, "run-real", channels.VerbosityStandard)
+	eng := engine.New(engine.Config{
+		Backend:     backend,
+		Interviewer: h.desk.Interviewer(gate.Target{Channel: h.ch, Chat: opsChat, Thread: r, StartedBy: bob}),
+		Observers:   []engine.Observer{r},
+		LogsRoot:    t.TempDir(), RunID: "run-real", NoBackoff: true, NoFsync: true,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	done := make(chan *engine.RunResult, 1)
+	go func() {
+		res, err := eng.Run(h.ctx, g, []byte(gatedFeature), "feature.dot")
+		if err != nil {
+			t.Errorf("engine: %v", err)
+		}
+		done <- res
+	}()
+
+	thread, err := r.Thread(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := h.promptIn(opsChat, thread, 1)
+	h.click(prompt, alice, "Approve")
+	res := <-done
+	if res == nil || res.Status != "success" {
+		t.Fatalf("run result = %+v, want success", res)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, waitLong)
+	defer cancel()
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.desk.Wait()
+
+	var story []string
+	for _, m := range h.fake.Thread(opsChat, thread) {
+		story = append(story, m.Content())
+	}
+	all := strings.Join(story, "\n")
+	// In order: the failure, the loop through the fix, the approval, the end.
+	at := 0
+	for _, want := range []string{
+		"→ Plan (1/", "✓ Plan", "→ Run Tests (2/", "✗ Run Tests", "2 tests fail",
+		"⤷ test → fix (fail_condition outcome=fail)", "→ Fix Failures", "✓ Fix Failures", "✓ Run Tests",
+		"⤷ test → review (condition outcome=success)", "→ Review the change",
+		"<@U0ALICE> chose *[A] Approve*", "⤷ review → done", "✓ Pipeline complete",
+	} {
+		i := strings.Index(all[at:], want)
+		if i < 0 {
+			t.Fatalf("thread lacks %q after position %d:\n%s", want, at, all)
+		}
+		at += i + len(want)
+	}
+	if strings.Contains(all, "→ start") || strings.Contains(all, "lexical") {
+		t.Errorf("the start node and unconditional edges are not thread news:\n%s", all)
+	}
+	if card := h.runRoot(opsChat).Content(); !strings.Contains(card, "✓ succeeded") || !strings.Contains(card, "Goal: Add RSI indicator") {
+		t.Errorf("final card:\n%s", card)
+	}
+}

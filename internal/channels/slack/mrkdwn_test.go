@@ -1,0 +1,92 @@
+package slack
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"nanohost/internal/channels"
+	"nanohost/internal/pipeline/engine"
+)
+
+func TestEscapeMrkdwnNeutralisesMarkup(t *testing.T) {
+	got := escapeMrkdwn("<!channel> <@U1> <#C1|x> <https://evil|ok> a&b @here @everyone")
+	want := "&lt;!channel&gt; &lt;@U1&gt; &lt;#C1|x&gt; &lt;https://evil|ok&gt; a&amp;b @\u2060here @\u2060everyone"
+	if got != want {
+		t.Errorf("escapeMrkdwn = %q, want %q", got, want)
+	}
+}
+
+var danglingEntity = regexp.MustCompile(`&[a-z]{0,3}$`)
+
+func TestEscapeLimitedCutsBetweenCharacters(t *testing.T) {
+	note := "\n… (truncated)"
+	for _, raw := range []string{
+		strings.Repeat("<", 5000),
+		strings.Repeat("a&", 3000),
+		strings.Repeat("ü€😀", 2000),
+		strings.Repeat("@channel ", 600),
+	} {
+		got := escapeLimited(raw, maxSectionText, note)
+		if n := utf8.RuneCountInString(got); n > maxSectionText {
+			t.Errorf("%d characters, over the %d limit", n, maxSectionText)
+		}
+		body, found := strings.CutSuffix(got, note)
+		if !found {
+			t.Errorf("no truncation note on a cut text")
+		}
+		if danglingEntity.MatchString(body) || !utf8.ValidString(body) {
+			t.Errorf("cut inside an entity or a character: …%q", body[max(0, len(body)-10):])
+		}
+	}
+	if got := escapeLimited("short & sweet", 100, "note"); got != "short &amp; sweet" {
+		t.Errorf("a text within the limit must not be cut: %q", got)
+	}
+}
+
+func TestMentionOnlyForUserIDs(t *testing.T) {
+	if got := mention("U0ALICE"); got != "<@U0ALICE>" {
+		t.Errorf("mention(U0ALICE) = %q", got)
+	}
+	if got := mention("<!channel>"); got != "&lt;!channel&gt;" {
+		t.Errorf("a non-id must be escaped, got %q", got)
+	}
+}
+
+func TestGateButtonsRoundTripAndRejectTampering(t *testing.T) {
+	p := channels.GatePrompt{RunID: "run-1", GateID: "review-1", Nonce: "abc123"}
+	p.Question.Options = []engine.Option{{Key: "A", Label: "[A] Approve", To: "ship"}}
+	// Read the button back as Slack receives it.
+	raw, err := json.Marshal(renderPrompt(p).blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []struct {
+		Type     string `json:"type"`
+		Elements []struct {
+			ActionID string `json:"action_id"`
+			Value    string `json:"value"`
+		} `json:"elements"`
+	}
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		t.Fatal(err)
+	}
+	var actionID, value string
+	for _, b := range blocks {
+		if b.Type == "actions" {
+			actionID, value = b.Elements[0].ActionID, b.Elements[0].Value
+		}
+	}
+	got, ok := decodeGateAction(actionID, value)
+	if !ok || got != (channels.GateAnswer{RunID: "run-1", GateID: "review-1", Nonce: "abc123", Choice: "A"}) {
+		t.Fatalf("decode(%q, %q) = %+v, %v", actionID, value, got, ok)
+	}
+	if _, ok := decodeGateAction(actionID, strings.Replace(value, "abc123", "zzz999", 1)); ok {
+		t.Error("a value whose nonce disagrees with its action_id was accepted")
+	}
+	if _, ok := decodeGateAction("some.other.button", value); ok {
+		t.Error("a button that is not a gate button was accepted")
+	}
+}

@@ -1,0 +1,80 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"nanohost/internal/channels"
+)
+
+// groups is a usergroups.users.list stand-in that counts calls and can fail.
+type groups struct {
+	members map[string][]string
+	calls   int
+	down    bool
+}
+
+func (g *groups) list(_ context.Context, group string) ([]string, error) {
+	g.calls++
+	if g.down {
+		return nil, errors.New("slack unreachable")
+	}
+	return g.members[group], nil
+}
+
+func testAuthorizer(p Policy, g *groups) (*authorizer, *time.Time) {
+	a := newAuthorizer(p, g.list, slog.New(slog.DiscardHandler))
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	a.now = func() time.Time { return now }
+	return a, &now
+}
+
+func TestGroupMembershipIsCachedForItsTTL(t *testing.T) {
+	g := &groups{members: map[string][]string{"S0SRE": {"U0BOB"}}}
+	a, now := testAuthorizer(Policy{Channels: []string{"C1"}, Approvers: []string{"group:S0SRE"}, GroupCacheTTL: time.Minute}, g)
+	ref := channels.GateRef{RunID: "r", GateID: "g", Chat: "C1"}
+	ctx := context.Background()
+
+	for range 3 {
+		if err := a.mayAnswer(ctx, "U0BOB", ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g.calls != 1 {
+		t.Errorf("%d usergroups.users.list calls for 3 checks within the TTL, want 1", g.calls)
+	}
+	g.members["S0SRE"] = nil // bob leaves the group
+	*now = now.Add(2 * time.Minute)
+	if err := a.mayAnswer(ctx, "U0BOB", ref); err == nil {
+		t.Error("after the TTL a removed member must be refused")
+	}
+	// Slack down: the last known list is used rather than locking everyone out…
+	g.members["S0SRE"] = []string{"U0BOB"}
+	*now = now.Add(2 * time.Minute)
+	_ = a.mayAnswer(ctx, "U0BOB", ref)
+	g.down = true
+	*now = now.Add(2 * time.Minute)
+	if err := a.mayAnswer(ctx, "U0BOB", ref); err != nil {
+		t.Errorf("with Slack down, the cached membership should be used: %v", err)
+	}
+	// …but a group never seen cannot be vouched for.
+	b, _ := testAuthorizer(Policy{Channels: []string{"C1"}, Approvers: []string{"group:S0NEW"}}, &groups{down: true})
+	if err := b.mayAnswer(ctx, "U0BOB", ref); err == nil || !strings.Contains(err.Error(), "could not check membership of user group S0NEW") {
+		t.Errorf("unknown group while Slack is down: %v", err)
+	}
+}
+
+func TestMalformedGateApproversDenyEveryone(t *testing.T) {
+	a, _ := testAuthorizer(Policy{Channels: []string{"C1"}, Approvers: []string{"*"}}, &groups{})
+	err := a.mayAnswer(context.Background(), "U0BOB", channels.GateRef{Chat: "C1", Approvers: "bob, U0BOB"})
+	if err == nil || !strings.Contains(err.Error(), `approvers[0] = "bob"`) {
+		t.Errorf("a malformed approvers attribute must deny and say why, got %v", err)
+	}
+	if err := a.mayAnswer(context.Background(), "U0BOB", channels.GateRef{Chat: "C2"}); err == nil {
+		t.Error("a gate in a channel outside the policy must be refused")
+	}
+}
