@@ -90,12 +90,11 @@ func mermaidID(id string) string {
 	return id
 }
 
-// mermaidText escapes text for a quoted Mermaid label with entity codes,
+// mermaidEscaper writes text for a quoted Mermaid label with entity codes,
 // which Mermaid decodes itself; newlines become line breaks.
-func mermaidText(s string) string {
-	r := strings.NewReplacer(
-		"&", "#amp;", "\"", "#quot;", "<", "#lt;", ">", "#gt;",
-		"\r\n", "<br/>", "\n", "<br/>", "|", "#124;", "`", "#96;",
-	)
-	return r.Replace(s)
-}
+var mermaidEscaper = strings.NewReplacer(
+	"&", "#amp;", "\"", "#quot;", "<", "#lt;", ">", "#gt;",
+	"\r\n", "<br/>", "\n", "<br/>", "|", "#124;", "`", "#96;",
+)
+
+func mermaidText(s string) string { return mermaidEscaper.Replace(s) }

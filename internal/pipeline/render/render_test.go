@@ -311,3 +311,36 @@ func TestSVGHandlesEmptyAndLargeGraphs(t *testing.T) {
 		t.Errorf("%d texts, want the title, one per node and one per labelled edge", len(texts))
 	}
 }
+
+// BenchmarkRender draws a 1000-node pipeline with retry loops every ten
+// nodes in each format.
+func BenchmarkRender(b *testing.B) {
+	var src strings.Builder
+	src.WriteString("digraph G {\n")
+	for i := 1; i < 1000; i++ {
+		fmt.Fprintf(&src, "  n%d -> n%d\n", i-1, i)
+		if i%10 == 0 {
+			fmt.Fprintf(&src, "  n%d -> n%d [label=retry]\n", i, i-5)
+		}
+	}
+	src.WriteString("}")
+	g, err := dot.Parse("", []byte(src.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("svg", func(b *testing.B) {
+		for b.Loop() {
+			SVG(g, nil)
+		}
+	})
+	b.Run("dot", func(b *testing.B) {
+		for b.Loop() {
+			DOT(g)
+		}
+	})
+	b.Run("mermaid", func(b *testing.B) {
+		for b.Loop() {
+			Mermaid(g)
+		}
+	})
+}
