@@ -15,15 +15,25 @@ import (
 )
 
 // Store is an ipc.ProcessedStore on a store.Store.
+//
+// Answers are kept under the key "answer:<request_id>" in the store's
+// ipc_requests table, apart from any record the Host itself makes under
+// the bare request id (the host marks a start_pipeline request processed
+// inside StartPipeline, to stay idempotent across a crash before the
+// watcher records the answer). Sharing one key would let whichever wrote
+// first shadow the other.
 type Store struct {
 	DB *store.Store
 }
+
+// answerKey is the ipc_requests key of the watcher's answer to requestID.
+func answerKey(requestID string) string { return "answer:" + requestID }
 
 var _ ipc.ProcessedStore = Store{}
 
 // Lookup implements ipc.ProcessedStore.
 func (s Store) Lookup(ctx context.Context, group, requestID string) (ipc.Response, bool, error) {
-	rec, ok, err := s.DB.Processed(ctx, group, requestID)
+	rec, ok, err := s.DB.Processed(ctx, group, answerKey(requestID))
 	if err != nil || !ok {
 		return ipc.Response{}, false, err
 	}
@@ -40,6 +50,6 @@ func (s Store) Record(ctx context.Context, group, requestID string, resp ipc.Res
 	if err != nil {
 		return fmt.Errorf("record IPC request %s/%s: %w", group, requestID, err)
 	}
-	_, err = s.DB.MarkProcessed(ctx, group, requestID, string(resp.Type), data)
+	_, err = s.DB.MarkProcessed(ctx, group, answerKey(requestID), string(resp.Type), data)
 	return err
 }

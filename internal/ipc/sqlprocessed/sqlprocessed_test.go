@@ -23,6 +23,14 @@ func TestAnswersSurviveReopeningTheDatabase(t *testing.T) {
 	if _, ok, err := s.Lookup(ctx, "team", "r1"); ok || err != nil {
 		t.Fatalf("fresh database: ok=%v err=%v", ok, err)
 	}
+	// The Host's own idempotency record for the same request does not
+	// shadow the watcher's answer (nor the other way round).
+	if _, err := db.MarkProcessed(ctx, "team", "r1", "start_pipeline", []byte(`{"RunID":"run-7","Chat":"C-team"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.Lookup(ctx, "team", "r1"); ok || err != nil {
+		t.Fatalf("the host's record was taken for an answer: ok=%v err=%v", ok, err)
+	}
 	first := ipc.Response{V: 1, RequestID: "r1", Type: ipc.TypeStartPipeline, Status: ipc.Accepted, RunID: "run-7", Chat: "C-team",
 		At: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	if err := s.Record(ctx, "team", "r1", first); err != nil {
@@ -46,6 +54,9 @@ func TestAnswersSurviveReopeningTheDatabase(t *testing.T) {
 	}
 	if _, ok, _ := s.Lookup(ctx, "other", "r1"); ok {
 		t.Error("request ids are per group")
+	}
+	if rec, ok, _ := db.Processed(ctx, "team", "r1"); !ok || rec.Type != "start_pipeline" {
+		t.Errorf("the host's own record was disturbed: %+v", rec)
 	}
 }
 
