@@ -57,6 +57,10 @@ var backendFactories = map[string]func(backendOptions) (engine.Backend, error){
 	},
 }
 
+// backendTakesScript lists the backends that use --script (docker adds
+// itself: its agents answer from the script inside the containers).
+var backendTakesScript = map[string]bool{"script": true}
+
 // The commands are package variables (built before any init runs) so other
 // files can add flags to them.
 var (
@@ -278,7 +282,7 @@ func newBackend(cmd *cobra.Command, f *runFlags, logs string) (engine.Backend, e
 	if !ok {
 		return nil, fmt.Errorf("unknown --backend %q (want %s)", name, strings.Join(backendNames(), ", "))
 	}
-	if f.script != "" && name != "script" {
+	if f.script != "" && !backendTakesScript[name] {
 		return nil, fmt.Errorf("--script only applies to --backend script, not %s", name)
 	}
 	b, err := factory(backendOptions{Script: f.script, LogsRoot: logs, Flags: cmd.Flags()})

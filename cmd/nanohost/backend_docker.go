@@ -1,0 +1,200 @@
+package main
+
+// `--backend docker` for `nanohost pipeline run|resume`: every node runs in
+// a throwaway agent container (internal/container), with the current
+// directory (or --workspace) as the agents' workspace. With --script the
+// containers' nanoagent answers from that file, mounted read-only.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"nanohost/internal/container"
+	"nanohost/internal/pipeline/engine"
+)
+
+func init() {
+	addBackendFlags(func(fs *pflag.FlagSet) {
+		fs.String("image", container.DefaultImage, "agent image (--backend docker)")
+		fs.String("workspace", "", "directory mounted as the agents' workspace (--backend docker; default: the current directory)")
+		fs.String("agent", "", "what answers in the container: claude, command or script (--backend docker; default claude, script with --script)")
+		fs.String("agent-command", "", "shell command line of a CLI agent for --agent command: prompt on stdin, answer on stdout")
+		fs.String("state-dir", "", "where per-container IPC directories and agent sessions live, outside the workspace (default $XDG_STATE_HOME/nanohost)")
+		fs.String("network", container.DefaultNetwork, "container network: bridge or none")
+		fs.String("memory", "", "memory limit per container, e.g. 2g (default 2g)")
+		fs.Float64("cpus", 0, "CPU limit per container (default 2)")
+		fs.Int64("pids", 0, "process limit per container (default 512)")
+		fs.Int("max-containers", container.DefaultMaxContainers, "running containers at most")
+		fs.Duration("idle-timeout", container.DefaultIdleTimeout, "close a full-fidelity session idle this long")
+		fs.StringArray("mount", nil, "extra read-only mount HOST[:NAME][:ro|rw] under /workspace/extra, checked against the allowlist (repeatable)")
+		fs.String("mount-allowlist", container.DefaultAllowlistPath(), "mount allowlist file")
+		fs.StringArray("secret-env", []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"}, "host environment variable handed to the agent process (never to the container's environment; repeatable)")
+	})
+	backendFactories["docker"] = newDockerBackend
+	backendTakesScript["docker"] = true
+	// The --backend help was written before this file registered docker.
+	for _, cmd := range []*pflag.FlagSet{pipelineRunCmd.Flags(), pipelineResumeCmd.Flags()} {
+		if f := cmd.Lookup("backend"); f != nil {
+			f.Usage = "agent backend: " + strings.Join(backendNames(), ", ") + " (default: script with --script, else sim)"
+		}
+	}
+}
+
+func newDockerBackend(o backendOptions) (engine.Backend, error) {
+	fs := o.Flags
+	str := func(name string) string { v, _ := fs.GetString(name); return v }
+
+	workspace := str("workspace")
+	if workspace == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		workspace = wd
+	}
+	stateDir, err := dockerStateDir(str("state-dir"))
+	if err != nil {
+		return nil, err
+	}
+	policy, err := container.LoadMountPolicy(str("mount-allowlist"))
+	if err != nil {
+		return nil, err
+	}
+	if err := policy.CheckWorkspace(workspace, stateDir); err != nil {
+		return nil, err
+	}
+	mountFlags, _ := fs.GetStringArray("mount")
+	var mounts []container.Mount
+	for _, m := range mountFlags {
+		req, err := container.ParseMountFlag(m)
+		if err != nil {
+			return nil, err
+		}
+		mount, err := policy.Validate(req)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, mount)
+	}
+	agent, err := dockerAgent(str("agent"), str("agent-command"), o.Script)
+	if err != nil {
+		return nil, err
+	}
+	limits, err := dockerLimits(fs)
+	if err != nil {
+		return nil, err
+	}
+
+	docker, err := container.NewDocker()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := docker.Ping(ctx); err != nil {
+		return nil, fmt.Errorf("%w (is Docker running, and may this user use it?)", err)
+	}
+	hostID, err := container.LoadHostID(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	maxC, _ := fs.GetInt("max-containers")
+	idle, _ := fs.GetDuration("idle-timeout")
+	b, err := container.NewBackend(container.Config{
+		Runtime: docker, Image: str("image"), HostID: hostID, StateDir: stateDir,
+		Workspace: workspace, ExtraMounts: mounts, Agent: agent, Secrets: secretsFromEnv(fs),
+		Limits: limits, Network: str("network"), MaxContainers: maxC, IdleTimeout: idle,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := b.CleanupOrphans(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "warning: cleaning up containers of a crashed earlier run:", err)
+	}
+	return b, nil
+}
+
+// dockerStateDir is --state-dir, else $XDG_STATE_HOME/nanohost, else
+// ~/.local/state/nanohost: outside the workspace, where agents cannot reach.
+func dockerStateDir(flag string) (string, error) {
+	dir := flag
+	if dir == "" {
+		if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+			dir = filepath.Join(x, "nanohost")
+		} else {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("no state directory: set --state-dir (%w)", err)
+			}
+			dir = filepath.Join(home, ".local", "state", "nanohost")
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("state directory: %w", err)
+	}
+	return filepath.Abs(dir)
+}
+
+func dockerAgent(kind, command, script string) (container.AgentConfig, error) {
+	switch {
+	case kind == "" && script != "":
+		kind = "script"
+	case kind == "":
+		kind = "claude"
+	}
+	a := container.AgentConfig{Kind: kind, Command: command, ScriptFile: script}
+	switch kind {
+	case "script":
+		if script == "" {
+			return a, errors.New("--agent script needs --script S.json")
+		}
+	case "command":
+		if command == "" {
+			return a, errors.New("--agent command needs --agent-command 'CLI …' (the prompt arrives on its stdin)")
+		}
+	case "claude":
+	default:
+		return a, fmt.Errorf("unknown --agent %q (want claude, command or script)", kind)
+	}
+	if script != "" && kind != "script" {
+		return a, fmt.Errorf("--script only applies to --agent script, not %s", kind)
+	}
+	return a, nil
+}
+
+func dockerLimits(fs *pflag.FlagSet) (container.Limits, error) {
+	l := container.DefaultLimits
+	if s, _ := fs.GetString("memory"); s != "" {
+		n, err := parseBytes(s)
+		if err != nil {
+			return l, fmt.Errorf("--memory: %w", err)
+		}
+		l.MemoryBytes = n
+	}
+	if c, _ := fs.GetFloat64("cpus"); c > 0 {
+		l.CPUs = c
+	}
+	if p, _ := fs.GetInt64("pids"); p > 0 {
+		l.Pids = p
+	}
+	return l, nil
+}
+
+// secretsFromEnv reads the --secret-env variables that are set on the host.
+func secretsFromEnv(fs *pflag.FlagSet) map[string]string {
+	names, _ := fs.GetStringArray("secret-env")
+	out := map[string]string{}
+	for _, n := range names {
+		if v, ok := os.LookupEnv(n); ok && v != "" {
+			out[n] = v
+		}
+	}
+	return out
+}
