@@ -49,6 +49,12 @@ type UserNamer interface {
 	UserName(ctx context.Context, user string) string
 }
 
+// ConnStater is implemented by channels whose connection can be down (Slack),
+// for health checks: "connected", "connecting", "disconnected", "invalid_auth".
+type ConnStater interface {
+	ConnState() string
+}
+
 // GateRef is what an authorizer needs to know about a gate.
 type GateRef struct {
 	RunID  string

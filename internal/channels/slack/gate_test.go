@@ -71,7 +71,7 @@ func TestGateRefusesUnauthorizedUsers(t *testing.T) {
 	_, a, prompt := h.gateRun("run-u", alice, reviewQuestion("run-u", "review-1"))
 
 	h.click(prompt, mallory, "Approve")
-	h.waitEphemeral(opsChat, mallory, "not allowed to answer gates here (policy.approvers)")
+	h.waitEphemeral(opsChat, mallory, "not allowed to answer gates here (slack.policy.approvers)")
 	a.pending(t)
 	if now, _ := h.fake.Message(opsChat, prompt.TS); len(now.Buttons()) != 2 {
 		t.Error("a refused click must leave the prompt open")

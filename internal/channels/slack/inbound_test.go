@@ -51,12 +51,12 @@ func TestSlashCommandRefusalsAndHelpAreEphemeral(t *testing.T) {
 	h := newHarness(t)
 
 	h.fake.SlashCommand(opsChat, mallory, "run feature")
-	h.waitEphemeral(opsChat, mallory, "not allowed to start or change runs here (policy.starters)")
+	h.waitEphemeral(opsChat, mallory, "not allowed to start or change runs here (slack.policy.starters)")
 	h.fake.SlashCommand(opsChat, mallory, "cancel run-1")
 	h.waitEphemeral(opsChat, mallory, "✋")
 
 	h.fake.SlashCommand(closed, alice, "run feature")
-	h.waitEphemeral(closed, alice, "add its id (C0CLOSED) to policy.channels")
+	h.waitEphemeral(closed, alice, "add its id (C0CLOSED) to slack.policy.channels")
 
 	h.fake.SlashCommand(opsChat, alice, "help")
 	h.waitEphemeral(opsChat, alice, "/pipeline run &lt;name&gt; [goal…]") // as Slack receives it
@@ -172,14 +172,14 @@ func TestNoPolicyRefusesToStart(t *testing.T) {
 	if err == nil {
 		t.Fatal("New without a policy succeeded; it must refuse (deny by default)")
 	}
-	for _, want := range []string{"set policy.channels", "set policy.starters", "set policy.approvers"} {
+	for _, want := range []string{"set slack.policy.channels", "set slack.policy.starters (who may start runs) and/or slack.policy.approvers"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say to %s", err, want)
 		}
 	}
 	_, err = slack.New(slack.Config{BotToken: "xoxb-1", AppToken: "xapp-1", Policy: slack.Policy{
 		Channels: []string{"#ops"}, Starters: []string{"alice"}, Approvers: []string{"group:sre"}}})
-	for _, want := range []string{`policy.channels[0] = "#ops" is not a channel id`, `policy.starters[0] = "alice"`, `policy.approvers[0] = "group:sre"`} {
+	for _, want := range []string{`slack.policy.channels[0] = "#ops" is not a channel id`, `slack.policy.starters[0] = "alice"`, `slack.policy.approvers[0] = "group:sre"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not point at %s", err, want)
 		}

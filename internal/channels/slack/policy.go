@@ -49,21 +49,18 @@ var (
 func (p Policy) Validate() error {
 	var problems []string
 	if len(p.Channels) == 0 {
-		problems = append(problems, `set policy.channels to the Slack channel ids where runs may start and post (e.g. ["C0123ABCD"]; find the id under the channel name → About)`)
+		problems = append(problems, `set slack.policy.channels to the Slack channel ids where runs may start and post (e.g. ["C0123ABCD"]; the id is at the bottom of the channel's About tab)`)
 	}
 	for i, c := range p.Channels {
 		if !channelIDPattern.MatchString(c) {
-			problems = append(problems, fmt.Sprintf("policy.channels[%d] = %q is not a channel id (want C…, G… or D…, not a #name)", i, c))
+			problems = append(problems, fmt.Sprintf("slack.policy.channels[%d] = %q is not a channel id (want C…, G… or D…, not a #name)", i, c))
 		}
 	}
-	if len(p.Starters) == 0 {
-		problems = append(problems, `set policy.starters to who may start runs (user ids "U…", user groups "group:S…", or "*" for everyone in those channels)`)
+	if len(p.Starters) == 0 && len(p.Approvers) == 0 {
+		problems = append(problems, `set slack.policy.starters (who may start runs) and/or slack.policy.approvers (who may answer gates): user ids "U…", user groups "group:S…", or "*" for everyone in those channels`)
 	}
-	if len(p.Approvers) == 0 {
-		problems = append(problems, `set policy.approvers to who may answer gates (user ids "U…", user groups "group:S…", or "*")`)
-	}
-	problems = append(problems, principalProblems("policy.starters", p.Starters)...)
-	problems = append(problems, principalProblems("policy.approvers", p.Approvers)...)
+	problems = append(problems, principalProblems("slack.policy.starters", p.Starters)...)
+	problems = append(problems, principalProblems("slack.policy.approvers", p.Approvers)...)
 	if len(problems) == 0 {
 		return nil
 	}
@@ -128,14 +125,14 @@ func (a *authorizer) mayChange(ctx context.Context, user, chat string, cmd chann
 
 func (a *authorizer) checkChange(ctx context.Context, user, chat string) error {
 	if !a.chatAllowed(chat) {
-		return errors.New("nanohost is not enabled in this channel (an admin can add its id to policy.channels)")
+		return errors.New("nanohost is not enabled in this channel (an admin can add its id to slack.policy.channels)")
 	}
 	ok, err := a.inAny(ctx, user, a.policy.Starters)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return errors.New("you are not allowed to start or change runs here (policy.starters)")
+		return errors.New("you are not allowed to start or change runs here (slack.policy.starters)")
 	}
 	return nil
 }
@@ -149,17 +146,17 @@ func (a *authorizer) mayAnswer(ctx context.Context, user string, g channels.Gate
 
 func (a *authorizer) checkAnswer(ctx context.Context, user string, g channels.GateRef) error {
 	if !a.chatAllowed(g.Chat) {
-		return errors.New("nanohost is not enabled in this channel (policy.channels)")
+		return errors.New("nanohost is not enabled in this channel (slack.policy.channels)")
 	}
 	if a.policy.PreventSelfApproval && g.StartedBy != "" && user == g.StartedBy {
-		return errors.New("you started this run, and self-approval is turned off (prevent_self_approval): someone else has to answer")
+		return errors.New("you started this run, and self-approval is turned off (slack.policy.prevent_self_approval): someone else has to answer")
 	}
 	ok, err := a.inAny(ctx, user, a.policy.Approvers)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return errors.New("you are not allowed to answer gates here (policy.approvers)")
+		return errors.New("you are not allowed to answer gates here (slack.policy.approvers)")
 	}
 	if strings.TrimSpace(g.Approvers) == "" {
 		return nil

@@ -250,9 +250,9 @@ func (c *Channel) fromSlash(ctx context.Context, cmd slackgo.SlashCommand, envID
 	}
 	log := c.log.With("user", cmd.UserID, "chat", cmd.ChannelID)
 	if !c.auth.chatAllowed(cmd.ChannelID) {
-		log.Info("slack: authorization", "action", "command", "allowed", false, "reason", "channel not in policy.channels")
+		log.Info("slack: authorization", "action", "command", "allowed", false, "reason", "channel not in slack.policy.channels")
 		c.reply(ctx, cmd.ChannelID, cmd.UserID, fmt.Sprintf(
-			"nanohost is not enabled in this channel. An admin can add its id (%s) to policy.channels.", cmd.ChannelID))
+			"nanohost is not enabled in this channel. An admin can add its id (%s) to slack.policy.channels.", cmd.ChannelID))
 		return channels.Inbound{}, false
 	}
 	parsed, err := channels.ParseCommand(cmd.Text)

@@ -60,6 +60,7 @@ type Channel struct {
 var _ channels.Channel = (*Channel)(nil)
 var _ channels.GateAuthorizer = (*Channel)(nil)
 var _ channels.UserNamer = (*Channel)(nil)
+var _ channels.ConnStater = (*Channel)(nil)
 
 // New checks the configuration and returns the channel (not connected
 // yet: call Run). Without a complete Policy it refuses, saying which
@@ -163,7 +164,7 @@ func (c *Channel) UserName(ctx context.Context, user string) string { return c.n
 
 func (c *Channel) checkChat(chat string) error {
 	if !c.auth.chatAllowed(chat) {
-		return fmt.Errorf("slack: will not post in %s: it is not in policy.channels", chat)
+		return fmt.Errorf("slack: will not post in %s: it is not in slack.policy.channels", chat)
 	}
 	return nil
 }
@@ -206,6 +207,9 @@ func (c *Channel) State() Status {
 	defer c.mu.Unlock()
 	return c.status
 }
+
+// ConnState implements channels.ConnStater.
+func (c *Channel) ConnState() string { return string(c.State().State) }
 
 func (c *Channel) setState(s ConnState, err error) {
 	c.mu.Lock()
