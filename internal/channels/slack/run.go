@@ -231,8 +231,9 @@ func (c *Channel) fromEvent(ev slackevents.EventsAPIEvent, envID string) (channe
 			User: e.User, Text: strings.TrimSpace(strings.ReplaceAll(e.Text, "<@"+bot+">", "")), MsgID: e.TimeStamp,
 			EventID: eventID, At: time.Now()}, true
 	case *slackevents.MessageEvent:
-		// Edits, joins and bot posts (ours included) are not people talking.
-		if e.SubType != "" || e.BotID != "" || e.User == "" || e.User == bot || !c.auth.chatAllowed(e.Channel) {
+		// Edits, joins and bot posts (ours included) are not people talking;
+		// a thread reply also sent to the channel is.
+		if (e.SubType != "" && e.SubType != "thread_broadcast") || e.BotID != "" || e.User == "" || e.User == bot || !c.auth.chatAllowed(e.Channel) {
 			return channels.Inbound{}, false
 		}
 		if bot != "" && strings.Contains(e.Text, "<@"+bot+">") {
