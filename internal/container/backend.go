@@ -296,10 +296,12 @@ func (b *Backend) nextExecution(runID, nodeID string) int {
 
 // dispatchError classifies a failed wait for a result.
 func (b *Backend) dispatchError(req engine.Request, err error) error {
-	if errors.Is(err, errSessionGone) {
-		return engine.Transient(fmt.Errorf("node %s: %w", req.NodeID, err))
+	err = fmt.Errorf("node %s: %w", req.NodeID, err)
+	var gone *goneError
+	if errors.As(err, &gone) && gone.retryable() {
+		return engine.Transient(err)
 	}
-	return fmt.Errorf("node %s: %w", req.NodeID, err)
+	return err
 }
 
 // toResult turns the agent's result into the engine's, failing fast on an

@@ -95,6 +95,29 @@ const (
 // DefaultLimits are applied to every container unless configured.
 var DefaultLimits = Limits{MemoryBytes: 2 << 30, CPUs: 2, Pids: 512}
 
+// withDefaults fills each unset (zero) limit from DefaultLimits; a negative
+// limit means "no limit" and becomes zero.
+func (l Limits) withDefaults() Limits {
+	pick := func(v, def int64) int64 {
+		switch {
+		case v == 0:
+			return def
+		case v < 0:
+			return 0
+		}
+		return v
+	}
+	l.MemoryBytes = pick(l.MemoryBytes, DefaultLimits.MemoryBytes)
+	l.Pids = pick(l.Pids, DefaultLimits.Pids)
+	switch {
+	case l.CPUs == 0:
+		l.CPUs = DefaultLimits.CPUs
+	case l.CPUs < 0:
+		l.CPUs = 0
+	}
+	return l
+}
+
 func (c *Config) applyDefaults() error {
 	if c.Runtime == nil {
 		return errors.New("container backend: no Runtime configured")
@@ -115,7 +138,11 @@ func (c *Config) applyDefaults() error {
 		c.Agent.Kind = "claude"
 	}
 	switch c.Agent.Kind {
-	case "claude", "command":
+	case "claude":
+	case "command":
+		if strings.TrimSpace(c.Agent.Command) == "" {
+			return errors.New("container backend: agent kind command needs a Command (a shell command line reading the prompt on stdin)")
+		}
 	case "script":
 		if c.Agent.ScriptFile == "" {
 			return errors.New("container backend: agent kind script needs a ScriptFile")
@@ -131,9 +158,7 @@ func (c *Config) applyDefaults() error {
 	default:
 		return fmt.Errorf("container backend: unknown agent kind %q (want claude, command or script)", c.Agent.Kind)
 	}
-	if c.Limits == (Limits{}) {
-		c.Limits = DefaultLimits
-	}
+	c.Limits = c.Limits.withDefaults()
 	if c.Network == "" {
 		c.Network = DefaultNetwork
 	}

@@ -106,8 +106,13 @@ func newHandle(id, name string, hijack types.HijackedResponse, stdin bool) *Hand
 // connection so the container reads EOF while its output keeps flowing.
 type hijackStdin struct{ hijack types.HijackedResponse }
 
-func (s *hijackStdin) Write(p []byte) (int, error) { return s.hijack.Conn.Write(p) }
-func (s *hijackStdin) Close() error                { return s.hijack.CloseWrite() }
+// Write gives up after a minute: a container that never reads its stdin
+// (an image without nanoagent) must not hang the caller.
+func (s *hijackStdin) Write(p []byte) (int, error) {
+	s.hijack.Conn.SetWriteDeadline(time.Now().Add(time.Minute))
+	return s.hijack.Conn.Write(p)
+}
+func (s *hijackStdin) Close() error { return s.hijack.CloseWrite() }
 
 func dockerConfig(spec Spec) (*dcontainer.Config, *dcontainer.HostConfig) {
 	cfg := &dcontainer.Config{

@@ -67,7 +67,8 @@ type Mount struct {
 	ReadOnly bool   `json:"read_only,omitempty"`
 }
 
-// Limits bound what one container may use. Zero means "no limit".
+// Limits bound what one container may use. In a Spec zero means "no
+// limit"; in a Config zero means "the default" and a negative value "no limit".
 type Limits struct {
 	MemoryBytes int64   `json:"memory_bytes"`
 	CPUs        float64 `json:"cpus"`

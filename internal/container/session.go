@@ -36,6 +36,24 @@ type session struct {
 // errSessionGone is wrapped by dispatch errors when the container died.
 var errSessionGone = errors.New("agent container exited")
 
+// goneError is a container that stopped without answering. Killed by a
+// signal (a crash, the OOM killer) or stopped from outside, it may do better
+// next time; a runner that exited with its own error status (bad flags, an
+// unreadable script, a protocol mismatch) will fail the same way again.
+type goneError struct {
+	code   int
+	detail string
+}
+
+func (e *goneError) Error() string {
+	return fmt.Sprintf("%v before answering (%s)", errSessionGone, e.detail)
+}
+
+func (e *goneError) Unwrap() error { return errSessionGone }
+
+// retryable reports whether running the node again may help.
+func (e *goneError) retryable() bool { return e.code == 0 || e.code >= 128 || e.code < 0 }
+
 // startSession starts the container and sends the first request on stdin.
 // On error the caller still owns release and ipc.
 func startSession(ctx context.Context, rt Runtime, spec Spec, ipc *ipcDir, first protocol.Request,
@@ -130,16 +148,16 @@ func (s *session) goneError(ctx context.Context) error {
 	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	exit, err := s.rt.Wait(waitCtx, s.h.ID)
-	detail := fmt.Sprintf("exit code %d", exit.Code)
+	g := &goneError{code: exit.Code, detail: fmt.Sprintf("exit code %d", exit.Code)}
 	if err != nil {
-		detail = err.Error()
+		g.code, g.detail = -1, err.Error()
 	} else if exit.OOMKilled {
-		detail += ", killed for exceeding its memory limit"
+		g.detail += ", killed for exceeding its memory limit"
 	}
 	if tail := s.stderr.String(); tail != "" {
-		detail += "; stderr: " + tail
+		g.detail += "; stderr: " + tail
 	}
-	return fmt.Errorf("%w before answering (%s)", errSessionGone, detail)
+	return g
 }
 
 // close asks the runner to finish (graceful) and waits a little for it,

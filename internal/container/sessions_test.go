@@ -190,6 +190,15 @@ func TestCrashingAgentIsATransientError(t *testing.T) {
 	}
 }
 
+func TestARunnerThatCannotStartIsNotRetried(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *Config) { c.Agent.ScriptFile = writeScript(t, `{"nodes": {"a": []}}`) })
+	_, err := h.run(codergenReq("run-badscript", "a", "compact"))
+	if err == nil || engine.IsTransient(err) || !strings.Contains(err.Error(), "empty response list") {
+		t.Errorf("got %v; want a non-transient error carrying the runner's complaint", err)
+	}
+}
+
 func TestAgentErrorStatusFailsFast(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *Config) {
