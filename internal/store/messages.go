@@ -30,6 +30,10 @@ type Message struct {
 	TS           time.Time `json:"ts"` // when it was sent
 	Direction    Direction `json:"direction"`
 	CreatedAt    time.Time `json:"created_at"` // when it was stored
+	// ProcessedAt is when the host finished with an inbound message (zero:
+	// not yet). SaveMessage stores it as given: a message that needs no
+	// answer is saved processed, one queued for the agent unprocessed.
+	ProcessedAt time.Time `json:"processed_at,omitzero"`
 }
 
 // SaveMessage stores a message of a known chat (UpsertChat first) and
@@ -48,9 +52,9 @@ func (s *Store) SaveMessage(ctx context.Context, m Message) (saved bool, err err
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO messages (chat_id, channel_msg_id, thread_ts, user_id,
-			text, ts, direction, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			text, ts, direction, created_at, processed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (chat_id, channel_msg_id) DO NOTHING`,
-			m.ChatID, m.ChannelMsgID, m.ThreadTS, m.UserID, m.Text, encTime(m.TS), m.Direction, encTime(now))
+			m.ChatID, m.ChannelMsgID, m.ThreadTS, m.UserID, m.Text, encTime(m.TS), m.Direction, encTime(now), encOptTime(m.ProcessedAt))
 		if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
 			return fmt.Errorf("chat %q is unknown (save it with UpsertChat first): %w", m.ChatID, ErrNotFound)
 		}
@@ -67,7 +71,7 @@ func (s *Store) SaveMessage(ctx context.Context, m Message) (saved bool, err err
 	return saved, nil
 }
 
-const messageColumns = `id, chat_id, channel_msg_id, thread_ts, user_id, text, ts, direction, created_at`
+const messageColumns = `id, chat_id, channel_msg_id, thread_ts, user_id, text, ts, direction, created_at, processed_at`
 
 // MessagesSince returns a chat's messages sent after since, oldest first,
 // at most limit (limit <= 0: all): the conversation an agent has not seen.
@@ -95,7 +99,7 @@ func (s *Store) queryMessages(ctx context.Context, what, query string, args ...a
 	for rows.Next() {
 		var m Message
 		if err := rows.Scan(&m.ID, &m.ChatID, &m.ChannelMsgID, &m.ThreadTS, &m.UserID, &m.Text,
-			timeCol{&m.TS}, &m.Direction, timeCol{&m.CreatedAt}); err != nil {
+			timeCol{&m.TS}, &m.Direction, timeCol{&m.CreatedAt}, timeCol{&m.ProcessedAt}); err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		msgs = append(msgs, m)
