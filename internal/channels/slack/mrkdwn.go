@@ -46,14 +46,15 @@ func mention(user string) string {
 // characters, ending with note when it had to cut. It cuts the source text,
 // never the escaped text, so an entity like &amp; is never split.
 func escapeLimited(raw string, limit int, note string) string {
-	escaped := escapeMrkdwn(raw)
-	if utf8.RuneCountInString(escaped) <= limit {
-		return escaped
+	if escapedLen(raw, limit) <= limit {
+		if escaped := escapeMrkdwn(raw); utf8.RuneCountInString(escaped) <= limit {
+			return escaped
+		}
 	}
 	budget := limit - utf8.RuneCountInString(note)
 	n, used := 0, 0
 	for _, r := range raw {
-		w := utf8.RuneCountInString(mrkdwnEscaper.Replace(string(r)))
+		w := escapedWidth(r)
 		if used+w > budget {
 			break
 		}
@@ -68,6 +69,29 @@ func escapeLimited(raw string, limit int, note string) string {
 		kept = escapeMrkdwn(cutRunes(raw, n))
 	}
 	return kept + note
+}
+
+// escapedLen is raw's length once entities are escaped (joiners aside),
+// counted only up to just past limit.
+func escapedLen(raw string, limit int) int {
+	total := 0
+	for _, r := range raw {
+		if total += escapedWidth(r); total > limit {
+			break
+		}
+	}
+	return total
+}
+
+// escapedWidth is how many characters r takes once escaped.
+func escapedWidth(r rune) int {
+	switch r {
+	case '&':
+		return len("&amp;")
+	case '<', '>':
+		return len("&lt;")
+	}
+	return 1
 }
 
 // cutRunes returns s's first n characters.

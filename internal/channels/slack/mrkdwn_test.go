@@ -41,6 +41,9 @@ func TestEscapeLimitedCutsBetweenCharacters(t *testing.T) {
 			t.Errorf("cut inside an entity or a character: …%q", body[max(0, len(body)-10):])
 		}
 	}
+	if exact := strings.Repeat("a", maxSectionText-4) + "&"; escapeLimited(exact, maxSectionText, note) != exact[:len(exact)-1]+"&amp;" {
+		t.Error("a text that fits the limit exactly must not be cut")
+	}
 	if got := escapeLimited("short & sweet", 100, "note"); got != "short &amp; sweet" {
 		t.Errorf("a text within the limit must not be cut: %q", got)
 	}
@@ -88,5 +91,15 @@ func TestGateButtonsRoundTripAndRejectTampering(t *testing.T) {
 	}
 	if _, ok := decodeGateAction("some.other.button", value); ok {
 		t.Error("a button that is not a gate button was accepted")
+	}
+}
+
+// BenchmarkRenderLongAgentText measures the cost of posting a 40 kB agent
+// response (escaped, truncated to Slack's limits) in a run thread.
+func BenchmarkRenderLongAgentText(b *testing.B) {
+	m := channels.Message{Text: "💬 Implement", Detail: strings.Repeat("a <b> & @channel ", 2500), LogRef: "runs/r1"}
+	b.ReportAllocs()
+	for b.Loop() {
+		render(m)
 	}
 }
