@@ -41,7 +41,7 @@ func TestEscapeLimitedCutsBetweenCharacters(t *testing.T) {
 			t.Errorf("cut inside an entity or a character: …%q", body[max(0, len(body)-10):])
 		}
 	}
-	if exact := strings.Repeat("a", maxSectionText-4) + "&"; escapeLimited(exact, maxSectionText, note) != exact[:len(exact)-1]+"&amp;" {
+	if exact := strings.Repeat("a", maxSectionText-5) + "&"; escapeLimited(exact, maxSectionText, note) != exact[:len(exact)-1]+"&amp;" {
 		t.Error("a text that fits the limit exactly must not be cut")
 	}
 	if got := escapeLimited("short & sweet", 100, "note"); got != "short &amp; sweet" {
