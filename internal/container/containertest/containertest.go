@@ -52,16 +52,23 @@ func setup() {
 	}
 	if err != nil {
 		skipMsg = err.Error()
+		// Once per test binary on stderr too: `go test -v` shows the skips,
+		// this shows up in streamed output without -v.
+		fmt.Fprintln(os.Stderr, banner(skipMsg))
 		return
 	}
 	setupErr = BuildImage()
 }
 
-func unavailable(tb testing.TB, why string) {
-	tb.Helper()
-	msg := fmt.Sprintf("\n%s\n  DOCKER TESTS NOT RUN: no usable Docker engine (%s).\n"+
+func banner(why string) string {
+	return fmt.Sprintf("\n%s\n  DOCKER TESTS NOT RUN: no usable Docker engine (%s).\n"+
 		"  These tests cover the agent containers; set NANOHOST_REQUIRE_DOCKER=1 to make this a failure.\n%s",
 		strings.Repeat("*", 78), why, strings.Repeat("*", 78))
+}
+
+func unavailable(tb testing.TB, why string) {
+	tb.Helper()
+	msg := banner(why)
 	if os.Getenv("NANOHOST_REQUIRE_DOCKER") == "1" {
 		tb.Fatal(msg)
 	}
