@@ -4,25 +4,16 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"nanohost/internal/pipeline/engine"
 )
 
 // Plain-text renderings of the structured message parts, for channels
 // without rich formatting (the console) and for notification fallbacks.
 
-// FormatDuration renders a duration the way the host document does:
-// "45s", "1m 12s", "2h 5m"; under a second "<1s".
-func FormatDuration(d time.Duration) string {
-	d = d.Round(time.Second)
-	switch {
-	case d < time.Second:
-		return "<1s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm %ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
-}
+// FormatDuration renders a duration as the engine's live log does ("45s",
+// "1m 12s", "2h 5m", "250ms"), so every channel tells time the same way.
+func FormatDuration(d time.Duration) string { return engine.FormatDuration(d) }
 
 // FormatCost renders a cost in dollars, "" when unknown (zero).
 func FormatCost(usd float64) string {

@@ -164,7 +164,7 @@ func TestGateTimesOutToTheEngineDefault(t *testing.T) {
 	q := reviewQuestion("run-t", "review-1")
 	q.TimeoutSeconds = 0.3
 	_, a, prompt := h.gateRun("run-t", alice, q)
-	if !strings.Contains(prompt.Content(), "Times out in <1s") {
+	if !strings.Contains(prompt.Content(), "Times out in 300ms") {
 		t.Errorf("prompt does not say it times out:\n%s", prompt.Content())
 	}
 	if ans, err := a.wait(t); err != nil || ans.Kind != engine.AnswerTimeout {
