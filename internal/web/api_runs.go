@@ -1,0 +1,262 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"nanohost/internal/pipeline"
+	"nanohost/internal/store"
+)
+
+// maxDOTBytes bounds a submitted pipeline.
+const maxDOTBytes = 1 << 20
+
+// runJSON is a run as the API shows it.
+type runJSON struct {
+	store.Run
+	DurationMS int64 `json:"duration_ms"`
+	// Links point at the run's other resources.
+	Links map[string]string `json:"links"`
+}
+
+// runDetail is GET /pipelines/{id}: the record plus what its events say.
+type runDetail struct {
+	runJSON
+	Pipeline string   `json:"pipeline,omitempty"`
+	Current  string   `json:"current_node,omitempty"`
+	Path     []string `json:"path"`
+	// Nodes maps every node to pending, running, success, fail or retrying.
+	Nodes            map[string]string `json:"nodes"`
+	PendingQuestions int               `json:"pending_questions"`
+}
+
+func (s *Server) runJSON(r store.Run) runJSON {
+	base := "/pipelines/" + r.ID
+	return runJSON{Run: r, DurationMS: r.Duration(s.opts.Now()).Milliseconds(), Links: map[string]string{
+		"self": base, "events": base + "/events", "graph": base + "/graph", "questions": base + "/questions",
+		"checkpoint": base + "/checkpoint", "context": base + "/context", "page": "/runs/" + r.ID,
+	}}
+}
+
+// runFilter reads GET /pipelines' query: status (comma-separated or
+// repeated), group, limit, cursor.
+func runFilter(r *http.Request) (store.RunFilter, error) {
+	q := r.URL.Query()
+	var f store.RunFilter
+	for _, list := range q["status"] {
+		for _, name := range strings.Split(list, ",") {
+			if strings.TrimSpace(name) == "" {
+				continue
+			}
+			st, err := store.ParseRunStatus(name)
+			if err != nil {
+				return f, err
+			}
+			f.Statuses = append(f.Statuses, st)
+		}
+	}
+	f.Group = strings.TrimSpace(q.Get("group"))
+	f.Cursor = q.Get("cursor")
+	limit, err := queryInt(r, "limit", 50, 1, 1000)
+	if err != nil {
+		return f, err
+	}
+	f.Limit = int(limit)
+	return f, nil
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	f, err := runFilter(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), "filter with status=running,waiting&group=<folder>&limit=1..1000&cursor=<next from the previous page>")
+		return
+	}
+	page, err := s.opts.Store.ListRuns(r.Context(), f)
+	if err != nil {
+		if strings.Contains(err.Error(), "cursor") {
+			writeError(w, http.StatusBadRequest, err.Error(), "pass the 'next' value of a previous page as cursor, unchanged")
+			return
+		}
+		s.internalError(w, "list runs", err)
+		return
+	}
+	out := struct {
+		Runs []runJSON `json:"runs"`
+		Next string    `json:"next,omitempty"`
+	}{Runs: make([]runJSON, 0, len(page.Runs)), Next: page.Next}
+	for _, run := range page.Runs {
+		out.Runs = append(out.Runs, s.runJSON(run))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// loadRun fetches the run named in the path, answering 404 itself.
+func (s *Server) loadRun(w http.ResponseWriter, r *http.Request) (store.Run, bool) {
+	id := r.PathValue("id")
+	run, err := s.opts.Store.GetRun(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no run %q", id), "list runs with GET /pipelines")
+		return store.Run{}, false
+	}
+	if err != nil {
+		s.internalError(w, "get run", err)
+		return store.Run{}, false
+	}
+	return run, true
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	d, err := s.runDetail(r.Context(), run)
+	if err != nil {
+		s.internalError(w, "read run", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) runDetail(ctx context.Context, run store.Run) (runDetail, error) {
+	v, err := s.viewOf(ctx, run)
+	if err != nil {
+		return runDetail{}, err
+	}
+	gates, err := s.opts.Store.RunGates(ctx, run.ID)
+	if err != nil {
+		return runDetail{}, err
+	}
+	d := runDetail{runJSON: s.runJSON(run), Pipeline: v.Pipeline, Current: v.Current, Path: v.Path, Nodes: v.States}
+	if d.Path == nil {
+		d.Path = []string{}
+	}
+	if g, err := s.graphs.graphOf(run); err == nil {
+		for _, n := range g.Nodes {
+			if _, ok := d.Nodes[n.ID]; !ok {
+				d.Nodes[n.ID] = "pending"
+			}
+		}
+		if d.Pipeline == "" {
+			d.Pipeline = g.Label()
+		}
+	}
+	for _, g := range gates {
+		if g.Status == store.GateOpen {
+			d.PendingQuestions++
+		}
+	}
+	if !run.Status.Finished() {
+		d.Usage = v.Usage // the record's total is only written when the run ends
+	}
+	return d, nil
+}
+
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
+	if !s.canChange(w) {
+		return
+	}
+	var req StartRequest
+	if !readJSON(w, r, maxDOTBytes, &req) {
+		return
+	}
+	if strings.TrimSpace(req.DOT) == "" {
+		writeError(w, http.StatusBadRequest, "no pipeline: the dot field is empty", `send {"dot": "digraph G { … }", "goal": "…"}`)
+		return
+	}
+	req.By = userOf(r)
+	id, diags, err := s.opts.Runs.Start(r.Context(), req)
+	if err != nil {
+		if pipeline.HasErrors(diags) {
+			writeJSON(w, http.StatusUnprocessableEntity, apiError{
+				Error:       "the pipeline does not validate: " + firstError(diags),
+				Fix:         "fix the diagnostics with severity error (line/column point into the DOT) and submit again",
+				Diagnostics: diags,
+			})
+			return
+		}
+		writeError(w, http.StatusBadRequest, "could not start the pipeline: "+err.Error(), "")
+		return
+	}
+	if diags == nil {
+		diags = []pipeline.Diagnostic{}
+	}
+	s.log.Info("run started from the web", "run", id, "by", req.By)
+	w.Header().Set("Location", "/pipelines/"+id)
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"id": id, "status": store.RunQueued, "diagnostics": diags,
+		"links": map[string]string{"self": "/pipelines/" + id, "events": "/pipelines/" + id + "/events", "page": "/runs/" + id},
+	})
+}
+
+func firstError(ds []pipeline.Diagnostic) string {
+	for _, d := range ds {
+		if d.Severity == pipeline.SeverityError {
+			return d.String()
+		}
+	}
+	return ""
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	if !s.canChange(w) {
+		return
+	}
+	run, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	if run.Status.Finished() {
+		writeError(w, http.StatusConflict, fmt.Sprintf("run %s already ended (%s)", run.ID, run.Status), "only queued, running, waiting or interrupted runs can be cancelled")
+		return
+	}
+	by := userOf(r)
+	if err := s.opts.Runs.Cancel(r.Context(), run.ID, by); err != nil {
+		if errors.Is(err, store.ErrRunFinished) {
+			writeError(w, http.StatusConflict, err.Error(), "")
+			return
+		}
+		s.internalError(w, "cancel run", err)
+		return
+	}
+	s.log.Info("run cancelled from the web", "run", run.ID, "by", by)
+	writeJSON(w, http.StatusAccepted, map[string]any{"id": run.ID, "cancelled": true,
+		"message": "the run stops at its next safe point; watch /pipelines/" + run.ID + "/events for the end"})
+}
+
+// canChange answers 503 when the server has no Runs to change anything with.
+func (s *Server) canChange(w http.ResponseWriter) bool {
+	if s.opts.Runs == nil {
+		writeError(w, http.StatusServiceUnavailable, "this dashboard is read-only: no pipeline runner is attached",
+			"start, cancel and answer runs through `nanohost serve`'s dashboard")
+		return false
+	}
+	return true
+}
+
+func (s *Server) internalError(w http.ResponseWriter, what string, err error) {
+	s.log.Error("web: "+what, "err", err)
+	writeError(w, http.StatusInternalServerError, what+": "+err.Error(), "see the host's log; retry once the cause is fixed")
+}
+
+// durationText formats a run's duration for the pages.
+func durationText(d time.Duration) string {
+	if d <= 0 {
+		return "—"
+	}
+	if d < time.Second {
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	}
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm %ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
+}

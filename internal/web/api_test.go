@@ -1,0 +1,515 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/pipeline/script"
+	"nanohost/internal/store"
+)
+
+const linearDOT = `digraph Build {
+	graph [goal="ship the feature"]
+	start [shape=Mdiamond]
+	exit  [shape=Msquare]
+	plan  [label="Plan", prompt="Plan $goal"]
+	build [label="Build", prompt="Build it"]
+	start -> plan -> build -> exit
+}`
+
+// gateDOT has a human gate between planning and building.
+const gateDOT = `digraph Review {
+	graph [goal="ship the feature"]
+	start  [shape=Mdiamond]
+	exit   [shape=Msquare]
+	plan   [label="Plan", prompt="Plan $goal"]
+	review [shape=hexagon, label="Approve the plan?"]
+	build  [label="Build", prompt="Build it"]
+	start -> plan -> review
+	review -> build [label="[A] Approve"]
+	review -> plan  [label="[R] Revise"]
+	build -> exit
+}`
+
+// hostile is agent text trying to script the dashboard.
+const hostile = `Plan ready <script>alert("pwned")</script> <img src=x onerror=alert(1)> [outcome:success]`
+
+func hostileScript() *script.Script {
+	return &script.Script{Nodes: map[string][]script.Response{"plan": {script.Text(hostile)}}}
+}
+
+func decode[T any](t testing.TB, res *http.Response, wantStatus int) T {
+	t.Helper()
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != wantStatus {
+		t.Fatalf("%s %s: status %d, want %d; body: %s", res.Request.Method, res.Request.URL.Path, res.StatusCode, wantStatus, body)
+	}
+	var v T
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("%s %s: body is not JSON: %v\n%s", res.Request.Method, res.Request.URL.Path, err, body)
+	}
+	return v
+}
+
+type errorBody struct {
+	Error       string            `json:"error"`
+	Fix         string            `json:"fix"`
+	Diagnostics []json.RawMessage `json:"diagnostics"`
+	AnsweredBy  string            `json:"answered_by"`
+}
+
+type startBody struct {
+	ID          string            `json:"id"`
+	Diagnostics []json.RawMessage `json:"diagnostics"`
+}
+
+func (f *fixture) start(dot string) string {
+	f.t.Helper()
+	body, _ := json.Marshal(map[string]string{"dot": dot})
+	res := f.do("POST", "/pipelines", string(body))
+	if loc := res.Header.Get("Location"); !strings.HasPrefix(loc, "/pipelines/pipeline-") {
+		f.t.Errorf("Location = %q", loc)
+	}
+	return decode[startBody](f.t, res, http.StatusCreated).ID
+}
+
+type runBody struct {
+	ID               string            `json:"id"`
+	Status           string            `json:"status"`
+	Group            string            `json:"group"`
+	Goal             string            `json:"goal"`
+	StartedBy        string            `json:"started_by"`
+	DurationMS       int64             `json:"duration_ms"`
+	Pipeline         string            `json:"pipeline"`
+	Path             []string          `json:"path"`
+	Nodes            map[string]string `json:"nodes"`
+	PendingQuestions int               `json:"pending_questions"`
+	Usage            engine.Usage      `json:"usage"`
+	Links            map[string]string `json:"links"`
+}
+
+func TestStartRunsToCompletionAndShowsInHistory(t *testing.T) {
+	f := newFixture(t, fixtureOpts{token: "s3cret"})
+	id := f.start(linearDOT)
+	f.waitStatus(id, store.RunSuccess)
+
+	run := decode[runBody](t, f.do("GET", "/pipelines/"+id, ""), 200)
+	if run.Status != "success" || run.Goal != "ship the feature" || run.StartedBy != "web:token" || run.Pipeline != "Build" {
+		t.Errorf("run = %+v", run)
+	}
+	if got := strings.Join(run.Path, ","); got != "start,plan,build,exit" {
+		t.Errorf("path = %s", got)
+	}
+	for _, n := range []string{"start", "plan", "build", "exit"} {
+		if run.Nodes[n] != "success" {
+			t.Errorf("node %s is %q, want success (nodes %v)", n, run.Nodes[n], run.Nodes)
+		}
+	}
+	if run.Links["events"] != "/pipelines/"+id+"/events" {
+		t.Errorf("links = %v", run.Links)
+	}
+
+	list := decode[struct {
+		Runs []runBody `json:"runs"`
+	}](t, f.do("GET", "/pipelines", ""), 200)
+	if len(list.Runs) != 1 || list.Runs[0].ID != id || list.Runs[0].Status != "success" {
+		t.Fatalf("list = %+v", list)
+	}
+}
+
+func TestListFiltersByStatusAndGroupAndPages(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	ctx := context.Background()
+	base := time.Now().Add(-time.Hour)
+	for i := range 5 {
+		st := store.RunSuccess
+		if i%2 == 1 {
+			st = store.RunFail
+		}
+		group := "alpha"
+		if i >= 3 {
+			group = "beta"
+		}
+		r := store.Run{ID: fmt.Sprintf("run-%d", i), GroupFolder: group, ChatID: "c", SourceDOT: linearDOT,
+			Status: store.RunRunning, CreatedAt: base.Add(time.Duration(i) * time.Minute)}
+		if err := f.st.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.st.FinishRun(ctx, r.ID, st, "", engine.Usage{CostUSD: 0.25}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type page struct {
+		Runs []runBody `json:"runs"`
+		Next string    `json:"next"`
+	}
+	ids := func(p page) string {
+		var s []string
+		for _, r := range p.Runs {
+			s = append(s, r.ID)
+		}
+		return strings.Join(s, ",")
+	}
+	if got := ids(decode[page](t, f.do("GET", "/pipelines?status=fail", ""), 200)); got != "run-3,run-1" {
+		t.Errorf("status=fail: %s", got)
+	}
+	if got := ids(decode[page](t, f.do("GET", "/pipelines?group=beta", ""), 200)); got != "run-4,run-3" {
+		t.Errorf("group=beta: %s", got)
+	}
+	if got := ids(decode[page](t, f.do("GET", "/pipelines?status=success&status=fail&group=alpha", ""), 200)); got != "run-2,run-1,run-0" {
+		t.Errorf("group=alpha: %s", got)
+	}
+	p1 := decode[page](t, f.do("GET", "/pipelines?limit=2", ""), 200)
+	p2 := decode[page](t, f.do("GET", "/pipelines?limit=2&cursor="+p1.Next, ""), 200)
+	p3 := decode[page](t, f.do("GET", "/pipelines?limit=2&cursor="+p2.Next, ""), 200)
+	if ids(p1) != "run-4,run-3" || ids(p2) != "run-2,run-1" || ids(p3) != "run-0" || p3.Next != "" {
+		t.Errorf("pages: %s | %s | %s (next %q)", ids(p1), ids(p2), ids(p3), p3.Next)
+	}
+	if p1.Runs[0].Usage.CostUSD != 0.25 {
+		t.Errorf("cost = %v", p1.Runs[0].Usage.CostUSD)
+	}
+}
+
+func TestBadRequestsGetJSONErrorsThatSayWhatToFix(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	cases := []struct {
+		name, method, path, body string
+		hdr                      []string
+		status                   int
+		want                     string
+	}{
+		{"unknown status", "GET", "/pipelines?status=done", "", nil, 400, "unknown run status"},
+		{"limit out of range", "GET", "/pipelines?limit=0", "", nil, 400, "limit"},
+		{"forged cursor", "GET", "/pipelines?cursor=bogus", "", nil, 400, "cursor"},
+		{"unknown run", "GET", "/pipelines/nope", "", nil, 404, `no run "nope"`},
+		{"unknown run graph", "GET", "/pipelines/nope/graph", "", nil, 404, `no run`},
+		{"not JSON", "POST", "/pipelines", "dot=x", []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "must be JSON"},
+		{"unknown field", "POST", "/pipelines", `{"dot":"digraph{}","colour":"red"}`, nil, 400, "unknown field"},
+		{"empty dot", "POST", "/pipelines", `{"dot":"  "}`, nil, 400, "dot field is empty"},
+		{"two objects", "POST", "/pipelines", `{"dot":"x"}{}`, nil, 400, "after its JSON"},
+		{"unknown endpoint", "GET", "/nowhere", "", nil, 404, "no endpoint"},
+		{"wrong method", "DELETE", "/pipelines", "", nil, 405, "does not take DELETE"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := f.do(c.method, c.path, c.body, c.hdr...)
+			e := decode[errorBody](t, res, c.status)
+			if !strings.Contains(e.Error, c.want) {
+				t.Errorf("error = %q, want it to mention %q", e.Error, c.want)
+			}
+			if c.status != 404 && c.status != 405 && e.Fix == "" {
+				t.Errorf("no fix in %+v", e)
+			}
+		})
+	}
+	if got := f.do("DELETE", "/pipelines", "").Header.Get("Allow"); got != "POST, GET" {
+		t.Errorf("Allow = %q", got)
+	}
+}
+
+func TestInvalidPipelineIs422WithDiagnostics(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	for name, dot := range map[string]string{
+		"syntax":   "digraph G { a -> }",
+		"no start": `digraph G { exit [shape=Msquare]; a [prompt="x"]; a -> exit }`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			body, _ := json.Marshal(map[string]string{"dot": dot})
+			e := decode[errorBody](t, f.do("POST", "/pipelines", string(body)), http.StatusUnprocessableEntity)
+			if len(e.Diagnostics) == 0 || !strings.Contains(e.Error, "does not validate") {
+				t.Fatalf("422 body = %+v", e)
+			}
+			var d struct {
+				Severity string `json:"severity"`
+				Rule     string `json:"rule"`
+				Line     int    `json:"line"`
+			}
+			found := false
+			for _, raw := range e.Diagnostics {
+				_ = json.Unmarshal(raw, &d)
+				found = found || d.Severity == "error"
+			}
+			if !found {
+				t.Errorf("no error diagnostic in %s", e.Diagnostics)
+			}
+		})
+	}
+	list := decode[struct {
+		Runs []runBody `json:"runs"`
+	}](t, f.do("GET", "/pipelines", ""), 200)
+	if len(list.Runs) != 0 {
+		t.Errorf("an invalid pipeline was recorded as a run: %+v", list.Runs)
+	}
+}
+
+type questionsBody struct {
+	Questions []struct {
+		GateID    string          `json:"gate_id"`
+		NodeID    string          `json:"node_id"`
+		Question  string          `json:"question"`
+		Nonce     string          `json:"nonce"`
+		Status    string          `json:"status"`
+		Answer    string          `json:"answer"`
+		By        string          `json:"answered_by"`
+		Choices   []engine.Option `json:"choices"`
+		AnswerURL string          `json:"answer_url"`
+	} `json:"questions"`
+}
+
+func TestGateAnsweredThroughTheAPIFirstAnswerWins(t *testing.T) {
+	f := newFixture(t, fixtureOpts{token: "s3cret"})
+	id := f.start(gateDOT)
+	f.waitGate(id)
+	f.waitStatus(id, store.RunWaiting)
+
+	qs := decode[questionsBody](t, f.do("GET", "/pipelines/"+id+"/questions", ""), 200)
+	if len(qs.Questions) != 1 {
+		t.Fatalf("questions = %+v", qs)
+	}
+	q := qs.Questions[0]
+	if q.GateID != "review-1" || q.NodeID != "review" || q.Question != "Approve the plan?" || len(q.Choices) != 2 ||
+		q.AnswerURL != "/pipelines/"+id+"/questions/review-1/answer" {
+		t.Errorf("question = %+v", q)
+	}
+	run := decode[runBody](t, f.do("GET", "/pipelines/"+id, ""), 200)
+	if run.Status != "waiting" || run.PendingQuestions != 1 || run.Nodes["review"] != "running" {
+		t.Errorf("waiting run = %+v", run)
+	}
+
+	e := decode[errorBody](t, f.do("POST", q.AnswerURL, `{"choice":"Z"}`), 422)
+	if !strings.Contains(e.Error, `"Z" is not one of`) {
+		t.Errorf("bad choice: %+v", e)
+	}
+	decode[errorBody](t, f.do("POST", q.AnswerURL, `{"choice":"A","text":"also"}`), 400)
+	decode[errorBody](t, f.do("POST", "/pipelines/"+id+"/questions/nope-1/answer", `{"choice":"A"}`), 404)
+	e = decode[errorBody](t, f.do("POST", q.AnswerURL, `{"choice":"A","nonce":"stale"}`), 409)
+	if !strings.Contains(e.Error, "older posting") {
+		t.Errorf("stale nonce: %+v", e)
+	}
+
+	ok := decode[struct {
+		Accepted   bool   `json:"accepted"`
+		Answer     string `json:"answer"`
+		AnsweredBy string `json:"answered_by"`
+	}](t, f.do("POST", q.AnswerURL, `{"choice":"[A] Approve","nonce":"`+q.Nonce+`"}`), 200)
+	if !ok.Accepted || ok.Answer != "A" || ok.AnsweredBy != "web:token" {
+		t.Errorf("answer = %+v", ok)
+	}
+	late := decode[errorBody](t, f.do("POST", q.AnswerURL, `{"choice":"R"}`), 409)
+	if late.AnsweredBy != "web:token" || !strings.Contains(late.Error, "already answered by web:token") {
+		t.Errorf("late answer = %+v", late)
+	}
+	f.waitStatus(id, store.RunSuccess)
+
+	if qs := decode[questionsBody](t, f.do("GET", "/pipelines/"+id+"/questions", ""), 200); len(qs.Questions) != 0 {
+		t.Errorf("open questions after the answer: %+v", qs)
+	}
+	all := decode[questionsBody](t, f.do("GET", "/pipelines/"+id+"/questions?status=all", ""), 200)
+	if len(all.Questions) != 1 || all.Questions[0].Status != "answered" || all.Questions[0].By != "web:token" {
+		t.Errorf("all questions = %+v", all)
+	}
+}
+
+func TestConcurrentAnswersExactlyOneWins(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	id := f.start(gateDOT)
+	g := f.waitGate(id)
+	url := "/pipelines/" + id + "/questions/" + g.GateID + "/answer"
+	const n = 12
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			choice := []string{"A", "R"}[i%2]
+			res := f.do("POST", url, `{"choice":"`+choice+`"}`)
+			res.Body.Close()
+			statuses[i] = res.StatusCode
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for _, s := range statuses {
+		switch s {
+		case 200:
+			won++
+		case 409:
+		default:
+			t.Errorf("status %d", s)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d answers accepted, want exactly 1 (statuses %v)", won, statuses)
+	}
+	stored, err := f.st.GetGate(context.Background(), id, g.GateID)
+	if err != nil || stored.Status != store.GateAnswered || stored.AnsweredBy != "web:local" {
+		t.Errorf("stored gate = %+v, %v", stored, err)
+	}
+}
+
+func TestGateThatNamesItsApproversIsForbiddenFromTheWeb(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	dot := strings.Replace(gateDOT, `label="Approve the plan?"`, `label="Approve the plan?", approvers="U123"`, 1)
+	id := f.start(dot)
+	g := f.waitGate(id)
+	e := decode[errorBody](t, f.do("POST", "/pipelines/"+id+"/questions/"+g.GateID+"/answer", `{"choice":"A"}`), 403)
+	if !strings.Contains(e.Error, "approvers") {
+		t.Errorf("403 body = %+v", e)
+	}
+	if g2, _ := f.st.GetGate(context.Background(), id, g.GateID); g2.Status != store.GateOpen {
+		t.Errorf("a refused answer changed the gate: %+v", g2)
+	}
+}
+
+func TestCancelStopsARunningRun(t *testing.T) {
+	slow := &script.Script{Nodes: map[string][]script.Response{"plan": {{Text: "[outcome:success]", DelayMS: 30000}}}}
+	f := newFixture(t, fixtureOpts{script: slow})
+	id := f.start(linearDOT)
+	f.waitStatus(id, store.RunRunning)
+	body := decode[struct {
+		Cancelled bool `json:"cancelled"`
+	}](t, f.do("POST", "/pipelines/"+id+"/cancel", ""), http.StatusAccepted)
+	if !body.Cancelled {
+		t.Errorf("cancel body = %+v", body)
+	}
+	f.waitStatus(id, store.RunCancelled)
+	e := decode[errorBody](t, f.do("POST", "/pipelines/"+id+"/cancel", ""), http.StatusConflict)
+	if !strings.Contains(e.Error, "already ended (cancelled)") {
+		t.Errorf("second cancel = %+v", e)
+	}
+	decode[errorBody](t, f.do("POST", "/pipelines/nope/cancel", ""), 404)
+}
+
+func TestReadOnlyServerRefusesChanges(t *testing.T) {
+	f := newFixture(t, fixtureOpts{noRuns: true})
+	e := decode[errorBody](t, f.do("POST", "/pipelines", `{"dot":"digraph{}"}`), http.StatusServiceUnavailable)
+	if !strings.Contains(e.Error, "read-only") {
+		t.Errorf("read-only: %+v", e)
+	}
+}
+
+func TestCheckpointContextAndNodeFiles(t *testing.T) {
+	f := newFixture(t, fixtureOpts{script: hostileScript()})
+	id := f.start(linearDOT)
+	f.waitStatus(id, store.RunSuccess)
+
+	cp := decode[engine.Checkpoint](t, f.do("GET", "/pipelines/"+id+"/checkpoint", ""), 200)
+	if cp.RunID != id || cp.State != "success" || strings.Join(cp.CompletedNodes, ",") != "start,plan,build,exit" {
+		t.Errorf("checkpoint = run %s state %s completed %v", cp.RunID, cp.State, cp.CompletedNodes)
+	}
+	cx := decode[struct {
+		RunID   string         `json:"run_id"`
+		Context map[string]any `json:"context"`
+	}](t, f.do("GET", "/pipelines/"+id+"/context", ""), 200)
+	if cx.RunID != id || cx.Context["graph.goal"] != "ship the feature" {
+		t.Errorf("context = %+v", cx)
+	}
+
+	type nodeBody struct {
+		ID    string `json:"id"`
+		Label string `json:"label"`
+		State string `json:"state"`
+		Files map[string]struct {
+			Content string `json:"content"`
+		} `json:"files"`
+		Raw map[string]string `json:"raw"`
+	}
+	n := decode[nodeBody](t, f.do("GET", "/pipelines/"+id+"/nodes/plan", ""), 200)
+	if n.Label != "Plan" || n.State != "success" {
+		t.Errorf("node = %+v", n)
+	}
+	if !strings.Contains(n.Files["prompt.md"].Content, "Plan ship the feature") {
+		t.Errorf("prompt.md = %q", n.Files["prompt.md"].Content)
+	}
+	if !strings.Contains(n.Files["response.md"].Content, `<script>alert("pwned")</script>`) {
+		t.Errorf("response.md = %q", n.Files["response.md"].Content)
+	}
+	if !strings.Contains(n.Files["status.json"].Content, `"outcome"`) {
+		t.Errorf("status.json = %q", n.Files["status.json"].Content)
+	}
+
+	res := f.do("GET", n.Raw["response.md"], "")
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/plain; charset=utf-8" ||
+		res.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(string(raw), "<script>") {
+		t.Errorf("raw response.md: %d %v %q", res.StatusCode, res.Header, raw)
+	}
+	if start := decode[nodeBody](t, f.do("GET", "/pipelines/"+id+"/nodes/start", ""), 200); start.Files["prompt.md"].Content != "" {
+		t.Errorf("start node has a prompt: %v", start.Files)
+	}
+	decode[errorBody](t, f.do("GET", "/pipelines/"+id+"/nodes/nope", ""), 404)
+	decode[errorBody](t, f.do("GET", "/pipelines/"+id+"/nodes/plan/secrets.txt", ""), 404)
+	decode[errorBody](t, f.do("GET", "/pipelines/"+id+"/nodes/start/prompt.md", ""), 404)
+	decode[errorBody](t, f.do("GET", "/pipelines/"+id+"/nodes/..%2F..%2Fetc/passwd", ""), 404)
+}
+
+func TestCheckpointBeforeTheFirstNodeIs404(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	ctx := context.Background()
+	if err := f.st.CreateRun(ctx, store.Run{ID: "queued-1", GroupFolder: "g", ChatID: "c", SourceDOT: linearDOT, LogsRoot: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	e := decode[errorBody](t, f.do("GET", "/pipelines/queued-1/checkpoint", ""), 404)
+	if !strings.Contains(e.Error, "no checkpoint yet") {
+		t.Errorf("%+v", e)
+	}
+	decode[errorBody](t, f.do("GET", "/pipelines/queued-1/context", ""), 404)
+	run := decode[runBody](t, f.do("GET", "/pipelines/queued-1", ""), 200)
+	if run.Status != "queued" || run.Nodes["plan"] != "pending" || len(run.Path) != 0 {
+		t.Errorf("queued run = %+v", run)
+	}
+}
+
+func TestGraphShowsNodeStatesAndThePathTaken(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	id := f.start(gateDOT)
+	f.waitGate(id)
+	svg := f.get("/pipelines/" + id + "/graph")
+	for _, want := range []string{
+		`<g class="node state-success" id="node-plan">`,
+		`<g class="node state-running" id="node-review">`,
+		`<g class="node state-pending" id="node-build">`,
+		`<g class="edge taken"><title>plan -&gt; review</title>`,
+	} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("graph lacks %s", want)
+		}
+	}
+	if strings.Contains(svg, `<g class="edge taken"><title>review -&gt; build</title>`) {
+		t.Error("an edge not yet taken is highlighted")
+	}
+	f.do("POST", "/pipelines/"+id+"/questions/review-1/answer", `{"choice":"A"}`).Body.Close()
+	f.waitStatus(id, store.RunSuccess)
+	svg = f.get("/pipelines/" + id + "/graph")
+	for _, want := range []string{`<g class="node state-success" id="node-build">`, `<g class="edge taken"><title>review -&gt; build</title>`} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("finished graph lacks %s", want)
+		}
+	}
+	if strings.Contains(svg, `<g class="edge taken"><title>review -&gt; plan</title>`) {
+		t.Error("the revise edge is highlighted but was never taken")
+	}
+}
+
+// get fetches a path and returns the body, failing on anything but 200.
+func (f *fixture) get(path string, hdr ...string) string {
+	f.t.Helper()
+	res := f.do("GET", path, "", hdr...)
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 {
+		f.t.Fatalf("GET %s: %d %s", path, res.StatusCode, body)
+	}
+	return string(body)
+}

@@ -1,0 +1,296 @@
+package web
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"nanohost/internal/channels"
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/store"
+)
+
+//go:embed ui/*.html ui/static/*
+var uiFS embed.FS
+
+// pages holds the parsed templates, one set per page.
+type pages struct {
+	runs, run, login *template.Template
+	static           fs.FS
+}
+
+func newPages() (*pages, error) {
+	parse := func(page string) (*template.Template, error) {
+		t, err := template.ParseFS(uiFS, "ui/layout.html", "ui/"+page)
+		if err != nil {
+			return nil, fmt.Errorf("web: parse template %s: %w", page, err)
+		}
+		return t, nil
+	}
+	p := &pages{}
+	var err error
+	if p.runs, err = parse("runs.html"); err != nil {
+		return nil, err
+	}
+	if p.run, err = parse("run.html"); err != nil {
+		return nil, err
+	}
+	if p.login, err = parse("login.html"); err != nil {
+		return nil, err
+	}
+	if p.static, err = fs.Sub(uiFS, "ui/static"); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// pageBase is what the layout needs.
+type pageBase struct {
+	Title    string
+	User     string
+	LoggedIn bool // by the login form: show "Log out"
+	Run      *store.Run
+	LastSeq  int64
+}
+
+func (s *Server) base(r *http.Request, title string) pageBase {
+	_, err := r.Cookie(sessionCookie)
+	return pageBase{Title: title, User: userOf(r), LoggedIn: err == nil && s.opts.Token != ""}
+}
+
+// render executes a page into a buffer first, so a template error becomes
+// a clean 500 rather than half a page.
+func (s *Server) render(w http.ResponseWriter, t *template.Template, status int, data any) {
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {
+		s.internalError(w, "render page", err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// runRow is a run in the runs table.
+type runRow struct {
+	store.Run
+	Title, Started, StartedText, DurationText, CostText string
+}
+
+func (s *Server) runRow(r store.Run) runRow {
+	row := runRow{Run: r, Title: nonEmpty(r.Goal, r.FileName), DurationText: durationText(r.Duration(s.opts.Now())),
+		CostText: costText(r.Usage.CostUSD)}
+	at := r.StartedAt
+	if at.IsZero() {
+		at = r.CreatedAt
+	}
+	row.Started = at.UTC().Format(time.RFC3339)
+	row.StartedText = at.UTC().Format("Jan 2 15:04 UTC")
+	return row
+}
+
+func costText(usd float64) string {
+	if usd <= 0 {
+		return "—"
+	}
+	if usd < 0.01 {
+		return "<$0.01"
+	}
+	return fmt.Sprintf("$%.2f", usd)
+}
+
+func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
+	f, err := runFilter(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), "use the filter links on the runs page")
+		return
+	}
+	page, err := s.opts.Store.ListRuns(r.Context(), f)
+	if err != nil {
+		s.internalError(w, "list runs", err)
+		return
+	}
+	data := struct {
+		pageBase
+		Runs      []runRow
+		Statuses  []store.RunStatus
+		Filter    string
+		Next      string
+		NextQuery string
+		AnyLive   bool
+	}{pageBase: s.base(r, "Runs"), Statuses: store.RunStatuses, Filter: r.URL.Query().Get("status"), Next: page.Next}
+	for _, run := range page.Runs {
+		data.Runs = append(data.Runs, s.runRow(run))
+		data.AnyLive = data.AnyLive || !run.Status.Finished()
+	}
+	if page.Next != "" {
+		q := r.URL.Query()
+		q.Set("cursor", page.Next)
+		data.NextQuery = q.Encode()
+	}
+	s.render(w, s.pages.runs, http.StatusOK, data)
+}
+
+// logLine is an event in the run page's log.
+type logLine struct {
+	Seq   int64
+	Type  string
+	Clock string
+	Text  string
+}
+
+// questionView is an open gate on the run page.
+type questionView struct {
+	store.Gate
+	TakesText bool
+}
+
+// pageEvents is how many of the latest events the run page shows at once;
+// the rest are a link to the stream.
+const pageEvents = 300
+
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	ctx := r.Context()
+	detail, err := s.runDetail(ctx, run)
+	if err != nil {
+		s.internalError(w, "read run", err)
+		return
+	}
+	v, err := s.viewOf(ctx, run)
+	if err != nil {
+		s.internalError(w, "read events", err)
+		return
+	}
+	from := max(0, v.LastSeq-pageEvents)
+	events, err := s.opts.Store.Events(ctx, run.ID, from, pageEvents)
+	if err != nil {
+		s.internalError(w, "read events", err)
+		return
+	}
+	gates, err := s.opts.Store.RunGates(ctx, run.ID)
+	if err != nil {
+		s.internalError(w, "read gates", err)
+		return
+	}
+	data := struct {
+		pageBase
+		Detail       runDetail
+		DurationText string
+		CostText     string
+		SVG          template.HTML
+		Questions    []questionView
+		Events       []logLine
+		Truncated    bool
+	}{pageBase: s.base(r, run.ID), Detail: detail, DurationText: durationText(run.Duration(s.opts.Now())),
+		CostText: costText(detail.Usage.CostUSD), Truncated: from > 0}
+	data.Run = &run
+	data.LastSeq = v.LastSeq
+	if len(events) > 0 {
+		data.LastSeq = events[len(events)-1].Seq
+	}
+	if g, err := s.graphs.graphOf(run); err == nil {
+		// render.SVG escapes every label and id it writes, so its output
+		// is safe to inline.
+		data.SVG = template.HTML(runSVG(g, v))
+	}
+	for _, g := range gates {
+		if g.Status == store.GateOpen {
+			data.Questions = append(data.Questions, questionView{Gate: g, TakesText: takesText(g)})
+		}
+	}
+	for _, e := range events {
+		data.Events = append(data.Events, logLine{Seq: e.Seq, Type: string(e.Type), Clock: e.Time.UTC().Format("15:04:05"), Text: eventText(e)})
+	}
+	s.render(w, s.pages.run, http.StatusOK, data)
+}
+
+// takesText reports whether a gate accepts free text, by the chat's rule.
+// The store keeps a gate's options but not its question type, so a gate
+// without options (nothing to click) is taken to want text.
+func takesText(g store.Gate) bool {
+	return len(g.Choices) == 0 || channels.AcceptsText(engine.Question{Options: g.Choices})
+}
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Token == "" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	s.renderLogin(w, r, http.StatusOK, "")
+}
+
+func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, status int, problem string) {
+	data := struct {
+		pageBase
+		Next  string
+		Error string
+	}{pageBase: s.base(r, "Log in"), Next: safeNext(r.FormValue("next")), Error: problem}
+	data.User = ""
+	s.render(w, s.pages.login, status, data)
+}
+
+// safeNext keeps the post-login redirect on this site.
+func safeNext(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.HasPrefix(next, "/\\") || u.Host != "" || u.Scheme != "" {
+		return "/"
+	}
+	return next
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Token == "" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if err := r.ParseForm(); err != nil {
+		s.renderLogin(w, r, http.StatusBadRequest, "The form could not be read; try again.")
+		return
+	}
+	if !s.auth.tokenMatches(r.PostFormValue("token")) {
+		s.log.Warn("web login refused: wrong token", "remote", r.RemoteAddr)
+		time.Sleep(300 * time.Millisecond) // slow down guessing
+		s.renderLogin(w, r, http.StatusUnauthorized, "That token is not the host's http.token.")
+		return
+	}
+	name := cleanUserName(r.PostFormValue("name"))
+	value, expires := s.auth.newSession(name)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: value, Path: "/", Expires: expires,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	s.log.Info("web login", "user", "web:"+name, "remote", r.RemoteAddr)
+	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+func (s *Server) static(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	data, err := fs.ReadFile(s.pages.static, name)
+	if err != nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no static file %q", name), "")
+		return
+	}
+	if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
+		w.Header().Set("Content-Type", ct)
+	}
+	w.Header().Set("Cache-Control", "no-cache")
+	_, _ = w.Write(data)
+}

@@ -1,0 +1,284 @@
+// nanohost dashboard: live run pages without a build step.
+// Everything that comes from a run (agent text, labels, questions) is put
+// into the page with textContent, never as HTML. The one exception is the
+// graph, an SVG the server renders with every label escaped.
+(function () {
+  'use strict';
+
+  function $(sel, root) { return (root || document).querySelector(sel); }
+
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function notice(text, kind) {
+    var n = $('#notice');
+    if (!n) return;
+    n.textContent = text;
+    n.className = 'notice ' + (kind || '');
+    n.hidden = !text;
+  }
+
+  function postJSON(url, body) {
+    return fetch(url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'Accept': 'application/json' },
+      body: JSON.stringify(body || {}),
+      credentials: 'same-origin'
+    }).then(function (res) {
+      return res.json().catch(function () { return {}; }).then(function (data) {
+        return { ok: res.ok, status: res.status, data: data };
+      });
+    });
+  }
+
+  function getJSON(url) {
+    return fetch(url, { headers: { 'Accept': 'application/json' }, credentials: 'same-origin' })
+      .then(function (res) { if (!res.ok) throw new Error(url + ': ' + res.status); return res.json(); });
+  }
+
+  function money(usd) {
+    if (!usd || usd <= 0) return '—';
+    if (usd < 0.01) return '<$0.01';
+    return '$' + usd.toFixed(2);
+  }
+
+  function duration(ms) {
+    if (!ms || ms <= 0) return '—';
+    if (ms < 1000) return ms + 'ms';
+    var s = Math.round(ms / 1000);
+    if (s < 60) return s + 's';
+    if (s < 3600) return Math.floor(s / 60) + 'm ' + (s % 60) + 's';
+    return Math.floor(s / 3600) + 'h ' + Math.floor((s % 3600) / 60) + 'm';
+  }
+
+  // ---- runs list: refresh the table while runs are live ----
+  function setupRunsList() {
+    var box = $('#runs');
+    if (!box) return;
+    setInterval(function () {
+      if (box.dataset.live !== 'true' || document.hidden) return;
+      fetch(location.href, { headers: { 'Accept': 'text/html' }, credentials: 'same-origin' })
+        .then(function (res) { return res.ok ? res.text() : null; })
+        .then(function (html) {
+          if (!html) return;
+          var doc = new DOMParser().parseFromString(html, 'text/html');
+          var fresh = doc.getElementById('runs');
+          if (fresh) { box.replaceWith(fresh); box = fresh; }
+        }).catch(function () {});
+    }, 3000);
+  }
+
+  // ---- run page ----
+  function setupRun(runID) {
+    var base = '/pipelines/' + encodeURIComponent(runID);
+    var body = document.body;
+    var graphTimer = null;
+    var selectedNode = null;
+
+    function refreshGraph() {
+      clearTimeout(graphTimer);
+      graphTimer = setTimeout(function () {
+        fetch(base + '/graph', { credentials: 'same-origin' })
+          .then(function (res) { return res.ok ? res.text() : null; })
+          .then(function (svg) {
+            if (!svg) return;
+            var doc = new DOMParser().parseFromString(svg, 'image/svg+xml');
+            var root = doc.documentElement;
+            if (!root || root.nodeName !== 'svg') return;
+            var g = $('#graph');
+            g.replaceChildren(document.importNode(root, true));
+            markSelected();
+          }).catch(function () {});
+      }, 150);
+    }
+
+    function refreshRun() {
+      getJSON(base).then(function (run) {
+        var st = $('#run-status');
+        st.textContent = run.status;
+        st.className = 'badge ' + run.status;
+        $('#run-duration').textContent = duration(run.duration_ms);
+        $('#run-cost').textContent = money(run.usage && run.usage.cost_usd);
+        $('#run-current').textContent = run.current_node || '—';
+        var reason = $('#run-reason');
+        reason.textContent = run.failure_reason || '';
+        reason.hidden = !run.failure_reason;
+        var finished = run.status === 'success' || run.status === 'fail' || run.status === 'cancelled';
+        body.dataset.finished = String(finished);
+        body.dataset.status = run.status;
+        if (finished) {
+          var c = $('#cancel');
+          if (c) c.remove();
+        }
+      }).catch(function () {});
+    }
+
+    // Questions: rebuilt from the API whenever a gate opens or closes.
+    function renderQuestions(list) {
+      var box = $('#questions');
+      box.replaceChildren();
+      list.forEach(function (q) {
+        var div = el('div', { 'class': 'question', 'data-gate': q.gate_id, 'data-nonce': q.nonce });
+        div.appendChild(el('p', { 'class': 'q-text' }, q.question));
+        var choices = el('div', { 'class': 'choices' });
+        var takesText = q.choices.length === 0;
+        q.choices.forEach(function (o) {
+          if (o.freeform) { takesText = true; return; }
+          var b = el('button', { type: 'button', 'class': 'choice', 'data-choice': o.key || o.label }, o.label);
+          choices.appendChild(b);
+        });
+        div.appendChild(choices);
+        if (takesText) {
+          var f = el('form', { 'class': 'freeform' });
+          f.appendChild(el('input', { name: 'text', type: 'text', placeholder: 'Type an answer', 'aria-label': 'Answer' }));
+          f.appendChild(el('button', { type: 'submit' }, 'Send'));
+          div.appendChild(f);
+        }
+        box.appendChild(div);
+      });
+    }
+
+    function refreshQuestions() {
+      getJSON(base + '/questions').then(function (d) { renderQuestions(d.questions); }).catch(function () {});
+    }
+
+    function answer(q, payload) {
+      payload.nonce = q.dataset.nonce;
+      q.querySelectorAll('button').forEach(function (b) { b.disabled = true; });
+      postJSON(base + '/questions/' + encodeURIComponent(q.dataset.gate) + '/answer', payload).then(function (r) {
+        if (r.ok) {
+          notice('Answered: ' + (r.data.answer || '') + ' (as ' + r.data.answered_by + ')', 'ok');
+          q.remove();
+        } else {
+          notice(r.data.error || ('The answer was refused (' + r.status + ')'), 'error');
+          if (r.status === 409) q.remove();
+          else q.querySelectorAll('button').forEach(function (b) { b.disabled = false; });
+        }
+      }).catch(function (err) {
+        notice('Could not send the answer: ' + err.message, 'error');
+        q.querySelectorAll('button').forEach(function (b) { b.disabled = false; });
+      });
+    }
+
+    $('#questions').addEventListener('click', function (ev) {
+      var b = ev.target.closest('button.choice');
+      if (!b) return;
+      answer(b.closest('.question'), { choice: b.dataset.choice });
+    });
+    $('#questions').addEventListener('submit', function (ev) {
+      ev.preventDefault();
+      var f = ev.target;
+      var text = f.elements.text.value.trim();
+      if (text) answer(f.closest('.question'), { text: text });
+    });
+
+    var cancel = $('#cancel');
+    if (cancel) {
+      cancel.addEventListener('click', function () {
+        if (!confirm('Cancel this run? It stops at its next safe point.')) return;
+        cancel.disabled = true;
+        postJSON(base + '/cancel').then(function (r) {
+          notice(r.ok ? 'Cancelling…' : (r.data.error || 'Cancel refused'), r.ok ? 'ok' : 'error');
+          if (!r.ok) cancel.disabled = false;
+        });
+      });
+    }
+
+    // Node details on click.
+    function markSelected() {
+      document.querySelectorAll('#graph g.node.selected').forEach(function (n) { n.classList.remove('selected'); });
+      if (!selectedNode) return;
+      var n = document.getElementById('node-' + selectedNode);
+      if (n) n.classList.add('selected');
+    }
+
+    function showNode(id) {
+      selectedNode = id;
+      markSelected();
+      getJSON(base + '/nodes/' + encodeURIComponent(id)).then(function (n) {
+        var panel = $('#node');
+        $('#node-id').textContent = n.label && n.label !== n.id ? n.label + ' (' + n.id + ')' : n.id;
+        var st = $('#node-state');
+        st.textContent = n.state + (n.visits > 1 ? ' · ' + n.visits + ' visits' : '');
+        st.className = 'badge ' + n.state;
+        var files = $('#node-files');
+        files.replaceChildren();
+        var names = ['prompt.md', 'response.md', 'status.json'];
+        var any = false;
+        names.forEach(function (name) {
+          var f = n.files[name];
+          if (!f) return;
+          any = true;
+          var d = el('details', { open: '' });
+          var s = el('summary', {}, name + (f.truncated ? ' (truncated)' : ''));
+          d.appendChild(s);
+          d.appendChild(el('pre', { 'class': 'file' }, f.content));
+          var a = el('a', { href: n.raw[name] }, 'raw');
+          d.appendChild(a);
+          files.appendChild(d);
+        });
+        if (!any) files.appendChild(el('p', { 'class': 'muted' }, n.prompt_attr ? 'Not run yet. Prompt: ' + n.prompt_attr : 'No files for this node (yet).'));
+        panel.hidden = false;
+        if (window.matchMedia('(max-width: 800px)').matches) panel.scrollIntoView({ behavior: 'smooth' });
+      }).catch(function (err) { notice('Could not load node ' + id + ': ' + err.message, 'error'); });
+    }
+
+    $('#graph').addEventListener('click', function (ev) {
+      var g = ev.target.closest('g.node');
+      if (!g || !g.id || g.id.indexOf('node-') !== 0) return;
+      showNode(g.id.slice(5));
+    });
+
+    // Live events.
+    var log = $('#log');
+    function addLine(e) {
+      var li = el('li', { 'data-seq': String(e.seq), 'class': 'ev ' + e.type });
+      li.appendChild(el('time', {}, (e.time || '').slice(11, 19)));
+      li.appendChild(document.createTextNode(' '));
+      li.appendChild(el('span', {}, e.text));
+      var atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+      log.appendChild(li);
+      if (atBottom) log.scrollTop = log.scrollHeight;
+    }
+    log.scrollTop = log.scrollHeight;
+
+    if (body.dataset.finished === 'true') return;
+    var after = body.dataset.lastSeq || '0';
+    var src = new EventSource(base + '/events?after=' + encodeURIComponent(after));
+    src.onmessage = function (m) {
+      var e;
+      try { e = JSON.parse(m.data); } catch (_) { return; }
+      addLine(e);
+      body.dataset.lastSeq = String(e.seq);
+      switch (e.type) {
+        case 'StageStarted': case 'StageCompleted': case 'StageFailed': case 'StageRetrying':
+        case 'Decision': case 'PipelineCompleted': case 'PipelineFailed': case 'PipelineResumed':
+          refreshGraph();
+          refreshRun();
+          break;
+        case 'InterviewStarted': case 'InterviewCompleted': case 'InterviewTimeout':
+          refreshQuestions();
+          refreshRun();
+          break;
+      }
+      if (selectedNode && e.node_id === selectedNode && (e.type === 'StageCompleted' || e.type === 'StageFailed')) {
+        showNode(selectedNode);
+      }
+    };
+    src.addEventListener('end', function () {
+      src.close();
+      refreshGraph();
+      refreshRun();
+      refreshQuestions();
+    });
+  }
+
+  document.addEventListener('DOMContentLoaded', function () {
+    setupRunsList();
+    if (document.body.dataset.run) setupRun(document.body.dataset.run);
+  });
+})();

@@ -1,0 +1,167 @@
+package web
+
+import (
+	"container/list"
+	"context"
+	"maps"
+	"slices"
+	"sync"
+
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/pipeline/render"
+	"nanohost/internal/store"
+)
+
+// edgeKey is an edge taken by the run (from a routing decision).
+type edgeKey struct{ From, To string }
+
+// runView is what a run's events say about it: each node's state for the
+// graph, the edges taken, the path of visits. It is folded from the event
+// log in seq order, so it can be brought up to date with only the events
+// appended since.
+type runView struct {
+	LastSeq  int64
+	Pipeline string
+	States   map[string]string // node id → render state
+	Attempts map[string]int    // StageStarted count (visits) per node
+	Taken    map[edgeKey]bool
+	// Path lists the top-level node visits in order.
+	Path []string
+	// Current is the top-level node that started last and has not finished.
+	Current string
+	// Waiting is true while a human gate is open.
+	Waiting bool
+	// Usage sums the stages' usage (the run's record has the total once it ends).
+	Usage engine.Usage
+	Ended bool
+}
+
+func newRunView() *runView {
+	return &runView{States: map[string]string{}, Attempts: map[string]int{}, Taken: map[edgeKey]bool{}}
+}
+
+func (v *runView) clone() *runView {
+	c := *v
+	c.States = maps.Clone(v.States)
+	c.Attempts = maps.Clone(v.Attempts)
+	c.Taken = maps.Clone(v.Taken)
+	c.Path = slices.Clone(v.Path)
+	return &c
+}
+
+// apply folds one event into the view.
+func (v *runView) apply(e engine.Event) {
+	if e.Seq > v.LastSeq {
+		v.LastSeq = e.Seq
+	}
+	switch e.Type {
+	case engine.EventPipelineStarted, engine.EventPipelineResumed:
+		if e.Label != "" {
+			v.Pipeline = e.Label
+		}
+		v.Ended = false
+	case engine.EventStageStarted:
+		v.States[e.NodeID] = render.StateRunning
+		v.Attempts[e.NodeID]++
+		if e.Branch == "" {
+			v.Path = append(v.Path, e.NodeID)
+			v.Current = e.NodeID
+		}
+	case engine.EventStageRetrying:
+		v.States[e.NodeID] = render.StateRetrying
+	case engine.EventStageFailed:
+		if e.WillRetry {
+			v.States[e.NodeID] = render.StateRetrying
+		} else {
+			v.stageDone(e, render.StateFail)
+		}
+	case engine.EventStageCompleted:
+		// A conditional node "completes" with the outcome it passes
+		// through; the node itself worked, so it is green.
+		v.stageDone(e, render.StateSuccess)
+	case engine.EventInterviewStarted:
+		v.Waiting = true
+	case engine.EventInterviewCompleted, engine.EventInterviewTimeout:
+		v.Waiting = false
+	case engine.EventDecision:
+		if d := e.Decision; d != nil && d.To != "" {
+			v.Taken[edgeKey{d.From, d.To}] = true
+		}
+	case engine.EventPipelineCompleted, engine.EventPipelineFailed:
+		v.Ended, v.Waiting, v.Current = true, false, ""
+		// A stage still "running" when the run stopped was interrupted.
+		for id, st := range v.States {
+			if st == render.StateRunning || st == render.StateRetrying {
+				v.States[id] = render.StatePending
+			}
+		}
+	}
+}
+
+func (v *runView) stageDone(e engine.Event, state string) {
+	v.States[e.NodeID] = state
+	if e.Usage != nil {
+		v.Usage = v.Usage.Add(*e.Usage)
+	}
+	if e.Branch == "" && v.Current == e.NodeID {
+		v.Current = ""
+	}
+}
+
+// viewCache keeps the folded views of recently seen runs (LRU), so a page
+// load reads only the events appended since the last one.
+type viewCache struct {
+	mu    sync.Mutex
+	max   int
+	order *list.List // of string run ids, most recent first
+	items map[string]*viewEntry
+}
+
+type viewEntry struct {
+	elem *list.Element
+	mu   sync.Mutex // serialises folding one run
+	view *runView
+}
+
+func newViewCache(max int) *viewCache {
+	return &viewCache{max: max, order: list.New(), items: map[string]*viewEntry{}}
+}
+
+func (c *viewCache) entry(runID string) *viewEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[runID]; ok {
+		c.order.MoveToFront(e.elem)
+		return e
+	}
+	e := &viewEntry{view: newRunView()}
+	e.elem = c.order.PushFront(runID)
+	c.items[runID] = e
+	for c.order.Len() > c.max {
+		last := c.order.Back()
+		delete(c.items, last.Value.(string))
+		c.order.Remove(last)
+	}
+	return e
+}
+
+// viewOf returns the run's view folded up to its latest stored event. The
+// returned view is a copy the caller may keep.
+func (s *Server) viewOf(ctx context.Context, run store.Run) (*runView, error) {
+	e := s.views.entry(run.ID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for e.view.LastSeq < run.LastSeq {
+		events, err := s.opts.Store.Events(ctx, run.ID, e.view.LastSeq, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range events {
+			e.view.apply(ev)
+		}
+		if len(events) < 1000 {
+			break
+		}
+	}
+	return e.view.clone(), nil
+}

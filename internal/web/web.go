@@ -1,0 +1,249 @@
+// Package web is nanohost's dashboard and HTTP API (attractor spec §9.5):
+// start, watch, cancel and answer pipeline runs from a browser or a script.
+//
+// History comes straight from the host's SQLite store (runs, the
+// append-only event log, gates) and from each run's logs root on disk
+// (checkpoint.json, per-node prompt/response/status files). Everything that
+// changes a run goes through the small Runs interface the host implements,
+// so a gate answered here follows the same authorization and
+// first-answer-wins path as one answered in Slack.
+//
+// Live updates are read from the store, not from an in-memory stream: the
+// store is the source of truth with host-assigned sequence numbers, so a
+// Server-Sent Events stream resumed with Last-Event-ID can neither skip nor
+// repeat an event. An implementation may also offer Notifier to wake the
+// streams as soon as an event is stored; without it they poll.
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"nanohost/internal/pipeline"
+	"nanohost/internal/store"
+)
+
+// Runs changes runs; the host implements it.
+type Runs interface {
+	// Start validates and launches a pipeline. A pipeline that does not
+	// validate returns an error and diagnostics with at least one error
+	// (the API answers 422 with them).
+	Start(ctx context.Context, req StartRequest) (runID string, diags []pipeline.Diagnostic, err error)
+	// Cancel stops a run at its next safe point and records it as cancelled.
+	Cancel(ctx context.Context, runID, by string) error
+	// Answer answers an open gate with the same authorization and
+	// first-answer-wins rules as a chat answer. Errors wrap ErrUnknownGate,
+	// ErrNotAllowed or ErrInvalidAnswer; an answer that lost the race is not
+	// an error but Accepted=false with the winner in the result.
+	Answer(ctx context.Context, req AnswerRequest) (AnswerResult, error)
+}
+
+// Notifier is implemented by Runs that can say when a run has new events
+// stored. The channel receives (it may be buffered and coalesce) after each
+// append; stop releases it. Streams poll the store when it is missing.
+type Notifier interface {
+	Subscribe(runID string) (wake <-chan struct{}, stop func())
+}
+
+// StartRequest is POST /pipelines.
+type StartRequest struct {
+	DOT       string `json:"dot"`
+	Goal      string `json:"goal,omitempty"`
+	Verbosity string `json:"verbosity,omitempty"`
+	// Group is the group folder whose workspace and chat the run uses;
+	// "" means the host's main (or only) group.
+	Group string `json:"group,omitempty"`
+	// By is who started it: "web:<name>" (set by the server, not the client).
+	By string `json:"-"`
+}
+
+// AnswerRequest is POST /pipelines/{id}/questions/{qid}/answer.
+type AnswerRequest struct {
+	RunID  string `json:"-"`
+	GateID string `json:"-"`
+	// Choice is an option's key, label or target node; Text is free text
+	// for a freeform gate. Exactly one is set.
+	Choice string `json:"choice,omitempty"`
+	Text   string `json:"text,omitempty"`
+	// Nonce names the posting of the gate the answer is for (as listed by
+	// GET …/questions); "" means the current one.
+	Nonce string `json:"nonce,omitempty"`
+	By    string `json:"-"`
+}
+
+// AnswerResult says whether the answer won, and how the gate stands now.
+type AnswerResult struct {
+	Accepted   bool   `json:"accepted"`
+	Status     string `json:"status"` // the gate's status now: answered, timeout, cancelled, open
+	Answer     string `json:"answer,omitempty"`
+	AnsweredBy string `json:"answered_by,omitempty"`
+	// Message explains a refusal (who answered first, a stale nonce).
+	Message string `json:"message,omitempty"`
+}
+
+// Errors an Answer may wrap, each mapped to its HTTP status.
+var (
+	ErrUnknownGate   = errors.New("no such open gate")         // 404
+	ErrNotAllowed    = errors.New("not allowed")               // 403
+	ErrInvalidAnswer = errors.New("not an answer to the gate") // 422
+)
+
+// Options configure a Server.
+type Options struct {
+	Store *store.Store
+	// Runs changes runs; nil serves a read-only dashboard (changes answer 503).
+	Runs Runs
+	// Listen is the address the server is bound to; anything but loopback
+	// requires Token.
+	Listen string
+	// Token is the shared secret (http.token): a bearer token for API
+	// clients and the password of the login form. "" turns authentication
+	// off, which only a loopback bind allows.
+	Token string
+	// PollInterval is how often event streams look for new events when
+	// Runs is not a Notifier (or as a safety net when it is). Default 250ms.
+	PollInterval time.Duration
+	// Heartbeat is how often an idle event stream sends a comment so
+	// proxies keep it open. Default 15s.
+	Heartbeat time.Duration
+	// SessionTTL is how long a login lasts. Default 12h.
+	SessionTTL time.Duration
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// Server serves the API and the dashboard.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	handler http.Handler
+	auth    *authenticator
+	views   *viewCache
+	graphs  *graphCache
+	pages   *pages
+	// paths matches a request's path whatever its method, to tell 405 from 404.
+	paths   *http.ServeMux
+	methods map[string][]string // path pattern → its methods
+}
+
+// New checks opts and builds the server.
+func New(opts Options) (*Server, error) {
+	if opts.Store == nil {
+		return nil, errors.New("web: no store")
+	}
+	if opts.Token == "" && !IsLoopback(opts.Listen) {
+		return nil, fmt.Errorf("web: %s is not a loopback address and no token is set: bind to 127.0.0.1, or set http.token (NANOHOST_HTTP_TOKEN)", opts.Listen)
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 250 * time.Millisecond
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = 15 * time.Second
+	}
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = 12 * time.Hour
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	pg, err := newPages()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts: opts, log: opts.Logger.With("component", "web"),
+		views: newViewCache(256), graphs: newGraphCache(64), pages: pg,
+	}
+	s.auth = newAuthenticator(opts.Token, opts.Listen, opts.SessionTTL, opts.Now)
+	mux := http.NewServeMux()
+	s.paths, s.methods = http.NewServeMux(), map[string][]string{}
+	for _, rt := range s.routes() {
+		mux.HandleFunc(rt.Method+" "+rt.Path, rt.Handler)
+		if _, seen := s.methods[rt.Path]; !seen {
+			s.paths.Handle(rt.Path, http.NotFoundHandler())
+		}
+		s.methods[rt.Path] = append(s.methods[rt.Path], rt.Method)
+	}
+	mux.HandleFunc("/", s.notFound)
+	s.handler = s.secure(mux)
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Route is one endpoint of the server.
+type Route struct {
+	Method, Path string
+	// Public routes are served without authentication (the login form and
+	// the static assets it needs).
+	Public  bool
+	Handler http.HandlerFunc
+}
+
+// Routes lists every endpoint (the OpenAPI document is checked against it).
+func (s *Server) Routes() []Route { return s.routes() }
+
+func (s *Server) routes() []Route {
+	return []Route{
+		// API (spec §9.5 and the dashboard's reads).
+		{Method: "POST", Path: "/pipelines", Handler: s.startRun},
+		{Method: "GET", Path: "/pipelines", Handler: s.listRuns},
+		{Method: "GET", Path: "/pipelines/{id}", Handler: s.getRun},
+		{Method: "GET", Path: "/pipelines/{id}/events", Handler: s.streamEvents},
+		{Method: "POST", Path: "/pipelines/{id}/cancel", Handler: s.cancelRun},
+		{Method: "GET", Path: "/pipelines/{id}/graph", Handler: s.graphSVG},
+		{Method: "GET", Path: "/pipelines/{id}/questions", Handler: s.listQuestions},
+		{Method: "POST", Path: "/pipelines/{id}/questions/{qid}/answer", Handler: s.answerQuestion},
+		{Method: "GET", Path: "/pipelines/{id}/checkpoint", Handler: s.getCheckpoint},
+		{Method: "GET", Path: "/pipelines/{id}/context", Handler: s.getContext},
+		{Method: "GET", Path: "/pipelines/{id}/nodes/{node}", Handler: s.getNode},
+		{Method: "GET", Path: "/pipelines/{id}/nodes/{node}/{file}", Handler: s.getNodeFile},
+		// Dashboard pages.
+		{Method: "GET", Path: "/{$}", Handler: s.runsPage},
+		{Method: "GET", Path: "/runs/{id}", Handler: s.runPage},
+		{Method: "GET", Path: "/login", Public: true, Handler: s.loginPage},
+		{Method: "POST", Path: "/login", Public: true, Handler: s.login},
+		{Method: "POST", Path: "/logout", Handler: s.logout},
+		{Method: "GET", Path: "/static/{file}", Public: true, Handler: s.static},
+	}
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.paths.Handler(r); pattern != "" {
+		allowed := strings.Join(s.methods[pattern], ", ")
+		w.Header().Set("Allow", allowed)
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s does not take %s", r.URL.Path, r.Method), "use "+allowed)
+		return
+	}
+	writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path),
+		"see docs/openapi.yaml for the API; the dashboard is at /")
+}
+
+// IsLoopback reports whether a listen address ("127.0.0.1:8377",
+// "localhost:0", "[::1]:80") only accepts connections from this machine.
+func IsLoopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		host = listen
+	}
+	return isLoopbackHost(host)
+}
+
+func isLoopbackHost(host string) bool {
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
