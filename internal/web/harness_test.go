@@ -385,4 +385,6 @@ func appendEvent(t testing.TB, st *store.Store, runID string, seq int64, typ eng
 	}
 }
 
-func engineUsage() engine.Usage { return engine.Usage{InputTokens: 1000, OutputTokens: 200, CostUSD: 0.12} }
+func engineUsage() engine.Usage {
+	return engine.Usage{InputTokens: 1000, OutputTokens: 200, CostUSD: 0.12}
+}
