@@ -324,7 +324,7 @@ func (r *Reporter) fold(e *engine.Event) {
 		if e.Total > 0 {
 			c.Total = e.Total
 		}
-		c.State = channels.RunRunning
+		c.State, c.Reason = channels.RunRunning, "" // a resumed run is no longer interrupted
 	case engine.EventStageStarted:
 		if handler(*e) == "start" {
 			r.startNodes[e.NodeID] = true
