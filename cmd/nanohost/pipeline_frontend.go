@@ -18,7 +18,6 @@ import (
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
-	"nanohost/internal/pipeline/lint"
 	"nanohost/internal/pipeline/render"
 )
 
@@ -47,6 +46,20 @@ func readPipelineSource(cmd *cobra.Command, arg string) (string, []byte, error) 
 		return "", nil, exitCode(exitIO, fmt.Errorf("read pipeline: %w", err))
 	}
 	return arg, src, nil
+}
+
+// parsePipelineArg reads FILE (or stdin for "-") and parses it with the
+// transforms applied, without validating: what parse and render show.
+func parsePipelineArg(cmd *cobra.Command, arg string) (*pipeline.Graph, error) {
+	name, src, err := readPipelineSource(cmd, arg)
+	if err != nil {
+		return nil, err
+	}
+	g, err := frontend.Parse(name, src, frontend.Options{})
+	if err != nil {
+		return nil, exitCode(exitInvalid, err)
+	}
+	return g, nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -125,13 +138,9 @@ Exit status: 0 parsed; 2 syntax error (printed as FILE:line:col: message);
   cat feature.dot | nanohost pipeline parse - --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, src, err := readPipelineSource(cmd, args[0])
+			g, err := parsePipelineArg(cmd, args[0])
 			if err != nil {
 				return err
-			}
-			g, err := frontend.Parse(name, src, frontend.Options{})
-			if err != nil {
-				return exitCode(exitInvalid, err)
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), graphJSON(g))
@@ -280,7 +289,7 @@ func writeDiagnostics(w io.Writer, name string, ds []pipeline.Diagnostic) error 
 			d.File = name
 		}
 		count[d.Severity]++
-		if _, err := fmt.Fprintln(w, lint.Format(d)); err != nil {
+		if _, err := fmt.Fprintln(w, d); err != nil {
 			return err
 		}
 	}
@@ -338,13 +347,9 @@ not be read or the output not written.`,
 			if err != nil {
 				return exitCode(exitInvalid, err)
 			}
-			name, src, err := readPipelineSource(cmd, args[0])
+			g, err := parsePipelineArg(cmd, args[0])
 			if err != nil {
 				return err
-			}
-			g, err := frontend.Parse(name, src, frontend.Options{})
-			if err != nil {
-				return exitCode(exitInvalid, err)
 			}
 			var out []byte
 			switch chosen {

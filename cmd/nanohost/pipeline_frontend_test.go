@@ -9,8 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
+
+	"nanohost/internal/pipeline/corpustest"
 )
 
 // nanohostBin is the nanohost binary built once for the CLI tests, which run
@@ -139,12 +142,42 @@ func TestParseSyntaxError(t *testing.T) {
 	if r.code != 2 || r.stdout != "" {
 		t.Fatalf("exit %d, stdout %q", r.code, r.stdout)
 	}
-	if !strings.HasPrefix(r.stderr, path+":3:7: ") {
-		t.Fatalf("stderr %q, want FILE:line:col: message", r.stderr)
+	// Exactly one line, FILE:line:col: message first and the fix after it.
+	want := path + ":3:7: undirected edge '--': Attractor pipelines are directed graphs (fix: write directed edges with ->)\n"
+	if r.stderr != want {
+		t.Fatalf("stderr %q, want %q", r.stderr, want)
 	}
 	r = runNanohost(t, "digraph {", "pipeline", "parse", "-")
 	if r.code != 2 || !strings.HasPrefix(r.stderr, "<stdin>:") {
 		t.Fatalf("stdin syntax error: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestParseCorpus runs `nanohost pipeline parse --json` on every pipeline in
+// the external corpus: no crash, at least 95% parse, and each failure is
+// exit 2 with FILE:line:col: on stderr.
+func TestParseCorpus(t *testing.T) {
+	files := corpustest.Files(t)
+	failed := 0
+	for _, f := range files {
+		r := runNanohost(t, "", "pipeline", "parse", f, "--json")
+		switch r.code {
+		case 0:
+			var g struct{ Nodes []any }
+			if err := json.Unmarshal([]byte(r.stdout), &g); err != nil || len(g.Nodes) == 0 {
+				t.Errorf("%s: parse --json printed no graph (%v): %.200s", f, err, r.stdout)
+			}
+		case 2:
+			failed++
+			if !regexp.MustCompile(`^` + regexp.QuoteMeta(f) + `:\d+:\d+: \S`).MatchString(r.stderr) {
+				t.Errorf("%s: stderr %q, want FILE:line:col: message", f, r.stderr)
+			}
+		default:
+			t.Errorf("%s: exit %d: %s", f, r.code, r.stderr)
+		}
+	}
+	if pct := 100 * float64(len(files)-failed) / float64(len(files)); pct < 95 {
+		t.Errorf("%.1f%% of %d corpus files parse, want at least 95%%", pct, len(files))
 	}
 }
 

@@ -44,6 +44,9 @@ func (d Diagnostic) At(file string, p Pos) Diagnostic {
 // String renders the diagnostic the way compilers do:
 //
 //	file:line:col: error [rule] node X: message (fix: ...)
+//
+// The "node X:" (or "edge A -> B:") subject is left out when the message
+// already names it, as the built-in lint messages do, so it is never said twice.
 func (d Diagnostic) String() string {
 	var b strings.Builder
 	file := d.File
@@ -57,19 +60,26 @@ func (d Diagnostic) String() string {
 			fmt.Fprintf(&b, ":%d", d.Column)
 		}
 	}
-	fmt.Fprintf(&b, ": %s [%s]", d.Severity, d.Rule)
-	switch {
-	case d.Edge != nil:
-		fmt.Fprintf(&b, " edge %s -> %s:", d.Edge.From, d.Edge.To)
-	case d.NodeID != "":
-		fmt.Fprintf(&b, " node %s:", d.NodeID)
+	fmt.Fprintf(&b, ": %s [%s] ", d.Severity, d.Rule)
+	if subject := d.subject(); subject != "" && !strings.Contains(d.Message, subject) {
+		b.WriteString(subject + ": ")
 	}
-	b.WriteString(" ")
 	b.WriteString(d.Message)
 	if d.Fix != "" {
 		fmt.Fprintf(&b, " (fix: %s)", d.Fix)
 	}
 	return b.String()
+}
+
+// subject names what the diagnostic is about: "edge A -> B", "node X" or "".
+func (d Diagnostic) subject() string {
+	switch {
+	case d.Edge != nil:
+		return "edge " + d.Edge.From + " -> " + d.Edge.To
+	case d.NodeID != "":
+		return "node " + d.NodeID
+	}
+	return ""
 }
 
 // HasErrors reports whether any diagnostic has error severity.

@@ -232,15 +232,7 @@ func (n *Node) IsExit() bool {
 func (n *Node) HasClass(class string) bool { return slices.Contains(n.Classes, class) }
 
 // StartNodes returns every node that qualifies as a start node, in declaration order.
-func (g *Graph) StartNodes() []*Node {
-	var out []*Node
-	for _, n := range g.Nodes {
-		if n.IsStart() {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+func (g *Graph) StartNodes() []*Node { return g.nodesWhere((*Node).IsStart) }
 
 // StartNode returns the start node. When several qualify, an Mdiamond wins
 // over an id match; lint reports the ambiguity.
@@ -258,10 +250,12 @@ func (g *Graph) StartNode() *Node {
 }
 
 // ExitNodes returns every terminal node, in declaration order.
-func (g *Graph) ExitNodes() []*Node {
+func (g *Graph) ExitNodes() []*Node { return g.nodesWhere((*Node).IsExit) }
+
+func (g *Graph) nodesWhere(keep func(*Node) bool) []*Node {
 	var out []*Node
 	for _, n := range g.Nodes {
-		if n.IsExit() {
+		if keep(n) {
 			out = append(out, n)
 		}
 	}

@@ -144,6 +144,11 @@ func TestDiagnosticString(t *testing.T) {
 	if got := w.String(); got != "<input>: warning [r] edge a -> b: m" {
 		t.Errorf("String() = %q", got)
 	}
+	// Lint messages name their node themselves: the subject is not repeated.
+	n := Diagnostic{Rule: "attr_type", Severity: SeverityError, NodeID: "plan", Message: `node plan: max_retries="x" is not an integer`}
+	if got := n.String(); got != `<input>: error [attr_type] node plan: max_retries="x" is not an integer` {
+		t.Errorf("String() = %q", got)
+	}
 	if HasErrors([]Diagnostic{w}) || !HasErrors([]Diagnostic{w, d}) {
 		t.Error("HasErrors")
 	}

@@ -11,7 +11,11 @@ package cond
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/lint/didyoumean"
 )
 
 // Op is a clause operator.
@@ -185,14 +189,14 @@ func checkKey(src, key string, offset int) error {
 	case key == "outcome", key == "preferred_label":
 		return nil
 	case strings.HasPrefix(key, "context."):
-		if isPath(strings.TrimPrefix(key, "context.")) {
+		if pipeline.IsQualifiedID(strings.TrimPrefix(key, "context.")) {
 			return nil
 		}
-	case isIdent(key):
+	case pipeline.IsIdentifier(key):
 		return nil
 	}
 	fix := "use outcome, preferred_label, context.<key> or a bare context key"
-	if isPath(key) {
+	if pipeline.IsQualifiedID(key) {
 		fix = fmt.Sprintf("prefix context keys with 'context.': context.%s", key)
 	}
 	return &SyntaxError{src, offset, fmt.Sprintf("unknown key %q", key), fix}
@@ -218,67 +222,20 @@ func parseLiteral(src, v string, offset int) (string, error) {
 
 func checkOutcome(src, lit string, offset int) (string, error) {
 	norm := strings.ReplaceAll(strings.ToLower(lit), "-", "_")
-	for _, v := range outcomeValues {
-		if norm == v {
-			return v, nil
-		}
+	if slices.Contains(outcomeValues, norm) {
+		return norm, nil
 	}
-	return "", &SyntaxError{src, offset, fmt.Sprintf("outcome is never %q", lit),
-		fmt.Sprintf("use one of %s%s", strings.Join(outcomeValues, ", "), suggest(norm))}
+	return "", &SyntaxError{src, offset, fmt.Sprintf("outcome is never %q", lit), outcomeFix(lit, norm)}
 }
 
-// suggest returns "; did you mean X?" for the closest outcome value, if close.
-func suggest(s string) string {
-	best, bestDist := "", 3
-	for _, v := range outcomeValues {
-		if d := editDistance(s, v); d < bestDist {
-			best, bestDist = v, d
-		}
+// outcomeFix suggests the status meant by a typo, or else how to route on a
+// custom result (other dialects write outcome=needs_dod): the stage reports
+// it as its preferred label or a context value, which conditions can test.
+func outcomeFix(lit, norm string) string {
+	statuses := "outcome is one of " + strings.Join(outcomeValues, ", ")
+	if guess := didyoumean.Closest(norm, outcomeValues); guess != "" {
+		return fmt.Sprintf("did you mean %s? %s", guess, statuses)
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %s?)", best)
-}
-
-func isIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		letter := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
-		if !letter && (i == 0 || r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
-}
-
-func isPath(s string) bool {
-	for _, part := range strings.Split(s, ".") {
-		if !isIdent(part) {
-			return false
-		}
-	}
-	return true
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return fmt.Sprintf("%s; to route on a custom result, have the stage report it as its preferred label "+
+		"and test preferred_label=%s (or set a context key and test context.<key>=%s)", statuses, lit, lit)
 }

@@ -172,29 +172,15 @@ func (b *builder) mention(s *scope, id ast.ID) (*pipeline.Node, error) {
 	return n, nil
 }
 
-func isIdentifier(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		letter := c == '_' || (c|0x20 >= 'a' && c|0x20 <= 'z')
-		if !letter && (i == 0 || !isDigit(c)) {
-			return false
-		}
-	}
-	return true
-}
-
 // checkNodeID enforces the spec's bare identifiers. A quoted id whose text is
 // an identifier ("start") names the same node as the bare one, as in
 // Graphviz, so it is accepted.
 func (b *builder) checkNodeID(t token) error {
 	switch {
-	case isIdentifier(t.text) && keywords[strings.ToLower(t.text)]:
+	case pipeline.IsIdentifier(t.text) && keywords[strings.ToLower(t.text)]:
 		return b.errAt(t.pos, "keyword node id", fmt.Sprintf("rename the node, e.g. %s_step", t.text),
 			"node id %q is a DOT keyword", t.text)
-	case isIdentifier(t.text):
+	case pipeline.IsIdentifier(t.text):
 		return nil
 	case t.quoted():
 		id := suggestID(t.text)
@@ -329,7 +315,7 @@ func (b *builder) applyAttr(dst pipeline.Attrs, a *ast.Attr) error {
 	if !ok {
 		return b.errAt(b.toks[0].pos, "", "", "attribute without a name")
 	}
-	if !isQualifiedKey(key.text) {
+	if !pipeline.IsQualifiedID(key.text) {
 		return b.errAt(key.pos, "invalid attribute key",
 			"use identifiers joined by dots, e.g. max_retries or human.default_choice",
 			"attribute key %q is not an identifier or qualified identifier", key.text)
@@ -341,16 +327,6 @@ func (b *builder) applyAttr(dst pipeline.Attrs, a *ast.Attr) error {
 	}
 	dst[key.text] = val.text
 	return nil
-}
-
-// isQualifiedKey matches Identifier ('.' Identifier)*.
-func isQualifiedKey(s string) bool {
-	for part := range strings.SplitSeq(s, ".") {
-		if !isIdentifier(part) {
-			return false
-		}
-	}
-	return true
 }
 
 // deriveClasses fills Node.Classes (own class list, then subgraph-label

@@ -2,69 +2,19 @@ package dot
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"nanohost/internal/pipeline/corpustest"
 )
-
-// corpusDir is the external corpus of other projects' pipelines, kept next
-// to the repository (never copied into it).
-func corpusDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the package directory")
-		}
-		dir = parent
-	}
-	corpus := filepath.Join(dir, "..", "shared", "attractor-corpus")
-	if _, err := os.Stat(corpus); err != nil {
-		if os.Getenv("NANOHOST_REQUIRE_CORPUS") != "" {
-			t.Fatalf("corpus required (NANOHOST_REQUIRE_CORPUS is set) but missing: %v", err)
-		}
-		t.Skipf("corpus %s missing", corpus)
-	}
-	return corpus
-}
-
-func corpusFiles(t *testing.T) []string {
-	t.Helper()
-	root := corpusDir(t)
-	var files []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && (strings.HasSuffix(p, ".dot") || strings.HasSuffix(p, ".fabro")) {
-			files = append(files, p)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("corpus has no .dot or .fabro files")
-	}
-	return files
-}
 
 // TestCorpus runs every pipeline other Attractor implementations ship
 // through Parse: at least 95% must parse, and each failure must name the
 // construct that is not supported.
 func TestCorpus(t *testing.T) {
-	files := corpusFiles(t)
-	root := corpusDir(t)
+	files := corpustest.Files(t)
+	root := corpustest.Dir(t)
 	failed := 0
 	for _, f := range files {
 		src, err := os.ReadFile(f)
@@ -97,7 +47,7 @@ func TestCorpus(t *testing.T) {
 
 // TestCorpusSpecExamples checks the spec's own examples in detail.
 func TestCorpusSpecExamples(t *testing.T) {
-	dir := filepath.Join(corpusDir(t), "strongdm-attractor-spec")
+	dir := filepath.Join(corpustest.Dir(t), "strongdm-attractor-spec")
 	read := func(name string) []byte {
 		src, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {

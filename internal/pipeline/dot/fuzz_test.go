@@ -41,7 +41,7 @@ func checkFuzzError(t *testing.T, src []byte, err error) {
 
 func checkFuzzGraph(t *testing.T, g *pipeline.Graph) {
 	for _, n := range g.Nodes {
-		if !isIdentifier(n.ID) || g.Node(n.ID) != n || !n.Pos.IsValid() {
+		if !pipeline.IsIdentifier(n.ID) || g.Node(n.ID) != n || !n.Pos.IsValid() {
 			t.Fatalf("bad node %q (pos %v)", n.ID, n.Pos)
 		}
 	}
@@ -51,7 +51,7 @@ func checkFuzzGraph(t *testing.T, g *pipeline.Graph) {
 		}
 	}
 	for k := range g.Attrs {
-		if !isQualifiedKey(k) {
+		if !pipeline.IsQualifiedID(k) {
 			t.Fatalf("graph attribute key %q", k)
 		}
 	}

@@ -131,7 +131,7 @@ type ValidationError struct {
 func (e *ValidationError) Error() string {
 	lines := make([]string, len(e.Errors))
 	for i, d := range e.Errors {
-		lines[i] = Format(d)
+		lines[i] = d.String()
 	}
 	noun := "errors"
 	if len(e.Errors) == 1 {
@@ -146,24 +146,4 @@ func Sort(ds []pipeline.Diagnostic) {
 	slices.SortStableFunc(ds, func(a, b pipeline.Diagnostic) int {
 		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Column, b.Column))
 	})
-}
-
-// Format renders a diagnostic the way compilers do, without repeating the
-// node or edge the message already names:
-//
-//	file:line:col: severity [rule] message (fix: …)
-func Format(d pipeline.Diagnostic) string {
-	var b strings.Builder
-	b.WriteString(cmp.Or(d.File, "<input>"))
-	if d.Line > 0 {
-		fmt.Fprintf(&b, ":%d", d.Line)
-		if d.Column > 0 {
-			fmt.Fprintf(&b, ":%d", d.Column)
-		}
-	}
-	fmt.Fprintf(&b, ": %s [%s] %s", d.Severity, d.Rule, d.Message)
-	if d.Fix != "" {
-		fmt.Fprintf(&b, " (fix: %s)", d.Fix)
-	}
-	return b.String()
 }

@@ -42,7 +42,7 @@ func byRule(ds []pipeline.Diagnostic, rule string) []pipeline.Diagnostic {
 func dump(ds []pipeline.Diagnostic) string {
 	var b strings.Builder
 	for _, d := range ds {
-		fmt.Fprintf(&b, "\n  %s", Format(d))
+		fmt.Fprintf(&b, "\n  %s", d)
 	}
 	return b.String()
 }
@@ -428,7 +428,7 @@ func TestDiagnosticsSortedByLineThenRule(t *testing.T) {
 		t.Fatalf("order %v, want %v%s", got, want, dump(ds))
 	}
 	for range 5 { // map iteration inside rules must not leak into the order
-		if again := check(t, src); !slices.EqualFunc(again, ds, func(a, b pipeline.Diagnostic) bool { return Format(a) == Format(b) }) {
+		if again := check(t, src); !slices.EqualFunc(again, ds, func(a, b pipeline.Diagnostic) bool { return a.String() == b.String() }) {
 			t.Fatal("order differs between runs")
 		}
 	}
@@ -492,7 +492,7 @@ func TestStylesheetErrorWithEscapedNewlinesStillLocated(t *testing.T) {
 		t.Fatalf("got:%s", dump(ds))
 	}
 	if d := ds[0]; d.Line != 2 || d.Column != 59 || !strings.Contains(d.Message, "expected : after llm_model") {
-		t.Fatalf("got %s", Format(d))
+		t.Fatalf("got %s", d)
 	}
 }
 

@@ -102,14 +102,14 @@ func dotAttrs(a pipeline.Attrs) string {
 // unchanged (an identifier or a plain number), quoted otherwise, so the
 // output also works with stock Graphviz tools.
 func dotValue(v string) string {
-	if (isIdent(v) && !isKeyword(v)) || isNumeral(v) {
+	if (pipeline.IsIdentifier(v) && !isKeyword(v)) || isNumeral(v) {
 		return v
 	}
 	return quote(v)
 }
 
 func dotID(s string) string {
-	if isIdent(s) && !isKeyword(s) {
+	if pipeline.IsIdentifier(s) && !isKeyword(s) {
 		return s
 	}
 	return quote(s)
@@ -135,20 +135,6 @@ func quote(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
-}
-
-func isIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		letter := c == '_' || (c|0x20 >= 'a' && c|0x20 <= 'z')
-		if !letter && (i == 0 || c < '0' || c > '9') {
-			return false
-		}
-	}
-	return true
 }
 
 func isKeyword(s string) bool {

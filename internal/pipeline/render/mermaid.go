@@ -75,7 +75,7 @@ func mermaidID(id string) string {
 	case "end", "graph", "flowchart", "subgraph", "style", "class", "classdef", "click", "linkstyle", "direction":
 		return "node_" + id
 	}
-	if !isIdent(id) {
+	if !pipeline.IsIdentifier(id) {
 		var b strings.Builder
 		b.WriteString("node_")
 		for _, r := range id {

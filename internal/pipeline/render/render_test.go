@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/corpustest"
 	"nanohost/internal/pipeline/dot"
 )
 
@@ -120,29 +121,24 @@ func TestDOTQuotesWhatGraphvizWouldMangle(t *testing.T) {
 // TestDOTRoundTripCorpus: every corpus pipeline that parses survives the
 // canonical form unchanged.
 func TestDOTRoundTripCorpus(t *testing.T) {
-	root := filepath.Join("..", "..", "..", "..", "shared", "attractor-corpus")
-	if _, err := os.Stat(root); err != nil {
-		t.Skip("corpus missing")
-	}
 	n := 0
-	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".dot") || strings.HasSuffix(p, ".fabro")) {
-			return err
+	for _, p := range corpustest.Files(t) {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
 		}
-		src, _ := os.ReadFile(p)
 		g, err := dot.Parse(p, src)
 		if err != nil {
-			return nil
+			continue
 		}
 		back, err := dot.Parse("canonical", []byte(DOT(g)))
 		if err != nil {
 			t.Errorf("%s: canonical DOT does not parse: %v", p, err)
-			return nil
+			continue
 		}
 		t.Run(filepath.Base(p), func(t *testing.T) { sameGraph(t, g, back, true) })
 		n++
-		return nil
-	})
+	}
 	if n < 100 {
 		t.Errorf("only %d corpus files round-tripped", n)
 	}
