@@ -14,15 +14,29 @@ import (
 	"nanohost/internal/store"
 )
 
-// chatThreadKey names a group's main conversation: in the container
-// backend it is the full-fidelity thread whose live container the group's
-// messages go to; in the store, the session key.
-const chatThreadKey = ""
+// chatThreadKey is the store's session key of a group's main conversation;
+// chatBackendThread is the full-fidelity thread it lives in, in the backend.
+const (
+	chatThreadKey     = ""
+	chatBackendThread = "main"
+)
+
+// SessionResumer is implemented by backends that can resume an agent
+// session an earlier host process recorded (container.Backend).
+type SessionResumer interface {
+	ResumeSession(runID, thread, sessionID string)
+}
 
 // chatRouter turns chat messages into agent work: one worker per group, so
 // a group has at most one agent container at a time. Messages that arrive
 // while the agent works queue behind it and are sent, in order, to the same
 // live container (and agent session) as follow-ups.
+//
+// Every inbound message is stored before anything is done with it, and
+// marked processed once the agent's reply is posted (or when it calls for
+// none). Messages still unprocessed at start-up — queued, or being answered
+// when the host died — are queued again, in order, before the channels
+// deliver anything new.
 type chatRouter struct {
 	h      *Host
 	ctx    context.Context
@@ -55,37 +69,83 @@ func newChatRouter(h *Host) *chatRouter {
 func chatRunID(folder string) string { return "chat-" + folder }
 
 // handle stores an inbound message and queues it for the group's agent when
-// it triggers the agent, or when the agent is already working (then it is
-// a follow-up to the conversation in progress).
+// it is addressed to the agent: it triggers it, it continues a thread the
+// agent answered in, or the agent is at work already (then it is a
+// follow-up to the conversation in progress).
 func (r *chatRouter) handle(ctx context.Context, ch channels.Channel, in channels.Inbound) {
 	g, ok := r.h.groups.byChatID(in.Chat)
 	if !ok || strings.TrimSpace(in.Text) == "" {
 		return
 	}
+	w := r.worker(g)
+	wanted := triggered(g, in) || w.hasWork() || r.inConversation(ctx, in)
 	if in.MsgID != "" {
-		saved, err := r.h.store.SaveMessage(ctx, store.Message{
+		m := store.Message{
 			ChatID: in.Chat, ChannelMsgID: in.MsgID, ThreadTS: in.Thread, UserID: in.User, Text: in.Text,
 			TS: orNow(in.At), Direction: store.Inbound,
-		})
+		}
+		if !wanted {
+			m.ProcessedAt = time.Now() // nothing to do for it, now or after a restart
+		}
+		saved, err := r.h.store.SaveMessage(ctx, m)
 		if err != nil {
 			r.h.log.Warn("store inbound message", "chat", in.Chat, "err", err)
 		} else if !saved {
 			return // a redelivery of a message we already have
 		}
 	}
-	w := r.worker(g)
-	w.mu.Lock()
-	if !triggered(g, in) && !w.busy && len(w.pending) == 0 {
-		w.mu.Unlock()
-		return
+	if wanted {
+		w.push(r.h, chatItem{ch, in})
 	}
-	w.pending = append(w.pending, chatItem{ch, in})
-	w.mu.Unlock()
-	r.h.metrics.ChatQueued.Inc()
-	select {
-	case w.wake <- struct{}{}:
-	default:
+}
+
+// inConversation reports whether in is a reply in a thread the agent has
+// answered in: people continue a conversation there without mentioning
+// the bot again.
+func (r *chatRouter) inConversation(ctx context.Context, in channels.Inbound) bool {
+	if in.Thread == "" {
+		return false
 	}
+	msgs, err := r.h.store.ThreadMessages(ctx, in.Chat, in.Thread)
+	if err != nil {
+		r.h.log.Warn("look up thread", "chat", in.Chat, "thread", in.Thread, "err", err)
+		return false
+	}
+	for _, m := range msgs {
+		if m.Direction == store.Outbound && m.UserID == agentUser {
+			return true
+		}
+	}
+	return false
+}
+
+// agentUser is who the agent's replies are stored as.
+const agentUser = "nanohost"
+
+// requeueUnprocessed queues, in arrival order, the messages a previous
+// instance stored but did not finish with.
+func (r *chatRouter) requeueUnprocessed(ctx context.Context) error {
+	msgs, err := r.h.store.UnprocessedMessages(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		g, ok := r.h.groups.byChatID(m.ChatID)
+		ch, err := r.h.channelFor(m.ChatID)
+		if !ok || err != nil {
+			r.h.log.Warn("dropping a stored message nobody can answer (no group or channel for its chat)", "chat", m.ChatID, "msg", m.ChannelMsgID)
+			if _, err := r.h.store.MarkMessageProcessed(ctx, m.ChatID, m.ChannelMsgID); err != nil {
+				r.h.log.Warn("mark message processed", "chat", m.ChatID, "err", err)
+			}
+			continue
+		}
+		r.h.log.Info("answering a message left unanswered by the previous instance", "chat", m.ChatID, "msg", m.ChannelMsgID, "group", g.Folder)
+		r.worker(g).push(r.h, chatItem{ch, channels.Inbound{
+			Kind: channels.KindMessage, Channel: ch.Name(), Chat: m.ChatID, Thread: m.ThreadTS,
+			User: m.UserID, Text: m.Text, MsgID: m.ChannelMsgID, At: m.TS,
+		}})
+	}
+	return nil
 }
 
 func (r *chatRouter) worker(g store.Group) *chatWorker {
@@ -98,13 +158,37 @@ func (r *chatRouter) worker(g store.Group) *chatWorker {
 	if !ok {
 		w = &chatWorker{group: g, wake: make(chan struct{}, 1)}
 		r.workers[g.Folder] = w
-		r.h.backend.BindRun(chatRunID(g.Folder), container.RunEnv{
+		runID := chatRunID(g.Folder)
+		r.h.backend.BindRun(runID, container.RunEnv{
 			Group: g.Folder, Workspace: r.h.GroupDir(g.Folder), ExtraMounts: r.h.groupMounts(g.Folder),
 		})
+		// The conversation goes on where it was before a restart.
+		if res, ok := r.h.backend.(SessionResumer); ok {
+			if sid, err := r.h.store.GetSession(r.ctx, g.Folder, chatThreadKey); err == nil {
+				res.ResumeSession(runID, chatBackendThread, sid)
+			}
+		}
 		r.wg.Add(1)
 		go func() { defer r.wg.Done(); r.loop(r.ctx, w) }()
 	}
 	return w
+}
+
+func (w *chatWorker) hasWork() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.busy || len(w.pending) > 0
+}
+
+func (w *chatWorker) push(h *Host, it chatItem) {
+	w.mu.Lock()
+	w.pending = append(w.pending, it)
+	w.mu.Unlock()
+	h.metrics.ChatQueued.Inc()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (r *chatRouter) loop(ctx context.Context, w *chatWorker) {
@@ -154,7 +238,9 @@ func byThread(batch []chatItem) [][]chatItem {
 	return out
 }
 
-// answer sends a thread's messages to the group's agent and posts its reply.
+// answer sends a thread's messages to the group's agent and posts its
+// reply; then the messages are processed. If the host stops first, they
+// stay unprocessed and are answered after the restart.
 func (r *chatRouter) answer(ctx context.Context, g store.Group, items []chatItem) {
 	first := items[0]
 	thread := replyThread(first.in)
@@ -164,7 +250,7 @@ func (r *chatRouter) answer(ctx context.Context, g store.Group, items []chatItem
 	}
 	res, err := r.h.backend.Run(ctx, engine.Request{
 		Kind: engine.KindCodergen, RunID: chatRunID(g.Folder), NodeID: "chat", Attempt: 1, Visit: 1,
-		Prompt: prompt.String(), Fidelity: "full", ThreadKey: "main",
+		Prompt: prompt.String(), Fidelity: "full", ThreadKey: chatBackendThread,
 		Timeout: r.h.cfg.Runtime.NodeTimeout,
 	})
 	if ctx.Err() != nil {
@@ -182,18 +268,33 @@ func (r *chatRouter) answer(ctx context.Context, g store.Group, items []chatItem
 			}
 		}
 	}
-	if text == "" {
-		return
+	replyID := ""
+	if text != "" {
+		out := newPatientChannel(first.ch, r.h.deliveryBackoff, r.h.log.With("group", g.Folder))
+		replyID, err = out.Post(ctx, first.in.Chat, thread, channels.Message{Text: text})
+		if err != nil {
+			r.h.log.Error("post agent reply; the messages are answered again after a restart", "group", g.Folder, "chat", first.in.Chat, "err", err)
+			return
+		}
 	}
-	id, err := first.ch.Post(ctx, first.in.Chat, thread, channels.Message{Text: text})
-	if err != nil {
-		r.h.log.Error("post agent reply", "group", g.Folder, "chat", first.in.Chat, "err", err)
-		return
+	// Marked first, recorded second: the only window for a repeated answer
+	// is between the post and this write.
+	for _, it := range items {
+		if it.in.MsgID == "" {
+			continue
+		}
+		if _, err := r.h.store.MarkMessageProcessed(context.WithoutCancel(ctx), it.in.Chat, it.in.MsgID); err != nil {
+			r.h.log.Warn("mark message processed", "chat", it.in.Chat, "msg", it.in.MsgID, "err", err)
+		}
 	}
-	if id != "" {
-		_, _ = r.h.store.SaveMessage(ctx, store.Message{
-			ChatID: first.in.Chat, ChannelMsgID: id, ThreadTS: thread, UserID: "nanohost", Text: text, TS: time.Now(), Direction: store.Outbound,
+	if replyID != "" {
+		_, err := r.h.store.SaveMessage(context.WithoutCancel(ctx), store.Message{
+			ChatID: first.in.Chat, ChannelMsgID: replyID, ThreadTS: thread, UserID: agentUser, Text: text,
+			TS: time.Now(), Direction: store.Outbound, ProcessedAt: time.Now(),
 		})
+		if err != nil {
+			r.h.log.Warn("store agent reply", "chat", first.in.Chat, "err", err)
+		}
 	}
 }
 

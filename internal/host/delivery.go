@@ -2,10 +2,11 @@ package host
 
 import (
 	"context"
+
+	"nanohost/internal/channels"
 	"sync"
 	"time"
 
-	"nanohost/internal/channels"
 	"nanohost/internal/channels/report"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/store"
@@ -17,11 +18,17 @@ import (
 // run's thread as the verbosity allows. The reporter's progress (root
 // message, last delivered seq) is persisted, so after a restart the thread
 // continues where it stopped and nothing is posted twice.
+//
+// The reporter posts through a patientChannel: a chat that is down holds
+// delivery up (posts are retried with backoff, in order), never the run.
+// The delivered-seq watermark only moves past events whose posts went
+// through; whatever was not delivered when the host stops is posted by the
+// next start.
 type delivery struct {
 	h        *Host
 	run      store.Run
 	ar       *activeRun
-	channel  channels.Channel
+	channel  *patientChannel
 	reporter *report.Reporter
 
 	mu      sync.Mutex
@@ -42,9 +49,12 @@ func (h *Host) newDelivery(ctx context.Context, run store.Run, ar *activeRun, pi
 	if err != nil {
 		return nil, err
 	}
-	d := &delivery{h: h, run: fresh, ar: ar, channel: ch, seq: fresh.LastSeq, rootID: fresh.ThreadTS, started: map[string]time.Time{}}
-	d.reporter = report.Start(context.WithoutCancel(ctx), report.Config{
-		Channel: ch, Chat: run.ChatID, RunID: run.ID, Pipeline: pipelineName, Goal: run.Goal,
+	out := newPatientChannel(ch, h.deliveryBackoff, h.log.With("run", run.ID))
+	d := &delivery{h: h, run: fresh, ar: ar, channel: out, seq: fresh.LastSeq, rootID: fresh.ThreadTS, started: map[string]time.Time{}}
+	// The reporter outlives the run (it may still be waiting for the chat
+	// to come back); it stops with the host.
+	d.reporter = report.Start(h.deliveryCtx, report.Config{
+		Channel: out, Chat: run.ChatID, RunID: run.ID, Pipeline: pipelineName, Goal: run.Goal,
 		Verbosity:    verbosityOr(run.Verbosity, h.cfg.Pipelines.DefaultVerbosity),
 		LogRef:       run.LogsRoot,
 		Resume:       report.Checkpoint{RootID: fresh.ThreadTS, LastSeq: fresh.LastDeliveredSeq},
@@ -109,6 +119,11 @@ func (d *delivery) persist(cp report.Checkpoint) {
 			d.h.log.Warn("record run thread", "run", d.run.ID, "err", err)
 		}
 	}
+	if d.channel.gaveUp.Load() {
+		// A thread message could not be posted (the host is stopping):
+		// the reporter moves on, the watermark does not.
+		return
+	}
 	if cp.LastSeq > 0 {
 		if err := d.h.store.SetDelivered(ctx, d.run.ID, cp.LastSeq); err != nil {
 			d.h.log.Warn("record delivered seq", "run", d.run.ID, "err", err)
@@ -116,12 +131,22 @@ func (d *delivery) persist(cp report.Checkpoint) {
 	}
 }
 
-// close delivers what is queued (bounded, so shutdown never hangs on a
-// chat that is down: undelivered events stay in the store for next time).
+// close lets the reporter deliver what is queued and stop. It waits a
+// bounded time, so a run's end (and shutdown) never hangs on a chat that is
+// down; the reporter keeps trying in the background until the host stops,
+// and what it could not deliver by then goes out on the next start.
 func (d *delivery) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := d.reporter.Close(ctx); err != nil {
-		d.h.log.Warn("run thread not fully delivered; the rest goes out on the next start", "run", d.run.ID, "err", err)
+		d.h.log.Warn("run thread not delivered yet; still trying (and on the next start)", "run", d.run.ID, "err", err)
+	}
+}
+
+// postNote posts a note in the run's thread after its events, waiting
+// (as long as the host runs) for a chat that is down.
+func (d *delivery) postNote(text string) {
+	if _, err := d.reporter.PostInThread(d.h.deliveryCtx, channels.Message{Text: text}); err != nil {
+		d.h.log.Warn("post in run thread", "run", d.run.ID, "err", err)
 	}
 }

@@ -52,6 +52,13 @@ type Options struct {
 	// Root is where bundled workflows are looked up (examples/,
 	// skills/attractor/workflows/) relative to; default the working directory.
 	Root string
+	// Registry holds the engine's handlers; nil: the built-in ones. Its
+	// types are the ones pipelines are validated against, so a custom
+	// handler type draws no "unknown type" warning.
+	Registry *engine.Registry
+	// DeliveryBackoff bounds the waits between attempts to post to a chat
+	// that is down (default 1s doubling to 30s).
+	DeliveryBackoff Backoff
 }
 
 // Host is the running daemon.
@@ -64,6 +71,13 @@ type Host struct {
 	log      *slog.Logger
 	root     string
 	metrics  *Metrics
+	registry *engine.Registry
+
+	// deliveryCtx outlives runs: reporters still waiting for a chat that is
+	// down keep trying until the host stops.
+	deliveryCtx     context.Context
+	stopDelivery    context.CancelFunc
+	deliveryBackoff Backoff
 
 	groups *groupTable
 	desk   *gate.Desk
@@ -101,11 +115,16 @@ func New(opts Options) (*Host, error) {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics()
 	}
+	if opts.Registry == nil {
+		opts.Registry = engine.NewRegistry()
+	}
 	h := &Host{
 		cfg: opts.Config, store: opts.Store, backend: opts.Backend, channels: opts.Channels,
-		docker: opts.Docker, log: opts.Logger, root: opts.Root, metrics: opts.Metrics,
-		chState: map[string]string{},
+		docker: opts.Docker, log: opts.Logger, root: opts.Root, metrics: opts.Metrics, registry: opts.Registry,
+		deliveryBackoff: opts.DeliveryBackoff.withDefaults(),
+		chState:         map[string]string{},
 	}
+	h.deliveryCtx, h.stopDelivery = context.WithCancel(context.Background())
 	h.groups = newGroupTable(h)
 	h.desk = gate.NewDesk(newStoreBook(opts.Store, opts.Logger), opts.Logger.With("component", "gates"))
 	h.runs = newRunManager(h)
@@ -142,10 +161,16 @@ func (h *Host) Run(ctx context.Context) error {
 	}
 	h.ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer h.cancel()
+	defer h.stopDelivery()
 
 	watcher, err := h.newIPCWatcher()
 	if err != nil {
 		return err
+	}
+	// What a previous instance left unanswered goes first, before the
+	// channels deliver anything new.
+	if err := h.chats.requeueUnprocessed(ctx); err != nil {
+		h.log.Error("queue messages left unanswered", "err", err)
 	}
 	var wg sync.WaitGroup
 	chCtx, stopChannels := context.WithCancel(h.ctx)

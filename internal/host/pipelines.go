@@ -76,7 +76,7 @@ func (m *runManager) start(ctx context.Context, spec startSpec) (store.Run, []pi
 		src = withGoal(src, spec.Goal)
 	}
 	file := nonEmpty(spec.File, "pipeline.dot")
-	g, diags, err := frontend.Prepare(file, src, frontend.Options{})
+	g, diags, err := frontend.Prepare(file, src, m.h.frontendOptions())
 	if err != nil || lint.Err(diags) != nil {
 		return store.Run{}, diags, ipc.RejectDiagnostics(diags)
 	}
@@ -156,7 +156,8 @@ func (m *runManager) execute(ctx context.Context, ar *activeRun, run store.Run, 
 			Channel: d.channel, Chat: run.ChatID, Thread: d.reporter, StartedBy: run.StartedBy,
 		}),
 		Observers: []engine.Observer{d},
-		Loader:    loadGraph,
+		Registry:  m.h.registry,
+		Loader:    m.h.loadGraph,
 		LogsRoot:  run.LogsRoot,
 		RunID:     run.ID,
 		Logger:    m.h.log.With("run", run.ID),
@@ -183,7 +184,7 @@ func (m *runManager) settle(ar *activeRun, run store.Run, res *engine.RunResult,
 			log.Warn("cancel open gates", "err", err)
 		}
 		if d != nil {
-			_, _ = d.reporter.PostInThread(ctx, channels.Message{Text: "✗ Run cancelled"})
+			d.postNote("✗ Run cancelled")
 		}
 	case m.h.isStopping() || (res != nil && res.Cancelled) || errors.Is(err, context.Canceled):
 		if err := m.h.store.UpdateRunStatus(ctx, run.ID, store.RunInterrupted); err != nil {
@@ -194,7 +195,7 @@ func (m *runManager) settle(ar *activeRun, run store.Run, res *engine.RunResult,
 		log.Error("run could not start", "err", err)
 		m.finish(ctx, run.ID, store.RunFail, err.Error(), engine.Usage{})
 		if d != nil {
-			_, _ = d.reporter.PostInThread(ctx, channels.Message{Text: "✗ Run could not start: " + err.Error()})
+			d.postNote("✗ Run could not start: " + err.Error())
 		}
 	default:
 		status := store.RunFail
@@ -314,9 +315,15 @@ func ipcState(s store.RunStatus) string {
 	return "running"
 }
 
+// frontendOptions validate pipelines against the handler types this
+// host's engine knows.
+func (h *Host) frontendOptions() frontend.Options {
+	return frontend.Options{KnownTypes: h.registry.KnownTypes()}
+}
+
 // loadGraph is the engine's loader: the front end, failing on errors.
-func loadGraph(file string, src []byte) (*pipeline.Graph, error) {
-	g, diags, err := frontend.Prepare(file, src, frontend.Options{})
+func (h *Host) loadGraph(file string, src []byte) (*pipeline.Graph, error) {
+	g, diags, err := frontend.Prepare(file, src, h.frontendOptions())
 	if err != nil {
 		return nil, err
 	}
