@@ -25,6 +25,7 @@ type session struct {
 	results chan protocol.Result // closed when stdout ends (the container is gone)
 	gone    chan struct{}        // closed when stdout ends
 	stderr  *tailBuffer
+	errDone chan struct{} // closed when stderr ends
 
 	release  func() // gives the container slot back
 	stopOnce sync.Once
@@ -64,9 +65,13 @@ func startSession(ctx context.Context, rt Runtime, spec Spec, ipc *ipcDir, first
 	}
 	s := &session{rt: rt, h: h, log: log.With("container", h.Name), nonce: first.Nonce, ipc: ipc,
 		results: make(chan protocol.Result, 4), gone: make(chan struct{}), stderr: newTailBuffer(16 << 10),
+		errDone: make(chan struct{}),
 		release: release, lastUsed: time.Now()}
 	go s.readStdout()
-	go io.Copy(s.stderr, h.Stderr)
+	go func() {
+		defer close(s.errDone)
+		io.Copy(s.stderr, h.Stderr)
+	}()
 	if err := s.sendFirst(first); err != nil {
 		s.stop("could not send the first request")
 		return nil, fmt.Errorf("send the first request to %s: %w", h.Name, err)
@@ -148,6 +153,10 @@ func (s *session) goneError(ctx context.Context) error {
 	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	exit, err := s.rt.Wait(waitCtx, s.h.ID)
+	select { // its last words may still be on their way
+	case <-s.errDone:
+	case <-time.After(2 * time.Second):
+	}
 	g := &goneError{code: exit.Code, detail: fmt.Sprintf("exit code %d", exit.Code)}
 	if err != nil {
 		g.code, g.detail = -1, err.Error()

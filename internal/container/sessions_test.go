@@ -172,9 +172,10 @@ echo "real answer"`
 func TestCrashingAgentIsATransientError(t *testing.T) {
 	t.Parallel()
 	// The first execution kills the runner (the container dies without a
-	// result); the retry answers.
+	// result); the retry answers. (The pause lets the runner pass the dying
+	// words on to the container's stderr before it is killed.)
 	h := newHarness(t, func(c *Config) {
-		c.Agent = AgentConfig{Kind: "command", Command: `if [ "$NANOAGENT_EXECUTION" = 1 ]; then echo dying >&2; kill -9 $PPID; sleep 5; fi; echo recovered`}
+		c.Agent = AgentConfig{Kind: "command", Command: `if [ "$NANOAGENT_EXECUTION" = 1 ]; then echo dying >&2; sleep 1; kill -9 $PPID; sleep 5; fi; echo recovered`}
 	})
 	req := codergenReq("run-crash", "flaky", "compact")
 	_, err := h.run(req)
