@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"time"
 
 	"nanohost/internal/pipeline/fidelity"
@@ -41,7 +43,7 @@ type Checkpoint struct {
 	NextNode       string         `json:"next_node"`
 	Incoming       *EdgeKey       `json:"incoming_edge,omitempty"`
 	CompletedNodes []string       `json:"completed_nodes"`
-	NodeRetries    map[string]int `json:"node_retries"`
+	NodeRetries    Counts         `json:"node_retries"`
 	Context        map[string]any `json:"context"`
 	Logs           []string       `json:"logs"`
 
@@ -50,9 +52,9 @@ type Checkpoint struct {
 
 	// Path lists the top-level node visits of the whole run, in order.
 	Path        []string          `json:"path"`
-	Attempts    map[string]int    `json:"attempts"`
-	Visits      map[string]int    `json:"visits"`
-	StageIndex  map[string]int    `json:"stage_index"`
+	Attempts    Counts            `json:"attempts"`
+	Visits      Counts            `json:"visits"`
+	StageIndex  Counts            `json:"stage_index"`
 	GoalGates   map[string]Status `json:"goal_gate_outcomes"`
 	History     []fidelity.Stage  `json:"history"`
 	EventSeq    int64             `json:"event_seq"`
@@ -65,6 +67,64 @@ type Checkpoint struct {
 	GraphFile   string            `json:"graph_file"`
 	GraphSHA256 string            `json:"graph_sha256"`
 	GraphDOT    string            `json:"graph_dot"`
+}
+
+// Counts maps node ids to a number. It encodes without reflection: a
+// checkpoint holds several of these with an entry per visited node, and
+// it is written after every node.
+type Counts map[string]int
+
+// MarshalJSON writes the object with sorted keys, like encoding/json.
+func (c Counts) MarshalJSON() ([]byte, error) {
+	if c == nil {
+		return []byte("null"), nil
+	}
+	return appendCounts(make([]byte, 0, 2+24*len(c)), c), nil
+}
+
+// appendCounts appends m as a JSON object with sorted keys.
+func appendCounts(b []byte, m map[string]int) []byte {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(m[k]), 10)
+	}
+	return append(b, '}')
+}
+
+// appendStrings appends ss as a JSON array ([] for nil).
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
+}
+
+// appendJSONString appends s as a JSON string; node ids are identifiers,
+// so the fast path (nothing to escape) is the usual one.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // EdgeKey names an edge by its endpoints and its position among the
@@ -107,14 +167,19 @@ func LoadCheckpoint(logsRoot string) (*Checkpoint, error) {
 // writeFileAtomic replaces path with data so that a reader (or a crash)
 // sees either the old file or the new one, never a torn mix: write a temp
 // file in the same directory, fsync it, rename it over path, fsync the
-// directory (the fsyncs only when durable is set).
-func writeFileAtomic(path string, data []byte, durable bool) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+// directory (the fsyncs only when durable is set). dir, when not nil, is
+// that directory already open (a run keeps its own open, saving an open
+// per checkpoint).
+func writeFileAtomic(path string, data []byte, durable bool, dir *os.File) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("create temp file for %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	defer func() {
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	}()
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", tmp.Name(), err)
@@ -134,7 +199,13 @@ func writeFileAtomic(path string, data []byte, durable bool) error {
 	if !durable {
 		return nil
 	}
-	return syncDir(dir)
+	if dir != nil {
+		if err := dir.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", dir.Name(), err)
+		}
+		return nil
+	}
+	return syncDir(filepath.Dir(path))
 }
 
 func syncDir(dir string) error {

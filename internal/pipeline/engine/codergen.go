@@ -70,8 +70,10 @@ func callBackend(ctx context.Context, st *Stage, kind RequestKind, prompt, toolC
 	}
 	// A status.json left by an earlier visit must not be taken for this one's.
 	statusPath := filepath.Join(st.StageDir, "status.json")
-	if err := os.Remove(statusPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return agentReply{}, fmt.Errorf("clear stale status.json: %w", err)
+	if !st.freshDir {
+		if err := os.Remove(statusPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return agentReply{}, fmt.Errorf("clear stale status.json: %w", err)
+		}
 	}
 	req := r.request(st, kind, prompt, toolCommand)
 	res, err := r.cfg.Backend.Run(ctx, req)

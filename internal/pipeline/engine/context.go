@@ -17,9 +17,11 @@ const (
 	KeyLastStage      = "last_stage"
 	KeyLastResponse   = "last_response"
 	keyRetryPrefix    = "internal.retry_count."
-	// keyVisitPrefix counts a node's visits, so conditions can bound a loop:
-	// condition="context.internal.visit_count.investigate=3".
-	keyVisitPrefix = "internal.visit_count."
+	// KeyVisitCountPrefix + node id is a key conditions can test to bound a
+	// loop (condition="context.internal.visit_count.investigate=3"). It is
+	// answered from the run's visit counts rather than stored in the context,
+	// so the context (and every checkpoint) does not grow with the graph.
+	KeyVisitCountPrefix = "internal.visit_count."
 )
 
 // Context is the run's thread-safe key-value store (spec §5.1). Values must

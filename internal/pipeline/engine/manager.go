@@ -122,7 +122,7 @@ type childRun struct {
 // vars exposes the child's context to the stop condition.
 func (c *childRun) vars() cond.Vars {
 	cx := c.r.context()
-	return cond.Vars{Outcome: cx.GetString(KeyOutcome), PreferredLabel: cx.GetString(KeyPreferredLabel), Lookup: cx.Lookup}
+	return cond.Vars{Outcome: cx.GetString(KeyOutcome), PreferredLabel: cx.GetString(KeyPreferredLabel), Lookup: c.r.lookup(cx)}
 }
 
 // startChild prepares the child run in {stage dir}/child-<visit>. When that

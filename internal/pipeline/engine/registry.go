@@ -52,6 +52,7 @@ type Stage struct {
 	branchNodes []string
 	usage       Usage
 	response    string // the Clean agent text, for the run history
+	freshDir    bool   // StageDir was created for this execution
 }
 
 // Emit sends an event on behalf of the stage (RunID, Seq and Time are filled

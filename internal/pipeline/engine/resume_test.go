@@ -259,3 +259,35 @@ func TestCheckpointCarriesWhatResumeNeeds(t *testing.T) {
 		t.Errorf("checkpoint = visits %v gates %v steps %d", cp.Visits, cp.GoalGates, cp.Steps)
 	}
 }
+
+// The hand-written checkpoint encoder must say exactly what encoding/json
+// would say about the same Checkpoint.
+func TestCheckpointEncodingMatchesEncodingJSON(t *testing.T) {
+	out := runGraph(t, resumeDOT, runOpts{backend: resumeScript(), interviewer: resumeAnswers()})
+	raw := readFile(t, filepath.Join(out.root, engine.CheckpointFile))
+	var fromFile map[string]any
+	if err := json.Unmarshal([]byte(raw), &fromFile); err != nil {
+		t.Fatal(err)
+	}
+	cp := loadCheckpoint(t, out.root)
+	std, err := json.Marshal(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromStd map[string]any
+	json.Unmarshal(std, &fromStd)
+	if !reflect.DeepEqual(fromFile, fromStd) {
+		for k := range fromStd {
+			if !reflect.DeepEqual(fromFile[k], fromStd[k]) {
+				t.Errorf("field %s: file %v, encoding/json %v", k, fromFile[k], fromStd[k])
+			}
+		}
+		t.Fatalf("checkpoint encodings differ (file has %d fields, encoding/json %d)", len(fromFile), len(fromStd))
+	}
+	odd := engine.Counts{`a"b\c`: 1, "é": 2, "plain": 3}
+	b, _ := odd.MarshalJSON()
+	var back map[string]int
+	if err := json.Unmarshal(b, &back); err != nil || back[`a"b\c`] != 1 || back["é"] != 2 || back["plain"] != 3 {
+		t.Errorf("Counts %s decodes to %v (%v)", b, back, err)
+	}
+}

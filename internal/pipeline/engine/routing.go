@@ -111,7 +111,7 @@ func (r *run) retryTarget(node *pipeline.Node) (string, string) {
 // conditionMatches returns the edges whose condition holds for out.
 func (r *run) conditionMatches(edges []*pipeline.Edge, out Outcome, cx *Context) []*pipeline.Edge {
 	var matched []*pipeline.Edge
-	vars := cond.Vars{Outcome: string(out.Status), PreferredLabel: out.PreferredLabel, Lookup: cx.Lookup}
+	vars := cond.Vars{Outcome: string(out.Status), PreferredLabel: out.PreferredLabel, Lookup: r.lookup(cx)}
 	for _, e := range edges {
 		src := strings.TrimSpace(e.Attrs["condition"])
 		if src == "" {
@@ -127,6 +127,20 @@ func (r *run) conditionMatches(edges []*pipeline.Edge, out Outcome, cx *Context)
 		}
 	}
 	return matched
+}
+
+// lookup resolves condition keys in cx, plus the run's visit counts under
+// internal.visit_count.<node id>.
+func (r *run) lookup(cx *Context) func(string) (string, bool) {
+	return func(key string) (string, bool) {
+		if id, ok := strings.CutPrefix(key, KeyVisitCountPrefix); ok {
+			r.mu.Lock()
+			n := r.visits[id]
+			r.mu.Unlock()
+			return strconv.Itoa(n), true
+		}
+		return cx.Lookup(key)
+	}
 }
 
 // condCache parses each condition once per run.

@@ -44,6 +44,7 @@ type run struct {
 	file       string
 	source     []byte
 	sourceSHA  string
+	dotJSON    json.RawMessage // the source as a JSON string, encoded once for every checkpoint
 	runID      string
 	root       string // the run directory
 	startedAt  time.Time
@@ -53,6 +54,7 @@ type run struct {
 	maxCost    float64
 	total      int // stage count for "n/N"
 	trace      *tracer
+	rootDir    *os.File // the run directory, open for fsyncs
 	conds      condCache
 
 	mu         sync.Mutex
@@ -79,14 +81,17 @@ func (e *Engine) baseRun(g *pipeline.Graph, source []byte, file, runID, root str
 		return nil, errors.New("pipeline has no start node (shape=Mdiamond or id start)")
 	}
 	sum := sha256.Sum256(source)
+	dotJSON, err := json.Marshal(string(source))
+	if err != nil {
+		return nil, fmt.Errorf("encode the pipeline source: %w", err)
+	}
 	r := &run{
 		eng: e, cfg: &e.cfg, reg: e.reg, g: g, file: file, source: source,
-		sourceSHA: hex.EncodeToString(sum[:]), runID: runID, root: root,
+		sourceSHA: hex.EncodeToString(sum[:]), dotJSON: dotJSON, runID: runID, root: root,
 		attempts: map[string]int{}, visits: map[string]int{}, stageIndex: map[string]int{},
 		retries: map[string]int{}, gates: map[string]Status{},
 	}
 	var errs []error
-	var err error
 	r.maxSteps, err = g.Attrs.Int("max_steps", defaultMaxSteps)
 	errs = append(errs, err)
 	r.maxRestart, err = g.Attrs.Int("max_restarts", defaultMaxRestarts)
@@ -129,7 +134,7 @@ func (e *Engine) newRun(g *pipeline.Graph, source []byte, file string) (*run, er
 	}
 	r.startedAt = e.cfg.Now()
 	manifest, _ := json.MarshalIndent(Manifest{RunID: runID, Name: g.Label(), Goal: g.Goal(), GraphFile: r.file, StartedAt: r.startedAt}, "", "  ")
-	if err := writeFileAtomic(filepath.Join(root, ManifestFile), manifest, !e.cfg.NoFsync); err != nil {
+	if err := writeFileAtomic(filepath.Join(root, ManifestFile), manifest, !e.cfg.NoFsync, nil); err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
 	}
 	if err := r.openTrace(); err != nil {
@@ -160,11 +165,11 @@ func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, cp *C
 	r.stageRoot = cp.StageRoot
 	r.cx = NewContext()
 	r.cx.ApplyUpdates(cp.Context)
-	copyInto(r.attempts, cp.Attempts)
-	copyInto(r.visits, cp.Visits)
-	copyInto(r.stageIndex, cp.StageIndex)
-	copyInto(r.retries, cp.NodeRetries)
-	copyInto(r.gates, cp.GoalGates)
+	maps.Copy(r.attempts, cp.Attempts)
+	maps.Copy(r.visits, cp.Visits)
+	maps.Copy(r.stageIndex, cp.StageIndex)
+	maps.Copy(r.retries, cp.NodeRetries)
+	maps.Copy(r.gates, cp.GoalGates)
 	r.completed = slices.Clone(cp.CompletedNodes)
 	r.path = slices.Clone(cp.Path)
 	r.pathFrom = len(r.path)
@@ -181,13 +186,18 @@ func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, cp *C
 	return r, nil
 }
 
-func copyInto[V any](dst, src map[string]V) { maps.Copy(dst, src) }
-
+// openTrace opens the event trace (and the run directory, for fsyncs).
 func (r *run) openTrace() error {
+	dir, err := os.Open(r.root)
+	if err != nil {
+		return fmt.Errorf("open run directory: %w", err)
+	}
 	f, seq, err := openTrace(filepath.Join(r.root, EventsFile))
 	if err != nil {
+		dir.Close()
 		return err
 	}
+	r.rootDir = dir
 	r.trace = &tracer{runID: r.runID, seq: seq, file: f, observers: r.cfg.Observers, now: r.cfg.Now, log: r.cfg.Logger, durable: !r.cfg.NoFsync}
 	return nil
 }
@@ -452,7 +462,7 @@ func (r *run) checkpoint(current, next string, incoming *pipeline.Edge, state, r
 	if durable {
 		wg.Go(func() { traceErr = r.trace.sync() })
 	}
-	err = writeFileAtomic(filepath.Join(r.root, CheckpointFile), data, durable)
+	err = writeFileAtomic(filepath.Join(r.root, CheckpointFile), data, durable, r.rootDir)
 	wg.Wait()
 	if traceErr != nil {
 		r.cfg.Logger.Warn("sync event trace", "run_id", r.runID, "err", traceErr)
@@ -465,23 +475,56 @@ func (r *run) checkpoint(current, next string, incoming *pipeline.Edge, state, r
 }
 
 // snapshot encodes the run state; it holds the lock while encoding because
-// the checkpoint shares the run's maps and slices.
+// the checkpoint shares the run's maps and slices. The parts that grow with
+// the run (node lists and per-node counts) and the DOT source (encoded once
+// per run) are appended directly instead of going through reflection and
+// re-validation: they are what makes a long run's checkpoints big.
 func (r *run) snapshot(current, next string, incoming *pipeline.Edge, state, reason string) ([]byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cp := &Checkpoint{
 		Version: checkpointVersion, Timestamp: r.cfg.Now().UTC(), RunID: r.runID,
 		CurrentNode: current, NextNode: next, State: state, FailureReason: reason,
-		CompletedNodes: r.completed, NodeRetries: r.retries, Context: r.cx.Snapshot(), Logs: r.logs,
-		Path: r.path, Attempts: r.attempts, Visits: r.visits, StageIndex: r.stageIndex,
+		NodeRetries: r.retries, Context: r.cx.Snapshot(), Logs: r.logs,
 		GoalGates: r.gates, History: r.history, EventSeq: r.trace.lastSeq() + 1, Usage: r.usage,
 		Steps: r.steps, Restarts: r.restarts, StageRoot: r.stageRoot, StartedAt: r.startedAt,
-		GraphName: r.g.Name, GraphFile: r.file, GraphSHA256: r.sourceSHA, GraphDOT: string(r.source),
+		GraphName: r.g.Name, GraphFile: r.file, GraphSHA256: r.sourceSHA,
 	}
 	if incoming != nil {
 		cp.Incoming = &EdgeKey{From: incoming.From, To: incoming.To, Index: slices.Index(r.g.Outgoing(incoming.From), incoming)}
 	}
-	return json.Marshal(cp)
+	head, err := json.Marshal(checkpointHead{Checkpoint: cp})
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(head)+len(r.dotJSON)+40*(len(r.completed)+len(r.path)+len(r.attempts)))
+	b = append(b, head[:len(head)-1]...) // without its closing brace
+	b = append(b, `,"completed_nodes":`...)
+	b = appendStrings(b, r.completed)
+	b = append(b, `,"path":`...)
+	b = appendStrings(b, r.path)
+	b = append(b, `,"attempts":`...)
+	b = appendCounts(b, r.attempts)
+	b = append(b, `,"visits":`...)
+	b = appendCounts(b, r.visits)
+	b = append(b, `,"stage_index":`...)
+	b = appendCounts(b, r.stageIndex)
+	b = append(b, `,"graph_dot":`...)
+	b = append(b, r.dotJSON...)
+	return append(b, '}'), nil
+}
+
+// checkpointHead encodes a Checkpoint without the fields snapshot appends
+// itself: each shallower, always-empty field hides the embedded one of the
+// same JSON name.
+type checkpointHead struct {
+	*Checkpoint
+	CompletedNodes *struct{} `json:"completed_nodes,omitempty"`
+	Path           *struct{} `json:"path,omitempty"`
+	Attempts       *struct{} `json:"attempts,omitempty"`
+	Visits         *struct{} `json:"visits,omitempty"`
+	StageIndex     *struct{} `json:"stage_index,omitempty"`
+	GraphDOT       *struct{} `json:"graph_dot,omitempty"`
 }
 
 // succeed finishes the run at its exit node.
@@ -529,6 +572,7 @@ func (r *run) finish(state, reason string, cancelled bool) *RunResult {
 	if err := r.trace.close(); err != nil {
 		r.cfg.Logger.Warn("close event trace", "run_id", r.runID, "err", err)
 	}
+	r.rootDir.Close()
 	if rc, ok := r.cfg.Backend.(RunCloser); ok {
 		rc.CloseRun(r.runID)
 	}

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -48,7 +50,7 @@ func (w *walker) execute(ctx context.Context, node *pipeline.Node, incoming *pip
 		Node: node, Graph: r.g, Context: w.cx, RunID: r.runID, LogsRoot: filepath.Dir(stageDir), StageDir: stageDir,
 		Visit: visit, Incoming: incoming, PrevNode: prev, Branch: w.branch, w: w,
 	}
-	w.cx.ApplyUpdates(map[string]any{KeyCurrentNode: node.ID, keyVisitPrefix + node.ID: visit})
+	w.cx.Set(KeyCurrentNode, node.ID)
 	w.emit(Event{Type: EventStageStarted, NodeID: node.ID, Label: node.Label(), Index: index, Total: r.total,
 		Data: map[string]any{"handler": typ, "visit": visit}})
 	began := r.cfg.Now()
@@ -156,10 +158,26 @@ func writeStatusFile(dir string, out Outcome) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	return os.WriteFile(filepath.Join(dir, "status.json"), append(data, '\n'), 0o644)
+}
+
+// makeDir creates the stage directory and notes whether it is new (then it
+// holds no stale files from an earlier visit).
+func (st *Stage) makeDir() error {
+	st.freshDir = false // a retry finds the directory of its first attempt
+	err := os.Mkdir(st.StageDir, 0o755)
+	switch {
+	case err == nil:
+		st.freshDir = true
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	}
+	if err := os.MkdirAll(st.StageDir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "status.json"), append(data, '\n'), 0o644)
+	st.freshDir = true
+	return nil
 }
 
 // runWithRetry executes the handler under the node's retry policy (§3.5):
@@ -223,7 +241,7 @@ func (w *walker) safeExecute(ctx context.Context, st *Stage, h Handler, typ stri
 			out, err = Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("handler %s panicked: %v", typ, p)}, nil
 		}
 	}()
-	if err := os.MkdirAll(st.StageDir, 0o755); err != nil {
+	if err := st.makeDir(); err != nil {
 		return Outcome{}, fmt.Errorf("create stage directory: %w", err)
 	}
 	out, err = h.Execute(ctx, st)

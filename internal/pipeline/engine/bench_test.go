@@ -1,0 +1,54 @@
+package engine_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/pipeline/script"
+)
+
+// linearPipeline is start -> n1 -> … -> nN -> exit, with max_steps raised to fit.
+func linearPipeline(n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "digraph Linear {\n graph [goal=\"benchmark\", max_steps=%d]\n start [shape=Mdiamond]\n exit [shape=Msquare]\n", n+10)
+	prev := "start"
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, " n%d [prompt=\"step %d of $goal\"]\n %s -> n%d\n", i, i, prev, i)
+		prev = fmt.Sprintf("n%d", i)
+	}
+	fmt.Fprintf(&b, " %s -> exit\n}\n", prev)
+	return b.String()
+}
+
+// BenchmarkEngineLinear runs linear pipelines on the script backend with a
+// checkpoint after every node, and reports the cost per node. Compare the
+// sizes: ns/node staying flat means the run is linear in its length. The
+// fsync variants include the disk's sync latency (three fsyncs per node:
+// checkpoint, its directory, the event trace); the nofsync ones measure
+// the engine itself.
+func BenchmarkEngineLinear(b *testing.B) {
+	for _, durable := range []bool{true, false} {
+		for _, n := range []int{100, 1000, 2000} {
+			name := fmt.Sprintf("nodes=%d/fsync=%v", n, durable)
+			b.Run(name, func(b *testing.B) {
+				g, src := prepare(b, linearPipeline(n))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; b.Loop(); i++ {
+					cfg := engine.Config{
+						Backend: &script.Script{}, LogsRoot: filepath.Join(b.TempDir(), "run"),
+						RunID: "bench", NoBackoff: true, NoFsync: !durable, Logger: quietLogger,
+					}
+					res, err := engine.New(cfg).Run(b.Context(), g, src, "linear.dot")
+					if err != nil || res.Status != "success" {
+						b.Fatalf("run: %v %+v", err, res)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n+2), "ns/node")
+			})
+		}
+	}
+}
