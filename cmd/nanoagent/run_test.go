@@ -189,9 +189,6 @@ func TestSubcommands(t *testing.T) {
 	if code := runMain([]string{"version"}, nil, &out, &errOut); code != 0 || !strings.Contains(out.String(), "nanoagent") {
 		t.Errorf("version: %d %q", code, out.String())
 	}
-	if code := runMain([]string{"ipc", "start_pipeline"}, nil, &out, &errOut); code != 2 {
-		t.Errorf("ipc is reserved and should say it is unavailable, exit %d", code)
-	}
 	if code := runMain([]string{"frobnicate"}, nil, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "unknown subcommand") {
 		t.Errorf("unknown subcommand: %d %q", code, errOut.String())
 	}
