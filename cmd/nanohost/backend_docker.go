@@ -70,6 +70,7 @@ func newDockerBackend(o backendOptions) (engine.Backend, error) {
 	if err := policy.CheckWorkspace(workspace, stateDir); err != nil {
 		return nil, err
 	}
+	warnIfInside(o.LogsRoot, workspace)
 	mountFlags, _ := fs.GetStringArray("mount")
 	var mounts []container.Mount
 	for _, m := range mountFlags {
@@ -119,6 +120,19 @@ func newDockerBackend(o backendOptions) (engine.Backend, error) {
 		fmt.Fprintln(os.Stderr, "warning: cleaning up containers of a crashed earlier run:", err)
 	}
 	return b, nil
+}
+
+// warnIfInside tells the user when the run directory is inside the
+// workspace: agents could then read and alter the run's logs.
+func warnIfInside(logs, workspace string) {
+	l, err1 := filepath.Abs(logs)
+	w, err2 := filepath.Abs(workspace)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	if rel, err := filepath.Rel(w, l); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		fmt.Fprintf(os.Stderr, "note: the run directory %s is inside the agents' workspace %s; agents can read and change it (use --logs elsewhere to keep it out of reach)\n", l, w)
+	}
 }
 
 // dockerStateDir is --state-dir, else $XDG_STATE_HOME/nanohost, else
