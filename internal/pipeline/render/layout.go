@@ -7,8 +7,8 @@ import (
 	"nanohost/internal/pipeline"
 )
 
-// layered is a simple Sugiyama-style layout: back edges found by DFS from
-// the start node are set aside so the rest is acyclic, every node goes on
+// layered is a simple Sugiyama-style layout: back edges (see
+// markBackEdges) are set aside so the rest is acyclic, every node goes on
 // the layer one past its deepest predecessor (longest-path layering), and
 // one barycentre sweep orders each layer to reduce crossings.
 type layered struct {
@@ -54,22 +54,76 @@ func layout(g *pipeline.Graph) *layered {
 	return l
 }
 
-// markBackEdges runs an iterative DFS (pipelines can be long chains) from
-// the start node, then from every node not yet visited, in declaration order.
+// markBackEdges picks the edges that loop back, so that the rest is acyclic
+// and reads in the order a run goes. An edge is a back edge when it lies on a
+// cycle (both ends in one strongly connected component) and leads to a node
+// nearer the start (BFS depth), or as near and DFS from the start finds it
+// closing a cycle. Depth alone would turn a chain with a shortcut
+// (plan -> implement -> validate, plan -> validate) sideways; DFS alone
+// picks a forward edge when a loop has several entries (postmortem -> each
+// of three parallel plans, reached by DFS before their real predecessor).
+// Every cycle keeps at least one back edge: around a cycle depth cannot only
+// grow, and a cycle of equal depths contains a DFS back edge.
 func (l *layered) markBackEdges(g *pipeline.Graph, out [][]int) {
-	const (
-		white = iota
-		grey
-		black
-	)
-	colour := make([]int, len(l.nodes))
-	roots := make([]int, 0, len(l.nodes))
+	roots := make([]int, 0, len(l.nodes)+1)
 	if s := g.StartNode(); s != nil {
 		roots = append(roots, l.index[s.ID])
 	}
 	for i := range l.nodes {
 		roots = append(roots, i)
 	}
+	depth := l.bfsDepths(roots, out)
+	dfsBack := l.dfsBackEdges(roots, out)
+	comp := l.components(out)
+	for i := range l.edges {
+		le := &l.edges[i]
+		if comp[le.from] != comp[le.to] {
+			continue
+		}
+		df, dt := depth[le.from], depth[le.to]
+		le.back = dt < df || (dt == df && dfsBack[i])
+	}
+}
+
+// bfsDepths numbers each node by its BFS distance from the first root that
+// reaches it (the start node first).
+func (l *layered) bfsDepths(roots []int, out [][]int) []int {
+	depth := make([]int, len(l.nodes))
+	for i := range depth {
+		depth[i] = -1
+	}
+	queue := make([]int, 0, len(l.nodes))
+	for _, root := range roots {
+		if depth[root] >= 0 {
+			continue
+		}
+		depth[root] = 0
+		queue = append(queue[:0], root)
+		for len(queue) > 0 {
+			n := queue[0]
+			queue = queue[1:]
+			for _, ei := range out[n] {
+				if to := l.edges[ei].to; depth[to] < 0 {
+					depth[to] = depth[n] + 1
+					queue = append(queue, to)
+				}
+			}
+		}
+	}
+	return depth
+}
+
+// dfsBackEdges runs an iterative DFS (pipelines can be long chains) from the
+// roots in order and reports, per edge, whether it leads to a node still on
+// the DFS stack.
+func (l *layered) dfsBackEdges(roots []int, out [][]int) []bool {
+	const (
+		white = iota
+		grey
+		black
+	)
+	back := make([]bool, len(l.edges))
+	colour := make([]int, len(l.nodes))
 	type frame struct{ node, next int }
 	for _, root := range roots {
 		if colour[root] != white {
@@ -88,13 +142,75 @@ func (l *layered) markBackEdges(g *pipeline.Graph, out [][]int) {
 			top.next++
 			switch to := l.edges[ei].to; colour[to] {
 			case grey:
-				l.edges[ei].back = true
+				back[ei] = true
 			case white:
 				colour[to] = grey
 				stack = append(stack, frame{node: to})
 			}
 		}
 	}
+	return back
+}
+
+// components labels the strongly connected components (Kosaraju, iterative):
+// two nodes share a label when each reaches the other.
+func (l *layered) components(out [][]int) []int {
+	n := len(l.nodes)
+	in := make([][]int, n)
+	for ei, le := range l.edges {
+		in[le.to] = append(in[le.to], ei)
+	}
+	// First pass: nodes in order of DFS completion.
+	order := make([]int, 0, n)
+	seen := make([]bool, n)
+	type frame struct{ node, next int }
+	for root := range n {
+		if seen[root] {
+			continue
+		}
+		seen[root] = true
+		stack := []frame{{node: root}}
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if top.next == len(out[top.node]) {
+				order = append(order, top.node)
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			to := l.edges[out[top.node][top.next]].to
+			top.next++
+			if !seen[to] {
+				seen[to] = true
+				stack = append(stack, frame{node: to})
+			}
+		}
+	}
+	// Second pass: on the reversed graph, latest finisher first.
+	comp := make([]int, n)
+	for i := range comp {
+		comp[i] = -1
+	}
+	label := 0
+	for k := n - 1; k >= 0; k-- {
+		root := order[k]
+		if comp[root] >= 0 {
+			continue
+		}
+		comp[root] = label
+		stack := []int{root}
+		for len(stack) > 0 {
+			v := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, ei := range in[v] {
+				if from := l.edges[ei].from; comp[from] < 0 {
+					comp[from] = label
+					stack = append(stack, from)
+				}
+			}
+		}
+		label++
+	}
+	return comp
 }
 
 // assignLayers does longest-path layering over the forward edges in

@@ -290,6 +290,129 @@ func TestLayoutLayersAndBackEdges(t *testing.T) {
 	}
 }
 
+// A loop with several entries (three parallel plans, each re-entered from a
+// postmortem) keeps the plans side by side; the edges back into them are the
+// back edges, not the plans' way forward.
+func TestLayoutLoopWithSeveralEntries(t *testing.T) {
+	g := parse(t, `digraph G {
+  start [shape=Mdiamond]
+  start -> check
+  check -> define -> consolidate
+  check -> plan_a; check -> plan_b
+  consolidate -> plan_a; consolidate -> plan_b
+  plan_a -> debate; plan_b -> debate
+  debate -> review -> postmortem
+  review -> exit
+  postmortem -> plan_a; postmortem -> plan_b
+}`)
+	l := layout(g)
+	layerOf := map[string]int{}
+	for d, ids := range l.layerIDs() {
+		for _, id := range ids {
+			layerOf[id] = d
+		}
+	}
+	if layerOf["plan_a"] != layerOf["plan_b"] || layerOf["plan_a"] != layerOf["consolidate"]+1 || layerOf["postmortem"] <= layerOf["debate"] {
+		t.Errorf("layers %v", l.layerIDs())
+	}
+	for _, le := range l.edges {
+		if wantBack := le.e.From == "postmortem"; le.back != wantBack {
+			t.Errorf("edge %s->%s back=%v", le.e.From, le.e.To, le.back)
+		}
+	}
+}
+
+// crowded has what makes drawings ugly: nodes with neighbours on the side
+// their arcs leave from, fan-outs whose edges all carry the same long
+// condition, a loop with several entries, long forward edges and self loops.
+const crowded = `digraph Crowded {
+  start [shape=Mdiamond]
+  exit [shape=Msquare]
+  start -> check
+  check -> define_a [condition="outcome=needs_definition"]
+  check -> define_b [condition="outcome=needs_definition"]
+  check -> define_c [condition="outcome=needs_definition"]
+  check -> plan_a [condition="outcome=has_definition"]
+  check -> plan_b [condition="outcome=has_definition"]
+  check -> plan_c [condition="outcome=has_definition"]
+  define_a -> consolidate; define_b -> consolidate; define_c -> consolidate
+  consolidate -> plan_a; consolidate -> plan_b; consolidate -> plan_c
+  plan_a -> debate; plan_b -> debate; plan_c -> debate
+  debate -> review
+  review -> exit [label="yes"]
+  review -> postmortem [label="no"]
+  review -> early_exit [label="give up"]
+  early_exit -> exit
+  postmortem -> plan_a [label="again"]; postmortem -> plan_b [label="again"]; postmortem -> plan_c [label="again"]
+  plan_b -> plan_b [label="self"]
+  define_b -> define_b [label="self"]
+}`
+
+// samples returns points along a route's curve.
+func samples(rt route) []point {
+	var out []point
+	for _, s := range rt.segs {
+		for i := 0; i <= 20; i++ {
+			t := float64(i) / 20
+			u := 1 - t
+			out = append(out, point{
+				u*u*u*s[0].x + 3*u*u*t*s[1].x + 3*u*t*t*s[2].x + t*t*t*s[3].x,
+				u*u*u*s[0].y + 3*u*u*t*s[1].y + 3*u*t*t*s[2].y + t*t*t*s[3].y,
+			})
+		}
+	}
+	return out
+}
+
+func boxRect(bx box, inset float64) rect {
+	return rect{bx.cx - bx.w/2 + inset, bx.cy - bx.h/2 + inset, bx.cx + bx.w/2 - inset, bx.cy + bx.h/2 - inset}
+}
+
+// No edge cuts through a node it does not connect, in either direction.
+func TestSVGEdgesGoAroundOtherNodes(t *testing.T) {
+	for _, rankdir := range []string{"TB", "LR"} {
+		g := parse(t, strings.Replace(crowded, "{", "{ rankdir="+rankdir+"\n", 1))
+		l, boxes, routes := arrange(g)
+		for _, rt := range routes {
+			for i, bx := range boxes {
+				if id := l.nodes[i].ID; id == rt.e.From || id == rt.e.To {
+					continue
+				}
+				inner := boxRect(bx, 2)
+				for _, p := range samples(rt) {
+					if p.x > inner.x0 && p.x < inner.x1 && p.y > inner.y0 && p.y < inner.y1 {
+						t.Errorf("%s: edge %s -> %s passes through node %s at (%.0f,%.0f)", rankdir, rt.e.From, rt.e.To, l.nodes[i].ID, p.x, p.y)
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// No edge label covers a node or another label.
+func TestSVGLabelsDoNotOverlap(t *testing.T) {
+	for _, rankdir := range []string{"TB", "LR"} {
+		g := parse(t, strings.Replace(crowded, "{", "{ rankdir="+rankdir+"\n", 1))
+		l, boxes, routes := arrange(g)
+		for i, a := range routes {
+			if a.label == "" {
+				continue
+			}
+			for j, bx := range boxes {
+				if a.labelRect().overlaps(boxRect(bx, 0)) {
+					t.Errorf("%s: label %q of %s -> %s covers node %s", rankdir, a.label, a.e.From, a.e.To, l.nodes[j].ID)
+				}
+			}
+			for _, b := range routes[:i] {
+				if b.label != "" && a.labelRect().overlaps(b.labelRect()) {
+					t.Errorf("%s: label %q of %s -> %s overlaps %q of %s -> %s", rankdir, a.label, a.e.From, a.e.To, b.label, b.e.From, b.e.To)
+				}
+			}
+		}
+	}
+}
+
 func TestSVGHandlesEmptyAndLargeGraphs(t *testing.T) {
 	svgText(t, SVG(pipeline.New(""), nil))
 	var b strings.Builder

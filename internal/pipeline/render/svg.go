@@ -51,10 +51,7 @@ type box struct {
 // the other. states maps node id to one of pending, running, success, fail,
 // retrying and colours those nodes; it may be nil.
 func SVG(g *pipeline.Graph, states map[string]string) []byte {
-	l := layout(g)
-	horizontal := g.Attrs["rankdir"] == "LR" || g.Attrs["rankdir"] == "RL"
-	boxes, extent := place(l, horizontal)
-	routes := routeEdges(l, boxes, extent, horizontal)
+	l, boxes, routes := arrange(g)
 	bounds := drawingBounds(boxes, routes)
 
 	title := g.Label()
@@ -84,9 +81,22 @@ func SVG(g *pipeline.Graph, states map[string]string) []byte {
 	return []byte(b.String())
 }
 
-// layerExtent is how far the nodes of one layer reach across the layer axis
-// (x when drawing top to bottom); arcs keep clear of it.
-type layerExtent struct{ lo, hi float64 }
+// arrange lays g out: the layers, a placed box per node, a route per edge
+// with its label moved clear of nodes and other labels.
+func arrange(g *pipeline.Graph) (*layered, []box, []route) {
+	l := layout(g)
+	horizontal := g.Attrs["rankdir"] == "LR" || g.Attrs["rankdir"] == "RL"
+	boxes, extent := place(l, horizontal)
+	routes := routeEdges(l, boxes, extent, horizontal)
+	separateLabels(routes, boxes, horizontal)
+	return l, boxes, routes
+}
+
+// layerExtent is where the nodes of one layer are: lo..hi across the layer
+// axis (x when drawing top to bottom), which arcs keep clear of, and
+// start..end along it, whose gaps to the next layers are the free channels
+// that edges run in.
+type layerExtent struct{ lo, hi, start, end float64 }
 
 // place sizes every node and assigns coordinates layer by layer, centring
 // each layer on the widest one.
@@ -117,7 +127,7 @@ func place(l *layered, horizontal bool) ([]box, []layerExtent) {
 	pos := 0.0
 	for d, layer := range l.layers {
 		cursor := (maxSpread - spread[d]) / 2
-		extent[d] = layerExtent{lo: cursor, hi: cursor + spread[d]}
+		extent[d] = layerExtent{lo: cursor, hi: cursor + spread[d], start: pos, end: pos + thickness[d]}
 		for _, n := range layer {
 			a := pos + thickness[d]/2
 			c := cursor + across(boxes[n])/2
@@ -174,6 +184,10 @@ func (r *rect) add(x, y float64) {
 	r.x0, r.y0, r.x1, r.y1 = min(r.x0, x), min(r.y0, y), max(r.x1, x), max(r.y1, y)
 }
 
+func (r rect) overlaps(o rect) bool {
+	return r.x0 < o.x1 && o.x0 < r.x1 && r.y0 < o.y1 && o.y0 < r.y1
+}
+
 // drawingBounds covers every node, curve (by its control points) and label.
 func drawingBounds(boxes []box, routes []route) rect {
 	if len(boxes) == 0 {
@@ -185,14 +199,15 @@ func drawingBounds(boxes []box, routes []route) rect {
 		r.add(bx.cx+bx.w/2, bx.cy+bx.h/2)
 	}
 	for _, rt := range routes {
-		for _, p := range rt.pts {
-			r.add(p.x, p.y)
+		for _, seg := range rt.segs {
+			for _, p := range seg {
+				r.add(p.x, p.y)
+			}
 		}
 		if rt.label != "" {
-			w := labelWidth(rt.label)
-			x0 := map[string]float64{"start": rt.at.x, "middle": rt.at.x - w/2, "end": rt.at.x - w}[rt.anchor]
-			r.add(x0, rt.at.y-11)
-			r.add(x0+w, rt.at.y+3)
+			lr := rt.labelRect()
+			r.add(lr.x0, lr.y0)
+			r.add(lr.x1, lr.y1)
 		}
 	}
 	return r
