@@ -19,7 +19,7 @@ import (
 const (
 	opsChat   = "C0OPS"     // in the policy
 	otherChat = "C0OTHER"   // in the policy
-	closed    = "C0CLOSED"  // exists, not in the policy
+	closed    = "C0CLOSED"  // exists, not in the policy, the bot not invited
 	alice     = "U0ALICE"   // starter and approver
 	bob       = "U0BOB"     // approver through group:S0SRE
 	mallory   = "U0MALLORY" // nobody
@@ -52,6 +52,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	fake.AddChannel(opsChat, "ops")
 	fake.AddChannel(otherChat, "other")
 	fake.AddChannel(closed, "closed")
+	fake.SetBotInChannel(closed, false) // nobody invited the bot there
 	fake.AddUser(alice, "Alice")
 	fake.AddUser(bob, "Bob")
 	fake.AddUser(mallory, "Mallory")
@@ -88,6 +89,9 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		h.desk.Wait()
 		ch.Close()
 		h.checkAcks()
+		for _, p := range fake.ProtocolErrors() {
+			t.Errorf("fake Slack: %s", p)
+		}
 		fake.Close()
 	})
 	eventually(t, "the channel connects to the fake Slack", func() bool { return ch.State().State == slack.StateConnected })

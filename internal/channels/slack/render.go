@@ -52,6 +52,12 @@ func section(text string) *slackgo.SectionBlock {
 	return slackgo.NewSectionBlock(mrkdwn(text), nil, nil)
 }
 
+// ephemeralMessage is a reply shown to one user (plain text, escaped).
+func ephemeralMessage(text string) rendered {
+	return rendered{text: escapeLimited(text, maxMessageText, "…"),
+		blocks: []slackgo.Block{section(escapeLimited(text, maxSectionText, "…"))}}
+}
+
 func renderText(m channels.Message) rendered {
 	note := truncationNote(m.LogRef)
 	body := escapeLimited(m.Text, maxSectionText, note)

@@ -145,12 +145,11 @@ func (c *Channel) onSocketEvent(ctx context.Context, smc *socketmode.Client, ev 
 		c.setState(StateConnected, nil)
 		c.log.Info("slack: connected over socket mode")
 	case socketmode.EventTypeEventsAPI, socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
+		j := job{ev: ev}
 		if ev.Request != nil {
-			if err := smc.AckCtx(ctx, ev.Request.EnvelopeID, nil); err != nil {
-				c.log.Warn("slack: ack", "envelope", ev.Request.EnvelopeID, "err", err)
-			}
+			j.answered = c.ack(ctx, smc, ev)
 		}
-		work.push(ev)
+		work.push(j)
 	case socketmode.EventTypeErrorBadMessage:
 		// Unparseable, but still an envelope: ack it so Slack does not
 		// retry it forever.
@@ -168,14 +167,49 @@ func (c *Channel) onSocketEvent(ctx context.Context, smc *socketmode.Client, ev 
 	}
 }
 
+// ack acknowledges an envelope. A slash command whose answer needs no I/O
+// (help, a parse error, a channel outside the policy) is answered in the
+// ack itself: that reaches the user even in a channel the bot was never
+// invited to, where chat.postEphemeral fails with not_in_channel. It
+// reports whether the ack carried the answer.
+func (c *Channel) ack(ctx context.Context, smc *socketmode.Client, ev socketmode.Event) (answered bool) {
+	id := ev.Request.EnvelopeID
+	if cmd, ok := ev.Data.(slackgo.SlashCommand); ok {
+		if reply, _, done := c.slashReply(cmd); done {
+			// An oversized payload is refused before sending; then a plain
+			// ack goes out and the worker answers with chat.postEphemeral.
+			if err := smc.AckCtx(ctx, id, commandResponse(reply)); err == nil {
+				return true
+			}
+		}
+	}
+	if err := smc.AckCtx(ctx, id, nil); err != nil {
+		c.log.Warn("slack: ack", "envelope", id, "err", err)
+	}
+	return false
+}
+
+// commandResponse is a slash command's ephemeral response, sent in its ack.
+func commandResponse(text string) map[string]any {
+	msg := ephemeralMessage(text)
+	return map[string]any{"response_type": "ephemeral", "text": msg.text, "blocks": msg.blocks}
+}
+
+// job is an acknowledged envelope waiting for the worker; answered is set
+// when its ack already answered the user.
+type job struct {
+	ev       socketmode.Event
+	answered bool
+}
+
 // work handles acknowledged envelopes one by one, in arrival order.
 func (c *Channel) work(ctx context.Context, q *workQueue, deliver func(channels.Inbound)) {
 	for {
-		ev, ok := q.pop(ctx)
+		j, ok := q.pop(ctx)
 		if !ok {
 			return
 		}
-		in, ok := c.interpret(ctx, ev)
+		in, ok := c.interpret(ctx, j)
 		if ok {
 			deliver(in)
 		}
@@ -184,12 +218,13 @@ func (c *Channel) work(ctx context.Context, q *workQueue, deliver func(channels.
 
 // interpret turns an envelope into an inbound event for the host, or
 // handles it here (duplicates, the bot's own messages, help, refusals).
-func (c *Channel) interpret(ctx context.Context, ev socketmode.Event) (channels.Inbound, bool) {
+func (c *Channel) interpret(ctx context.Context, j job) (channels.Inbound, bool) {
+	ev := j.ev
 	switch data := ev.Data.(type) {
 	case slackevents.EventsAPIEvent:
 		return c.fromEvent(data, envelopeID(ev))
 	case slackgo.SlashCommand:
-		return c.fromSlash(ctx, data, envelopeID(ev))
+		return c.fromSlash(ctx, data, envelopeID(ev), j.answered)
 	case slackgo.InteractionCallback:
 		return c.fromInteraction(data, envelopeID(ev))
 	}
@@ -245,25 +280,20 @@ func (c *Channel) fromEvent(ev slackevents.EventsAPIEvent, envID string) (channe
 	return channels.Inbound{}, false
 }
 
-func (c *Channel) fromSlash(ctx context.Context, cmd slackgo.SlashCommand, envID string) (channels.Inbound, bool) {
+func (c *Channel) fromSlash(ctx context.Context, cmd slackgo.SlashCommand, envID string, answered bool) (channels.Inbound, bool) {
 	if !c.firstTime("trigger:" + firstNonEmpty(cmd.TriggerID, envID)) {
 		return channels.Inbound{}, false
 	}
-	log := c.log.With("user", cmd.UserID, "chat", cmd.ChannelID)
-	if !c.auth.chatAllowed(cmd.ChannelID) {
-		log.Info("slack: authorization", "action", "command", "allowed", false, "reason", "channel not in slack.policy.channels")
-		c.reply(ctx, cmd.ChannelID, cmd.UserID, fmt.Sprintf(
-			"nanohost is not enabled in this channel. An admin can add its id (%s) to slack.policy.channels.", cmd.ChannelID))
-		return channels.Inbound{}, false
-	}
-	parsed, err := channels.ParseCommand(cmd.Text)
-	switch {
-	case err != nil:
-		log.Info("slack: /pipeline did not parse", "err", err)
-		c.reply(ctx, cmd.ChannelID, cmd.UserID, fmt.Sprintf("✗ %v\n\n%s", err, channels.HelpText))
-		return channels.Inbound{}, false
-	case parsed.Kind == channels.CmdHelp:
-		c.reply(ctx, cmd.ChannelID, cmd.UserID, channels.HelpText)
+	reply, parsed, done := c.slashReply(cmd)
+	if done {
+		if !c.auth.chatAllowed(cmd.ChannelID) {
+			c.auth.logDecision("command", errors.New("channel not in slack.policy.channels"), "user", cmd.UserID, "chat", cmd.ChannelID)
+		} else {
+			c.log.Info("slack: /pipeline answered by the channel", "user", cmd.UserID, "chat", cmd.ChannelID, "reply", firstLine(reply))
+		}
+		if !answered {
+			c.reply(ctx, cmd.ChannelID, cmd.UserID, reply)
+		}
 		return channels.Inbound{}, false
 	}
 	if parsed.Changes() {
@@ -295,6 +325,29 @@ func (c *Channel) fromInteraction(cb slackgo.InteractionCallback, envID string) 
 	return channels.Inbound{}, false
 }
 
+// slashReply decides, without any I/O, the slash commands the channel
+// answers itself: outside the policy's channels (a refusal that says which
+// setting to add), help, and text that does not parse. done is false when
+// the command goes on (authorization, then the host).
+func (c *Channel) slashReply(cmd slackgo.SlashCommand) (reply string, parsed channels.Command, done bool) {
+	if !c.auth.chatAllowed(cmd.ChannelID) {
+		return fmt.Sprintf("nanohost is not enabled in this channel. An admin can add its id (%s) to slack.policy.channels.", cmd.ChannelID), parsed, true
+	}
+	parsed, err := channels.ParseCommand(cmd.Text)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("✗ %v\n\n%s", err, channels.HelpText), parsed, true
+	case parsed.Kind == channels.CmdHelp:
+		return channels.HelpText, parsed, true
+	}
+	return "", parsed, false
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
 // reply sends an ephemeral answer, logging (not failing) when it cannot.
 func (c *Channel) reply(ctx context.Context, chat, user, text string) {
 	if err := c.Ephemeral(ctx, chat, user, text); err != nil {
@@ -321,15 +374,15 @@ func firstNonEmpty(ss ...string) string {
 // never wait, or acks would be late) and the worker.
 type workQueue struct {
 	mu    sync.Mutex
-	items []socketmode.Event
+	items []job
 	wake  chan struct{}
 }
 
 func newWorkQueue() *workQueue { return &workQueue{wake: make(chan struct{}, 1)} }
 
-func (q *workQueue) push(ev socketmode.Event) {
+func (q *workQueue) push(j job) {
 	q.mu.Lock()
-	q.items = append(q.items, ev)
+	q.items = append(q.items, j)
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -337,20 +390,20 @@ func (q *workQueue) push(ev socketmode.Event) {
 	}
 }
 
-func (q *workQueue) pop(ctx context.Context) (socketmode.Event, bool) {
+func (q *workQueue) pop(ctx context.Context) (job, bool) {
 	for {
 		q.mu.Lock()
 		if len(q.items) > 0 {
-			ev := q.items[0]
+			j := q.items[0]
 			q.items = q.items[1:]
 			q.mu.Unlock()
-			return ev, true
+			return j, true
 		}
 		q.mu.Unlock()
 		select {
 		case <-q.wake:
 		case <-ctx.Done():
-			return socketmode.Event{}, false
+			return job{}, false
 		}
 	}
 }

@@ -146,9 +146,7 @@ func (c *Channel) Update(ctx context.Context, chat, msgID string, m channels.Mes
 
 // Ephemeral implements channels.Channel.
 func (c *Channel) Ephemeral(ctx context.Context, chat, user, text string) error {
-	msg := rendered{text: escapeLimited(text, maxMessageText, "…")}
-	msg.blocks = append(msg.blocks, section(escapeLimited(text, maxSectionText, "…")))
-	if _, err := c.outboxFor(chat).do(ctx, &op{kind: opEphemeral, chat: chat, user: user, msg: msg}); err != nil {
+	if _, err := c.outboxFor(chat).do(ctx, &op{kind: opEphemeral, chat: chat, user: user, msg: ephemeralMessage(text)}); err != nil {
 		return fmt.Errorf("slack: ephemeral to %s in %s: %w", user, chat, err)
 	}
 	return nil

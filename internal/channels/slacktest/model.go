@@ -37,6 +37,9 @@ type Ephemeral struct {
 	Text     string
 	Blocks   json.RawMessage
 	At       time.Time
+	// InAck is set for a slash command's response sent in its ack rather
+	// than with chat.postEphemeral.
+	InAck bool
 }
 
 // Button is a button as rendered in a message's blocks.

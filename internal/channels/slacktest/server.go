@@ -48,6 +48,7 @@ type Server struct {
 	mu       sync.Mutex
 	changed  chan struct{}
 	chans    map[string]string // id → name
+	botIn    map[string]bool   // channels the bot is a member of
 	messages map[string][]*Message
 	eph      []Ephemeral
 	groups   map[string][]string
@@ -63,6 +64,9 @@ type Server struct {
 	unacked  map[string]*envelope
 	acks     []Ack
 	envs     map[string]*envelope // every envelope sent, by id
+	// protocol lists what the app did that real Slack would reject or
+	// silently ignore (see ProtocolErrors).
+	protocol []string
 }
 
 // New starts a fake Slack on a loopback port. Close it when done.
@@ -75,6 +79,7 @@ func New() *Server {
 		upgrader:        websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }},
 		changed:         make(chan struct{}),
 		chans:           make(map[string]string),
+		botIn:           make(map[string]bool),
 		messages:        make(map[string][]*Message),
 		groups:          make(map[string][]string),
 		users:           make(map[string]string),
@@ -111,11 +116,36 @@ func (s *Server) Close() {
 	s.http.Close()
 }
 
-// AddChannel creates a public channel.
+// AddChannel creates a public channel with the bot invited to it.
 func (s *Server) AddChannel(id, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.chans[id] = name
+	s.botIn[id] = true
+}
+
+// SetBotInChannel invites the bot to a channel or removes it. Like Slack,
+// the Web API then refuses to post there (not_in_channel), while slash
+// commands still arrive and can be answered in their acknowledgement.
+func (s *Server) SetBotInChannel(channel string, in bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.botIn[channel] = in
+}
+
+// ProtocolErrors lists what the app sent that real Slack would reject or
+// silently drop: acks without or with an unknown envelope id, acks sent
+// twice, response payloads on envelopes that accept none, invalid
+// slash-command responses. Tests should expect none.
+func (s *Server) ProtocolErrors() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.protocol...)
+}
+
+func (s *Server) protocolErrorLocked(format string, args ...any) {
+	s.protocol = append(s.protocol, fmt.Sprintf(format, args...))
+	s.notifyLocked()
 }
 
 // AddUser creates a user with a display name.

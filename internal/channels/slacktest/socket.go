@@ -19,6 +19,10 @@ type envelope struct {
 	Retry   int
 	// EventID is the Events API event id (retries keep it).
 	EventID string
+	// AcceptsPayload is accepts_response_payload: whether the ack may carry
+	// a response (slash commands: a message for the user; block_actions:
+	// never).
+	AcceptsPayload bool
 	conn    *sockConn
 	sentAt  time.Time
 }
@@ -114,22 +118,88 @@ func (s *Server) pinger(c *sockConn) {
 func (s *Server) readAcks(c *sockConn) {
 	defer s.dropConn(c)
 	for {
-		var ack struct {
-			EnvelopeID string          `json:"envelope_id"`
-			Payload    json.RawMessage `json:"payload"`
-		}
-		if err := c.ws.ReadJSON(&ack); err != nil {
+		_, data, err := c.ws.ReadMessage()
+		if err != nil {
 			return
 		}
-		now := time.Now()
-		s.mu.Lock()
-		if env, ok := s.unacked[ack.EnvelopeID]; ok {
-			delete(s.unacked, ack.EnvelopeID)
-			s.acks = append(s.acks, Ack{EnvelopeID: env.ID, Type: env.Type, Sent: env.sentAt, Acked: now, Payload: ack.Payload})
-			s.notifyLocked()
-		}
-		s.mu.Unlock()
+		s.takeAck(data, time.Now())
 	}
+}
+
+// takeAck records one acknowledgement, holding it to what Slack accepts: a
+// JSON object naming an envelope that was sent and is not acked yet, with a
+// response payload only where the envelope accepts one. Slack drops the
+// rest without a word, so an app relying on it would leave people with no
+// answer; the fake lists it in ProtocolErrors instead.
+func (s *Server) takeAck(data []byte, now time.Time) {
+	var ack struct {
+		EnvelopeID string          `json:"envelope_id"`
+		Payload    json.RawMessage `json:"payload"`
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := json.Unmarshal(data, &ack); err != nil {
+		s.protocolErrorLocked("unreadable ack %q: %v", data, err)
+		return
+	}
+	env, ok := s.unacked[ack.EnvelopeID]
+	switch {
+	case ack.EnvelopeID == "":
+		s.protocolErrorLocked("ack without an envelope_id: %s", data)
+		return
+	case !ok && s.envs[ack.EnvelopeID] != nil:
+		s.protocolErrorLocked("envelope %s acked twice", ack.EnvelopeID)
+		return
+	case !ok:
+		s.protocolErrorLocked("ack for envelope %s, which was never sent", ack.EnvelopeID)
+		return
+	}
+	delete(s.unacked, ack.EnvelopeID)
+	hasPayload := len(ack.Payload) > 0 && string(ack.Payload) != "null"
+	s.acks = append(s.acks, Ack{EnvelopeID: env.ID, Type: env.Type, Sent: env.sentAt, Acked: now, Payload: ack.Payload})
+	switch {
+	case hasPayload && !env.AcceptsPayload:
+		s.protocolErrorLocked("ack of %s envelope %s carries a payload, which Slack ignores for this type: %s", env.Type, env.ID, ack.Payload)
+	case hasPayload && env.Type == "slash_commands":
+		s.respondToCommandLocked(env, ack.Payload)
+	}
+	s.notifyLocked()
+}
+
+// respondToCommandLocked shows a slash command's response payload (sent in
+// its ack) as Slack does: to the user alone unless response_type is
+// in_channel. It works in channels the bot was never invited to.
+func (s *Server) respondToCommandLocked(env *envelope, payload json.RawMessage) {
+	var resp struct {
+		Text         string          `json:"text"`
+		Blocks       json.RawMessage `json:"blocks"`
+		ResponseType string          `json:"response_type"`
+	}
+	var cmd struct {
+		ChannelID string `json:"channel_id"`
+		UserID    string `json:"user_id"`
+	}
+	if err := json.Unmarshal(payload, &resp); err != nil {
+		s.protocolErrorLocked("slash command response in the ack of %s is not a message object: %v", env.ID, err)
+		return
+	}
+	_ = json.Unmarshal(env.Payload, &cmd)
+	blocks := ""
+	if len(resp.Blocks) > 0 && string(resp.Blocks) != "null" {
+		blocks = string(resp.Blocks)
+	}
+	if code, details := checkContent(resp.Text, blocks); code != "" {
+		s.protocolErrorLocked("slash command response in the ack of %s is invalid (%s %v)", env.ID, code, details)
+		return
+	}
+	if resp.ResponseType == "in_channel" {
+		m := &Message{Channel: cmd.ChannelID, TS: s.nextTSLocked(), User: s.BotUserID, BotID: s.BotID,
+			Text: resp.Text, Blocks: rawOrNil(blocks), PostedAt: time.Now()}
+		s.messages[cmd.ChannelID] = append(s.messages[cmd.ChannelID], m)
+		return
+	}
+	s.eph = append(s.eph, Ephemeral{Channel: cmd.ChannelID, User: cmd.UserID, Text: resp.Text,
+		Blocks: rawOrNil(blocks), At: time.Now(), InAck: true})
 }
 
 func (s *Server) dropConn(c *sockConn) {
@@ -179,7 +249,7 @@ func (s *Server) writeEnvelope(c *sockConn, env *envelope) {
 	}
 	s.mu.Unlock()
 	wire := map[string]any{"envelope_id": env.ID, "type": env.Type, "payload": env.Payload,
-		"accepts_response_payload": env.Type != "events_api", "retry_attempt": env.Retry, "retry_reason": ""}
+		"accepts_response_payload": env.AcceptsPayload, "retry_attempt": env.Retry, "retry_reason": ""}
 	if env.Retry > 0 {
 		wire["retry_reason"] = "timeout"
 	}
@@ -360,7 +430,7 @@ func (s *Server) SlashCommand(channel, user, text string) string {
 		"api_app_id": s.AppID, "is_enterprise_install": "false",
 		"response_url": s.URL + "/response/" + trigger, "trigger_id": trigger,
 	})
-	env := &envelope{ID: s.newID("env-"), Type: "slash_commands", Payload: payload}
+	env := &envelope{ID: s.newID("env-"), Type: "slash_commands", Payload: payload, AcceptsPayload: true}
 	s.send(env)
 	return env.ID
 }

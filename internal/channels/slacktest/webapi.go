@@ -7,11 +7,30 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+	"unicode/utf16"
 )
 
-// maxTextLen is chat.postMessage's limit on the text field.
-const maxTextLen = 40000
+// Slack's limits on what a message may carry.
+const (
+	// maxTextLen is chat.postMessage's limit on the text field.
+	maxTextLen = 40000
+	// maxBlocksText bounds all the text in a message's blocks together:
+	// beyond it Slack answers msg_blocks_too_long (undocumented; about
+	// 12,000 characters in practice).
+	maxBlocksText = 12000
+)
+
+// textLen counts characters as Slack's clients do (UTF-16 code units): an
+// emoji outside the Basic Multilingual Plane counts twice. Counting
+// stricter than Slack may is what keeps the fake from passing text real
+// Slack would refuse.
+func textLen(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
 
 func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 	method := strings.TrimPrefix(r.URL.Path, "/api/")
@@ -101,12 +120,19 @@ func checkContent(text, blocks string) (code string, details []string) {
 	if text == "" && blocks == "" {
 		return "no_text", nil
 	}
-	if utf8.RuneCountInString(text) > maxTextLen {
+	if textLen(text) > maxTextLen {
 		return "msg_too_long", nil
 	}
 	if blocks != "" {
 		if problems := validateBlocks(json.RawMessage(blocks)); len(problems) > 0 {
 			return "invalid_blocks", problems
+		}
+		total := 0
+		for _, t := range blockTexts(json.RawMessage(blocks)) {
+			total += textLen(t)
+		}
+		if total > maxBlocksText {
+			return "msg_blocks_too_long", []string{fmt.Sprintf("[ERROR] %d characters of text in blocks, more than %d", total, maxBlocksText)}
 		}
 	}
 	return "", nil
@@ -119,9 +145,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	if _, ok := s.chans[channel]; !ok {
+	if code := s.postableLocked(channel); code != "" {
 		s.mu.Unlock()
-		slackError(w, "channel_not_found")
+		slackError(w, code)
 		return
 	}
 	if thread != "" {
@@ -176,14 +202,29 @@ func (s *Server) postEphemeral(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.chans[channel]; !ok {
-		slackError(w, "channel_not_found")
+	if code := s.postableLocked(channel); code != "" {
+		slackError(w, code)
+		return
+	}
+	if _, known := s.users[user]; !known {
+		slackError(w, "user_not_in_channel")
 		return
 	}
 	s.eph = append(s.eph, Ephemeral{Channel: channel, User: user, ThreadTS: r.Form.Get("thread_ts"), Text: text,
 		Blocks: rawOrNil(blocks), At: time.Now()})
 	s.notifyLocked()
 	writeJSON(w, map[string]any{"ok": true, "message_ts": s.nextTSLocked()})
+}
+
+// postableLocked says why the bot cannot post in channel ("" if it can).
+func (s *Server) postableLocked(channel string) string {
+	if _, ok := s.chans[channel]; !ok {
+		return "channel_not_found"
+	}
+	if !s.botIn[channel] {
+		return "not_in_channel"
+	}
+	return ""
 }
 
 func rawOrNil(s string) json.RawMessage {
@@ -277,7 +318,7 @@ func checkTextObject(t map[string]any, max int, plainOnly bool, bad func(string,
 		bad("text type %q not allowed", typ)
 	}
 	text, _ := t["text"].(string)
-	if n := utf8.RuneCountInString(text); n == 0 || n > max {
+	if n := textLen(text); n == 0 || n > max {
 		bad("text length %d outside 1..%d", n, max)
 	}
 }
