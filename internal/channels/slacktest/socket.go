@@ -23,8 +23,8 @@ type envelope struct {
 	// a response (slash commands: a message for the user; block_actions:
 	// never).
 	AcceptsPayload bool
-	conn    *sockConn
-	sentAt  time.Time
+	conn           *sockConn
+	sentAt         time.Time
 }
 
 // Ack records how fast the app acknowledged an envelope.
