@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 )
 
 // verdict is what handling a request came to.
@@ -62,17 +64,15 @@ func (w *Watcher) dispatch(ctx context.Context, group string, req Request) verdi
 }
 
 func (w *Watcher) startPipeline(ctx context.Context, group string, r *StartPipeline) verdict {
-	d := Authorize(group, ActionStartPipeline, Target{Chat: r.Chat}, w.cfg.Registry)
-	if !d.Allowed {
-		return unauthorized(r, d.Reason, d.Reason)
-	}
-	if v, limited := w.rateLimited(r, w.starts, group, "pipeline starts"); limited {
+	d, v, ok := w.admit(r, group, ActionStartPipeline, r.Chat, w.starts, "pipeline starts")
+	if !ok {
 		return v
 	}
 	src, file := []byte(r.DOT), r.File
 	if r.Pipeline != "" {
 		var err error
 		if src, err = w.readPipelineFile(group, r.Pipeline); err != nil {
+			w.starts.refund(group)
 			return rejected(r, err.Error())
 		}
 		file = r.Pipeline
@@ -85,9 +85,12 @@ func (w *Watcher) startPipeline(ctx context.Context, group string, r *StartPipel
 		File: file, DOT: src, Goal: r.Goal, Verbosity: r.Verbosity,
 	})
 	if v, bad := hostError(r, err); bad {
+		// The limit is on runs started: an agent correcting its graph
+		// after a rejection must not run out of starts doing so.
+		w.starts.refund(group)
 		return v
 	}
-	v := accepted(r)
+	v = accepted(r)
 	v.resp.RunID, v.resp.Chat, v.resp.Thread = res.RunID, res.Chat, res.Thread
 	if v.resp.Chat == "" {
 		v.resp.Chat = d.Chat
@@ -131,30 +134,33 @@ func (w *Watcher) onRun(ctx context.Context, group string, req Request, runID st
 }
 
 func (w *Watcher) sendMessage(ctx context.Context, group string, r *SendMessage) verdict {
-	d := Authorize(group, ActionSendMessage, Target{Chat: r.Chat}, w.cfg.Registry)
-	if !d.Allowed {
-		return unauthorized(r, d.Reason, d.Reason)
-	}
-	if v, limited := w.rateLimited(r, w.messages, group, "messages"); limited {
+	d, v, ok := w.admit(r, group, ActionSendMessage, r.Chat, w.messages, "messages")
+	if !ok {
 		return v
 	}
 	if v, bad := hostError(r, w.cfg.Host.SendMessage(ctx, group, d.Chat, r.Thread, r.Text)); bad {
 		return v
 	}
-	v := accepted(r)
+	v = accepted(r)
 	v.resp.Chat, v.resp.Thread = d.Chat, r.Thread
 	return v
 }
 
-func (w *Watcher) rateLimited(req Request, l *limiter, group, what string) (verdict, bool) {
-	ok, wait := l.allow(group)
-	if ok {
-		return verdict{}, false
+// admit authorizes a request that names its target chat and takes a token
+// from the group's bucket l. When it returns false, v is the answer.
+func (w *Watcher) admit(req Request, group string, action Action, chat string, l *limiter, what string) (d Decision, v verdict, ok bool) {
+	d = Authorize(group, action, Target{Chat: chat}, w.cfg.Registry)
+	if !d.Allowed {
+		return d, unauthorized(req, d.Reason, d.Reason), false
 	}
-	secs := int(math.Ceil(wait.Seconds()))
-	v := failed(req, fmt.Sprintf("rate limit: too many %s from this group; try again in %ds", what, secs))
-	v.resp.RetryAfterSeconds = secs
-	return v, true
+	allowed, wait := l.allow(group)
+	if !allowed {
+		secs := int(math.Ceil(wait.Seconds()))
+		v = failed(req, fmt.Sprintf("rate limit: too many %s from this group; try again in %ds", what, secs))
+		v.resp.RetryAfterSeconds = secs
+		return d, v, false
+	}
+	return d, verdict{}, true
 }
 
 // hostError turns a Host error into the answer: a *RejectError is a final
@@ -265,7 +271,7 @@ func (w *Watcher) finish(group string, root *os.Root, p pending, claimed string,
 	}
 	dst, err := quarantine(claimed, w.errorsDir(group), p, v.quarantine, w.cfg.MaxQuarantined, w.cfg.Now())
 	log.Warn("ipc: request rejected and quarantined", "reason", v.quarantine, "kept_at", dst, "err", err)
-	w.noteRejected(group, string(p.queue)+"/"+p.name, v.quarantine, log)
+	w.noteRejected(group, string(p.queue)+"/"+p.name, v.resp.Reason, v.quarantine, dst, log)
 }
 
 // stamp sets the version and time of a new response (a recorded one keeps its time).
@@ -276,19 +282,55 @@ func (w *Watcher) stamp(r *Response) {
 	}
 }
 
-// noteRejected tells the host (and so the group's chat) about a rejected
-// file, at most a few times a minute per group.
-func (w *Watcher) noteRejected(group, file, reason string, log *slog.Logger) {
-	if w.cfg.OnRejected == nil {
-		return
-	}
+// noteTimeout bounds posting one rejection note to chat.
+const noteTimeout = 10 * time.Second
+
+// noteRejected reports a quarantined file in the group's own chat, through
+// Host.SendMessage like any message, and to OnRejected — at most a few times
+// a minute per group. The chat is told the reason the agent got, which never
+// names another group's chat; OnRejected gets the full reason.
+func (w *Watcher) noteRejected(group, file, agentReason, fullReason, kept string, log *slog.Logger) {
 	if ok, _ := w.notes.allow(group); !ok {
 		return
 	}
+	if w.cfg.OnRejected != nil {
+		safely(log, "OnRejected", func() { w.cfg.OnRejected(group, file, fullReason) })
+	}
+	g, ok := w.cfg.Registry.LookupGroup(group)
+	if !ok || g.Chat == "" {
+		return
+	}
+	safely(log, "posting the rejection note", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), noteTimeout)
+		defer cancel()
+		if err := w.cfg.Host.SendMessage(ctx, group, g.Chat, "", w.rejectionNote(file, agentReason, kept)); err != nil {
+			log.Warn("ipc: cannot post the rejection note to chat", "chat", g.Chat, "err", err)
+		}
+	})
+}
+
+// safely runs fn, logging instead of propagating a panic: reporting a
+// rejected file must not take the group's worker down.
+func safely(log *slog.Logger, what string, fn func()) {
 	defer func() {
 		if r := recover(); r != nil {
-			log.Error("ipc: OnRejected panicked", "panic", r)
+			log.Error("ipc: "+what+" panicked", "panic", r)
 		}
 	}()
-	w.cfg.OnRejected(group, file, reason)
+	fn()
+}
+
+// maxNoteReason bounds the reason quoted in a rejection note.
+const maxNoteReason = 300
+
+// rejectionNote is the chat text about a quarantined file.
+func (w *Watcher) rejectionNote(file, reason, kept string) string {
+	if r := []rune(reason); len(r) > maxNoteReason {
+		reason = string(r[:maxNoteReason]) + "…"
+	}
+	note := fmt.Sprintf("An IPC request from this group's agent was rejected (%s): %s", file, reason)
+	if rel, err := filepath.Rel(w.cfg.Root, kept); err == nil && kept != "" {
+		note += fmt.Sprintf("\nThe file is kept for inspection in the host's IPC directory, %s.", filepath.ToSlash(rel))
+	}
+	return note
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -168,6 +169,34 @@ func (h *fakeHost) callsOf(method string) []call {
 	var out []call
 	for _, c := range h.calls {
 		if c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// notePrefix starts every rejection note the watcher posts to chat.
+const notePrefix = "An IPC request from this group's agent was rejected"
+
+// chatNotes returns the rejection notes the watcher posted through SendMessage.
+func (h *fakeHost) chatNotes() []call {
+	var out []call
+	for _, c := range h.callsOf("SendMessage") {
+		if strings.HasPrefix(c.Text, notePrefix) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// agentCalls returns every call made on an agent's behalf: all but the
+// watcher's own rejection notes.
+func (h *fakeHost) agentCalls() []call {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []call
+	for _, c := range h.calls {
+		if c.Method != "SendMessage" || !strings.HasPrefix(c.Text, notePrefix) {
 			out = append(out, c)
 		}
 	}

@@ -47,8 +47,14 @@ func TestMalformedFilesAreQuarantinedAndAnswered(t *testing.T) {
 			if notes := e.rejectedNotes(); len(notes) != 1 || !strings.Contains(notes[0].reason, c.want) {
 				t.Errorf("OnRejected calls = %+v", notes)
 			}
-			if n := e.host.count(); n != 0 {
-				t.Errorf("host was called %d times for a malformed file", n)
+			// The group's chat is told, in a short note naming the file and the reason.
+			notes := e.host.chatNotes()
+			if len(notes) != 1 || notes[0].Chat != "C-team" || !strings.Contains(notes[0].Text, c.queue+"/"+c.file) ||
+				!strings.Contains(notes[0].Text, c.want) || !strings.Contains(notes[0].Text, "errors/team/"+c.queue+"-"+c.file) {
+				t.Errorf("chat notes = %+v", notes)
+			}
+			if calls := e.host.agentCalls(); len(calls) != 0 {
+				t.Errorf("host acted on a malformed file: %+v", calls)
 			}
 		})
 	}
@@ -131,8 +137,8 @@ func TestSymlinkedRequestFileIsNotFollowed(t *testing.T) {
 	if r.Status != Rejected || !strings.Contains(r.Reason, "symlink") {
 		t.Fatalf("response = %+v", r)
 	}
-	if len(e.host.callsOf("SendMessage")) != 0 {
-		t.Fatal("the host acted on a file reached through a symlink")
+	if calls := e.host.agentCalls(); len(calls) != 0 {
+		t.Fatalf("the host acted on a file reached through a symlink: %+v", calls)
 	}
 	if data, err := os.ReadFile(secret); err != nil || string(data) != secretBody {
 		t.Errorf("the symlink's target was moved or changed: %v", err)
@@ -242,6 +248,9 @@ func TestRejectionNotesAreRateLimited(t *testing.T) {
 	}
 	e.response("team", "junkj")
 	if n := len(e.rejectedNotes()); n != defaultNoteRate.Burst {
+		t.Errorf("%d OnRejected calls for 10 junk files, want %d", n, defaultNoteRate.Burst)
+	}
+	if n := len(e.host.chatNotes()); n != defaultNoteRate.Burst {
 		t.Errorf("%d chat notes for 10 junk files, want %d", n, defaultNoteRate.Burst)
 	}
 	if n := len(e.quarantined("team")); n != 10 {

@@ -66,3 +66,16 @@ func (l *limiter) allow(key string) (ok bool, wait time.Duration) {
 	}
 	return false, time.Duration((1 - b.tokens) * float64(l.rate.Every))
 }
+
+// refund gives back the token allow took for key, for a request that in the
+// end did not do what the limit counts.
+func (l *limiter) refund(key string) {
+	if l.rate.unlimited() {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b := l.buckets[key]; b != nil {
+		b.tokens = math.Min(float64(l.rate.Burst), b.tokens+1)
+	}
+}

@@ -147,6 +147,12 @@ func TestAnotherGroupCannotCancelOrQueryARun(t *testing.T) {
 	if len(notes) != 1 || notes[0].group != "other" || notes[0].file != "tasks/steal.json" {
 		t.Errorf("OnRejected calls = %+v", notes)
 	}
+	// The other group's chat hears of the attempt, but not where the run is.
+	chat := e.host.chatNotes()
+	if len(chat) != 1 || chat[0].Chat != "C-other" || !strings.Contains(chat[0].Text, "tasks/steal.json") ||
+		!strings.Contains(chat[0].Text, "not in this group's chat") || strings.Contains(chat[0].Text, "C-team") {
+		t.Errorf("chat notes = %+v", chat)
+	}
 
 	e.submit("other", "peek", map[string]any{"type": "pipeline_status", "run_id": run})
 	if r := e.response("other", "peek"); r.Status != Rejected || r.Run != nil {
@@ -240,8 +246,8 @@ func TestTooLongMessageIsRejectedWithTheLimit(t *testing.T) {
 	if r.Status != Rejected || !strings.Contains(r.Reason, "40000") {
 		t.Fatalf("response = %+v", r)
 	}
-	if len(e.host.callsOf("SendMessage")) != 0 {
-		t.Error("the over-long message was sent")
+	if calls := e.host.agentCalls(); len(calls) != 0 {
+		t.Errorf("the over-long message was sent: %d calls", len(calls))
 	}
 	// 40,000 multi-byte characters are fine: the limit counts characters.
 	e.submit("team", "max", map[string]any{"type": "send_message", "text": strings.Repeat("é", 40000)})
@@ -386,5 +392,30 @@ func TestNewGroupDirectoryIsWatchedWithoutARescan(t *testing.T) {
 	}
 	if c := e.host.callsOf("SendMessage")[0]; c.Group != "late" || c.Chat != "C-late" {
 		t.Errorf("host got %+v", c)
+	}
+}
+
+func TestRejectedGraphsDoNotUseUpTheStartLimit(t *testing.T) {
+	e := newEnv(t).start(func(c *Config) { c.StartRate = Rate{Burst: 1, Every: time.Hour} })
+	// An agent fixing its graph submits it again and again: every attempt
+	// gets its diagnostics, none is refused for the rate limit.
+	for _, id := range []string{"try1", "try2", "try3"} {
+		e.submit("team", id, startBody(noExitDOT))
+		if r := e.response("team", id); r.Status != Rejected || len(r.Diagnostics) == 0 {
+			t.Fatalf("%s: %+v, want the lint diagnostics", id, r)
+		}
+	}
+	e.submit("team", "missing", map[string]any{"type": "start_pipeline", "pipeline": "nope.dot"})
+	if r := e.response("team", "missing"); r.Status != Rejected {
+		t.Fatalf("missing pipeline file: %+v", r)
+	}
+	e.submit("team", "fixed", startBody(validDOT))
+	if r := e.response("team", "fixed"); r.Status != Accepted {
+		t.Fatalf("the corrected graph: %+v", r)
+	}
+	// The one start the limit allows is used: the next run must wait.
+	e.submit("team", "again", startBody(validDOT))
+	if r := e.response("team", "again"); r.Status != Failed || r.RetryAfterSeconds <= 0 {
+		t.Fatalf("a second run within the limit: %+v", r)
 	}
 }

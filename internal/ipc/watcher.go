@@ -27,9 +27,11 @@ type Config struct {
 	// at /workspace/group), for start_pipeline's "pipeline" file reference.
 	// Nil: only inline DOT is accepted.
 	Workspace func(group string) string
-	// OnRejected is told about every quarantined file, so the host can put
-	// a short note in the group's chat (at most a few per minute per group).
-	// It is called on the group's worker goroutine: do not block.
+	// OnRejected is told about every quarantined file with the full reason
+	// (logs, metrics), at most a few times per minute per group. The
+	// watcher itself posts a short note about the file to the group's chat
+	// through Host.SendMessage, so OnRejected must not post another. It is
+	// called on the group's worker goroutine: do not block.
 	OnRejected func(group, file, reason string)
 
 	Limits      Limits // zero fields take DefaultLimits
