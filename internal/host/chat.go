@@ -44,8 +44,11 @@ type chatRouter struct {
 
 	mu      sync.Mutex
 	workers map[string]*chatWorker
+	threads map[threadRef]bool // conversations the agent takes part in
 	wg      sync.WaitGroup
 }
+
+type threadRef struct{ chat, thread string }
 
 type chatWorker struct {
 	group store.Group
@@ -62,23 +65,24 @@ type chatItem struct {
 }
 
 func newChatRouter(h *Host) *chatRouter {
-	return &chatRouter{h: h, workers: map[string]*chatWorker{}}
+	return &chatRouter{h: h, workers: map[string]*chatWorker{}, threads: map[threadRef]bool{}}
 }
 
 // chatRunID is the backend "run" a group's conversation lives in.
 func chatRunID(folder string) string { return "chat-" + folder }
 
 // handle stores an inbound message and queues it for the group's agent when
-// it is addressed to the agent: it triggers it, it continues a thread the
-// agent answered in, or the agent is at work already (then it is a
-// follow-up to the conversation in progress).
+// it is addressed to the agent: it triggers it (a mention, the trigger
+// word, any console line), or it is a reply in a thread that is a
+// conversation with the agent. Messages queued while the agent works go
+// to the same live container, in order, as follow-ups.
 func (r *chatRouter) handle(ctx context.Context, ch channels.Channel, in channels.Inbound) {
 	g, ok := r.h.groups.byChatID(in.Chat)
 	if !ok || strings.TrimSpace(in.Text) == "" {
 		return
 	}
 	w := r.worker(g)
-	wanted := triggered(g, in) || w.hasWork() || r.inConversation(ctx, in)
+	wanted := triggered(g, in) || r.inConversation(ctx, in)
 	if in.MsgID != "" {
 		m := store.Message{
 			ChatID: in.Chat, ChannelMsgID: in.MsgID, ThreadTS: in.Thread, UserID: in.User, Text: in.Text,
@@ -95,16 +99,31 @@ func (r *chatRouter) handle(ctx context.Context, ch channels.Channel, in channel
 		}
 	}
 	if wanted {
-		w.push(r.h, chatItem{ch, in})
+		r.enqueue(w, chatItem{ch, in})
 	}
 }
 
-// inConversation reports whether in is a reply in a thread the agent has
-// answered in: people continue a conversation there without mentioning
-// the bot again.
+// enqueue queues an item for the agent; its thread becomes a conversation
+// with the agent.
+func (r *chatRouter) enqueue(w *chatWorker, it chatItem) {
+	r.mu.Lock()
+	r.threads[threadRef{it.in.Chat, replyThread(it.in)}] = true
+	r.mu.Unlock()
+	w.push(r.h, it)
+}
+
+// inConversation reports whether in is a reply in a thread that is a
+// conversation with the agent (it was asked there, or answered there
+// before a restart): people go on there without mentioning the bot again.
 func (r *chatRouter) inConversation(ctx context.Context, in channels.Inbound) bool {
 	if in.Thread == "" {
 		return false
+	}
+	r.mu.Lock()
+	known := r.threads[threadRef{in.Chat, in.Thread}]
+	r.mu.Unlock()
+	if known {
+		return true
 	}
 	msgs, err := r.h.store.ThreadMessages(ctx, in.Chat, in.Thread)
 	if err != nil {
@@ -140,7 +159,7 @@ func (r *chatRouter) requeueUnprocessed(ctx context.Context) error {
 			continue
 		}
 		r.h.log.Info("answering a message left unanswered by the previous instance", "chat", m.ChatID, "msg", m.ChannelMsgID, "group", g.Folder)
-		r.worker(g).push(r.h, chatItem{ch, channels.Inbound{
+		r.enqueue(r.worker(g), chatItem{ch, channels.Inbound{
 			Kind: channels.KindMessage, Channel: ch.Name(), Chat: m.ChatID, Thread: m.ThreadTS,
 			User: m.UserID, Text: m.Text, MsgID: m.ChannelMsgID, At: m.TS,
 		}})
@@ -172,12 +191,6 @@ func (r *chatRouter) worker(g store.Group) *chatWorker {
 		go func() { defer r.wg.Done(); r.loop(r.ctx, w) }()
 	}
 	return w
-}
-
-func (w *chatWorker) hasWork() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.busy || len(w.pending) > 0
 }
 
 func (w *chatWorker) push(h *Host, it chatItem) {
@@ -270,8 +283,11 @@ func (r *chatRouter) answer(ctx context.Context, g store.Group, items []chatItem
 	}
 	replyID := ""
 	if text != "" {
+		// An answer the agent gave is posted even if the host is stopping
+		// meanwhile (stop waits a little for it); otherwise it is asked
+		// again after the restart.
 		out := newPatientChannel(first.ch, r.h.deliveryBackoff, r.h.log.With("group", g.Folder))
-		replyID, err = out.Post(ctx, first.in.Chat, thread, channels.Message{Text: text})
+		replyID, err = out.Post(r.h.deliveryCtx, first.in.Chat, thread, channels.Message{Text: text})
 		if err != nil {
 			r.h.log.Error("post agent reply; the messages are answered again after a restart", "group", g.Folder, "chat", first.in.Chat, "err", err)
 			return

@@ -20,6 +20,7 @@ import (
 
 	"nanohost/internal/channels"
 	"nanohost/internal/channels/console"
+	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/config"
 	"nanohost/internal/container"
 	"nanohost/internal/host"
@@ -115,7 +116,9 @@ func (s *screen) waitFor(t *testing.T, want string, count int, timeout time.Dura
 	}
 }
 
-// env is an in-process host with the console channel on pipes.
+// env is an in-process host on real Docker and a real SQLite file, talking
+// through the console (on pipes) or the real Slack adapter connected to a
+// fake Slack.
 type env struct {
 	t       *testing.T
 	dir     string
@@ -123,15 +126,131 @@ type env struct {
 	store   *store.Store
 	host    *host.Host
 	backend *container.Backend
-	typing  *io.PipeWriter
-	screen  *screen
+	typing  *io.PipeWriter // console only
+	screen  *screen        // console only
+	slack   *slacktest.Server
 	peak    *peakCounter
 	stop    func()
 }
 
+// setup says what host to start.
+type setup struct {
+	script        any
+	maxContainers int
+	// slack, when set, is the fake Slack the host connects to (with
+	// slackPolicy); otherwise the console is the chat.
+	slack *slacktest.Server
+	// dir reuses a data directory (a restart); "" is a new one.
+	dir       string
+	configure func(*config.Config)
+}
+
+func startEnv(t *testing.T, docker *container.Docker, script any, maxContainers int) *env {
+	t.Helper()
+	return start(t, docker, setup{script: script, maxContainers: maxContainers})
+}
+
+func start(t *testing.T, docker *container.Docker, s setup) *env {
+	t.Helper()
+	dir := s.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	cfg := config.Defaults()
+	cfg.DataDir = filepath.Join(dir, "data")
+	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg.Runtime.Image, cfg.Runtime.Agent = testImage, "script"
+	cfg.Runtime.Script = writeScript(t, dir, s.script)
+	cfg.Runtime.MaxContainers = max(s.maxContainers, 1)
+	cfg.IPC.Rescan = 200 * time.Millisecond
+	if s.slack != nil {
+		configureSlack(cfg, s.slack)
+	}
+	if s.configure != nil {
+		s.configure(cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, cfg.DatabasePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	hostID, err := container.LoadHostID(cfg.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := host.NewMetrics()
+	peak := &peakCounter{}
+	backend, err := container.NewBackend(container.Config{
+		Runtime: docker, Image: testImage, HostID: hostID, StateDir: filepath.Join(cfg.DataDir, "state"),
+		Agent:         container.AgentConfig{Kind: "script", ScriptFile: cfg.Runtime.Script},
+		MaxContainers: cfg.Runtime.MaxContainers, Logger: log,
+		Limits:  container.Limits{MemoryBytes: 256 << 20, CPUs: 0.5, Pids: 128},
+		OnEvent: func(e container.Event) { metrics.OnContainerEvent(e); peak.on(e) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, dir: dir, cfg: cfg, store: st, backend: backend, slack: s.slack, peak: peak}
+	var chans []channels.Channel
+	var closers []func()
+	if s.slack != nil {
+		ch := newSlackChannel(t, cfg, log)
+		chans = append(chans, ch)
+		closers = append(closers, ch.Close)
+	} else {
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		chans = append(chans, console.New(inR, outW))
+		e.typing, e.screen = inW, newScreen(outR)
+		closers = append(closers, func() { inW.Close(); outW.Close() })
+	}
+	h, err := host.New(host.Options{
+		Config: cfg, Store: st, Backend: backend, Channels: chans, Docker: docker,
+		Logger: log, Metrics: metrics, Root: repoRoot(t),
+		DeliveryBackoff: host.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.host = h
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	var once sync.Once
+	e.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("host.Run: %v", err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Errorf("host did not stop within 60s")
+			}
+			backend.Close()
+			for _, c := range closers {
+				c()
+			}
+			st.Close()
+		})
+	}
+	t.Cleanup(e.stop)
+	waitUntil(t, 10*time.Second, "the host serves", func() bool { return h.HTTPAddr() != "" })
+	if s.slack != nil {
+		waitUntil(t, 10*time.Second, "the host is connected to Slack", s.slack.Connected)
+	}
+	return e
+}
+
+// peakCounter follows the containers a backend starts and stops.
 type peakCounter struct {
 	mu               sync.Mutex
 	now, peak, total int
+	byRun            map[string]string // run id → the last container started for it
 }
 
 func (p *peakCounter) on(e container.Event) {
@@ -142,6 +261,10 @@ func (p *peakCounter) on(e container.Event) {
 		p.now++
 		p.total++
 		p.peak = max(p.peak, p.now)
+		if p.byRun == nil {
+			p.byRun = map[string]string{}
+		}
+		p.byRun[e.RunID] = e.Container
 	case container.EventStopped:
 		p.now--
 	}
@@ -164,80 +287,6 @@ func writeScript(t *testing.T, dir string, v any) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func startEnv(t *testing.T, docker *container.Docker, script any, maxContainers int) *env {
-	t.Helper()
-	dir := t.TempDir()
-	cfg := config.Defaults()
-	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.HTTP.Listen = "127.0.0.1:0"
-	cfg.Runtime.Image, cfg.Runtime.Agent = testImage, "script"
-	cfg.Runtime.Script = writeScript(t, dir, script)
-	cfg.Runtime.MaxContainers = maxContainers
-	cfg.IPC.Rescan = 200 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, cfg.DatabasePath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	hostID, err := container.LoadHostID(cfg.DataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics := host.NewMetrics()
-	peak := &peakCounter{}
-	backend, err := container.NewBackend(container.Config{
-		Runtime: docker, Image: testImage, HostID: hostID, StateDir: filepath.Join(cfg.DataDir, "state"),
-		Agent:         container.AgentConfig{Kind: "script", ScriptFile: cfg.Runtime.Script},
-		MaxContainers: maxContainers, Logger: log,
-		Limits:  container.Limits{MemoryBytes: 256 << 20, CPUs: 0.5, Pids: 128},
-		OnEvent: func(e container.Event) { metrics.OnContainerEvent(e); peak.on(e) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	con := console.New(inR, outW)
-	h, err := host.New(host.Options{
-		Config: cfg, Store: st, Backend: backend, Channels: []channels.Channel{con}, Docker: docker,
-		Logger: log, Metrics: metrics, Root: repoRoot(t),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	e := &env{t: t, dir: dir, cfg: cfg, store: st, host: h, backend: backend, typing: inW, screen: newScreen(outR), peak: peak}
-	var once sync.Once
-	e.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("host.Run: %v", err)
-				}
-			case <-time.After(60 * time.Second):
-				t.Errorf("host did not stop within 60s")
-			}
-			backend.Close()
-			inW.Close()
-			outW.Close()
-			st.Close()
-		})
-	}
-	t.Cleanup(e.stop)
-	// The console group exists once Run has synced the groups.
-	waitUntil(t, 10*time.Second, "the console group is registered and serving", func() bool {
-		return h.HTTPAddr() != ""
-	})
-	return e
 }
 
 type testWriter struct{ t *testing.T }
@@ -308,6 +357,13 @@ func countEvents(t *testing.T, st *store.Store, runID, typ, node string) int {
 		}
 	}
 	return n
+}
+
+// containerOf is the name of the last container started for a run.
+func (p *peakCounter) containerOf(runID string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byRun[runID]
 }
 
 func (p *peakCounter) started() int {
