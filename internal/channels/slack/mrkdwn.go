@@ -3,7 +3,7 @@ package slack
 import (
 	"regexp"
 	"strings"
-	"unicode/utf8"
+	"unicode/utf16"
 )
 
 // Slack's size limits (characters) for the parts nanohost posts.
@@ -44,14 +44,17 @@ func mention(user string) string {
 
 // escapeLimited escapes raw for mrkdwn and cuts it to at most limit
 // characters, ending with note when it had to cut. It cuts the source text,
-// never the escaped text, so an entity like &amp; is never split.
+// never the escaped text, so an entity like &amp; is never split, and it
+// closes a ``` code block the cut left open. Characters are counted as
+// UTF-16 code units (an emoji beyond the Basic Multilingual Plane counts
+// twice), which is never fewer than Slack counts.
 func escapeLimited(raw string, limit int, note string) string {
 	if escapedLen(raw, limit) <= limit {
-		if escaped := escapeMrkdwn(raw); utf8.RuneCountInString(escaped) <= limit {
+		if escaped := escapeMrkdwn(raw); textLen(escaped) <= limit {
 			return escaped
 		}
 	}
-	budget := limit - utf8.RuneCountInString(note)
+	budget := limit - textLen(note) - len(closeFence)
 	n, used := 0, 0
 	for _, r := range raw {
 		w := escapedWidth(r)
@@ -64,12 +67,18 @@ func escapeLimited(raw string, limit int, note string) string {
 	kept := escapeMrkdwn(cutRunes(raw, n))
 	// Word joiners after @channel can still overshoot; every source
 	// character dropped shortens the result by at least one.
-	for over := utf8.RuneCountInString(kept) - budget; over > 0 && n > 0; over = utf8.RuneCountInString(kept) - budget {
+	for over := textLen(kept) - budget; over > 0 && n > 0; over = textLen(kept) - budget {
 		n = max(0, n-over)
 		kept = escapeMrkdwn(cutRunes(raw, n))
 	}
+	if strings.Count(kept, "```")%2 == 1 {
+		kept += closeFence // the code block the cut opened ends before the note
+	}
 	return kept + note
 }
+
+// closeFence ends a code block a cut left open.
+const closeFence = "\n```"
 
 // escapedLen is raw's length once entities are escaped (joiners aside),
 // counted only up to just past limit.
@@ -91,7 +100,16 @@ func escapedWidth(r rune) int {
 	case '<', '>':
 		return len("&lt;")
 	}
-	return 1
+	return utf16.RuneLen(r)
+}
+
+// textLen is s's length in UTF-16 code units.
+func textLen(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
 }
 
 // cutRunes returns s's first n characters.
@@ -109,12 +127,21 @@ func cutRunes(s string, n int) string {
 	return s
 }
 
-// plainLimited cuts plain_text (which Slack does not parse) to limit characters.
+// plainLimited cuts plain_text (which Slack does not parse) to limit
+// characters (UTF-16 code units, as escapeLimited).
 func plainLimited(s string, limit int) string {
-	if utf8.RuneCountInString(s) <= limit {
+	if textLen(s) <= limit {
 		return s
 	}
-	return cutRunes(s, limit-1) + "…"
+	used, n := 0, 0
+	for _, r := range s {
+		if used+utf16.RuneLen(r) > limit-1 {
+			break
+		}
+		used += utf16.RuneLen(r)
+		n++
+	}
+	return cutRunes(s, n) + "…"
 }
 
 // truncationNote tells people where the rest of a cut text is.

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"nanohost/internal/channels"
@@ -30,7 +31,7 @@ func TestEscapeLimitedCutsBetweenCharacters(t *testing.T) {
 		strings.Repeat("@channel ", 600),
 	} {
 		got := escapeLimited(raw, maxSectionText, note)
-		if n := utf8.RuneCountInString(got); n > maxSectionText {
+		if n := len(utf16.Encode([]rune(got))); n > maxSectionText {
 			t.Errorf("%d characters, over the %d limit", n, maxSectionText)
 		}
 		body, found := strings.CutSuffix(got, note)
@@ -43,6 +44,12 @@ func TestEscapeLimitedCutsBetweenCharacters(t *testing.T) {
 	}
 	if exact := strings.Repeat("a", maxSectionText-5) + "&"; escapeLimited(exact, maxSectionText, note) != exact[:len(exact)-1]+"&amp;" {
 		t.Error("a text that fits the limit exactly must not be cut")
+	}
+	if got := escapeLimited("```go\n"+strings.Repeat("x", 200)+"\n```", 100, note); !strings.HasSuffix(got, "\n```"+note) {
+		t.Errorf("a cut inside a code block must close it before the note: …%q", got[max(0, len(got)-40):])
+	}
+	if got := plainLimited(strings.Repeat("😀", 40), 75); len(utf16.Encode([]rune(got))) > 75 || !strings.HasSuffix(got, "…") {
+		t.Errorf("button text %q is over 75 UTF-16 units or was not marked as cut", got)
 	}
 	if got := escapeLimited("short & sweet", 100, "note"); got != "short &amp; sweet" {
 		t.Errorf("a text within the limit must not be cut: %q", got)

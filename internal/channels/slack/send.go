@@ -244,11 +244,13 @@ func retryAfter(err error, backoff time.Duration) (wait time.Duration, retry, li
 // transientSlackErrors are ok:false answers that mean "try again later".
 var transientSlackErrors = []string{"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}
 
-// plainFallback retries a message Slack refused because of its blocks as
-// plain text, so a rendering bug costs formatting, not the message.
+// plainFallback retries a message Slack refused because of its blocks
+// (invalid, or too much text in them together) as plain text, so a
+// rendering bug costs formatting, not the message.
 func plainFallback(call *op, err error) (*op, bool) {
 	var slackErr slackgo.SlackErrorResponse
-	if !errors.As(err, &slackErr) || slackErr.Err != "invalid_blocks" || len(call.msg.blocks) == 0 {
+	refused := errors.As(err, &slackErr) && (slackErr.Err == "invalid_blocks" || slackErr.Err == "msg_blocks_too_long")
+	if !refused || len(call.msg.blocks) == 0 {
 		return nil, false
 	}
 	fallback := *call

@@ -171,6 +171,38 @@ func TestLongAgentTextIsTruncatedWithAPointerToTheLogs(t *testing.T) {
 	}
 }
 
+// Agent output is mostly code and emoji. Slack counts an emoji beyond the
+// Basic Multilingual Plane as two characters; a cut must respect that (or
+// Slack refuses the blocks and the message loses its formatting) and must
+// not leave a code block open.
+func TestAgentCodeWithEmojiIsCutToSlackLimitsAndKeepsItsFormatting(t *testing.T) {
+	h := newHarness(t)
+	r := h.startReporter(opsChat, "run-emoji", channels.VerbosityVerbose)
+	code := "Here is the change:\n```\n" + strings.Repeat("😀", 1500) + "\n```\nDone *today*."
+	r.OnEvent(engine.Event{RunID: "run-emoji", Seq: 1, Time: t0, Type: engine.EventPipelineStarted, Label: "Emoji"})
+	r.OnEvent(engine.Event{RunID: "run-emoji", Seq: 2, Time: t0, Type: engine.EventAgentResponse, Label: "Write", Message: code})
+	h.closeReporter(r)
+
+	thread := h.fake.Thread(opsChat, h.runRoot(opsChat).TS)
+	if len(thread) != 1 {
+		t.Fatalf("want the agent response posted, got %d messages", len(thread))
+	}
+	m := thread[0]
+	if len(m.Blocks) == 0 {
+		t.Fatalf("the message was posted without its blocks (Slack refused them): %q", m.Text[:80])
+	}
+	body := m.BlockText()
+	if !strings.Contains(body, "truncated; the full text is in the run's logs (logs/run-emoji)") {
+		t.Errorf("no truncation note:\n…%s", body[max(0, len(body)-200):])
+	}
+	if n := strings.Count(body, "```"); n%2 != 0 {
+		t.Errorf("%d code fences: the cut left a code block open", n)
+	}
+	if !strings.Contains(body, "Here is the change:") {
+		t.Errorf("the text before the code is missing:\n%s", body[:min(len(body), 200)])
+	}
+}
+
 func TestReporterContinuesTheSameThreadAfterARestart(t *testing.T) {
 	h := newHarness(t)
 	events := eventscript.FiveStageRun("run-r", t0)
