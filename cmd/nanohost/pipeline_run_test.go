@@ -496,3 +496,39 @@ func TestPipelineRunStopsOnSIGINTAndResumes(t *testing.T) {
 		t.Errorf("resume: exit %d %+v", r.code, res)
 	}
 }
+
+// BenchmarkPipelineRun1000Nodes runs the real binary on a 1,000-node linear
+// pipeline (sim backend, a durable checkpoint after every node) and reports
+// the wall time per run and the process's CPU time, user and kernel.
+func BenchmarkPipelineRun1000Nodes(b *testing.B) {
+	const n = 1000
+	var src strings.Builder
+	fmt.Fprintf(&src, "digraph Linear {\n graph [goal=\"benchmark\", max_steps=%d]\n start [shape=Mdiamond]\n exit [shape=Msquare]\n", n+10)
+	prev := "start"
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&src, " n%d [prompt=\"step %d of $goal\"]\n %s -> n%d\n", i, i, prev, i)
+		prev = fmt.Sprintf("n%d", i)
+	}
+	fmt.Fprintf(&src, " %s -> exit\n}\n", prev)
+	dir := b.TempDir()
+	dot := filepath.Join(dir, "linear.dot")
+	if err := os.WriteFile(dot, []byte(src.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var user, sys time.Duration
+	for i := 0; b.Loop(); i++ {
+		cmd := exec.Command(nanohostBin, "pipeline", "run", dot, "--backend", "sim", "--logs", filepath.Join(dir, fmt.Sprint("run", i)), "--json")
+		out, err := cmd.Output()
+		if err != nil {
+			b.Fatalf("run: %v\n%s", err, out)
+		}
+		if !bytes.Contains(out, []byte(`"status": "success"`)) {
+			b.Fatalf("run did not succeed: %s", out)
+		}
+		user += cmd.ProcessState.UserTime()
+		sys += cmd.ProcessState.SystemTime()
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/run")
+	b.ReportMetric(float64(user.Milliseconds())/float64(b.N), "user-ms/run")
+	b.ReportMetric(float64(sys.Milliseconds())/float64(b.N), "sys-ms/run")
+}

@@ -285,3 +285,42 @@ func TestDeadEndCompletesTheRunWithAWarning(t *testing.T) {
 		t.Error("no warning for the dead end")
 	}
 }
+
+// §11.12: the stylesheet's model override by shape reaches the backend.
+func TestStylesheetModelOverrideReachesTheBackend(t *testing.T) {
+	src := `digraph S {
+		graph [model_stylesheet="box { llm_model: claude-opus-4-6; llm_provider: anthropic } #fast { llm_model: gemini-3-flash-preview }"]
+		start [shape=Mdiamond]
+		exit [shape=Msquare]
+		plan [prompt="plan"]
+		fast [prompt="quick"]
+		pinned [prompt="p", llm_model="gpt-5"]
+		start -> plan -> fast -> pinned -> exit
+	}`
+	be := &recordingBackend{inner: &script.Script{}}
+	runGraph(t, src, runOpts{backend: be})
+	for node, want := range map[string]string{"plan": "claude-opus-4-6", "fast": "gemini-3-flash-preview", "pinned": "gpt-5"} {
+		if got := be.requests(node)[0].Model; got != want {
+			t.Errorf("%s ran with model %q, want %q", node, got, want)
+		}
+	}
+	if be.requests("plan")[0].Provider != "anthropic" {
+		t.Errorf("provider = %q", be.requests("plan")[0].Provider)
+	}
+}
+
+func TestVisitCountBoundsALoop(t *testing.T) {
+	src := `digraph V {
+		start [shape=Mdiamond]
+		exit [shape=Msquare]
+		try [prompt="try"]
+		start -> try
+		try -> try [condition="context.internal.visit_count.try!=3"]
+		try -> exit [condition="context.internal.visit_count.try=3"]
+	}`
+	out := runGraph(t, src, runOpts{})
+	wantPath(t, out.res, "start", "try", "try", "try", "exit")
+	if _, stored := out.res.Context["internal.visit_count.try"]; stored {
+		t.Error("visit counts are answered from the run, not stored in the context")
+	}
+}

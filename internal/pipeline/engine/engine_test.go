@@ -270,3 +270,54 @@ func TestRunRefusesADirectoryThatHoldsARun(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// §11.13: the integration smoke test, on the script backend.
+func TestIntegrationSmoke(t *testing.T) {
+	const src = `digraph test_pipeline {
+		graph [goal="Create a hello world Python script"]
+		start       [shape=Mdiamond]
+		plan        [shape=box, prompt="Plan how to create a hello world script for: $goal"]
+		implement   [shape=box, prompt="Write the code based on the plan", goal_gate=true]
+		review      [shape=box, prompt="Review the code for correctness"]
+		done        [shape=Msquare]
+		start -> plan
+		plan -> implement
+		implement -> review [condition="outcome=success"]
+		implement -> plan   [condition="outcome=fail", label="Retry"]
+		review -> done      [condition="outcome=success"]
+		review -> implement [condition="outcome=fail", label="Fix"]
+	}`
+	g, _ := prepare(t, src) // no error-severity lint results
+	if g.Goal() != "Create a hello world Python script" || len(g.Nodes) != 5 || len(g.Edges) != 6 {
+		t.Fatalf("parsed goal %q, %d nodes, %d edges", g.Goal(), len(g.Nodes), len(g.Edges))
+	}
+	be := steps(map[string][]any{
+		"plan":      {"Plan: hello.py [outcome:success]"},
+		"implement": {"print('Hello, world!') [outcome:success]"},
+		"review":    {"Looks right. [outcome:success]"},
+	})
+	out := runGraph(t, src, runOpts{backend: be})
+	wantStatus(t, out.res, "success")
+	if !slices.Contains(out.res.CompletedNodes, "implement") {
+		t.Errorf("completed = %v", out.res.CompletedNodes)
+	}
+	for _, node := range []string{"plan", "implement", "review"} {
+		for _, f := range []string{"prompt.md", "response.md", "status.json"} {
+			if _, err := os.Stat(filepath.Join(out.root, node, f)); err != nil {
+				t.Errorf("artifact: %v", err)
+			}
+		}
+	}
+	cp := loadCheckpoint(t, out.root)
+	if cp.GoalGates["implement"] != engine.StatusSuccess {
+		t.Errorf("goal gate implement = %q", cp.GoalGates["implement"])
+	}
+	if cp.CurrentNode != "done" {
+		t.Errorf("checkpoint current_node = %q", cp.CurrentNode)
+	}
+	for _, n := range []string{"plan", "implement", "review"} {
+		if !slices.Contains(cp.CompletedNodes, n) {
+			t.Errorf("checkpoint completed_nodes lacks %s", n)
+		}
+	}
+}

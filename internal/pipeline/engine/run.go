@@ -55,6 +55,7 @@ type run struct {
 	total      int // stage count for "n/N"
 	trace      *tracer
 	rootDir    *os.File // the run directory, open for fsyncs
+	cpBuf      []byte   // checkpoint encoding buffer, reused
 	conds      condCache
 
 	mu         sync.Mutex
@@ -497,8 +498,9 @@ func (r *run) snapshot(current, next string, incoming *pipeline.Edge, state, rea
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, len(head)+len(r.dotJSON)+40*(len(r.completed)+len(r.path)+len(r.attempts)))
-	b = append(b, head[:len(head)-1]...) // without its closing brace
+	// Checkpoints are written one at a time by the top-level walk, each
+	// before the next is encoded, so one buffer serves them all.
+	b := append(r.cpBuf[:0], head[:len(head)-1]...) // without its closing brace
 	b = append(b, `,"completed_nodes":`...)
 	b = appendStrings(b, r.completed)
 	b = append(b, `,"path":`...)
@@ -511,7 +513,9 @@ func (r *run) snapshot(current, next string, incoming *pipeline.Edge, state, rea
 	b = appendCounts(b, r.stageIndex)
 	b = append(b, `,"graph_dot":`...)
 	b = append(b, r.dotJSON...)
-	return append(b, '}'), nil
+	b = append(b, '}')
+	r.cpBuf = b
+	return b, nil
 }
 
 // checkpointHead encodes a Checkpoint without the fields snapshot appends
