@@ -17,22 +17,69 @@ import (
 const eventBatch = 500
 
 // streamEvent is an event as streamed: the engine event plus the live-log
-// line the dashboard shows for it.
+// line the dashboard shows for it and the lowest verbosity that shows it
+// (minimal, standard, verbose).
 type streamEvent struct {
 	engine.Event
-	Text string `json:"text"`
+	Text      string `json:"text"`
+	Verbosity string `json:"verbosity"`
 }
 
-// eventText is the dashboard's line for an event: the live log's wording,
-// or the event type for events the live log leaves out.
-func eventText(e engine.Event) string {
+func newStreamEvent(e engine.Event) streamEvent {
+	text, level := describe(e)
+	return streamEvent{Event: e, Text: text, Verbosity: level}
+}
+
+var verbosityNames = map[engine.Verbosity]string{
+	engine.VerbosityMinimal: "minimal", engine.VerbosityStandard: "standard", engine.VerbosityVerbose: "verbose",
+}
+
+// describe is the dashboard's line for an event — the live log's wording,
+// or the event type for events the live log leaves out (those count as
+// verbose) — and its verbosity.
+func describe(e engine.Event) (text, verbosity string) {
+	e.Data = normalizeData(e.Data)
+	verbosity = verbosityNames[engine.EventVerbosity(e)]
 	if t := strings.TrimSpace(engine.FormatEvent(e)); t != "" {
-		return t
+		return t, verbosity
 	}
 	if e.NodeID != "" {
-		return string(e.Type) + " " + e.NodeID
+		return string(e.Type) + " " + e.NodeID, "verbose"
 	}
-	return string(e.Type)
+	return string(e.Type), "verbose"
+}
+
+// normalizeData undoes what a JSON round trip through the store does to an
+// event's Data (numbers become float64, string lists []any), so the live
+// log's formatter sees the types the engine emitted.
+func normalizeData(data map[string]any) map[string]any {
+	if len(data) == 0 {
+		return data
+	}
+	out := make(map[string]any, len(data))
+	for k, v := range data {
+		switch x := v.(type) {
+		case float64:
+			if x == float64(int(x)) {
+				v = int(x)
+			}
+		case []any:
+			strs := make([]string, 0, len(x))
+			for _, item := range x {
+				s, ok := item.(string)
+				if !ok {
+					strs = nil
+					break
+				}
+				strs = append(strs, s)
+			}
+			if strs != nil {
+				v = strs
+			}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // streamEvents is GET /pipelines/{id}/events: Server-Sent Events, every
@@ -155,7 +202,7 @@ func resumePoint(r *http.Request) (int64, error) {
 // writeSSE writes one event: its seq as the SSE id (what Last-Event-ID
 // resumes from) and its JSON as the data (one line: JSON escapes newlines).
 func writeSSE(buf *bytes.Buffer, e engine.Event) {
-	data, err := json.Marshal(streamEvent{Event: e, Text: eventText(e)})
+	data, err := json.Marshal(newStreamEvent(e))
 	if err != nil {
 		data = []byte(fmt.Sprintf(`{"seq":%d,"type":"error","text":"event %d could not be encoded"}`, e.Seq, e.Seq))
 	}

@@ -76,10 +76,15 @@ func runSVG(g *pipeline.Graph, v *runView) []byte {
 	return highlightEdges(render.SVG(g, states), v.Taken)
 }
 
-// takenStroke is how a taken edge is drawn (render draws every edge grey).
+// How a taken edge is drawn: render draws every edge thin and grey; a
+// taken one is thick and blue, with its own arrowhead (a marker scales with
+// the stroke, so the shared one would come out huge).
 const (
-	edgeStroke  = `stroke="#495057" stroke-width="1.3"`
-	takenStroke = `stroke="#1c7ed6" stroke-width="3"`
+	edgeStroke     = `stroke="#495057" stroke-width="1.3"`
+	takenStroke    = `stroke="#1c7ed6" stroke-width="3"`
+	edgeMarker     = `marker-end="url(#arrow)"`
+	takenMarker    = `marker-end="url(#arrow-taken)"`
+	takenMarkerDef = `<marker id="arrow-taken" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="3.5" markerHeight="3.5" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#1c7ed6"/></marker></defs>`
 )
 
 // highlightEdges marks the edges the run took: their group gets the class
@@ -90,8 +95,13 @@ func highlightEdges(svg []byte, taken map[edgeKey]bool) []byte {
 		return svg
 	}
 	var out bytes.Buffer
-	out.Grow(len(svg) + 64*len(taken))
+	out.Grow(len(svg) + 64*len(taken) + len(takenMarkerDef))
 	rest := svg
+	if i := bytes.Index(rest, []byte("</defs>")); i >= 0 {
+		out.Write(rest[:i])
+		out.WriteString(takenMarkerDef)
+		rest = rest[i+len("</defs>"):]
+	}
 	const open = `<g class="edge`
 	for {
 		i := bytes.Index(rest, []byte(open))
@@ -110,6 +120,7 @@ func highlightEdges(svg []byte, taken map[edgeKey]bool) []byte {
 		if from, to, ok := edgeTitle(group); ok && taken[edgeKey{from, to}] {
 			group = bytes.Replace(group, []byte(open), []byte(open+" taken"), 1)
 			group = bytes.Replace(group, []byte(edgeStroke), []byte(takenStroke), 1)
+			group = bytes.Replace(group, []byte(edgeMarker), []byte(takenMarker), 1)
 		}
 		out.Write(group)
 		rest = rest[end:]

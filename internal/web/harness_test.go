@@ -189,6 +189,11 @@ func (r *engineRuns) Answer(ctx context.Context, req web.AnswerRequest) (web.Ans
 	w := r.waiters[req.RunID+"/"+req.GateID]
 	r.mu.Unlock()
 	if w == nil {
+		// The Ask ended after this request read the gate: an answer won
+		// (the store says so before the Ask returns).
+		if g, err = r.st.GetGate(ctx, req.RunID, req.GateID); err == nil && g.Status != store.GateOpen {
+			return settled(g), nil
+		}
 		return web.AnswerResult{}, fmt.Errorf("gate %s is not being asked: %w", req.GateID, web.ErrUnknownGate)
 	}
 	if w.q.Approvers != "" {

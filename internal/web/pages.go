@@ -141,10 +141,11 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 
 // logLine is an event in the run page's log.
 type logLine struct {
-	Seq   int64
-	Type  string
-	Clock string
-	Text  string
+	Seq       int64
+	Type      string
+	Clock     string
+	Text      string
+	Verbosity string
 }
 
 // questionView is an open gate on the run page.
@@ -211,7 +212,8 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, e := range events {
-		data.Events = append(data.Events, logLine{Seq: e.Seq, Type: string(e.Type), Clock: e.Time.UTC().Format("15:04:05"), Text: eventText(e)})
+		text, level := describe(e)
+		data.Events = append(data.Events, logLine{Seq: e.Seq, Type: string(e.Type), Clock: e.Time.UTC().Format("15:04:05"), Text: text, Verbosity: level})
 	}
 	s.render(w, s.pages.run, http.StatusOK, data)
 }

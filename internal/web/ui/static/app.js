@@ -109,6 +109,7 @@
         reason.hidden = !run.failure_reason;
         var finished = run.status === 'success' || run.status === 'fail' || run.status === 'cancelled';
         body.dataset.finished = String(finished);
+        if (run.started_at) body.dataset.started = run.started_at;
         body.dataset.status = run.status;
         if (finished) {
           var c = $('#cancel');
@@ -236,7 +237,7 @@
     // Live events.
     var log = $('#log');
     function addLine(e) {
-      var li = el('li', { 'data-seq': String(e.seq), 'class': 'ev ' + e.type });
+      var li = el('li', { 'data-seq': String(e.seq), 'class': 'ev ' + e.type + ' v-' + (e.verbosity || 'verbose') });
       li.appendChild(el('time', {}, (e.time || '').slice(11, 19)));
       li.appendChild(document.createTextNode(' '));
       li.appendChild(el('span', {}, e.text));
@@ -245,6 +246,23 @@
       if (atBottom) log.scrollTop = log.scrollHeight;
     }
     log.scrollTop = log.scrollHeight;
+
+    // Every event, or only those the run's thread would show (standard).
+    var all = $('#all-events');
+    all.checked = localStorage.getItem('nanohost.allEvents') === '1';
+    log.classList.toggle('all', all.checked);
+    all.addEventListener('change', function () {
+      localStorage.setItem('nanohost.allEvents', all.checked ? '1' : '0');
+      log.classList.toggle('all', all.checked);
+      log.scrollTop = log.scrollHeight;
+    });
+
+    // The duration ticks while the run is live.
+    setInterval(function () {
+      if (body.dataset.finished === 'true' || !body.dataset.started) return;
+      var d = $('#run-duration');
+      if (d) d.textContent = duration(Date.now() - Date.parse(body.dataset.started));
+    }, 1000);
 
     if (body.dataset.finished === 'true') return;
     var after = body.dataset.lastSeq || '0';
