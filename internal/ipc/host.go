@@ -57,7 +57,7 @@ type RunStatus struct {
 	Group       string     `json:"group,omitempty"`
 	Chat        string     `json:"chat"`
 	Thread      string     `json:"thread,omitempty"`
-	State       string     `json:"state"` // running, waiting_human, completed, failed, cancelled
+	State       string     `json:"state"` // one of the State… constants
 	CurrentNode string     `json:"current_node,omitempty"`
 	Completed   []string   `json:"completed_nodes,omitempty"`
 	Goal        string     `json:"goal,omitempty"`
@@ -65,6 +65,17 @@ type RunStatus struct {
 	EndedAt     *time.Time `json:"ended_at,omitempty"`
 	Detail      string     `json:"detail,omitempty"`
 }
+
+// Run states in RunStatus.State. Completed, failed and cancelled are final;
+// an interrupted run (the host stopped under it) resumes when the host is back.
+const (
+	StateRunning      = "running"
+	StateWaitingHuman = "waiting_human"
+	StateInterrupted  = "interrupted"
+	StateCompleted    = "completed"
+	StateFailed       = "failed"
+	StateCancelled    = "cancelled"
+)
 
 // ErrUnknownRun is what PipelineStatus returns (wrapped or not) for a run id
 // the host does not know.

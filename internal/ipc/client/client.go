@@ -6,6 +6,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -70,15 +71,31 @@ func (c *Client) Submit(req ipc.Request) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("unknown request type %q", env.Type)
 	}
-	data, err := json.Marshal(req)
+	data, err := encode(req)
 	if err != nil {
 		return "", fmt.Errorf("encode %s request: %w", env.Type, err)
+	}
+	if max := ipc.DefaultLimits.FileBytes; int64(len(data)) > max {
+		return "", fmt.Errorf("the %s request is %d bytes as JSON; the host reads request files of at most %d bytes: make it smaller", env.Type, len(data), max)
 	}
 	dir := filepath.Join(c.Dir, string(q))
 	if err := writeAtomic(dir, env.RequestID+".json", data); err != nil {
 		return "", fmt.Errorf("submit %s request (is %s the mounted IPC directory? set %s): %w", env.Type, c.Dir, EnvDir, err)
 	}
 	return env.RequestID, nil
+}
+
+// encode writes req as JSON without HTML escaping: json.Marshal would turn
+// every '>' of a DOT edge into the 6 bytes \u003e, so a pipeline well under
+// the DOT limit could make a request file over the host's file limit.
+func encode(req ipc.Request) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(req); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func envelopeOf(req ipc.Request) *ipc.Envelope {

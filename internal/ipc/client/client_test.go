@@ -43,6 +43,10 @@ type host struct {
 	mu       sync.Mutex
 	runs     map[string]*ipc.RunStatus
 	messages []string
+	// course, when set, is what a run's successive status queries see (the
+	// last entry stays): how a test makes a run progress and end.
+	course []ipc.RunStatus
+	asked  map[string]int
 }
 
 func (h *host) StartPipeline(_ context.Context, req ipc.StartRequest) (ipc.StartResult, error) {
@@ -67,10 +71,16 @@ func (h *host) CancelPipeline(_ context.Context, _, runID string) error {
 func (h *host) PipelineStatus(_ context.Context, _, runID string) (ipc.RunStatus, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if st, ok := h.runs[runID]; ok {
-		return *st, nil
+	st, ok := h.runs[runID]
+	if !ok {
+		return ipc.RunStatus{}, ipc.ErrUnknownRun
 	}
-	return ipc.RunStatus{}, ipc.ErrUnknownRun
+	if len(h.course) > 0 {
+		step := h.course[min(h.asked[runID], len(h.course)-1)]
+		h.asked[runID]++
+		st.State, st.CurrentNode = step.State, step.CurrentNode
+	}
+	return *st, nil
 }
 
 func (h *host) SendMessage(_ context.Context, _, chat, thread, text string) error {
@@ -103,7 +113,7 @@ func startHost(t *testing.T) (*host, string) {
 			t.Fatal(err)
 		}
 	}
-	h := &host{runs: map[string]*ipc.RunStatus{}}
+	h := &host{runs: map[string]*ipc.RunStatus{}, asked: map[string]int{}}
 	w, err := ipc.NewWatcher(ipc.Config{
 		Root: root, Host: h, Registry: reg, Rescan: 100 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -144,10 +154,10 @@ func writeDOT(t *testing.T, name, src string) string {
 
 var runIDPattern = regexp.MustCompile(`pipeline run (\S+) started`)
 
-func TestStartPipelineWaitPrintsTheRun(t *testing.T) {
+func TestStartPipelinePrintsTheRun(t *testing.T) {
 	startHost(t)
 	file := writeDOT(t, "feature.dot", goodDOT)
-	code, out, errs := run(t, "", "start-pipeline", file, "--goal", "Add RSI", "--verbosity", "minimal", "--wait")
+	code, out, errs := run(t, "", "start-pipeline", file, "--goal", "Add RSI", "--verbosity", "minimal")
 	if code != client.ExitOK {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
@@ -166,32 +176,90 @@ func TestStartPipelineWaitPrintsTheRun(t *testing.T) {
 	}
 }
 
-func TestStartPipelineWaitShowsEveryDiagnosticAndFails(t *testing.T) {
+// An agent that forgets --wait must still see why its graph was refused.
+func TestStartPipelineShowsEveryDiagnosticAndFails(t *testing.T) {
 	startHost(t)
 	file := writeDOT(t, "broken.dot", brokenDOT)
-	code, out, _ := run(t, "", "start-pipeline", "--wait", file)
-	if code != client.ExitRefused {
-		t.Fatalf("exit %d, want %d\n%s", code, client.ExitRefused, out)
-	}
-	if !strings.Contains(out, "rejected: the pipeline does not validate") {
-		t.Errorf("no rejection line:\n%s", out)
-	}
-	// Diagnostics name the agent's own file, the rule and the fix.
-	if !regexp.MustCompile(regexp.QuoteMeta(file) + `(:\d+)*: error \[terminal_node\].*\(fix: `).MatchString(out) {
-		t.Errorf("the terminal_node problem is not shown with file, rule and fix:\n%s", out)
+	for _, args := range [][]string{{"start-pipeline", file}, {"start-pipeline", "--wait", file}} {
+		code, out, _ := run(t, "", args...)
+		if code != client.ExitRefused {
+			t.Fatalf("%v: exit %d, want %d\n%s", args, code, client.ExitRefused, out)
+		}
+		if !strings.Contains(out, "rejected: the pipeline does not validate") {
+			t.Errorf("%v: no rejection line:\n%s", args, out)
+		}
+		// Diagnostics name the agent's own file, the rule and the fix.
+		if !regexp.MustCompile(regexp.QuoteMeta(file) + `(:\d+)*: error \[terminal_node\].*\(fix: `).MatchString(out) {
+			t.Errorf("%v: the terminal_node problem is not shown with file, rule and fix:\n%s", args, out)
+		}
 	}
 }
 
-func TestStartPipelineWithoutWaitThenWait(t *testing.T) {
-	startHost(t)
-	code, out, _ := run(t, goodDOT, "start-pipeline", "-")
-	if code != client.ExitOK || !strings.HasPrefix(out, "submitted request ") {
+func TestStartPipelineWaitFollowsTheRunToItsEnd(t *testing.T) {
+	for _, c := range []struct {
+		end  string
+		code int
+	}{{ipc.StateCompleted, client.ExitOK}, {ipc.StateFailed, client.ExitRefused}, {ipc.StateCancelled, client.ExitRefused}} {
+		t.Run(c.end, func(t *testing.T) {
+			h, _ := startHost(t)
+			h.course = []ipc.RunStatus{
+				{State: ipc.StateRunning, CurrentNode: "implement"},
+				{State: ipc.StateRunning, CurrentNode: "implement"},
+				{State: ipc.StateWaitingHuman, CurrentNode: "approve"},
+				{State: c.end, CurrentNode: "exit"},
+			}
+			code, out, errs := run(t, goodDOT, "start-pipeline", "-", "--wait", "--poll", "10ms")
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, c.code, out, errs)
+			}
+			want := []string{"pipeline run run-1 started", "run run-1: running at implement\nrun run-1: waiting_human at approve\n", "run run-1 " + c.end + "\n"}
+			for _, w := range want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			if strings.Count(out, "at implement") != 1 {
+				t.Errorf("an unchanged state is printed again:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestStartPipelineWaitGivesUpAfterTheWaitTimeout(t *testing.T) {
+	startHost(t) // runs never end
+	code, out, _ := run(t, goodDOT, "start-pipeline", "-", "--wait", "--poll", "10ms", "--wait-timeout", "200ms")
+	if code != client.ExitNoAnswer || !strings.Contains(out, "run run-1 has not ended yet") || !strings.Contains(out, "nanoagent ipc status run-1") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
-	id := strings.Fields(out)[2]
-	code, out, _ = run(t, "", "wait", id)
+}
+
+func TestWaitForARequestSubmittedEarlier(t *testing.T) {
+	startHost(t)
+	id, err := client.New().Submit(&ipc.StartPipeline{DOT: goodDOT, File: "feature.dot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := run(t, "", "wait", id)
 	if code != client.ExitOK || !runIDPattern.MatchString(out) {
 		t.Fatalf("wait: exit %d\n%s", code, out)
+	}
+}
+
+// The largest pipeline the host accepts fits in a request, however many
+// edges (and so '>' characters) it has.
+func TestLargestPipelineFitsInARequest(t *testing.T) {
+	startHost(t)
+	head := strings.TrimSuffix(goodDOT, "}\n")
+	line := "  // -> -> -> -> -> -> -> -> -> -> -> -> -> -> -> -> -> -> ->\n"
+	var b strings.Builder
+	b.WriteString(head)
+	for b.Len()+len(line)+2 <= ipc.DefaultLimits.DOTBytes {
+		b.WriteString(line)
+	}
+	b.WriteString("}\n")
+	code, out, errs := run(t, b.String(), "start-pipeline", "-")
+	if code != client.ExitOK {
+		t.Fatalf("a %d-byte pipeline: exit %d\n%s%s", b.Len(), code, out, errs)
 	}
 }
 
@@ -262,12 +330,12 @@ func TestNanoagentBinary(t *testing.T) {
 	}
 	startHost(t)
 	file := writeDOT(t, "feature.dot", goodDOT)
-	cmd := exec.Command(bin, "ipc", "start-pipeline", file, "--wait")
+	cmd := exec.Command(bin, "ipc", "start-pipeline", file)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !runIDPattern.Match(out) {
 		t.Fatalf("nanoagent ipc start-pipeline: %v\n%s", err, out)
 	}
-	cmd = exec.Command(bin, "ipc", "start-pipeline", writeDOT(t, "broken.dot", brokenDOT), "--wait")
+	cmd = exec.Command(bin, "ipc", "start-pipeline", writeDOT(t, "broken.dot", brokenDOT))
 	out, err = cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != client.ExitRefused || !strings.Contains(string(out), "[terminal_node]") {
