@@ -61,6 +61,10 @@ type Options struct {
 	DeliveryBackoff Backoff
 }
 
+// deliveryGrace is how long, once the host is stopping, chat delivery may
+// go on before it is cut off.
+const deliveryGrace = 3 * time.Second
+
 // Host is the running daemon.
 type Host struct {
 	cfg      *config.Config
@@ -202,6 +206,11 @@ func (h *Host) Run(ctx context.Context) error {
 	h.mu.Lock()
 	h.stopping = true
 	h.mu.Unlock()
+	// Chat delivery gets a short grace to post what is queued (the events
+	// of runs being interrupted, a reply in flight); what a chat that is
+	// down cannot take by then is posted on the next start.
+	graceTimer := time.AfterFunc(deliveryGrace, h.stopDelivery)
+	defer graceTimer.Stop()
 	h.runs.interruptAll()
 	h.chats.stop()
 	if srv != nil {

@@ -1,8 +1,14 @@
 package e2e
 
 import (
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,3 +164,41 @@ func click(t *testing.T, fake *slacktest.Server, msg slacktest.Message, user, la
 	}
 	t.Fatalf("message %s has no button %q: %+v", msg.TS, label, msg.Buttons())
 }
+
+// outage sits between the host and the fake Slack's Web API and can take
+// Slack down: then every call fails, alternately with a 503 (which the
+// Slack adapter retries itself) and with a final-looking error (which the
+// host's own delivery retries). The websocket goes to the fake directly;
+// drop it with fake.Disconnect (its reconnection needs the Web API too).
+type outage struct {
+	srv   *httptest.Server
+	down  atomic.Bool
+	calls atomic.Int64
+}
+
+func newOutage(t *testing.T, fake *slacktest.Server) *outage {
+	t.Helper()
+	target, err := url.Parse(fake.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &outage{}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	o.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !o.down.Load() {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		if o.calls.Add(1)%2 == 0 {
+			http.Error(w, "slack is down", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"ok":false,"error":"not_in_channel"}`)
+	}))
+	t.Cleanup(o.srv.Close)
+	return o
+}
+
+// apiURL is what the host uses as Slack's Web API.
+func (o *outage) apiURL() string { return o.srv.URL + "/api/" }
