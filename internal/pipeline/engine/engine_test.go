@@ -321,3 +321,19 @@ func TestIntegrationSmoke(t *testing.T) {
 		}
 	}
 }
+
+func TestStartAndExitRecognisedByIDNeverReachTheBackend(t *testing.T) {
+	src := `digraph IDs {
+		start
+		work [prompt="w"]
+		end
+		start -> work -> end
+	}`
+	be := &recordingBackend{inner: &script.Script{}}
+	out := runGraph(t, src, runOpts{backend: be})
+	wantStatus(t, out.res, "success")
+	wantPath(t, out.res, "start", "work", "end")
+	if len(be.requests("start"))+len(be.requests("end")) != 0 {
+		t.Error("start or end was sent to the backend")
+	}
+}

@@ -118,7 +118,8 @@ func (r *Registry) Register(typ string, h Handler) {
 }
 
 // Resolve picks the node's handler: its explicit `type` when registered,
-// else the type its shape maps to, else codergen. It also returns the type
+// else start/exit for start and exit nodes, else the type its shape maps
+// to, else codergen. It also returns the type
 // name used.
 func (r *Registry) Resolve(n *pipeline.Node) (Handler, string) {
 	r.mu.RLock()
@@ -127,6 +128,14 @@ func (r *Registry) Resolve(n *pipeline.Node) (Handler, string) {
 		if h, ok := r.handlers[t]; ok {
 			return h, t
 		}
+	}
+	// A start or exit recognised by its id (start, exit, end) is one,
+	// whatever its shape: it must not become an agent call.
+	switch {
+	case n.IsStart():
+		return r.handlers[TypeStart], TypeStart
+	case n.IsExit():
+		return r.handlers[TypeExit], TypeExit
 	}
 	if t := pipeline.HandlerTypeForShape(n.Shape()); t != "" {
 		if h, ok := r.handlers[t]; ok {

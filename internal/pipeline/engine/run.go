@@ -278,6 +278,9 @@ func (r *run) walk(ctx context.Context, cur string, incoming *pipeline.Edge, pre
 		r.recordTopLevel(node.ID, st)
 		lastDone = node.ID
 		if node.IsExit() {
+			if out.Status == StatusFail { // a custom exit handler may refuse
+				return r.fail(node.ID, failureReason(node, out))
+			}
 			return r.succeed(node.ID)
 		}
 		if reason := r.overBudget(); reason != "" {
