@@ -27,12 +27,11 @@ const usage = `usage: nanoagent ipc COMMAND [flags]
 Ask the nanohost host to do something for this group's chat.
 
   start-pipeline FILE.dot [--goal G] [--verbosity minimal|standard|verbose]
-                 [--chat C] [--thread T] [--wait [--wait-timeout D]]
-      Submit an Attractor DOT pipeline (FILE "-" reads stdin) and print the
-      host's verdict: the run id and where progress goes, or every
-      validation problem with its line, rule and fix (exit 1). With --wait,
-      then follow the run until it ends (default at most 30m) and print how
-      it ended: exit 0 completed, 1 failed or cancelled, 3 still running.
+                 [--chat C] [--thread T] [--wait]
+      Submit an Attractor DOT pipeline (FILE "-" reads stdin), wait for the
+      host's verdict and print it: the run id and where progress goes, or
+      every validation problem with its line, rule and fix (exit 1).
+      Waiting is the default (--wait); --wait=false only submits.
   send TEXT [--thread T] [--chat C]
       Post TEXT ("-" reads stdin) to the chat.
   status RUN_ID     Show where a run stands.
@@ -76,10 +75,6 @@ type command struct {
 
 	timeout time.Duration
 	asJSON  bool
-
-	// --wait of start-pipeline: how long to follow the run, how often to ask.
-	waitTimeout time.Duration
-	poll        time.Duration
 }
 
 // flags returns a flag set with the options every command shares.
@@ -127,9 +122,7 @@ func (c *command) startPipeline(ctx context.Context, args []string) int {
 	fs.StringVar(&verbosity, "verbosity", "standard", "how much progress to post: minimal, standard or verbose")
 	fs.StringVar(&req.Chat, "chat", "", "post progress to this chat (only the main group may name another chat)")
 	fs.StringVar(&req.Thread, "thread", "", "post progress in this thread")
-	fs.BoolVar(&wait, "wait", false, "after the verdict, follow the run until it ends")
-	fs.DurationVar(&c.waitTimeout, "wait-timeout", 30*time.Minute, "with --wait: stop following the run after this long (it goes on)")
-	fs.DurationVar(&c.poll, "poll", 2*time.Second, "with --wait: how often to ask for the run's state")
+	fs.BoolVar(&wait, "wait", true, "wait for the host's verdict and print it (--wait=false only submits)")
 	pos, ok := c.parse(fs, args, 1, "one FILE.dot")
 	if !ok {
 		return ExitUsage
@@ -149,67 +142,11 @@ func (c *command) startPipeline(ctx context.Context, args []string) int {
 	if err != nil {
 		return c.fail("%v", err)
 	}
-	resp, code := c.answer(ctx, id)
-	if code != ExitOK || !wait {
-		return code
+	if !wait {
+		fmt.Fprintf(c.stdout, "submitted request %s\nwait for the verdict with: nanoagent ipc wait %s\n", id, id)
+		return ExitOK
 	}
-	return c.follow(ctx, resp.RunID)
-}
-
-// follow asks for a run's state every c.poll until the run ends, printing a
-// line whenever its state or current node changes, then how it ended.
-func (c *command) follow(ctx context.Context, runID string) int {
-	ctx, cancel := context.WithTimeout(ctx, c.waitTimeout)
-	defer cancel()
-	last := ""
-	for {
-		ask, stop := context.WithTimeout(ctx, c.timeout)
-		resp, err := c.client.Do(ask, &ipc.PipelineStatus{RunID: runID})
-		stop()
-		switch {
-		case ctx.Err() != nil:
-			fmt.Fprintf(c.stdout, "run %s has not ended yet; it goes on without you watching. Check on it with: nanoagent ipc status %s\n", runID, runID)
-			return ExitNoAnswer
-		case errors.Is(err, ErrNoAnswer):
-			fmt.Fprintf(c.stderr, "nanoagent ipc %s: %v\n", c.name, err)
-			return ExitNoAnswer
-		case err != nil:
-			return c.fail("%v", err)
-		case resp.Status != ipc.Accepted || resp.Run == nil:
-			c.print(resp)
-			return ExitRefused
-		case runEnded(resp.Run.State):
-			c.print(resp)
-			if resp.Run.State == ipc.StateCompleted {
-				return ExitOK
-			}
-			return ExitRefused
-		}
-		if now := resp.Run.State + " " + resp.Run.CurrentNode; now != last && !c.asJSON {
-			last = now
-			fmt.Fprintf(c.stdout, "run %s: %s%s\n", runID, resp.Run.State, nodeNote(resp.Run.CurrentNode))
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(c.poll):
-		}
-	}
-}
-
-// runEnded reports whether a run in state will not change any more.
-func runEnded(state string) bool {
-	switch state {
-	case ipc.StateCompleted, ipc.StateFailed, ipc.StateCancelled:
-		return true
-	}
-	return false
-}
-
-func nodeNote(node string) string {
-	if node == "" {
-		return ""
-	}
-	return " at " + node
+	return c.await(ctx, id)
 }
 
 func (c *command) send(ctx context.Context, args []string) int {
@@ -266,38 +203,27 @@ func (c *command) submitAndWait(ctx context.Context, req ipc.Request) int {
 
 // await waits for the answer, prints it and turns it into the exit code.
 func (c *command) await(ctx context.Context, id string) int {
-	_, code := c.answer(ctx, id)
-	return code
-}
-
-// answer is await that also returns the answer.
-func (c *command) answer(ctx context.Context, id string) (ipc.Response, int) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	resp, err := c.client.Wait(ctx, id)
 	if errors.Is(err, ErrNoAnswer) {
 		fmt.Fprintf(c.stderr, "nanoagent ipc %s: %v\n", c.name, err)
-		return resp, ExitNoAnswer
+		return ExitNoAnswer
 	}
 	if err != nil {
-		return resp, c.fail("%v", err)
+		return c.fail("%v", err)
 	}
-	c.print(resp)
-	if resp.Status != ipc.Accepted {
-		return resp, ExitRefused
-	}
-	return resp, ExitOK
-}
-
-// print writes an answer for the agent to read, or as JSON with --json.
-func (c *command) print(resp ipc.Response) {
 	if c.asJSON {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(resp)
-		return
+	} else {
+		fmt.Fprint(c.stdout, Format(resp))
 	}
-	fmt.Fprint(c.stdout, Format(resp))
+	if resp.Status != ipc.Accepted {
+		return ExitRefused
+	}
+	return ExitOK
 }
 
 // readInput returns stdin for "-", else the named file.
@@ -362,11 +288,7 @@ func formatRun(b *strings.Builder, r ipc.Response) {
 	if r.Type == ipc.TypeCancelPipeline {
 		verb = "cancel requested; run"
 	}
-	if runEnded(run.State) && r.Type == ipc.TypePipelineStatus {
-		fmt.Fprintf(b, "run %s %s\n", run.RunID, run.State)
-	} else {
-		fmt.Fprintf(b, "accepted: %s %s is %s\n", verb, run.RunID, run.State)
-	}
+	fmt.Fprintf(b, "accepted: %s %s is %s\n", verb, run.RunID, run.State)
 	fmt.Fprintf(b, "  chat: %s%s\n", run.Chat, threadNote(run.Thread))
 	if run.Goal != "" {
 		fmt.Fprintf(b, "  goal: %s\n", run.Goal)
