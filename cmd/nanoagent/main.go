@@ -40,6 +40,7 @@ func runMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
 		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		installHostSkills(stderr) // Claude Code reads skills from ~/.claude/skills (skills.go)
 		if err := runCommand(ctx, args, stdin, stdout, log); err != nil {
 			fmt.Fprintln(stderr, "nanoagent:", err)
 			return 1

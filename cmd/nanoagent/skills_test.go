@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"nanohost/internal/container/protocol"
+)
+
+// repoSkills is the repository's skills/ directory, which the host mounts
+// at /workspace/skills.
+var repoSkills = filepath.Join("..", "..", "skills")
+
+// The agent the runner starts finds the host's skills where Claude Code
+// looks for them: $HOME/.claude/skills/<name>/SKILL.md.
+func TestRunnerInstallsTheHostSkillsWhereClaudeCodeFindsThem(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("NANOAGENT_SKILLS_DIR", repoSkills)
+	ipc := t.TempDir()
+	for _, d := range []string{"input", "outcome"} {
+		if err := os.Mkdir(filepath.Join(ipc, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := protocol.Request{Version: protocol.Version, DispatchID: 1, NodeID: "a", Prompt: "x", Once: true, Nonce: protocol.NewNonce()}
+	data, _ := json.Marshal(req)
+	var out, errOut bytes.Buffer
+	code := runMain([]string{"run", "--ipc-dir", ipc, "--workdir", t.TempDir(), "--agent", "command",
+		"--command", `head -n 2 "$HOME/.claude/skills/attractor/SKILL.md"; ls "$HOME/.claude/skills/attractor/workflows"`},
+		bytes.NewReader(data), &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	res, err := protocol.NewScanner(&out, req.Nonce).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Result, "name: attractor") || !strings.Contains(res.Result, "bug-fix.dot") {
+		t.Fatalf("the agent did not find the attractor skill and its workflows in ~/.claude/skills:\n%s\n%s", res.Result, errOut.String())
+	}
+}
+
+func TestInstallSkillsReplacesOldCopiesAndKeepsOtherSkills(t *testing.T) {
+	dst := filepath.Join(t.TempDir(), ".claude", "skills")
+	// A copy from an older host, and a skill of the agent's own.
+	for _, f := range []string{"attractor/SKILL.md", "attractor/workflows/removed.dot", "mine/SKILL.md"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, f), []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := installSkills(repoSkills, dst); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(filepath.Join(repoSkills, "attractor", "SKILL.md"))
+	if got, _ := os.ReadFile(filepath.Join(dst, "attractor", "SKILL.md")); !bytes.Equal(got, want) {
+		t.Error("SKILL.md is not the host's current one")
+	}
+	if _, err := os.Stat(filepath.Join(dst, "attractor", "workflows", "removed.dot")); err == nil {
+		t.Error("a file the host no longer ships survived the update")
+	}
+	if got, _ := os.ReadFile(filepath.Join(dst, "mine", "SKILL.md")); string(got) != "old" {
+		t.Error("the agent's own skill was touched")
+	}
+	entries, _ := os.ReadDir(dst)
+	for _, e := range entries {
+		if e.Name() != "attractor" && e.Name() != "mine" {
+			t.Errorf("unexpected %s in the skills directory (a leftover temp dir, or a file that is not a skill)", e.Name())
+		}
+	}
+}
+
+func TestInstallSkillsWithoutMountedSkillsDoesNothing(t *testing.T) {
+	dst := filepath.Join(t.TempDir(), "skills")
+	if err := installSkills(filepath.Join(t.TempDir(), "absent"), dst); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dst); err == nil {
+		t.Error("a skills directory was created with no skills to put in it")
+	}
+}
