@@ -112,6 +112,10 @@ type GateAnswer struct {
 	Nonce  string
 	Choice string
 	Text   string
+	// Option names the chosen option by its 1-based position in the
+	// question (a button carries it: unambiguous, and short whatever the
+	// label); 0 when the answer is Choice or Text.
+	Option int
 }
 
 // Message is what the host posts. Text is plain text (never markup: each
@@ -194,7 +198,8 @@ type GateResolution struct {
 }
 
 // ChoiceValue is the value an option is answered with: its accelerator key,
-// or its label when it has no key.
+// or its label when it has no key. Two options can share a key ("Approve"
+// and "Abort" both get A); ChoiceValueIn picks a value naming one option.
 func ChoiceValue(o engine.Option) string {
 	if o.Key != "" {
 		return o.Key
@@ -202,20 +207,64 @@ func ChoiceValue(o engine.Option) string {
 	return o.Label
 }
 
-// FindOption returns the option of q whose choice value (or label, or
-// target) matches choice, case-insensitively for keys.
-func FindOption(q engine.Question, choice string) (engine.Option, bool) {
-	for _, o := range q.Options {
-		if o.Key != "" && strings.EqualFold(o.Key, choice) {
-			return o, true
+// ChoiceValueIn is the value that answers q with its i-th option: the first
+// of its key, label and target that names that option alone, as the engine
+// matches answers (OptionIndex). Without it, a click on "Abort" would be
+// answered "A" and the engine would take "Approve", the first option with
+// that key.
+func ChoiceValueIn(q engine.Question, i int) string {
+	o := q.Options[i]
+	for _, v := range []string{o.Key, o.Label, o.To} {
+		if j, ok := OptionIndex(q, v); ok && j == i {
+			return v
 		}
 	}
-	for _, o := range q.Options {
-		if o.Label == choice || o.To == choice {
-			return o, true
-		}
+	return ChoiceValue(o) // identical options: any of them is the same choice
+}
+
+// FindOption returns the option of q that choice names (see OptionIndex).
+func FindOption(q engine.Question, choice string) (engine.Option, bool) {
+	if i, ok := OptionIndex(q, choice); ok {
+		return q.Options[i], true
 	}
 	return engine.Option{}, false
+}
+
+// OptionIndex returns the position of the option of q that choice names,
+// matched exactly as the engine matches an answer: an accelerator key
+// (case-insensitively), else a label (its accelerator prefix, case and
+// surrounding space ignored), else a target node id; the first match wins.
+func OptionIndex(q engine.Question, choice string) (int, bool) {
+	v := strings.TrimSpace(choice)
+	if v == "" {
+		return 0, false
+	}
+	norm := engine.NormalizeLabel(v)
+	for _, match := range []func(engine.Option) bool{
+		func(o engine.Option) bool { return strings.EqualFold(o.Key, v) },
+		func(o engine.Option) bool { return engine.NormalizeLabel(o.Label) == norm },
+		func(o engine.Option) bool { return o.To == v },
+		func(o engine.Option) bool { return strings.EqualFold(o.To, v) },
+	} {
+		for i, o := range q.Options {
+			if match(o) {
+				return i, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// KeyShared reports whether more than one option of q has the accelerator
+// key key, so typing it would not say which one is meant.
+func KeyShared(q engine.Question, key string) bool {
+	n := 0
+	for _, o := range q.Options {
+		if o.Key != "" && strings.EqualFold(o.Key, strings.TrimSpace(key)) {
+			n++
+		}
+	}
+	return n > 1
 }
 
 // AcceptsText reports whether q takes free text (a freeform question, or

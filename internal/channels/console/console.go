@@ -116,6 +116,10 @@ func (c *Console) interpret(line string) (channels.Inbound, bool) {
 			base.Kind, base.Gate, base.MsgID = channels.KindGateAnswer, &answer, p.msgID
 			return base, true
 		}
+		if channels.KeyShared(p.gate.Question, text) {
+			c.printf("(%s is the key of more than one choice: type the choice's name)\n", text)
+			return channels.Inbound{}, false
+		}
 		c.printf("(type one of the keys above%s)\n", map[bool]string{true: ", or text to answer with it", false: ""}[channels.AcceptsText(p.gate.Question)])
 		return channels.Inbound{}, false
 	}
@@ -123,15 +127,18 @@ func (c *Console) interpret(line string) (channels.Inbound, bool) {
 	return base, true
 }
 
-// gateAnswer matches a typed line to a choice key, or takes it as free text
-// when the gate accepts text.
+// gateAnswer matches a typed line to a choice (its key, unless two
+// choices share it, or its name), or takes it as free text when the gate
+// accepts text.
 func gateAnswer(p channels.GatePrompt, text string) (channels.GateAnswer, bool) {
 	a := channels.GateAnswer{RunID: p.RunID, GateID: p.GateID, Nonce: p.Nonce}
-	for _, o := range p.Question.Options {
-		if !o.Freeform && (strings.EqualFold(text, o.Key) || strings.EqualFold(text, o.Label)) {
-			a.Choice = channels.ChoiceValue(o)
-			return a, true
-		}
+	q := p.Question
+	if channels.KeyShared(q, text) {
+		return a, false // the caller says to type the name instead
+	}
+	if i, ok := channels.OptionIndex(q, text); ok && !q.Options[i].Freeform {
+		a.Option = i + 1
+		return a, true
 	}
 	if channels.AcceptsText(p.Question) {
 		a.Text = text

@@ -181,3 +181,28 @@ func TestConsoleCommands(t *testing.T) {
 	default:
 	}
 }
+
+// "Approve" and "Abort" both get the accelerator key A: typing A would not
+// say which is meant, so the console asks for the name, and the answer it
+// hands over names Abort alone (the engine would read a bare "A" as Approve).
+func TestConsoleSharedKeyAsksForTheName(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	term := newTerminal(t, ctx)
+	ask := term.desk.Interviewer(gate.Target{Channel: term.con, Chat: console.Chat})
+	q := approvalQuestion("deploy-1", false)
+	q.Options = []engine.Option{{Key: "A", Label: "[A] Approve", To: "ship"}, {Key: "A", Label: "Abort", To: "stop"}}
+	answers := make(chan engine.Answer, 1)
+	go func() {
+		a, _ := ask.Ask(ctx, q)
+		answers <- a
+	}()
+	term.waitFor("[A] Abort")
+	term.typeLine("a")
+	term.waitFor("(a is the key of more than one choice: type the choice's name)")
+	term.typeLine("abort")
+	a := <-answers
+	if a.Kind != engine.AnswerValue || a.Value != "Abort" {
+		t.Errorf("answer = %+v, want the value Abort (naming that option alone)", a)
+	}
+}

@@ -242,8 +242,14 @@ func (d *Desk) HandleAnswer(ctx context.Context, ch channels.Channel, in channel
 		return
 	}
 	a := *in.Gate
-	log := d.log.With("channel", ch.Name(), "chat", in.Chat, "user", in.User, "run", a.RunID, "gate", a.GateID, "choice", a.Choice)
 	g, err := d.book.Get(ctx, a.RunID, a.GateID)
+	choice := a.Choice
+	if i, ok := chosenOption(g.Question, a); err == nil && ok {
+		choice = channels.ChoiceValueIn(g.Question, i)
+	} else if choice == "" {
+		choice = choiceText(a)
+	}
+	log := d.log.With("channel", ch.Name(), "chat", in.Chat, "user", in.User, "run", a.RunID, "gate", a.GateID, "choice", choice)
 	if err != nil {
 		d.refuse(ctx, ch, in, log, "unknown gate", "That prompt is no longer active.")
 		return
@@ -355,28 +361,47 @@ func (d *Desk) openInThread(channel, chat, thread string) (Gate, bool) {
 }
 
 // resolutionFor checks an answer against the question; problem is set
-// (and shown to the user) when it does not fit.
+// (and shown to the user) when it does not fit. The resolution's Choice
+// names the chosen option alone (ChoiceValueIn), so the engine takes the
+// very option that was picked even when two share an accelerator key.
 func resolutionFor(q engine.Question, a channels.GateAnswer, user string, at time.Time) (r Resolution, problem string) {
 	r = Resolution{State: StateAnswered, By: user, At: at}
-	if a.Text != "" && a.Choice == "" {
+	if a.Text != "" && a.Choice == "" && a.Option == 0 {
 		if !channels.AcceptsText(q) {
 			return r, "This gate takes one of its choices, not free text."
 		}
 		r.Text = a.Text
-		for _, o := range q.Options {
+		for i, o := range q.Options {
 			if o.Freeform {
-				r.Choice = channels.ChoiceValue(o)
+				r.Choice = channels.ChoiceValueIn(q, i)
 				break
 			}
 		}
 		return r, ""
 	}
-	o, ok := channels.FindOption(q, a.Choice)
+	i, ok := chosenOption(q, a)
 	if !ok {
-		return r, fmt.Sprintf("%q is not one of this gate's choices.", a.Choice)
+		return r, fmt.Sprintf("%s is not one of this gate's choices.", choiceText(a))
 	}
-	r.Choice = channels.ChoiceValue(o)
+	r.Choice = channels.ChoiceValueIn(q, i)
 	return r, ""
+}
+
+// chosenOption is the position of the option a names: by position (a
+// button) or by value (a typed key or label).
+func chosenOption(q engine.Question, a channels.GateAnswer) (int, bool) {
+	if a.Option > 0 {
+		return a.Option - 1, a.Option <= len(q.Options)
+	}
+	return channels.OptionIndex(q, a.Choice)
+}
+
+// choiceText describes an answer's choice for logs and refusals.
+func choiceText(a channels.GateAnswer) string {
+	if a.Option > 0 {
+		return fmt.Sprintf("choice #%d", a.Option)
+	}
+	return fmt.Sprintf("%q", a.Choice)
 }
 
 func authorize(ctx context.Context, ch channels.Channel, user string, g Gate, choice string) error {

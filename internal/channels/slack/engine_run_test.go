@@ -5,9 +5,11 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"nanohost/internal/channels"
 	"nanohost/internal/channels/gate"
+	"nanohost/internal/channels/report"
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
@@ -105,5 +107,81 @@ func TestRealEngineRunTellsItsStoryInSlack(t *testing.T) {
 	}
 	if card := h.runRoot(opsChat).Content(); !strings.Contains(card, "✓ succeeded") || !strings.Contains(card, "Goal: Add RSI indicator") {
 		t.Errorf("final card:\n%s", card)
+	}
+}
+
+// runPipeline runs src with the real engine and the scripted backend, its
+// gates asked in Slack and its story told in a thread; it returns the
+// reporter once the run is under way and a channel with the result.
+func (h *harness) runPipeline(runID, src, startedBy string) (*report.Reporter, <-chan *engine.RunResult) {
+	h.t.Helper()
+	g, diags, err := frontend.Prepare(runID+".dot", []byte(src), frontend.Options{})
+	if err != nil || pipeline.HasErrors(diags) {
+		h.t.Fatalf("prepare: %v %v", err, diags)
+	}
+	backend, err := script.Parse([]byte(`{"default": "Done. [outcome:success]"}`))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	r := h.startReporter(opsChat, runID, channels.VerbosityStandard)
+	eng := engine.New(engine.Config{
+		Backend:     backend,
+		Interviewer: h.desk.Interviewer(gate.Target{Channel: h.ch, Chat: opsChat, Thread: r, StartedBy: startedBy}),
+		Observers:   []engine.Observer{r},
+		LogsRoot:    h.t.TempDir(), RunID: runID, NoBackoff: true, NoFsync: true,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	done := make(chan *engine.RunResult, 1)
+	go func() {
+		res, err := eng.Run(h.ctx, g, []byte(src), runID+".dot")
+		if err != nil {
+			h.t.Errorf("engine: %v", err)
+		}
+		done <- res
+	}()
+	return r, done
+}
+
+// "Approve" and "Abort" both get the accelerator key A. A click on Abort
+// must take the Abort edge: the answer names that option alone, not the
+// shared key the engine would read as the first option's.
+func TestClickedChoiceIsTakenEvenWhenKeysCollide(t *testing.T) {
+	h := newHarness(t)
+	r, done := h.runPipeline("run-keys", `digraph Deploy {
+  start  [shape=Mdiamond]
+  review [shape=hexagon, label="Deploy to production?"]
+  ship   [label="Ship", prompt="ship it"]
+  stop   [label="Stand Down", prompt="stand down"]
+  done   [shape=Msquare]
+  start -> review
+  review -> ship [label="[A] Approve"]
+  review -> stop [label="Abort"]
+  ship -> done
+  stop -> done
+}`, bob)
+	thread, err := r.Thread(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.click(h.promptIn(opsChat, thread, 1), alice, "Abort")
+	select {
+	case res := <-done:
+		if res == nil || res.Status != "success" {
+			t.Fatalf("run result = %+v", res)
+		}
+	case <-time.After(waitLong):
+		t.Fatal("the run did not finish")
+	}
+	h.closeReporter(r)
+	h.desk.Wait()
+	var story strings.Builder
+	for _, m := range h.fake.Thread(opsChat, thread) {
+		story.WriteString(m.Content() + "\n")
+	}
+	if !strings.Contains(story.String(), "→ Stand Down") || strings.Contains(story.String(), "→ Ship") {
+		t.Errorf("clicking Abort must lead to Stand Down, not Ship:\n%s", story.String())
+	}
+	if !strings.Contains(story.String(), "<@U0ALICE> chose *Abort*") {
+		t.Errorf("the prompt should say Alice chose Abort:\n%s", story.String())
 	}
 }

@@ -2,6 +2,8 @@ package slack_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -226,5 +228,57 @@ func TestPerGateApproversNarrowThePolicy(t *testing.T) {
 	h.click(prompt, bob, "Approve")
 	if ans, _ := a.wait(t); ans.By != bob {
 		t.Errorf("answer = %+v, want bob's", ans)
+	}
+}
+
+// A gate with more choices than an actions block holds (25) and labels
+// longer than a button shows (75) still posts as buttons a phone can tap:
+// split over several actions blocks, labels cut, each value small. The
+// fake refuses blocks real Slack would refuse.
+func TestManyLongChoicesFitSlacksButtonLimits(t *testing.T) {
+	h := newHarness(t)
+	q := reviewQuestion("run-many", "pick-1")
+	q.Options = nil
+	for i := range 30 {
+		label := fmt.Sprintf("[K%02d] deploy to region %02d %s", i, i, strings.Repeat("with a long explanation ", 4))
+		q.Options = append(q.Options, engine.Option{Key: fmt.Sprintf("K%02d", i), Label: label, To: fmt.Sprintf("region%02d", i)})
+	}
+	q.Options[29].Label = strings.Repeat("🌍", 1200) // and one label far beyond every limit
+	_, a, prompt := h.gateRun("run-many", alice, q)
+
+	if len(prompt.Blocks) == 0 {
+		t.Fatal("the prompt lost its blocks: Slack refused them")
+	}
+	buttons := prompt.Buttons()
+	if len(buttons) != 30 {
+		t.Fatalf("%d buttons, want one per choice (30)", len(buttons))
+	}
+	var blocks []struct {
+		Type     string            `json:"type"`
+		Elements []json.RawMessage `json:"elements"`
+	}
+	_ = json.Unmarshal(prompt.Blocks, &blocks)
+	actions := 0
+	for _, b := range blocks {
+		if b.Type == "actions" {
+			actions++
+		}
+	}
+	if actions != 2 {
+		t.Errorf("%d actions blocks, want 30 buttons split as 25 + 5", actions)
+	}
+	if b := buttons[3]; !strings.HasPrefix(b.Text, "[K03] deploy to region 03") || !strings.HasSuffix(b.Text, "…") {
+		t.Errorf("a long label should be cut to fit with an ellipsis, got %q", b.Text)
+	}
+	for _, b := range buttons {
+		if len(b.Value) > 200 {
+			t.Errorf("button value is %d bytes; it should stay small whatever the label", len(b.Value))
+		}
+	}
+	if _, err := h.fake.ClickButton(opsChat, prompt.TS, alice, buttons[27]); err != nil {
+		t.Fatal(err)
+	}
+	if ans, _ := a.wait(t); ans.Value != "K27" {
+		t.Errorf("answer = %+v, want K27 (the 28th button)", ans)
 	}
 }

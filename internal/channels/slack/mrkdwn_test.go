@@ -90,7 +90,7 @@ func TestGateButtonsRoundTripAndRejectTampering(t *testing.T) {
 		}
 	}
 	got, ok := decodeGateAction(actionID, value)
-	if !ok || got != (channels.GateAnswer{RunID: "run-1", GateID: "review-1", Nonce: "abc123", Choice: "A"}) {
+	if !ok || got != (channels.GateAnswer{RunID: "run-1", GateID: "review-1", Nonce: "abc123", Option: 1}) {
 		t.Fatalf("decode(%q, %q) = %+v, %v", actionID, value, got, ok)
 	}
 	if _, ok := decodeGateAction(actionID, strings.Replace(value, "abc123", "zzz999", 1)); ok {

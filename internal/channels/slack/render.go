@@ -101,12 +101,17 @@ func renderCard(c channels.StatusCard) rendered {
 }
 
 // gateButton is what a gate button carries in its value: enough to match a
-// click to exactly one posting of one gate of one run.
+// click to exactly one option of one posting of one gate of one run. The
+// option goes by position, which names it even when two options share an
+// accelerator key, and keeps the value far below Slack's 2,000 characters
+// whatever the label. (Choice is read from buttons posted by older
+// versions, which carried the choice value.)
 type gateButton struct {
 	Run    string `json:"r"`
 	Gate   string `json:"g"`
 	Nonce  string `json:"n"`
-	Choice string `json:"c"`
+	Option int    `json:"o,omitempty"`
+	Choice string `json:"c,omitempty"`
 }
 
 func renderPrompt(p channels.GatePrompt) rendered {
@@ -119,7 +124,7 @@ func renderPrompt(p channels.GatePrompt) rendered {
 			freeform = o.Label
 			continue
 		}
-		value, _ := json.Marshal(gateButton{Run: p.RunID, Gate: p.GateID, Nonce: p.Nonce, Choice: channels.ChoiceValue(o)})
+		value, _ := json.Marshal(gateButton{Run: p.RunID, Gate: p.GateID, Nonce: p.Nonce, Option: i + 1})
 		b := slackgo.NewButtonBlockElement(gateActionPrefix+p.Nonce+"."+strconv.Itoa(i), string(value),
 			plain(channels.OptionText(o.Label, o.Key), maxButtonText))
 		buttons = append(buttons, b)
@@ -196,10 +201,10 @@ func decodeGateAction(actionID, value string) (channels.GateAnswer, bool) {
 	}
 	nonce, _, _ := strings.Cut(rest, ".")
 	var b gateButton
-	if err := json.Unmarshal([]byte(value), &b); err != nil || b.Nonce != nonce || b.Run == "" || b.Gate == "" || b.Choice == "" {
+	if err := json.Unmarshal([]byte(value), &b); err != nil || b.Nonce != nonce || b.Run == "" || b.Gate == "" || b.Option < 0 || (b.Option == 0 && b.Choice == "") {
 		return channels.GateAnswer{}, false
 	}
-	return channels.GateAnswer{RunID: b.Run, GateID: b.Gate, Nonce: b.Nonce, Choice: b.Choice}, true
+	return channels.GateAnswer{RunID: b.Run, GateID: b.Gate, Nonce: b.Nonce, Option: b.Option, Choice: b.Choice}, true
 }
 
 func nonEmpty(s string) string {
