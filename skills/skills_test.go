@@ -4,6 +4,9 @@
 package skills
 
 import (
+	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,10 +14,12 @@ import (
 	"strings"
 	"testing"
 
+	"nanohost/internal/ipc/client"
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/agenttext"
 	"nanohost/internal/pipeline/cond"
 	"nanohost/internal/pipeline/frontend"
+	"nanohost/internal/pipeline/lint"
 )
 
 // skillDirs returns every directory here with a SKILL.md.
@@ -107,6 +112,12 @@ func requireClean(t *testing.T, name string, src []byte) {
 	}
 	if g.StartNode() == nil || len(g.ExitNodes()) == 0 {
 		t.Errorf("%s has no start or exit", name)
+	}
+	for _, n := range g.Nodes {
+		// Lint accepts it, but the default is only taken on a timeout.
+		if n.Attrs["human.default_choice"] != "" && n.Attrs["timeout"] == "" {
+			t.Errorf("%s: gate %s has human.default_choice but no timeout, so the default is never taken", name, n.ID)
+		}
 	}
 }
 
@@ -219,4 +230,53 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestMistakesTableNamesRealRules keeps the skill's table of diagnostics in
+// step with the rules the host reports.
+func TestMistakesTableNamesRealRules(t *testing.T) {
+	md := readFile(t, filepath.Join("attractor", "SKILL.md"))
+	_, section, ok := strings.Cut(md, "## Mistakes the host will reject")
+	if !ok {
+		t.Fatal("SKILL.md has no table of the mistakes the host rejects")
+	}
+	known := map[string]bool{"syntax": true}
+	for _, r := range lint.BuiltinRuleNames() {
+		known[r] = true
+	}
+	rows := regexp.MustCompile("(?m)^\\| ([^|]+)\\|").FindAllStringSubmatch(section, -1)
+	n := 0
+	for _, row := range rows {
+		for _, rule := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(row[1], -1) {
+			n++
+			if !known[rule[1]] {
+				t.Errorf("the skill names diagnostic rule %q, which the host never reports", rule[1])
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("found %d rule names in the table; the pattern no longer reads it", n)
+	}
+}
+
+// TestSkillTeachesOnlyRealIPCCommands checks every `nanoagent ipc` command
+// and flag the skill shows against the client's own usage text.
+func TestSkillTeachesOnlyRealIPCCommands(t *testing.T) {
+	var usage bytes.Buffer
+	client.Main(context.Background(), []string{"help"}, nil, &usage, io.Discard)
+	md := readFile(t, filepath.Join("attractor", "SKILL.md"))
+	cmds := regexp.MustCompile(`nanoagent ipc ([a-z-]+)`).FindAllStringSubmatch(md, -1)
+	if len(cmds) < 4 {
+		t.Fatalf("the skill shows %d nanoagent ipc commands", len(cmds))
+	}
+	for _, c := range cmds {
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(c[1]) + ` `).MatchString(usage.String()) {
+			t.Errorf("the skill teaches `nanoagent ipc %s`, which the client does not have", c[1])
+		}
+	}
+	for _, f := range regexp.MustCompile("`(--[a-z-]+)").FindAllStringSubmatch(md, -1) {
+		if !strings.Contains(usage.String(), f[1]) {
+			t.Errorf("the skill teaches the flag %s, which the client's usage does not list", f[1])
+		}
+	}
 }
