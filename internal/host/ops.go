@@ -96,9 +96,13 @@ func (h *Host) Health(ctx context.Context) Health {
 	return out
 }
 
-// Handler serves /healthz and /metrics (the token, when configured, is
+// Handler serves /healthz and /metrics, and the dashboard and pipelines
+// API on every other path (web.go).
+func (h *Host) Handler() http.Handler { return h.withDashboard(h.opsHandler()) }
+
+// opsHandler serves /healthz and /metrics (the token, when configured, is
 // required as a bearer token).
-func (h *Host) Handler() http.Handler {
+func (h *Host) opsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		hs := h.Health(r.Context())

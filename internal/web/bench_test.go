@@ -28,7 +28,7 @@ func benchFixture(b *testing.B) (*fixture, string) {
 // the templates) and reports the time per page load.
 func benchPage(b *testing.B, f *fixture, path string) {
 	client := &http.Client{}
-	req, _ := http.NewRequest("GET", f.http.URL+path, nil)
+	req, _ := http.NewRequest("GET", f.base+path, nil)
 	req.Header.Set("Authorization", "Bearer "+f.token)
 	req.Header.Set("Accept", "text/html")
 	var size int64

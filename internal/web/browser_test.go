@@ -134,7 +134,7 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 
 	// Log in through the form.
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(f.http.URL+"/"),
+		chromedp.Navigate(f.base+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`form[action="/login"]`)),
 		chromedp.SendKeys(chromedp.CSS(`input[name=name]`), "ana"),
 		chromedp.SendKeys(chromedp.CSS(`input[name=token]`), "browser-token"),
@@ -146,7 +146,7 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 	}
 
 	id := f.start(gateDOT)
-	if err := chromedp.Do(ctx, chromedp.Navigate(f.http.URL+"/")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/")); err != nil {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, "the live run in the list", fmt.Sprintf(`document.querySelector('a[href="/runs/%s"]') !== null`, id))
@@ -198,18 +198,18 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 
 	// Phone-sized viewport: the runs list and the run page fit the width.
 	err = chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile, chromedp.EmulateTouch),
-		chromedp.Navigate(f.http.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`table.runs`)))
+		chromedp.Navigate(f.base+"/"), chromedp.WaitVisible(chromedp.CSS(`table.runs`)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertFitsWidth(t, ctx, "runs page")
 	f.screenshot(ctx, t, shots, "runs-phone")
-	if err := chromedp.Do(ctx, chromedp.Navigate(f.http.URL+"/runs/"+id), chromedp.WaitVisible(chromedp.CSS(`#graph svg`))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/runs/"+id), chromedp.WaitVisible(chromedp.CSS(`#graph svg`))); err != nil {
 		t.Fatal(err)
 	}
 	assertFitsWidth(t, ctx, "run page")
 	f.screenshot(ctx, t, shots, "run-phone")
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(f.http.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`table.runs`))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(f.base+"/"), chromedp.WaitVisible(chromedp.CSS(`table.runs`))); err != nil {
 		t.Fatal(err)
 	}
 	f.screenshot(ctx, t, shots, "runs-desktop")

@@ -32,7 +32,7 @@ type sseStream struct {
 func (f *fixture) openStream(path string, hdr ...string) *sseStream {
 	f.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", f.http.URL+path, nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.base+path, nil)
 	if f.token != "" {
 		req.Header.Set("Authorization", "Bearer "+f.token)
 	}

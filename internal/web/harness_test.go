@@ -276,6 +276,7 @@ type fixture struct {
 	runs   *engineRuns
 	srv    *web.Server
 	http   *httptest.Server
+	base   string // the server's URL
 	token  string
 	script *script.Script
 }
@@ -309,6 +310,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		t.Fatal(err)
 	}
 	f.http = httptest.NewServer(f.srv)
+	f.base = f.http.URL
 	t.Cleanup(f.http.Close)
 	return f
 }
@@ -316,7 +318,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 // do sends a request with the bearer token (when the fixture has one).
 func (f *fixture) do(method, path, body string, hdr ...string) *http.Response {
 	f.t.Helper()
-	req, err := http.NewRequest(method, f.http.URL+path, strings.NewReader(body))
+	req, err := http.NewRequest(method, f.base+path, strings.NewReader(body))
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -39,8 +39,8 @@ func TestEveryEndpointRequiresTheToken(t *testing.T) {
 	f := newFixture(t, fixtureOpts{token: "correct horse", listen: "0.0.0.0:8377"})
 	id := f.start(linearDOT)
 	f.waitStatus(id, store.RunSuccess)
-	anon := &fixture{t: t, http: f.http}
-	wrong := &fixture{t: t, http: f.http, token: "wrong"}
+	anon := &fixture{t: t, base: f.base}
+	wrong := &fixture{t: t, base: f.base, token: "wrong"}
 	for _, rt := range f.srv.Routes() {
 		if rt.Public {
 			continue
@@ -76,9 +76,9 @@ func TestEveryEndpointRequiresTheToken(t *testing.T) {
 func loginCookie(t *testing.T, f *fixture, name, token string) *http.Cookie {
 	t.Helper()
 	form := url.Values{"name": {name}, "token": {token}, "next": {"/runs/x"}}
-	req, _ := http.NewRequest("POST", f.http.URL+"/login", strings.NewReader(form.Encode()))
+	req, _ := http.NewRequest("POST", f.base+"/login", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", f.http.URL)
+	req.Header.Set("Origin", f.base)
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
 	res, err := noRedirect.Do(req)
 	if err != nil {
@@ -111,7 +111,7 @@ func TestLoginSessionCookieAndCrossSiteProtection(t *testing.T) {
 	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || strings.Contains(c.Value, "correct") {
 		t.Errorf("cookie = %+v", c)
 	}
-	session := &fixture{t: t, http: f.http}
+	session := &fixture{t: t, base: f.base}
 	withCookie := func(method, path, body string, hdr ...string) *http.Response {
 		return session.do(method, path, body, append([]string{"Cookie", c.Name + "=" + c.Value}, hdr...)...)
 	}
@@ -142,7 +142,7 @@ func TestLoginSessionCookieAndCrossSiteProtection(t *testing.T) {
 	}
 
 	// The dashboard's own request works, and the answer is recorded as the user.
-	res := withCookie("POST", answer, `{"choice":"A"}`, "Sec-Fetch-Site", "same-origin", "Origin", f.http.URL)
+	res := withCookie("POST", answer, `{"choice":"A"}`, "Sec-Fetch-Site", "same-origin", "Origin", f.base)
 	ok := decode[struct {
 		AnsweredBy string `json:"answered_by"`
 	}](t, res, 200)
@@ -173,7 +173,7 @@ func TestLoginRedirectStaysOnSite(t *testing.T) {
 	f := newFixture(t, fixtureOpts{token: "tok"})
 	for _, next := range []string{"//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)"} {
 		form := url.Values{"token": {"tok"}, "next": {next}}
-		req, _ := http.NewRequest("POST", f.http.URL+"/login", strings.NewReader(form.Encode()))
+		req, _ := http.NewRequest("POST", f.base+"/login", strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		res, err := noRedirect.Do(req)
 		if err != nil {
