@@ -348,6 +348,10 @@ const crowded = `digraph Crowded {
   define_b -> define_b [label="self"]
 }`
 
+func arrangeCrowded(t *testing.T, rankdir string) (*layered, []box, []route) {
+	return arrange(parse(t, strings.Replace(crowded, "{", "{ rankdir="+rankdir+"\n", 1)))
+}
+
 // samples returns points along a route's curve.
 func samples(rt route) []point {
 	var out []point
@@ -371,8 +375,7 @@ func boxRect(bx box, inset float64) rect {
 // No edge cuts through a node it does not connect, in either direction.
 func TestSVGEdgesGoAroundOtherNodes(t *testing.T) {
 	for _, rankdir := range []string{"TB", "LR"} {
-		g := parse(t, strings.Replace(crowded, "{", "{ rankdir="+rankdir+"\n", 1))
-		l, boxes, routes := arrange(g)
+		l, boxes, routes := arrangeCrowded(t, rankdir)
 		for _, rt := range routes {
 			for i, bx := range boxes {
 				if id := l.nodes[i].ID; id == rt.e.From || id == rt.e.To {
@@ -393,8 +396,7 @@ func TestSVGEdgesGoAroundOtherNodes(t *testing.T) {
 // No edge label covers a node or another label.
 func TestSVGLabelsDoNotOverlap(t *testing.T) {
 	for _, rankdir := range []string{"TB", "LR"} {
-		g := parse(t, strings.Replace(crowded, "{", "{ rankdir="+rankdir+"\n", 1))
-		l, boxes, routes := arrange(g)
+		l, boxes, routes := arrangeCrowded(t, rankdir)
 		for i, a := range routes {
 			if a.label == "" {
 				continue
