@@ -101,6 +101,28 @@ func appendCounts(b []byte, m map[string]int) []byte {
 	return append(b, '}')
 }
 
+// appendCountsInOrder appends m as a JSON object whose keys come in the
+// order of keys (those m lacks are skipped): no sorting and no allocation,
+// for the per-node counts every checkpoint carries.
+func appendCountsInOrder(b []byte, m map[string]int, keys []string) []byte {
+	b = append(b, '{')
+	first := true
+	for _, k := range keys {
+		v, ok := m[k]
+		if !ok {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(v), 10)
+	}
+	return append(b, '}')
+}
+
 // appendStrings appends ss as a JSON array ([] for nil).
 func appendStrings(b []byte, ss []string) []byte {
 	b = append(b, '[')

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -64,6 +65,7 @@ type run struct {
 	attempts   map[string]int
 	visits     map[string]int
 	stageIndex map[string]int
+	seen       []string // visited nodes in first-visit order: the key order of the per-node counts in a checkpoint
 	retries    map[string]int
 	completed  []string
 	path       []string // whole run
@@ -169,6 +171,7 @@ func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, cp *C
 	maps.Copy(r.attempts, cp.Attempts)
 	maps.Copy(r.visits, cp.Visits)
 	maps.Copy(r.stageIndex, cp.StageIndex)
+	r.seen = firstVisitOrder(cp.Visits, cp.StageIndex)
 	maps.Copy(r.retries, cp.NodeRetries)
 	maps.Copy(r.gates, cp.GoalGates)
 	r.completed = slices.Clone(cp.CompletedNodes)
@@ -509,16 +512,29 @@ func (r *run) snapshot(current, next string, incoming *pipeline.Edge, state, rea
 	b = append(b, `,"path":`...)
 	b = appendStrings(b, r.path)
 	b = append(b, `,"attempts":`...)
-	b = appendCounts(b, r.attempts)
+	b = appendCountsInOrder(b, r.attempts, r.seen)
 	b = append(b, `,"visits":`...)
-	b = appendCounts(b, r.visits)
+	b = appendCountsInOrder(b, r.visits, r.seen)
 	b = append(b, `,"stage_index":`...)
-	b = appendCounts(b, r.stageIndex)
+	b = appendCountsInOrder(b, r.stageIndex, r.seen)
 	b = append(b, `,"graph_dot":`...)
 	b = append(b, r.dotJSON...)
 	b = append(b, '}')
 	r.cpBuf = b
 	return b, nil
+}
+
+// firstVisitOrder rebuilds the first-visit order of a checkpoint's nodes:
+// start nodes (no stage index) first, then by stage index.
+func firstVisitOrder(visits, index map[string]int) []string {
+	order := slices.Collect(maps.Keys(visits))
+	slices.SortFunc(order, func(a, b string) int {
+		if c := cmp.Compare(index[a], index[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return order
 }
 
 // checkpointHead encodes a Checkpoint without the fields snapshot appends

@@ -93,6 +93,9 @@ func (r *run) beginVisit(node *pipeline.Node) (int, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.visits[node.ID]++
+	if r.visits[node.ID] == 1 {
+		r.seen = append(r.seen, node.ID)
+	}
 	idx, ok := r.stageIndex[node.ID]
 	if !ok && !node.IsStart() {
 		idx = len(r.stageIndex) + 1
