@@ -19,6 +19,12 @@ import (
 // settled. The edit is cosmetic, so it never holds up the engine.
 const editTimeout = 2 * time.Minute
 
+// postTimeout bounds how long posting a prompt is retried (the channel
+// retries rate limits and outages). The gate does not wait for it: it is
+// open, can be answered elsewhere (the web dashboard) and times out
+// meanwhile.
+const postTimeout = 30 * time.Minute
+
 // Desk runs the gates of every run: Ask (through Interviewer) posts a
 // prompt and waits; HandleAnswer and HandleReply feed it the answers the
 // channels deliver. Every decision is logged.
@@ -36,9 +42,18 @@ type Desk struct {
 type waiter struct {
 	gate Gate
 	ch   channels.Channel
-	// settled receives the gate once an answer wins; Ask then edits the
-	// prompt (it alone surely knows the message id).
+	// settled receives the gate once an answer wins.
 	settled chan Gate
+	// final is how the gate ended, once it has. The prompt is posted in
+	// the background, so the settlement may come first: whichever of the
+	// two happens last edits the prompt (see show and posted).
+	final *ending
+}
+
+// ending is a settled gate and the note its prompt shows.
+type ending struct {
+	gate Gate
+	note string
 }
 
 // NewDesk returns a Desk settling gates in book. logger may be nil.
@@ -93,17 +108,19 @@ func (d *Desk) Interviewer(t Target) engine.Interviewer {
 // Ask posts q at t and blocks until the first authorized answer, the
 // question's timeout (then it returns engine.AnswerTimeout and the engine
 // applies human.default_choice), or ctx's end (then ctx.Err()).
+//
+// The prompt is posted in the background: the gate is open (and its
+// timeout runs) from the start, so a chat that is slow, rate-limited or
+// down never holds up nor fails the run. A prompt that could not be posted
+// is logged; the gate can still be answered on the web dashboard or time
+// out.
 func (d *Desk) Ask(ctx context.Context, t Target, q engine.Question) (engine.Answer, error) {
 	if t.Thread == nil {
 		t.Thread = InThread(t.Channel, t.Chat, "")
 	}
-	thread, err := t.Thread.Thread(ctx)
-	if err != nil {
-		return engine.Answer{}, fmt.Errorf("ask gate %s: find the run's thread: %w", q.ID, err)
-	}
 	g := Gate{
 		RunID: q.RunID, GateID: q.ID, Nonce: newNonce(),
-		Channel: t.Channel.Name(), Chat: t.Chat, Thread: thread,
+		Channel: t.Channel.Name(), Chat: t.Chat,
 		Question: q, StartedBy: t.StartedBy, OpenedAt: d.now(),
 	}
 	w := &waiter{gate: g, ch: t.Channel, settled: make(chan Gate, 1)}
@@ -111,21 +128,68 @@ func (d *Desk) Ask(ctx context.Context, t Target, q engine.Question) (engine.Ans
 		return engine.Answer{}, err
 	}
 	defer d.forget(w)
-
-	prompt := channels.GatePrompt{RunID: g.RunID, GateID: g.GateID, Nonce: g.Nonce, Question: q}
-	// Post even if ctx ends meanwhile: a prompt that reached Slack but
-	// whose id we lost would show live buttons forever. wait() then sees
-	// ctx's end and withdraws it.
-	postCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), editTimeout)
-	msgID, err := t.Thread.PostInThread(postCtx, channels.Message{Text: q.Text, Gate: &prompt})
-	cancel()
-	if err != nil {
-		d.settle(context.WithoutCancel(ctx), w.gate, Resolution{State: StateWithdrawn, At: d.now()})
-		return engine.Answer{}, fmt.Errorf("post gate %s of run %s: %w", q.ID, q.RunID, err)
-	}
-	d.setMessage(ctx, w, msgID)
-	d.log.Info("gate opened", "channel", g.Channel, "chat", g.Chat, "run", g.RunID, "gate", g.GateID, "msg", msgID, "timeout_s", q.TimeoutSeconds)
+	d.edits.Go(func() { d.post(ctx, t.Thread, w) })
 	return d.wait(ctx, w)
+}
+
+// post posts the prompt of w into the run's thread. It goes on even if the
+// run stops meanwhile: a prompt that reached the chat but whose id we lost
+// would show live buttons forever; once posted, a settled gate's prompt is
+// edited at once.
+func (d *Desk) post(ctx context.Context, thread ThreadPoster, w *waiter) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), postTimeout)
+	defer cancel()
+	g := d.gateOf(w)
+	log := d.log.With("channel", g.Channel, "chat", g.Chat, "run", g.RunID, "gate", g.GateID)
+	threadID, err := thread.Thread(ctx)
+	if err != nil {
+		log.Error("gate prompt not posted: the run's thread is missing; the gate stays open (web dashboard, timeout)", "err", err)
+		return
+	}
+	d.mu.Lock()
+	w.gate.Thread = threadID
+	d.mu.Unlock()
+	prompt := channels.GatePrompt{RunID: g.RunID, GateID: g.GateID, Nonce: g.Nonce, Question: g.Question}
+	msgID, err := thread.PostInThread(ctx, channels.Message{Text: g.Question.Text, Gate: &prompt})
+	if err != nil {
+		log.Error("gate prompt not posted; the gate stays open (web dashboard, timeout)", "err", err)
+		return
+	}
+	log.Info("gate opened", "msg", msgID, "timeout_s", g.Question.TimeoutSeconds)
+	d.posted(ctx, w, msgID)
+}
+
+// posted records the prompt's message id, and edits the prompt at once if
+// the gate was settled while it was being posted.
+func (d *Desk) posted(ctx context.Context, w *waiter, msgID string) {
+	d.mu.Lock()
+	w.gate.MsgID = msgID
+	final := w.final
+	g := w.gate
+	d.mu.Unlock()
+	if err := d.book.SetMessage(ctx, g.RunID, g.GateID, g.Nonce, msgID); err != nil {
+		d.log.Warn("gate: record prompt message", "run", g.RunID, "gate", g.GateID, "err", err)
+	}
+	if final != nil {
+		d.showAsync(ctx, w.ch, final.gate.withMessage(msgID), final.note)
+	}
+}
+
+// show edits w's prompt to the settled gate g, now if it is posted, else
+// as soon as it is (posted).
+func (d *Desk) show(ctx context.Context, w *waiter, g Gate, note string) {
+	d.mu.Lock()
+	w.final = &ending{gate: g, note: note}
+	msgID := w.gate.MsgID
+	d.mu.Unlock()
+	if msgID != "" {
+		d.showAsync(ctx, w.ch, g.withMessage(msgID), note)
+	}
+}
+
+func (g Gate) withMessage(msgID string) Gate {
+	g.MsgID = msgID
+	return g
 }
 
 func (d *Desk) open(ctx context.Context, w *waiter) error {
@@ -147,15 +211,6 @@ func (d *Desk) open(ctx context.Context, w *waiter) error {
 	return nil
 }
 
-func (d *Desk) setMessage(ctx context.Context, w *waiter, msgID string) {
-	d.mu.Lock()
-	w.gate.MsgID = msgID
-	d.mu.Unlock()
-	if err := d.book.SetMessage(ctx, w.gate.RunID, w.gate.GateID, w.gate.Nonce, msgID); err != nil {
-		d.log.Warn("gate: record prompt message", "run", w.gate.RunID, "gate", w.gate.GateID, "err", err)
-	}
-}
-
 func (d *Desk) forget(w *waiter) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -174,30 +229,26 @@ func (d *Desk) wait(ctx context.Context, w *waiter) (engine.Answer, error) {
 	}
 	select {
 	case g := <-w.settled:
-		// An answer can win before Ask recorded the prompt's id (a
-		// fast click right after the post); this goroutine knows it.
-		g.MsgID = d.gateOf(w).MsgID
-		d.showAsync(ctx, w.ch, g, "")
+		d.show(ctx, w, g, "")
 		return answerOf(g), nil
 	case <-timeout:
 		accepted, cur := d.settle(ctx, d.gateOf(w), Resolution{State: StateTimedOut, At: d.now()})
 		if !accepted && cur.State == StateAnswered {
 			<-w.settled // the answer won the race; it was handed over too
-			cur.MsgID = d.gateOf(w).MsgID
-			d.showAsync(ctx, w.ch, cur, "")
+			d.show(ctx, w, cur, "")
 			return answerOf(cur), nil
 		}
 		d.log.Info("gate timed out", "run", cur.RunID, "gate", cur.GateID, "timeout_s", cur.Question.TimeoutSeconds)
-		d.showAsync(ctx, w.ch, cur, "")
+		d.show(ctx, w, cur, "")
 		return engine.Answer{Kind: engine.AnswerTimeout}, nil
 	case <-ctx.Done():
 		bg := context.WithoutCancel(ctx)
 		accepted, cur := d.settle(bg, d.gateOf(w), Resolution{State: StateWithdrawn, At: d.now()})
 		switch {
 		case accepted:
-			d.showAsync(bg, w.ch, cur, "The run stopped before anyone answered.")
+			d.show(bg, w, cur, "The run stopped before anyone answered.")
 		case cur.State == StateAnswered: // answered just as the run stopped
-			d.showAsync(bg, w.ch, cur, "")
+			d.show(bg, w, cur, "")
 		}
 		return engine.Answer{}, ctx.Err()
 	}
@@ -472,8 +523,9 @@ func (d *Desk) showAsync(ctx context.Context, ch channels.Channel, g Gate, note 
 	}()
 }
 
-// Wait blocks until the prompt edits started so far are done (for tests
-// and for an orderly host shutdown).
+// Wait blocks until the prompt posts and edits started so far are done
+// (for tests and for an orderly host shutdown). A post waiting for a chat
+// that is down ends when its ThreadPoster gives up (a run's reporter stops).
 func (d *Desk) Wait() { d.edits.Wait() }
 
 func resolutionMessage(g Gate, note string) channels.Message {

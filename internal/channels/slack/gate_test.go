@@ -282,3 +282,48 @@ func TestManyLongChoicesFitSlacksButtonLimits(t *testing.T) {
 		t.Errorf("answer = %+v, want K27 (the 28th button)", ans)
 	}
 }
+
+// A gate never waits for Slack: while the prompt is held up by a rate
+// limit the gate is open and its timeout runs; the prompt, once posted,
+// shows at once how the gate ended.
+func TestRateLimitedPromptDoesNotHoldUpTheGate(t *testing.T) {
+	h := newHarness(t)
+	r := h.startReporter(opsChat, "run-rl", channels.VerbosityStandard)
+	thread, err := r.Thread(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.fake.RateLimit("chat.postMessage", 1, 3) // the prompt waits 3 s
+	q := reviewQuestion("run-rl", "review-1")
+	q.TimeoutSeconds = 0.3
+	a := h.ask(h.ctx, gate.Target{Channel: h.ch, Chat: opsChat, Thread: r, StartedBy: alice}, q)
+	ans, err := a.wait(t)
+	if err != nil || ans.Kind != engine.AnswerTimeout {
+		t.Fatalf("answer = %+v, %v; want the timeout", ans, err)
+	}
+	if n := len(h.fake.Thread(opsChat, thread)); n != 0 {
+		t.Fatalf("%d messages in the thread when the gate timed out; the prompt should still be held up by the rate limit", n)
+	}
+	prompt := h.promptIn(opsChat, thread, 1)
+	h.settledPrompt(prompt, "⌛ Timed out.")
+	if n := len(h.fake.Thread(opsChat, thread)); n != 1 {
+		t.Errorf("%d messages in the thread, want the one prompt", n)
+	}
+}
+
+// A prompt Slack refuses for good does not fail the run: the gate stays
+// open (the web dashboard can answer it) until its timeout.
+func TestRefusedPromptLeavesTheGateOpen(t *testing.T) {
+	h := newHarness(t)
+	r := h.startReporter(opsChat, "run-refused", channels.VerbosityStandard)
+	if _, err := r.Thread(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.fake.Fail("chat.postMessage", 1, slacktest.Fault{Error: "restricted_action"})
+	q := reviewQuestion("run-refused", "review-1")
+	q.TimeoutSeconds = 0.5
+	a := h.ask(h.ctx, gate.Target{Channel: h.ch, Chat: opsChat, Thread: r, StartedBy: alice}, q)
+	if ans, err := a.wait(t); err != nil || ans.Kind != engine.AnswerTimeout {
+		t.Errorf("answer = %+v, %v; want the gate to time out, not the run to fail", ans, err)
+	}
+}
