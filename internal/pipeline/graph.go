@@ -201,12 +201,20 @@ func (n *Node) Label() string {
 	return n.ID
 }
 
-// HandlerType resolves the handler type by the spec's order: explicit `type`,
-// then shape, then codergen. The engine's registry may still fall back to
-// codergen for a type it does not know.
+// HandlerType resolves the handler type the way the engine's registry does:
+// explicit `type`, then start/exit for a start or exit node (one recognised
+// by its id, start or exit, whatever its shape, is no LLM stage), then the
+// shape, then codergen. The engine may still fall back to codergen for a
+// type it does not know.
 func (n *Node) HandlerType() string {
 	if t := strings.TrimSpace(n.Attrs["type"]); t != "" {
 		return t
+	}
+	switch {
+	case n.IsStart():
+		return "start"
+	case n.IsExit():
+		return "exit"
 	}
 	if t := shapeHandler[n.Shape()]; t != "" {
 		return t

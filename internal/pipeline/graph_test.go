@@ -91,6 +91,13 @@ func TestNodeHandlerTypeAndDefaults(t *testing.T) {
 			t.Errorf("HandlerType(%v) = %q, want %q", c.attrs, got, c.want)
 		}
 	}
+	// Start and exit nodes known by their id run the start/exit handlers, as
+	// in the engine's registry, not an LLM stage.
+	for id, want := range map[string]string{"start": "start", "Start": "start", "exit": "exit", "end": "exit"} {
+		if got := (&Node{ID: id, Attrs: Attrs{}}).HandlerType(); got != want {
+			t.Errorf("HandlerType of %s = %q, want %q", id, got, want)
+		}
+	}
 	n := &Node{ID: "plan", Attrs: Attrs{}}
 	if n.Shape() != "box" || n.Label() != "plan" {
 		t.Errorf("defaults: shape %q label %q", n.Shape(), n.Label())

@@ -357,6 +357,7 @@ func TestRulesDoNotFire(t *testing.T) {
 		{"goal gate with graph retry", "goal_gate_has_retry", `digraph g { retry_target=a; start [shape=Mdiamond]; a [prompt="x", goal_gate=true]; exit [shape=Msquare]; start -> a -> exit }`, Options{}},
 		{"goal_gate=false", "goal_gate_has_retry", `digraph g { start [shape=Mdiamond]; a [prompt="x", goal_gate=false]; exit [shape=Msquare]; start -> a -> exit }`, Options{}},
 		{"label stands in for prompt", "prompt_on_llm_nodes", `digraph g { start [shape=Mdiamond]; a [label="Write the tests"]; exit [shape=Msquare]; start -> a -> exit }`, Options{}},
+		{"start and exit known by id are no LLM stages", "prompt_on_llm_nodes", `digraph g { start -> a -> exit; a [prompt="x"] }`, Options{}},
 		{"non-LLM node needs no prompt", "prompt_on_llm_nodes", `digraph g { start [shape=Mdiamond]; t [shape=parallelogram, tool_command="make"]; exit [shape=Msquare]; start -> t -> exit }`, Options{}},
 		{"enums in any case", "attr_value", `digraph g { retry_policy=Standard; start [shape=Mdiamond]; f [shape=component, label="F", join_policy=K_OF_N, join_k=2, error_policy=Fail_Fast]; exit [shape=Msquare]; start -> f -> exit }`, Options{}},
 		{"typed values fine", "attr_type", `digraph g { default_max_retry=5; start [shape=Mdiamond]; a [prompt="x", max_retries=0, goal_gate=yes, retry_target=a, timeout="250ms", auto_status=TRUE, allow_partial="false"]; exit [shape=Msquare, timeout=30]; start -> a [weight=-2, loop_restart=false]; a -> exit }`, Options{}},
