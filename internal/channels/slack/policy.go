@@ -18,6 +18,12 @@ import (
 // before usergroups.users.list is asked again.
 const DefaultGroupCacheTTL = 5 * time.Minute
 
+// groupMissRefresh is how old a cached member list must be before a user
+// missing from it makes the authorizer ask Slack again: someone just added
+// to a group is not refused for the whole TTL, and clicks by people who
+// are not members cost at most one lookup per group this often.
+const groupMissRefresh = 15 * time.Second
+
 // Policy says who may do what through Slack. Everything is denied unless a
 // rule allows it, and the Slack channel refuses to start without a policy.
 //
@@ -178,36 +184,43 @@ func (a *authorizer) checkAnswer(ctx context.Context, user string, g channels.Ga
 	return nil
 }
 
-// inAny reports whether user is one of the principals.
+// inAny reports whether user is one of the principals. A user missing from
+// a group's cached members is looked up again once the list is a little
+// old (groupMissRefresh), in case they were added since.
 func (a *authorizer) inAny(ctx context.Context, user string, principals []string) (bool, error) {
 	for _, p := range principals {
 		if p == "*" || p == user {
 			return true, nil
 		}
 	}
+	var groups []string
 	for _, p := range principals {
-		group, ok := strings.CutPrefix(p, "group:")
-		if !ok {
-			continue
+		if group, ok := strings.CutPrefix(p, "group:"); ok {
+			groups = append(groups, group)
 		}
-		members, err := a.groupMembers(ctx, group)
-		if err != nil {
-			return false, err
-		}
-		if slices.Contains(members, user) {
-			return true, nil
+	}
+	for _, refresh := range []time.Duration{a.ttl, groupMissRefresh} {
+		for _, group := range groups {
+			members, err := a.groupMembers(ctx, group, refresh)
+			if err != nil {
+				return false, err
+			}
+			if slices.Contains(members, user) {
+				return true, nil
+			}
 		}
 	}
 	return false, nil
 }
 
-// groupMembers returns a group's members, from the cache while fresh. If
-// Slack cannot be asked, a stale list is better than locking everyone out.
-func (a *authorizer) groupMembers(ctx context.Context, group string) ([]string, error) {
+// groupMembers returns a group's members, from the cache when the list is
+// younger than maxAge. If Slack cannot be asked, a stale list is better
+// than locking everyone out.
+func (a *authorizer) groupMembers(ctx context.Context, group string, maxAge time.Duration) ([]string, error) {
 	a.mu.Lock()
 	entry, cached := a.cache[group]
 	a.mu.Unlock()
-	if cached && a.now().Sub(entry.fetched) < a.ttl {
+	if cached && a.now().Sub(entry.fetched) < maxAge {
 		return entry.members, nil
 	}
 	members, err := a.members(ctx, group)

@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	slackgo "github.com/slack-go/slack"
+
 	"nanohost/internal/channels"
+	"nanohost/internal/channels/slacktest"
 )
 
 // groups is a usergroups.users.list stand-in that counts calls and can fail.
@@ -76,5 +79,46 @@ func TestMalformedGateApproversDenyEveryone(t *testing.T) {
 	}
 	if err := a.mayAnswer(context.Background(), "U0BOB", channels.GateRef{Chat: "C2"}); err == nil {
 		t.Error("a gate in a channel outside the policy must be refused")
+	}
+}
+
+// Someone just added to a user group is not refused for the whole cache
+// TTL: a miss asks usergroups.users.list again once the cached list is a
+// little old, and people who are not members cannot make every click cost
+// a lookup.
+func TestGroupMissRefreshesTheCachedMembers(t *testing.T) {
+	fake := slacktest.New()
+	defer fake.Close()
+	fake.SetGroup("S0SRE", "U0BOB")
+	api := slackgo.New(fake.BotToken, slackgo.OptionAPIURL(fake.APIURL()))
+	a := newAuthorizer(Policy{Channels: []string{"C1"}, Approvers: []string{"group:S0SRE"}},
+		func(ctx context.Context, group string) ([]string, error) { return api.GetUserGroupMembersContext(ctx, group) },
+		slog.New(slog.DiscardHandler))
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	a.now = func() time.Time { return now }
+	ctx := context.Background()
+	ref := channels.GateRef{RunID: "r", GateID: "g", Chat: "C1"}
+	lookups := func() int { return fake.Calls("usergroups.users.list") }
+
+	if err := a.mayAnswer(ctx, "U0BOB", ref); err != nil {
+		t.Fatal(err)
+	}
+	fake.SetGroup("S0SRE", "U0BOB", "U0CAROL") // Carol joins the SRE group
+	now = now.Add(groupMissRefresh / 2)
+	if err := a.mayAnswer(ctx, "U0CAROL", ref); err == nil {
+		t.Error("a list fetched moments ago is trusted; Carol should be refused until it is a little old")
+	}
+	if n := lookups(); n != 1 {
+		t.Errorf("%d lookups; a miss on a list younger than %v must not ask Slack again", n, groupMissRefresh)
+	}
+	now = now.Add(groupMissRefresh)
+	if err := a.mayAnswer(ctx, "U0CAROL", ref); err != nil {
+		t.Errorf("Carol joined the group %v ago and was refused (the cache TTL is %v): %v", groupMissRefresh, DefaultGroupCacheTTL, err)
+	}
+	for range 5 {
+		_ = a.mayAnswer(ctx, "U0MALLORY", ref)
+	}
+	if n := lookups(); n != 2 {
+		t.Errorf("%d lookups after repeated clicks by a non-member; want 2 (the refresh for Carol only)", n)
 	}
 }
