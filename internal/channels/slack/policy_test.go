@@ -92,7 +92,9 @@ func TestGroupMissRefreshesTheCachedMembers(t *testing.T) {
 	fake.SetGroup("S0SRE", "U0BOB")
 	api := slackgo.New(fake.BotToken, slackgo.OptionAPIURL(fake.APIURL()))
 	a := newAuthorizer(Policy{Channels: []string{"C1"}, Approvers: []string{"group:S0SRE"}},
-		func(ctx context.Context, group string) ([]string, error) { return api.GetUserGroupMembersContext(ctx, group) },
+		func(ctx context.Context, group string) ([]string, error) {
+			return api.GetUserGroupMembersContext(ctx, group)
+		},
 		slog.New(slog.DiscardHandler))
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	a.now = func() time.Time { return now }
