@@ -1,10 +1,13 @@
 package slack_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"nanohost/internal/channels"
@@ -325,5 +328,67 @@ func TestRefusedPromptLeavesTheGateOpen(t *testing.T) {
 	a := h.ask(h.ctx, gate.Target{Channel: h.ch, Chat: opsChat, Thread: r, StartedBy: alice}, q)
 	if ans, err := a.wait(t); err != nil || ans.Kind != engine.AnswerTimeout {
 		t.Errorf("answer = %+v, %v; want the gate to time out, not the run to fail", ans, err)
+	}
+}
+
+// logRecords collects JSON log records, safe for concurrent writers.
+type logRecords struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logRecords) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// find returns the records whose fields include every one of want.
+func (l *logRecords) find(want map[string]any) []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for line := range strings.SplitSeq(l.buf.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			continue
+		}
+		match := true
+		for k, v := range want {
+			match = match && rec[k] == v
+		}
+		if match {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// Every authorization decision is logged with who, where, which run, gate
+// and choice, and whether it was allowed: refusals as well as the answer
+// that won.
+func TestEveryDecisionIsLogged(t *testing.T) {
+	logs := &logRecords{}
+	h := newHarness(t, func(c *slack.Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	_, a, prompt := h.gateRun("run-log", alice, reviewQuestion("run-log", "review-1"))
+	h.click(prompt, mallory, "Approve")
+	h.waitEphemeral(opsChat, mallory, "not allowed to answer gates")
+	h.click(prompt, bob, "Reject")
+	if _, err := a.wait(t); err != nil {
+		t.Fatal(err)
+	}
+	h.fake.SlashCommand(opsChat, mallory, "cancel run-log")
+	h.waitEphemeral(opsChat, mallory, "not allowed to start or change runs")
+
+	for _, want := range []map[string]any{
+		{"msg": "slack: authorization", "action": "answer_gate", "allowed": false, "user": mallory, "chat": opsChat, "run": "run-log", "gate": "review-1", "choice": "A"},
+		{"msg": "slack: authorization", "action": "answer_gate", "allowed": true, "user": bob, "chat": opsChat, "run": "run-log", "gate": "review-1", "choice": "R"},
+		{"msg": "gate answer refused", "user": mallory, "run": "run-log", "gate": "review-1", "choice": "A", "reason": "not authorized"},
+		{"msg": "gate answer accepted", "user": bob, "run": "run-log", "gate": "review-1", "choice": "R"},
+		{"msg": "slack: authorization", "action": "change_run", "allowed": false, "user": mallory, "chat": opsChat, "run": "run-log", "command": "cancel"},
+	} {
+		if got := logs.find(want); len(got) != 1 {
+			t.Errorf("%d log records with %v, want exactly one", len(got), want)
+		}
 	}
 }

@@ -77,7 +77,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, ctx: ctx, fake: fake, ch: ch, desk: gate.NewDesk(gate.NewMemBook(), logger),
+	h := &harness{t: t, ctx: ctx, fake: fake, ch: ch, desk: gate.NewDesk(gate.NewMemBook(), cfg.Logger),
 		inbound: make(chan channels.Inbound, 100)}
 	runDone := make(chan error, 1)
 	go func() { runDone <- ch.Run(ctx, h.deliver) }()
