@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +27,34 @@ const slowPipeline = `digraph Slow {
     start -> a -> b -> c -> d -> exit
 }`
 
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+	binDir  string
+)
+
+// nanohostBinary builds cmd/nanohost once for the package's tests.
+func nanohostBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "nanohost-e2e-bin-")
+		if binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "nanohost")
+		build := exec.Command("go", "build", "-o", binPath, "./cmd/nanohost")
+		build.Dir = repoRoot(t)
+		if out, err := build.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("build nanohost: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
 // serveProcess is a real `nanohost serve` with the console on a pipe.
 type serveProcess struct {
 	cmd    *exec.Cmd
@@ -32,9 +62,9 @@ type serveProcess struct {
 	screen *screen
 }
 
-func startServe(t *testing.T, bin, dir string, env []string) *serveProcess {
+func startServe(t *testing.T, bin, dir string, env []string, args ...string) *serveProcess {
 	t.Helper()
-	cmd := exec.Command(bin, "serve")
+	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
 	cmd.Dir, cmd.Env = dir, env
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -67,15 +97,10 @@ func startServe(t *testing.T, bin, dir string, env []string) *serveProcess {
 // checkpoint, completed stages do not run again, the same thread goes on and
 // every event reaches the chat.
 func TestKilledHostResumesRunWithoutRerunningCompletedStages(t *testing.T) {
-	docker := requireDocker(t)
-	_ = docker
+	t.Parallel()
+	requireDocker(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "nanohost")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/nanohost")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build nanohost: %v\n%s", err, out)
-	}
+	bin := nanohostBinary(t)
 	script := writeScript(t, dir, map[string]any{"nodes": map[string]any{
 		"a": []any{map[string]any{"response": "[outcome:success]", "delay_ms": 300}},
 		"b": []any{map[string]any{"response": "[outcome:success]", "delay_ms": 300}},

@@ -371,3 +371,11 @@ func (p *peakCounter) started() int {
 	defer p.mu.Unlock()
 	return p.total
 }
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"nanohost/internal/channels/slacktest"
+	"nanohost/internal/store"
+)
+
+// slackServeConfig is a nanohost.yaml for `nanohost serve` against the
+// fake Slack, with the same workspace and policy as the in-process tests.
+func slackServeConfig(t *testing.T, dir string, fake *slacktest.Server, script string) string {
+	t.Helper()
+	cfg := fmt.Sprintf(`data_dir: %s
+http: {listen: "127.0.0.1:0"}
+log: {level: debug}
+runtime: {image: %s, agent: script, script: %s, max_containers: 2}
+slack:
+  bot_token: %s
+  app_token: %s
+  api_url: %s
+  policy: {channels: [%s], starters: [%s], approvers: [%s, %s], prevent_self_approval: true}
+console: {enabled: "false"}
+groups:
+  - {folder: main, name: Ops, chat: "slack:%s", trigger: "@mention", main: true}
+`, filepath.Join(dir, "data"), testImage, script, fake.BotToken, fake.AppToken, fake.APIURL(),
+		opsChat, alice, alice, bob, opsChat)
+	p := filepath.Join(dir, "nanohost.yaml")
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// botReplies counts the bot's messages in a thread.
+func botReplies(fake *slacktest.Server, root string) int {
+	n := 0
+	for _, m := range fake.Thread(opsChat, root) {
+		if m.FromBot() {
+			n++
+		}
+	}
+	return n
+}
+
+// The host is SIGKILLed while the agent is answering a message and a
+// follow-up waits behind it. Both were stored (and acknowledged to Slack)
+// before the crash; the restarted host answers them — once — in their
+// thread, does not answer the message it had already answered, and its
+// new agent container resumes the group's recorded agent session.
+func TestKilledHostAnswersMessagesInFlightOnceAndKeepsTheSession(t *testing.T) {
+	t.Parallel()
+	requireDocker(t)
+	bin := nanohostBinary(t)
+	dir := t.TempDir()
+	fake := newFakeSlack(t)
+	script := writeScript(t, dir, map[string]any{"nodes": map[string]any{"chat": []any{
+		"Quick answer",
+		map[string]any{"response": "Slow answer", "delay_ms": 20000},
+	}}})
+	conf := slackServeConfig(t, dir, fake, script)
+	ctx := context.Background()
+	serve := func() *serveProcess {
+		p := startServe(t, bin, dir, append(os.Environ(), "NANOHOST_DATA_DIR="+filepath.Join(dir, "data")), "--config", conf)
+		waitSlack(t, fake, 30*time.Second, "nanohost serve connects to Slack", fake.Connected)
+		return p
+	}
+	first := serve()
+
+	answered, err := fake.Mention(opsChat, alice, "first question")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSlack(t, fake, 60*time.Second, "the first question is answered", func() bool { return botReplies(fake, answered) == 1 })
+	st, err := store.OpenReadOnly(ctx, filepath.Join(dir, "data", "nanohost.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var session string
+	waitUntil(t, 10*time.Second, "the agent session is recorded", func() bool {
+		session, _ = st.GetSession(ctx, "main", "")
+		return session != ""
+	})
+
+	inFlight, err := fake.Mention(opsChat, alice, "second question")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.Reply(opsChat, inFlight, alice, "and a detail"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 20*time.Second, "both messages are stored, unanswered", func() bool {
+		left, err := st.UnprocessedMessages(ctx)
+		return err == nil && len(left) == 2
+	})
+	time.Sleep(500 * time.Millisecond) // the agent is at work on the second question
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+	if n := botReplies(fake, inFlight); n != 0 {
+		t.Fatalf("the in-flight question got %d replies before the crash; the test needs it unanswered", n)
+	}
+
+	second := serve()
+	defer func() { _ = second.cmd.Process.Signal(syscall.SIGTERM); _ = second.cmd.Wait() }()
+	waitUntil(t, 60*time.Second, "the restarted host has processed every stored message", func() bool {
+		left, err := st.UnprocessedMessages(ctx)
+		return err == nil && len(left) == 0
+	})
+	waitSlack(t, fake, 10*time.Second, "the in-flight question is answered after the restart", func() bool {
+		return botReplies(fake, inFlight) >= 1
+	})
+	time.Sleep(time.Second) // room for a duplicate to show up, if there were one
+	if n := botReplies(fake, inFlight); n != 1 {
+		t.Errorf("the question in flight at the crash got %d replies, want exactly 1:\n%s", n, threadText(fake, inFlight))
+	}
+	if n := botReplies(fake, answered); n != 1 {
+		t.Errorf("the question answered before the crash got %d replies, want 1 (it must not be answered again)", n)
+	}
+	if got, _ := st.GetSession(ctx, "main", ""); got != session {
+		t.Errorf("agent session after the restart = %q, want the recorded %q resumed", got, session)
+	}
+	if strings.Contains(threadText(fake, inFlight), "Slow answer") {
+		t.Errorf("the killed host's answer reached Slack after all:\n%s", threadText(fake, inFlight))
+	}
+}
