@@ -23,6 +23,7 @@ import (
 func (h *Host) withDashboard(ops http.Handler) http.Handler {
 	dash, err := web.New(web.Options{
 		Store: h.store, Runs: webRuns{h}, Listen: h.cfg.HTTP.Listen, Token: h.cfg.HTTP.Token.Reveal(), Logger: h.log,
+		Stopping: h.isStopping,
 	})
 	if err != nil {
 		h.log.Error("dashboard disabled", "err", err)

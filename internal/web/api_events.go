@@ -158,6 +158,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			_ = rc.Flush()
 			return
 		}
+		if s.opts.Stopping() {
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,8 @@ func (scriptAgents) BindRun(string, container.RunEnv) {}
 type hostFixture struct {
 	*fixture
 	console *io.PipeWriter
+	// stop shuts the host down and waits for it.
+	stop func()
 }
 
 func newHostFixture(t *testing.T, token string, agents *script.Script) *hostFixture {
@@ -57,15 +60,19 @@ func newHostFixture(t *testing.T, token string, agents *script.Script) *hostFixt
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		consoleIn.Close()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("the host did not stop within 30s")
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			consoleIn.Close()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Error("the host did not stop within 30s")
+			}
+		})
+	}
+	t.Cleanup(stop)
 	deadline := time.Now().Add(10 * time.Second)
 	for h.HTTPAddr() == "" {
 		if time.Now().After(deadline) {
@@ -74,7 +81,7 @@ func newHostFixture(t *testing.T, token string, agents *script.Script) *hostFixt
 		time.Sleep(10 * time.Millisecond)
 	}
 	f := &fixture{t: t, st: st, token: token, base: "http://" + h.HTTPAddr()}
-	return &hostFixture{fixture: f, console: consoleIn}
+	return &hostFixture{fixture: f, console: consoleIn, stop: stop}
 }
 
 // The host's adapter: a pipeline started through the API runs on the real
@@ -150,5 +157,34 @@ func TestHostRefusesWebAnswersToGatesWithApprovers(t *testing.T) {
 	_ = json.Unmarshal([]byte(f.get("/pipelines/"+id+"/questions")), &qs)
 	if len(qs.Questions) != 0 {
 		t.Errorf("open questions after cancel: %+v", qs)
+	}
+}
+
+// A host shutting down closes the event streams (without "end": the run is
+// only interrupted) instead of waiting on them.
+func TestHostShutdownClosesEventStreams(t *testing.T) {
+	hf := newHostFixture(t, "", &script.Script{})
+	f := hf.fixture
+	id := f.start(gateDOT)
+	f.waitGate(id)
+	s := f.openStream("/pipelines/" + id + "/events")
+	s.until("InterviewStarted")
+	hf.stop()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case e, ok := <-s.events:
+			if !ok {
+				if run, _ := f.st.GetRun(context.Background(), id); run.Status != store.RunInterrupted {
+					t.Errorf("run after shutdown: %s", run.Status)
+				}
+				return
+			}
+			if e.Event == "end" {
+				t.Fatalf("an interrupted run's stream said end: %+v", e)
+			}
+		case <-timeout:
+			t.Fatal("the event stream stayed open after the host stopped")
+		}
 	}
 }

@@ -114,8 +114,13 @@ type Options struct {
 	Heartbeat time.Duration
 	// SessionTTL is how long a login lasts. Default 12h.
 	SessionTTL time.Duration
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// Stopping, when set, reports that the host is shutting down: event
+	// streams then close (without their "end" event, so browsers reconnect
+	// with Last-Event-ID once the host is back) instead of holding up the
+	// HTTP server's graceful shutdown.
+	Stopping func() bool
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Server serves the API and the dashboard.
@@ -154,6 +159,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Stopping == nil {
+		opts.Stopping = func() bool { return false }
 	}
 	pg, err := newPages()
 	if err != nil {
