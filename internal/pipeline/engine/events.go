@@ -78,7 +78,9 @@ type Decision struct {
 	// "suggested_next_ids", "weight", "lexical", "fallback_any_edge",
 	// "fail_condition", "fail_to_conditional", "retry_target",
 	// "fallback_retry_target", "graph_retry_target",
-	// "graph_fallback_retry_target", "goal_gate_retry", "none".
+	// "graph_fallback_retry_target", "goal_gate_retry", "none"; also
+	// "only_edge" (a single unconditional edge) and "fan_in" (a parallel
+	// block continuing at the fan-in node its branches reached).
 	Rule   string            `json:"rule"`
 	Values map[string]string `json:"values,omitempty"` // what it looked at (condition text, label, outcome, …)
 }

@@ -172,6 +172,9 @@ func edgeRoute(from string, e *pipeline.Edge, rule string, vals map[string]strin
 	if w := e.Attrs["weight"]; w != "" {
 		d.Values["weight"] = w
 	}
+	if isTrue(e.Attrs["loop_restart"]) {
+		d.Values["loop_restart"] = "true"
+	}
 	return route{Edge: e, To: e.To, Decision: d}
 }
 
