@@ -33,3 +33,9 @@ func TestChoiceValueInNamesOneOption(t *testing.T) {
 		t.Error("KeyShared: A is shared, Abort is not a key")
 	}
 }
+
+func TestCardTitleBeforeThePipelineIsKnown(t *testing.T) {
+	if got := CardText(StatusCard{RunID: "run-7", State: RunRunning}); got != "[Pipeline] run-7 — ▶ running — 0ms" {
+		t.Errorf("a card posted before the first event reads %q", got)
+	}
+}

@@ -49,10 +49,21 @@ func Progress(name string, index, total int) string {
 	return name
 }
 
+// CardTitle is a status card's title, "[Pipeline] Feature"; until the
+// pipeline's name is known (the card is posted before the run's first
+// event), the run id stands in for it.
+func CardTitle(c StatusCard) string {
+	name := c.Pipeline
+	if name == "" {
+		name = c.RunID
+	}
+	return "[Pipeline] " + name
+}
+
 // CardText is a status card on one line:
 // "[Pipeline] Feature — ▶ running — Implement (3/5) — 2m 3s".
 func CardText(c StatusCard) string {
-	parts := []string{"[Pipeline] " + c.Pipeline, StateText(c.State)}
+	parts := []string{CardTitle(c), StateText(c.State)}
 	if c.Current != "" && (c.State == RunRunning || c.State == RunWaiting) {
 		parts = append(parts, Progress(c.Current, c.Index, c.Total))
 	}

@@ -77,7 +77,7 @@ func quoteLines(escaped string) string {
 }
 
 func renderCard(c channels.StatusCard) rendered {
-	blocks := []slackgo.Block{slackgo.NewHeaderBlock(plain("[Pipeline] "+c.Pipeline, maxHeaderText))}
+	blocks := []slackgo.Block{slackgo.NewHeaderBlock(plain(channels.CardTitle(c), maxHeaderText))}
 	if c.Goal != "" {
 		blocks = append(blocks, section(escapeLimited("Goal: "+c.Goal, maxSectionText, "…")))
 	}
