@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The test command (README "Quick start", and what CI runs): vet, build the
 # offline agent test image once, then every test with the race detector.
-# Docker-backed tests skip (loudly) when no Docker engine is reachable, unless
-# NANOHOST_REQUIRE_DOCKER=1 (set by .ci/run) turns that into a failure.
+# Docker-backed and browser tests skip (loudly) when no Docker engine or
+# Chromium is available, unless NANOHOST_REQUIRE_DOCKER=1 /
+# NANOHOST_REQUIRE_BROWSER=1 (set by .ci/run) turn that into a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go vet ./...
 if docker info >/dev/null 2>&1; then
 	./scripts/test-image.sh
 fi
+# The dashboard's browser test drives Debian's chromium; install it when we can.
+./scripts/install-chromium.sh || echo "test.sh: no Chromium — the browser test will skip (CI requires it)" >&2
 go test -race -count=1 -timeout 20m ./...
