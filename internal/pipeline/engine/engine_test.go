@@ -15,6 +15,27 @@ import (
 	"nanohost/internal/pipeline/script"
 )
 
+// The §11.12 cross-feature parity matrix, execution rows, and where each is tested:
+//
+//	Execute a linear 3-node pipeline end-to-end         TestLinearPipelineRunsEveryNodeInOrderAndLeavesArtifacts
+//	Execute with conditional branching (success/fail)   TestConditionalBranchingTakesFailPathThenSuccessPath
+//	Execute with retry on failure (max_retries=2)       TestRetryOutcomeIsRetriedWithinTheBudget (RETRY; a FAIL is not retried: TestFailIsNotRetried)
+//	Goal gate blocks exit when unsatisfied              TestGoalGateBlocksExitAndJumpsToRetryTarget
+//	Goal gate allows exit when all satisfied            TestGoalGateAllowsExitWhenSatisfied
+//	Wait.human presents choices and routes on selection TestHumanGatePresentsEdgeChoicesAndRoutesOnSelection
+//	Edge selection: condition match wins over weight    TestConditionMatchWinsOverWeight
+//	Edge selection: weight breaks ties                  TestWeightBreaksTiesAmongUnconditionalEdges
+//	Edge selection: lexical tiebreak                    TestLexicalTiebreakIsTheFinalFallback
+//	Context updates visible to the next node            TestContextUpdatesFromOneNodeSteerTheNext
+//	Checkpoint save and resume produces same result     TestResumeFromEveryCheckpointGivesTheSameResult
+//	Stylesheet applies model override by shape          TestStylesheetModelOverrideReachesTheBackend
+//	Prompt variable expansion ($goal) works             TestLinearPipelineRunsEveryNodeInOrderAndLeavesArtifacts
+//	Parallel fan-out and fan-in complete correctly      TestParallelFanOutAndFanIn
+//	Custom handler registration and execution works     TestCustomHandlerIsRegisteredAndRoutes
+//	Pipeline with 10+ nodes completes without errors    TestTwelveNodePipelineCompletes
+//
+// §11.13's smoke test: TestIntegrationSmoke here, TestPipelineRunSmokeTest through the CLI.
+
 const linearDOT = `digraph Simple {
 	graph [goal="Run tests and report"]
 	start [shape=Mdiamond, label="Start"]
