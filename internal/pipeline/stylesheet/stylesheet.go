@@ -116,15 +116,30 @@ type Sheet struct {
 // value of the most specific matching selector, the later rule winning ties.
 // It ignores the node's own attributes; Apply is what respects them.
 func (s *Sheet) Resolve(n *pipeline.Node) map[string]string {
-	type pick struct {
-		value       string
-		specificity int
+	all := make([]int, len(s.Rules))
+	for i := range all {
+		all[i] = i
 	}
+	return values(s.resolve(n, all, anyKind))
+}
+
+// pick is the value a property gets and the specificity it got it with.
+type pick struct {
+	value       string
+	specificity int
+}
+
+func anyKind(SelectorKind) bool { return true }
+
+// resolve is Resolve over the rules at the given indexes (in source order),
+// counting only the selectors of the kinds that use accepts.
+func (s *Sheet) resolve(n *pipeline.Node, rules []int, use func(SelectorKind) bool) map[string]pick {
 	best := map[string]pick{}
-	for _, r := range s.Rules {
+	for _, ri := range rules {
+		r := s.Rules[ri]
 		spec := -1
 		for _, sel := range r.Selectors {
-			if sel.Matches(n) && sel.Specificity() > spec {
+			if use(sel.Kind) && sel.Matches(n) && sel.Specificity() > spec {
 				spec = sel.Specificity()
 			}
 		}
@@ -138,8 +153,12 @@ func (s *Sheet) Resolve(n *pipeline.Node) map[string]string {
 			}
 		}
 	}
-	out := make(map[string]string, len(best))
-	for k, p := range best {
+	return best
+}
+
+func values(picks map[string]pick) map[string]string {
+	out := make(map[string]string, len(picks))
+	for k, p := range picks {
 		out[k] = p.value
 	}
 	return out
@@ -147,20 +166,80 @@ func (s *Sheet) Resolve(n *pipeline.Node) map[string]string {
 
 // Apply sets, on every node of g, each stylesheet property the node does not
 // set itself (a missing or blank attribute counts as not set). It modifies g.
+//
+// It stays linear in the size of the graph and the sheet: what `*` and
+// shape rules give depends only on the shape, so it is worked out once per
+// shape, and a node then looks only at the .class and #id rules naming one of
+// its classes or its id, which outrank them.
 func (s *Sheet) Apply(g *pipeline.Graph) {
 	if len(s.Rules) == 0 {
 		return
 	}
+	idx := s.index()
+	byShape := map[string]map[string]pick{}
+	generic := func(k SelectorKind) bool { return k <= Shape }
+	specific := func(k SelectorKind) bool { return k >= Class }
 	for _, n := range g.Nodes {
 		if n.Attrs == nil {
 			n.Attrs = pipeline.Attrs{}
 		}
-		for prop, v := range s.Resolve(n) {
+		base, ok := byShape[n.Shape()]
+		if !ok {
+			base = s.resolve(n, idx.generic(n.Shape()), generic)
+			byShape[n.Shape()] = base
+		}
+		props := values(base)
+		for prop, p := range s.resolve(n, idx.specific(n), specific) {
+			props[prop] = p.value
+		}
+		for prop, v := range props {
 			if strings.TrimSpace(n.Attrs[prop]) == "" {
 				n.Attrs[prop] = v
 			}
 		}
 	}
+}
+
+// ruleIndex lists, per selector, the rules that have it.
+type ruleIndex struct {
+	universal []int
+	by        [ID + 1]map[string][]int // by[kind][name]: rules with that selector
+}
+
+func (s *Sheet) index() *ruleIndex {
+	idx := &ruleIndex{}
+	for k := range idx.by {
+		idx.by[k] = map[string][]int{}
+	}
+	for ri, r := range s.Rules {
+		for _, sel := range r.Selectors {
+			if sel.Kind == Universal {
+				idx.universal = append(idx.universal, ri)
+			} else {
+				idx.by[sel.Kind][sel.Name] = append(idx.by[sel.Kind][sel.Name], ri)
+			}
+		}
+	}
+	return idx
+}
+
+// generic returns the `*` and shape rules for a shape, in source order.
+func (idx *ruleIndex) generic(shape string) []int {
+	return sortedUnique(append(slices.Clone(idx.universal), idx.by[Shape][shape]...))
+}
+
+// specific returns the .class and #id rules that may match n, in source order.
+func (idx *ruleIndex) specific(n *pipeline.Node) []int {
+	out := slices.Clone(idx.by[ID][n.ID])
+	for _, c := range classesOf(n) {
+		out = append(out, idx.by[Class][c]...)
+	}
+	return sortedUnique(out)
+}
+
+func sortedUnique(rules []int) []int {
+	slices.Sort(rules)
+	return slices.Compact(rules)
 }
 
 // classesOf returns the node's classes; a node built by hand (not by the

@@ -2,6 +2,7 @@ package stylesheet
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -194,6 +195,73 @@ func TestSyntaxErrorsNameLineAndFix(t *testing.T) {
 				t.Errorf("Error() = %q", se.Error())
 			}
 		})
+	}
+}
+
+// Apply works a shape's `*` and shape rules out once and then adds each
+// node's own .class/#id rules; that must give exactly what resolving every
+// rule for every node gives, selector lists mixing kinds included.
+func TestApplyMatchesResolvingEveryRule(t *testing.T) {
+	sheet := mustParse(t, `
+        * { llm_model: any; reasoning_effort: low }
+        box { llm_model: boxed }
+        *, .fast { llm_provider: mixed }
+        .fast { llm_model: quick }
+        hexagon, #gate { llm_model: human; reasoning_effort: medium }
+        #plan, .slow { reasoning_effort: high }
+        box { llm_provider: later-box }
+        .fast, .slow { llm_model: either }
+        * { llm_provider: later-star }
+    `)
+	g := pipeline.New("g")
+	for i, spec := range []struct{ id, shape, class string }{
+		{"plan", "", ""}, {"gate", "hexagon", ""}, {"ask", "hexagon", "fast"},
+		{"a", "", "fast"}, {"b", "", "slow"}, {"c", "", "fast, slow"}, {"d", "box", "other"},
+		{"start", "Mdiamond", ""}, {"e", "diamond", "slow"},
+	} {
+		n := g.AddNode(spec.id)
+		if spec.shape != "" {
+			n.Attrs["shape"] = spec.shape
+		}
+		if spec.class != "" {
+			n.Attrs["class"] = spec.class
+		}
+		if i%2 == 1 {
+			n.Classes = classesOf(n) // parsed nodes carry Classes; hand-built ones may not
+		}
+	}
+	want := map[string]map[string]string{}
+	for _, n := range g.Nodes {
+		want[n.ID] = sheet.Resolve(n)
+	}
+	sheet.Apply(g)
+	for _, n := range g.Nodes {
+		for _, prop := range Properties {
+			if got := n.Attrs[prop]; got != want[n.ID][prop] {
+				t.Errorf("%s: %s = %q, want %q", n.ID, prop, got, want[n.ID][prop])
+			}
+		}
+	}
+}
+
+// BenchmarkApplyLargeSheet applies one #id rule per node plus many `*` and
+// shape rules to a 10k-node graph: work grows with nodes + rules, not their
+// product (unindexed, 100k rules on 19k nodes took 17 s of CPU).
+func BenchmarkApplyLargeSheet(b *testing.B) {
+	var src strings.Builder
+	for i := range 10000 {
+		fmt.Fprintf(&src, "#n%d { llm_model: m%d }\n* { llm_provider: p%d }\nbox { reasoning_effort: low }\n", i, i, i)
+	}
+	sheet, err := Parse(src.String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := pipeline.New("g")
+	for i := range 10000 {
+		g.AddNode(fmt.Sprintf("n%d", i))
+	}
+	for b.Loop() {
+		sheet.Apply(g.Clone())
 	}
 }
 
