@@ -8,10 +8,17 @@ import (
 	"nanohost/internal/config"
 )
 
+// slackChannel is the Slack adapter as the host sees it: it also reports
+// whether its Socket Mode connection is up (host.ConnectionReporter), for
+// /healthz and nanohost_channel_connected.
+type slackChannel struct{ *slack.Channel }
+
+func (c slackChannel) Connected() bool { return c.State().State == slack.StateConnected }
+
 // newSlackChannel builds the Slack adapter from the configuration.
 func newSlackChannel(cfg *config.Config) (channels.Channel, error) {
 	p := cfg.Slack.Policy
-	return slack.New(slack.Config{
+	ch, err := slack.New(slack.Config{
 		BotToken: cfg.Slack.BotToken.Reveal(),
 		AppToken: cfg.Slack.AppToken.Reveal(),
 		APIURL:   cfg.Slack.APIURL,
@@ -20,4 +27,8 @@ func newSlackChannel(cfg *config.Config) (channels.Channel, error) {
 		},
 		Logger: slog.Default().With("component", "slack"),
 	})
+	if err != nil {
+		return nil, err
+	}
+	return slackChannel{ch}, nil
 }

@@ -236,8 +236,12 @@ func (h *Host) isStopping() bool {
 func (h *Host) runChannel(ctx context.Context, ch channels.Channel) {
 	backoff := time.Second
 	for ctx.Err() == nil {
-		h.setChannelState(ch.Name(), "connected")
+		runCtx, stopWatch := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() { defer close(watched); h.watchConnection(runCtx, ch) }()
 		err := ch.Run(ctx, func(in channels.Inbound) { h.handleInbound(ctx, ch, in) })
+		stopWatch()
+		<-watched
 		if ctx.Err() != nil {
 			break
 		}
@@ -270,6 +274,13 @@ func (h *Host) setChannelState(name, state string) {
 	h.metrics.ChannelConnected.WithLabelValues(name).Set(v)
 }
 
+// ConnectionReporter is implemented by channels that reconnect by
+// themselves inside Run (Slack's Socket Mode): they say whether they are
+// connected right now, for /healthz and the channel metric.
+type ConnectionReporter interface {
+	Connected() bool
+}
+
 func (h *Host) channelStates() map[string]string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -278,6 +289,30 @@ func (h *Host) channelStates() map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// watchConnection follows a self-reconnecting channel's connection while
+// its Run is going.
+func (h *Host) watchConnection(ctx context.Context, ch channels.Channel) {
+	cr, ok := ch.(ConnectionReporter)
+	if !ok {
+		h.setChannelState(ch.Name(), "connected")
+		return
+	}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		state := "disconnected"
+		if cr.Connected() {
+			state = "connected"
+		}
+		h.setChannelState(ch.Name(), state)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 func (h *Host) hasChannel(name string) bool {

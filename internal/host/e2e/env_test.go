@@ -199,7 +199,7 @@ func start(t *testing.T, docker *container.Docker, s setup) *env {
 	var closers []func()
 	if s.slack != nil {
 		ch := newSlackChannel(t, cfg, log)
-		chans = append(chans, ch)
+		chans = append(chans, slackConn{ch})
 		closers = append(closers, ch.Close)
 	} else {
 		inR, inW := io.Pipe()

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -68,6 +69,29 @@ func newSlackChannel(t *testing.T, cfg *config.Config, log *slog.Logger) *slack.
 		t.Fatal(err)
 	}
 	return ch
+}
+
+// slackConn is the adapter as serve hands it to the host: reporting whether
+// its socket is connected (host.ConnectionReporter).
+type slackConn struct{ *slack.Channel }
+
+func (c slackConn) Connected() bool { return c.State().State == slack.StateConnected }
+
+// health reads the host's /healthz: the HTTP status and the Slack state.
+func health(t *testing.T, e *env) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + e.host.HTTPAddr() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Channels map[string]string `json:"channels"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, h.Channels["slack"]
 }
 
 // waitSlack waits until cond holds in the fake workspace.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,9 @@ func TestSlackOutageMidRunLosesNoEvent(t *testing.T) {
 	if strings.Contains(threadText(fake, run.ThreadTS), "Pipeline complete") {
 		t.Fatal("the end of the run reached Slack while it was down?")
 	}
+	if code, state := health(t, e); code != http.StatusServiceUnavailable || state != "disconnected" {
+		t.Errorf("/healthz while Slack is down: %d with slack %q; want 503 and disconnected", code, state)
+	}
 	if slackAPI.calls.Load() < 2 {
 		t.Errorf("only %d calls while Slack was down; delivery should keep retrying", slackAPI.calls.Load())
 	}
@@ -89,6 +93,10 @@ func TestSlackOutageMidRunLosesNoEvent(t *testing.T) {
 	}
 
 	waitSlack(t, fake, 30*time.Second, "the socket is reconnected", func() bool { return fake.Connections() >= 2 && fake.Connected() })
+	waitUntil(t, 10*time.Second, "/healthz says Slack is connected again", func() bool {
+		code, state := health(t, e)
+		return code == http.StatusOK && state == "connected"
+	})
 	fake.SlashCommand(opsChat, alice, "status "+run.ID)
 	waitSlack(t, fake, 20*time.Second, "a command over the new socket is answered", func() bool {
 		for _, m := range fake.TopLevel(opsChat) {
