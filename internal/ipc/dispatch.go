@@ -238,6 +238,11 @@ func (w *Watcher) handleClaimed(ctx context.Context, group string, root *os.Root
 	if w.onHandle != nil {
 		w.onHandle(group, req)
 	}
+	if w.cfg.OnDispatch != nil {
+		if fi, err := os.Lstat(claimed); err == nil {
+			w.cfg.OnDispatch(group, req.Meta().Type, max(w.cfg.Now().Sub(fi.ModTime()), 0))
+		}
+	}
 	v := w.dispatch(hctx, group, req)
 	w.stamp(&v.resp)
 	if v.final {

@@ -33,6 +33,11 @@ type Config struct {
 	// through Host.SendMessage, so OnRejected must not post another. It is
 	// called on the group's worker goroutine: do not block.
 	OnRejected func(group, file, reason string)
+	// OnDispatch, when set, is told about every new request just before
+	// the Host acts on it, with how long it waited since the client wrote
+	// it (the file's modification time): the pickup latency, for metrics.
+	// It is called on the group's worker goroutine: do not block.
+	OnDispatch func(group string, typ Type, waited time.Duration)
 
 	Limits      Limits // zero fields take DefaultLimits
 	StartRate   Rate   // per group; zero: DefaultStartRate; Unlimited to switch off
