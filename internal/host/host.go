@@ -378,6 +378,9 @@ func (h *Host) newIPCWatcher() (*ipc.Watcher, error) {
 		OnRejected: func(group, file, reason string) {
 			h.log.Warn("ipc request rejected", "group", group, "file", file, "reason", reason)
 		},
+		OnDispatch: func(_ string, typ ipc.Type, waited time.Duration) {
+			h.metrics.IPCPickup.WithLabelValues(string(typ)).Observe(waited.Seconds())
+		},
 		Logger: h.log.With("component", "ipc"),
 	})
 }

@@ -24,6 +24,7 @@ type Metrics struct {
 	ContainersStarted prometheus.Counter
 	ChatQueued        prometheus.Gauge
 	ChannelConnected  *prometheus.GaugeVec
+	IPCPickup         *prometheus.HistogramVec
 }
 
 // NewMetrics registers the collectors.
@@ -43,8 +44,11 @@ func NewMetrics() *Metrics {
 			Name: "nanohost_chat_messages_queued", Help: "Chat messages waiting for their group's agent."}),
 		ChannelConnected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "nanohost_channel_connected", Help: "1 when the chat channel is connected."}, []string{"channel"}),
+		IPCPickup: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "nanohost_ipc_pickup_seconds", Help: "How long agents' IPC requests waited between being written and being acted on, by type.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)}, []string{"type"}),
 	}
-	m.Registry.MustRegister(m.ActiveRuns, m.NodeDuration, m.ContainersRunning, m.ContainersStarted, m.ChatQueued, m.ChannelConnected,
+	m.Registry.MustRegister(m.ActiveRuns, m.NodeDuration, m.ContainersRunning, m.ContainersStarted, m.ChatQueued, m.ChannelConnected, m.IPCPickup,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

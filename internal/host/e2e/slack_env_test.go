@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -92,6 +93,31 @@ func health(t *testing.T, e *env) (int, string) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, h.Channels["slack"]
+}
+
+// metric reads one sample of the host's /metrics, e.g.
+// `nanohost_ipc_pickup_seconds_count{type="start_pipeline"}` (-1: absent).
+func metric(t *testing.T, e *env, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + e.host.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, sample+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				t.Fatalf("metric %s: %v", sample, err)
+			}
+			return v
+		}
+	}
+	return -1
 }
 
 // waitSlack waits until cond holds in the fake workspace.

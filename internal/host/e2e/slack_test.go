@@ -159,6 +159,12 @@ func TestSlackAgentStartedPipelineGateAnsweredByButton(t *testing.T) {
 	if run.StartedBy != "agent:main" || run.Goal != "Say hello" {
 		t.Errorf("run recorded as started by %q with goal %q; want agent:main and the --goal", run.StartedBy, run.Goal)
 	}
+	picked := metric(t, e, `nanohost_ipc_pickup_seconds_count{type="start_pipeline"}`)
+	pickup := metric(t, e, `nanohost_ipc_pickup_seconds_sum{type="start_pipeline"}`)
+	if picked != 1 || pickup < 0 || pickup > 5 {
+		t.Errorf("IPC pickup metric: %v requests, %vs in all; want the one start_pipeline, picked up within seconds", picked, pickup)
+	}
+	t.Logf("IPC pickup latency of nanoagent's start_pipeline: %.1f ms", pickup*1000)
 
 	prompt := gatePrompt(t, fake, run.ThreadTS)
 	click(t, fake, prompt, mallory, "Approve")
