@@ -38,6 +38,7 @@ func init() {
 		fs.StringArray("secret-env", []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"}, "host environment variable handed to the agent process (never to the container's environment; repeatable)")
 	})
 	backendFactories["docker"] = newDockerBackend
+	backendDefaultLogs["docker"] = dockerDefaultLogs
 	backendTakesScript["docker"] = true
 	// The --backend help was written before this file registered docker.
 	for _, cmd := range []*pflag.FlagSet{pipelineRunCmd.Flags(), pipelineResumeCmd.Flags()} {
@@ -70,7 +71,9 @@ func newDockerBackend(o backendOptions) (engine.Backend, error) {
 	if err := policy.CheckWorkspace(workspace, stateDir); err != nil {
 		return nil, err
 	}
-	warnIfInside(o.LogsRoot, workspace)
+	if err := refuseInside(o.LogsRoot, workspace); err != nil {
+		return nil, err
+	}
 	mountFlags, _ := fs.GetStringArray("mount")
 	var mounts []container.Mount
 	for _, m := range mountFlags {
@@ -122,16 +125,49 @@ func newDockerBackend(o backendOptions) (engine.Backend, error) {
 	return b, nil
 }
 
-// warnIfInside tells the user when the run directory is inside the
-// workspace: agents could then read and alter the run's logs.
-func warnIfInside(logs, workspace string) {
-	l, err1 := filepath.Abs(logs)
-	w, err2 := filepath.Abs(workspace)
+// dockerDefaultLogs puts runs under the state directory: the default
+// ./data/runs would sit inside the workspace (the current directory).
+func dockerDefaultLogs(fs *pflag.FlagSet, runID string) (string, error) {
+	state, _ := fs.GetString("state-dir")
+	dir, err := dockerStateDir(state)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "runs", runID), nil
+}
+
+// refuseInside refuses a run directory inside the workspace: an agent could
+// plant files there (a status.json symlink) that the engine then reads or
+// writes through.
+func refuseInside(logs, workspace string) error {
+	l, err1 := resolveExisting(logs)
+	w, err2 := resolveExisting(workspace)
 	if err1 != nil || err2 != nil {
-		return
+		return errors.Join(err1, err2)
 	}
 	if rel, err := filepath.Rel(w, l); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-		fmt.Fprintf(os.Stderr, "note: the run directory %s is inside the agents' workspace %s; agents can read and change it (use --logs elsewhere to keep it out of reach)\n", l, w)
+		return fmt.Errorf("the run directory %s is inside the agents' workspace %s, where agents could tamper with the run's files: "+
+			"choose --logs outside it (by default runs go to the state directory)", l, w)
+	}
+	return nil
+}
+
+// resolveExisting makes p absolute with the symlinks of its longest existing
+// prefix resolved (the run directory may not exist yet).
+func resolveExisting(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...), nil
+		}
+		if dir == filepath.Dir(dir) {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(dir)}, rest...)
 	}
 }
 

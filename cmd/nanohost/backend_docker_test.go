@@ -138,3 +138,44 @@ func TestDockerBackendFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// Agents write to their workspace (by default the current directory), so a
+// run directory there would let them plant files the engine reads — a
+// status.json symlink, a forged checkpoint. Docker runs default to the state
+// directory, and a run directory inside the workspace is refused.
+func TestDockerBackendKeepsRunsOutOfTheWorkspace(t *testing.T) {
+	t.Parallel()
+	containertest.Require(t)
+	dir := t.TempDir()
+	dot := writeFile(t, dir, "smoke.dot", smokeDOT)
+	script := writeFile(t, dir, "smoke.json", smokeScript)
+	ws, state := containertest.Workspace(t), t.TempDir()
+	base := []string{"pipeline", "run", dot, "--backend", "docker", "--image", containertest.Image, "--script", script,
+		"--state-dir", state, "--network", "none", "--json"}
+
+	r := runNanohostIn(t, ws, base...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	res := decodeRun(t, r)
+	if want := filepath.Join(state, "runs", res.RunID); res.LogsRoot != want {
+		t.Errorf("run directory %s, want %s (under the state directory)", res.LogsRoot, want)
+	}
+	if entries, _ := os.ReadDir(ws); len(entries) != 0 {
+		t.Errorf("the run wrote into the agents' workspace: %v", entries)
+	}
+
+	inside := runNanohostIn(t, ws, append(base, "--logs", filepath.Join(ws, "data", "runs", "r1"))...)
+	if inside.code != 2 || !strings.Contains(inside.stderr, "inside the agents' workspace") {
+		t.Errorf("--logs inside the workspace: exit %d, stderr %q; want exit 2 refusing it", inside.code, inside.stderr)
+	}
+	// The same through a symlink that points into the workspace.
+	link := filepath.Join(t.TempDir(), "ws-link")
+	if err := os.Symlink(ws, link); err != nil {
+		t.Fatal(err)
+	}
+	viaLink := runNanohostIn(t, ws, append(base, "--logs", filepath.Join(link, "runs", "r2"))...)
+	if viaLink.code != 2 || !strings.Contains(viaLink.stderr, "inside the agents' workspace") {
+		t.Errorf("--logs through a symlink into the workspace: exit %d, stderr %q; want it refused", viaLink.code, viaLink.stderr)
+	}
+}

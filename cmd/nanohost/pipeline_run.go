@@ -57,6 +57,32 @@ var backendFactories = map[string]func(backendOptions) (engine.Backend, error){
 	},
 }
 
+// backendDefaultLogs lets a backend choose the run directory when --logs is
+// not given (docker keeps it out of the agents' workspace).
+var backendDefaultLogs = map[string]func(fs *pflag.FlagSet, runID string) (string, error){}
+
+// defaultLogs is --logs, else the backend's default, else ./data/runs/<run id>.
+func defaultLogs(cmd *cobra.Command, f *runFlags, runID string) (string, error) {
+	if f.logs != "" {
+		return f.logs, nil
+	}
+	if def, ok := backendDefaultLogs[backendName(f)]; ok {
+		return def(cmd.Flags(), runID)
+	}
+	return engine.DefaultLogsRoot(runID), nil
+}
+
+// backendName is --backend, defaulting to script with --script, else sim.
+func backendName(f *runFlags) string {
+	switch {
+	case f.backend != "":
+		return f.backend
+	case f.script != "":
+		return "script"
+	}
+	return "sim"
+}
+
 // backendTakesScript lists the backends that use --script (docker adds
 // itself: its agents answer from the script inside the containers).
 var backendTakesScript = map[string]bool{"script": true}
@@ -95,7 +121,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, withLogs bool) {
 	fs.StringVar(&f.answers, "answers", "", "answer human gates from `A.json` (a list of answers; an empty queue skips)")
 	fs.BoolVar(&f.autoApprove, "auto-approve", false, "answer every human gate with its first option")
 	if withLogs {
-		fs.StringVar(&f.logs, "logs", "", "run directory (default ./data/runs/<run id>)")
+		fs.StringVar(&f.logs, "logs", "", "run directory (default ./data/runs/<run id>; with --backend docker <state dir>/runs/<run id>)")
 	}
 	fs.BoolVar(&f.noBackoff, "no-backoff", false, "retry at once instead of backing off")
 	fs.BoolVar(&f.asJSON, "json", false, "print only the result, as JSON")
@@ -165,9 +191,9 @@ func newPipelineRunCmd() *cobra.Command {
 				fmt.Fprintln(cmd.ErrOrStderr(), d.String())
 			}
 			runID := engine.NewRunID(time.Now())
-			logs := f.logs
-			if logs == "" {
-				logs = engine.DefaultLogsRoot(runID)
+			logs, err := defaultLogs(cmd, &f, runID)
+			if err != nil {
+				return exitCode(exitInvalid, err)
 			}
 			return execute(cmd, &f, runID, logs, func(ctx context.Context, eng *engine.Engine) (*engine.RunResult, error) {
 				return eng.Run(ctx, g, src, name)
@@ -271,13 +297,7 @@ func execute(cmd *cobra.Command, f *runFlags, runID, logs string, start func(con
 }
 
 func newBackend(cmd *cobra.Command, f *runFlags, logs string) (engine.Backend, error) {
-	name := f.backend
-	if name == "" {
-		name = "sim"
-		if f.script != "" {
-			name = "script"
-		}
-	}
+	name := backendName(f)
 	factory, ok := backendFactories[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown --backend %q (want %s)", name, strings.Join(backendNames(), ", "))
