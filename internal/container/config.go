@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,7 +49,7 @@ type Config struct {
 	HomeDir string
 	// TmpfsSize bounds /tmp and HOME (default "512m").
 	TmpfsSize string
-	// TZ is passed to the container (default: the host's TZ, if set).
+	// TZ is the containers' time zone (default: the host's, see HostTimezone).
 	TZ string
 
 	// MaxContainers caps running containers across all runs (default 5).
@@ -169,7 +170,7 @@ func (c *Config) applyDefaults() error {
 		c.TmpfsSize = DefaultTmpfsSize
 	}
 	if c.TZ == "" {
-		c.TZ = os.Getenv("TZ")
+		c.TZ = HostTimezone()
 	}
 	if c.MaxContainers <= 0 {
 		c.MaxContainers = DefaultMaxContainers
@@ -187,6 +188,33 @@ func (c *Config) applyDefaults() error {
 		c.Logger = slog.Default()
 	}
 	return nil
+}
+
+// HostTimezone is the host's time zone as an IANA name the agent image's
+// tzdata understands: $TZ, else /etc/timezone, else the zone /etc/localtime
+// links to; "" when none is known (the image's default, UTC, applies).
+func HostTimezone() string { return timezoneFrom(os.Getenv("TZ"), "/etc") }
+
+var zoneName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_+\-]*(/[A-Za-z0-9_+\-]+)*$`)
+
+func timezoneFrom(env, etc string) string {
+	// A zone name or a POSIX rule ("CET-1CEST,M3.5.0,M10.5.0/3") works as
+	// is; ":Europe/Paris" is glibc's spelling of a zone file, but a path
+	// (":/etc/localtime") means nothing inside the container.
+	if tz, isFile := strings.CutPrefix(env, ":"); !isFile && env != "" || isFile && zoneName.MatchString(tz) {
+		return tz
+	}
+	if data, err := os.ReadFile(filepath.Join(etc, "timezone")); err == nil {
+		if tz := strings.TrimSpace(string(data)); zoneName.MatchString(tz) {
+			return tz
+		}
+	}
+	if link, err := os.Readlink(filepath.Join(etc, "localtime")); err == nil {
+		if _, tz, ok := strings.Cut(link, "zoneinfo/"); ok && zoneName.MatchString(tz) {
+			return tz
+		}
+	}
+	return ""
 }
 
 // resolveUser picks the container user for a workspace. Never root: an

@@ -2,6 +2,7 @@ package container
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -44,6 +45,38 @@ func TestConfigErrorsSayWhatIsMissing(t *testing.T) {
 	} {
 		if _, err := NewBackend(cfg); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("got %v, want an error containing %q", err, want)
+		}
+	}
+}
+
+func TestHostTimezone(t *testing.T) {
+	etc := func(files map[string]string, link string) string {
+		dir := t.TempDir()
+		for name, content := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if link != "" {
+			if err := os.Symlink(link, filepath.Join(dir, "localtime")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	linked := etc(nil, "/usr/share/zoneinfo/America/Argentina/Buenos_Aires")
+	for _, tc := range []struct{ env, etc, want string }{
+		{"Asia/Tokyo", linked, "Asia/Tokyo"},
+		{"CET-1CEST,M3.5.0,M10.5.0/3", linked, "CET-1CEST,M3.5.0,M10.5.0/3"},
+		{":Europe/Paris", linked, "Europe/Paris"},
+		{":/etc/localtime", linked, "America/Argentina/Buenos_Aires"}, // a host path: use the zone it names
+		{"", linked, "America/Argentina/Buenos_Aires"},
+		{"", etc(map[string]string{"timezone": "Europe/Berlin\n"}, "/usr/share/zoneinfo/UTC"), "Europe/Berlin"},
+		{"", etc(nil, "/etc/some-file"), ""},
+		{"", t.TempDir(), ""},
+	} {
+		if got := timezoneFrom(tc.env, tc.etc); got != tc.want {
+			t.Errorf("TZ=%q, %s: got %q, want %q", tc.env, tc.etc, got, tc.want)
 		}
 	}
 }

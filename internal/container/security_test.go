@@ -15,11 +15,12 @@ func TestContainersAreLockedDownAndSecretsStayOutOfInspect(t *testing.T) {
 		c.Network = "" // the default, bridge
 		c.Limits = Limits{MemoryBytes: 300 << 20, CPUs: 0.5, Pids: 64}
 		c.Secrets = map[string]string{"ANTHROPIC_API_KEY": secret}
-		c.Agent = AgentConfig{Kind: "command", Command: `printf '%s|%s|%s' "$ANTHROPIC_API_KEY" "$(id -u)" "$(cat /proc/self/status | grep CapEff)"`}
+		c.TZ = "Asia/Tokyo"
+		c.Agent = AgentConfig{Kind: "command", Command: `printf '%s|%s|%s|%s' "$ANTHROPIC_API_KEY" "$(id -u)" "$(cat /proc/self/status | grep CapEff)" "$TZ"`}
 	})
 	res := h.mustRun(codergenReq("run-sec", "n", "full"))
 	got := strings.Split(res.Text, "|")
-	if len(got) != 3 || got[0] != secret {
+	if len(got) != 4 || got[0] != secret {
 		t.Fatalf("the agent process did not get its secret from stdin: %q", res.Text)
 	}
 	if got[1] == "0" {
@@ -27,6 +28,9 @@ func TestContainersAreLockedDownAndSecretsStayOutOfInspect(t *testing.T) {
 	}
 	if !strings.HasSuffix(strings.TrimSpace(got[2]), "0000000000000000") {
 		t.Errorf("the agent has capabilities: %q", got[2])
+	}
+	if got[3] != "Asia/Tokyo" {
+		t.Errorf("the agent's TZ is %q, want the configured Asia/Tokyo", got[3])
 	}
 
 	live := h.running(map[string]string{LabelRun: "run-sec"})
