@@ -76,6 +76,17 @@ func (term *terminal) waitFor(want string) []string {
 	}
 }
 
+// ask asks q at the console in the background; the answer arrives on the
+// returned channel.
+func (term *terminal) ask(ctx context.Context, q engine.Question) <-chan engine.Answer {
+	answers := make(chan engine.Answer, 1)
+	go func() {
+		a, _ := term.desk.Interviewer(gate.Target{Channel: term.con, Chat: console.Chat}).Ask(ctx, q)
+		answers <- a
+	}()
+	return answers
+}
+
 func approvalQuestion(id string, freeform bool) engine.Question {
 	q := engine.Question{
 		ID: id, RunID: "run-1", Stage: "review", Text: "Ship the RSI change?", Type: engine.QuestionMultipleChoice,
@@ -131,12 +142,7 @@ func TestConsoleFreeformGateTakesText(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	term := newTerminal(t, ctx)
-	ask := term.desk.Interviewer(gate.Target{Channel: term.con, Chat: console.Chat})
-	answers := make(chan engine.Answer, 1)
-	go func() {
-		a, _ := ask.Ask(ctx, approvalQuestion("review-2", true))
-		answers <- a
-	}()
+	answers := term.ask(ctx, approvalQuestion("review-2", true))
 	term.waitFor("Reply with text to answer Other")
 	term.typeLine("split it into two PRs")
 	a := <-answers
@@ -189,14 +195,9 @@ func TestConsoleSharedKeyAsksForTheName(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	term := newTerminal(t, ctx)
-	ask := term.desk.Interviewer(gate.Target{Channel: term.con, Chat: console.Chat})
 	q := approvalQuestion("deploy-1", false)
 	q.Options = []engine.Option{{Key: "A", Label: "[A] Approve", To: "ship"}, {Key: "A", Label: "Abort", To: "stop"}}
-	answers := make(chan engine.Answer, 1)
-	go func() {
-		a, _ := ask.Ask(ctx, q)
-		answers <- a
-	}()
+	answers := term.ask(ctx, q)
 	term.waitFor("[A] Abort")
 	term.typeLine("a")
 	term.waitFor("(a is the key of more than one choice: type the choice's name)")

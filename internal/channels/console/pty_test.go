@@ -90,19 +90,24 @@ func TestConsoleRunsAPipelineWithAGateInATerminal(t *testing.T) {
 			screen <- strings.TrimRight(sc.Text(), "\r")
 		}
 	}()
+	// waitFor waits until the terminal has shown want (at any point so far:
+	// a gate's settled prompt is printed asynchronously, so it may come
+	// after the next stage starts).
+	var transcript []string
 	waitFor := func(want string) {
 		t.Helper()
-		var seen []string
 		deadline := time.After(10 * time.Second)
 		for {
-			select {
-			case line := <-screen:
-				seen = append(seen, line)
+			for _, line := range transcript {
 				if strings.Contains(line, want) {
 					return
 				}
+			}
+			select {
+			case line := <-screen:
+				transcript = append(transcript, line)
 			case <-deadline:
-				t.Fatalf("the terminal never showed %q; it showed:\n%s", want, strings.Join(seen, "\n"))
+				t.Fatalf("the terminal never showed %q; it showed:\n%s", want, strings.Join(transcript, "\n"))
 			}
 		}
 	}
@@ -124,6 +129,19 @@ func TestConsoleRunsAPipelineWithAGateInATerminal(t *testing.T) {
 	waitFor("→ Ship (")
 	waitFor("✓ Pipeline complete")
 	waitFor("✓ succeeded")
+	// The run's thread is printed in the order it happened.
+	thread := strings.Join(transcript, "\n")
+	at := 0
+	for _, want := range []string{"→ Build (1/5)", "✓ Build", "❓ Ship it?", "[Y] Yes   [N] No", "→ Ship (", "✓ Pipeline complete"} {
+		i := strings.Index(thread[at:], want)
+		if i < 0 {
+			t.Fatalf("%q is missing or out of order in:\n%s", want, thread)
+		}
+		at += i + len(want)
+	}
+	if strings.Contains(thread, "→ Fix") {
+		t.Errorf("answering Y must not lead to Fix:\n%s", thread)
+	}
 
 	select {
 	case res := <-results:

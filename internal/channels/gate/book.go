@@ -118,16 +118,12 @@ func (b *MemBook) Open(_ context.Context, g Gate) (*Gate, error) {
 func (b *MemBook) SetMessage(_ context.Context, runID, gateID, nonce, msgID string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	k := gateKey{runID, gateID}
-	g, ok := b.gates[k]
-	switch {
-	case !ok:
-		return fmt.Errorf("gate %s of run %s: %w", gateID, runID, ErrUnknownGate)
-	case g.Nonce != nonce:
-		return fmt.Errorf("gate %s of run %s: %w", gateID, runID, ErrStaleNonce)
+	g, err := b.postingLocked(runID, gateID, nonce)
+	if err != nil {
+		return err
 	}
 	g.MsgID = msgID
-	b.gates[k] = g
+	b.gates[gateKey{runID, gateID}] = g
 	return nil
 }
 
@@ -135,19 +131,31 @@ func (b *MemBook) SetMessage(_ context.Context, runID, gateID, nonce, msgID stri
 func (b *MemBook) Resolve(_ context.Context, runID, gateID, nonce string, r Resolution) (bool, Gate, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	k := gateKey{runID, gateID}
-	g, ok := b.gates[k]
+	g, err := b.postingLocked(runID, gateID, nonce)
 	switch {
-	case !ok:
-		return false, Gate{}, fmt.Errorf("gate %s of run %s: %w", gateID, runID, ErrUnknownGate)
-	case g.Nonce != nonce:
-		return false, g, fmt.Errorf("gate %s of run %s: %w", gateID, runID, ErrStaleNonce)
+	case errors.Is(err, ErrStaleNonce):
+		return false, g, err
+	case err != nil:
+		return false, Gate{}, err
 	case g.State != StateOpen:
 		return false, g, nil
 	}
 	g.State, g.Choice, g.Text, g.AnsweredBy, g.AnsweredAt = r.State, r.Choice, r.Text, r.By, r.At
-	b.gates[k] = g
+	b.gates[gateKey{runID, gateID}] = g
 	return true, g, nil
+}
+
+// postingLocked returns the gate if nonce is its latest posting; with
+// ErrStaleNonce it returns the newer posting.
+func (b *MemBook) postingLocked(runID, gateID, nonce string) (Gate, error) {
+	g, ok := b.gates[gateKey{runID, gateID}]
+	switch {
+	case !ok:
+		return Gate{}, fmt.Errorf("gate %s of run %s: %w", gateID, runID, ErrUnknownGate)
+	case g.Nonce != nonce:
+		return g, fmt.Errorf("gate %s of run %s: %w", gateID, runID, ErrStaleNonce)
+	}
+	return g, nil
 }
 
 // Get implements Book.

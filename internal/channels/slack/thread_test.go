@@ -147,19 +147,25 @@ func TestAgentTextCannotPingOrDisguiseLinks(t *testing.T) {
 	}
 }
 
-func TestLongAgentTextIsTruncatedWithAPointerToTheLogs(t *testing.T) {
-	h := newHarness(t)
-	r := h.startReporter(opsChat, "run-long", channels.VerbosityVerbose)
-	long := strings.Repeat("a < b & c > d. ", 1000) // 15,000 characters, more once escaped
-	r.OnEvent(engine.Event{RunID: "run-long", Seq: 1, Time: t0, Type: engine.EventPipelineStarted, Label: "Long"})
-	r.OnEvent(engine.Event{RunID: "run-long", Seq: 2, Time: t0, Type: engine.EventAgentResponse, Label: "Write", Message: long})
+// agentResponse posts an agent's response in a new verbose run thread and
+// returns the thread message it became.
+func (h *harness) agentResponse(runID, text string) slacktest.Message {
+	h.t.Helper()
+	r := h.startReporter(opsChat, runID, channels.VerbosityVerbose)
+	r.OnEvent(engine.Event{RunID: runID, Seq: 1, Time: t0, Type: engine.EventPipelineStarted, Label: "Agent"})
+	r.OnEvent(engine.Event{RunID: runID, Seq: 2, Time: t0, Type: engine.EventAgentResponse, Label: "Write", Message: text})
 	h.closeReporter(r)
-
 	thread := h.fake.Thread(opsChat, h.runRoot(opsChat).TS)
 	if len(thread) != 1 {
-		t.Fatalf("want the agent response posted (the fake enforces Slack's limits), got %d messages", len(thread))
+		h.t.Fatalf("want the agent response posted (the fake enforces Slack's limits), got %d messages", len(thread))
 	}
-	m := thread[0]
+	return thread[0]
+}
+
+func TestLongAgentTextIsTruncatedWithAPointerToTheLogs(t *testing.T) {
+	h := newHarness(t)
+	long := strings.Repeat("a < b & c > d. ", 1000) // 15,000 characters, more once escaped
+	m := h.agentResponse("run-long", long)
 	if n := utf8.RuneCountInString(m.Text); n > 4000 {
 		t.Errorf("message text is %d characters, over Slack's 4,000", n)
 	}
@@ -177,17 +183,8 @@ func TestLongAgentTextIsTruncatedWithAPointerToTheLogs(t *testing.T) {
 // not leave a code block open.
 func TestAgentCodeWithEmojiIsCutToSlackLimitsAndKeepsItsFormatting(t *testing.T) {
 	h := newHarness(t)
-	r := h.startReporter(opsChat, "run-emoji", channels.VerbosityVerbose)
 	code := "Here is the change:\n```\n" + strings.Repeat("😀", 1500) + "\n```\nDone *today*."
-	r.OnEvent(engine.Event{RunID: "run-emoji", Seq: 1, Time: t0, Type: engine.EventPipelineStarted, Label: "Emoji"})
-	r.OnEvent(engine.Event{RunID: "run-emoji", Seq: 2, Time: t0, Type: engine.EventAgentResponse, Label: "Write", Message: code})
-	h.closeReporter(r)
-
-	thread := h.fake.Thread(opsChat, h.runRoot(opsChat).TS)
-	if len(thread) != 1 {
-		t.Fatalf("want the agent response posted, got %d messages", len(thread))
-	}
-	m := thread[0]
+	m := h.agentResponse("run-emoji", code)
 	if len(m.Blocks) == 0 {
 		t.Fatalf("the message was posted without its blocks (Slack refused them): %q", m.Text[:80])
 	}

@@ -138,10 +138,21 @@ func checkContent(text, blocks string) (code string, details []string) {
 	return "", nil
 }
 
-func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
-	channel, text, blocks, thread := r.Form.Get("channel"), r.Form.Get("text"), r.Form.Get("blocks"), r.Form.Get("thread_ts")
+// content reads a message's text and blocks, answering Slack's error (and
+// ok=false) when they break its limits.
+func content(w http.ResponseWriter, r *http.Request) (text, blocks string, ok bool) {
+	text, blocks = r.Form.Get("text"), r.Form.Get("blocks")
 	if code, details := checkContent(text, blocks); code != "" {
 		slackError(w, code, details...)
+		return "", "", false
+	}
+	return text, blocks, true
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
+	channel, thread := r.Form.Get("channel"), r.Form.Get("thread_ts")
+	text, blocks, ok := content(w, r)
+	if !ok {
 		return
 	}
 	s.mu.Lock()
@@ -172,9 +183,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateMessage(w http.ResponseWriter, r *http.Request) {
-	channel, ts, text, blocks := r.Form.Get("channel"), r.Form.Get("ts"), r.Form.Get("text"), r.Form.Get("blocks")
-	if code, details := checkContent(text, blocks); code != "" {
-		slackError(w, code, details...)
+	channel, ts := r.Form.Get("channel"), r.Form.Get("ts")
+	text, blocks, ok := content(w, r)
+	if !ok {
 		return
 	}
 	s.mu.Lock()
@@ -195,9 +206,9 @@ func (s *Server) updateMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) postEphemeral(w http.ResponseWriter, r *http.Request) {
-	channel, user, text, blocks := r.Form.Get("channel"), r.Form.Get("user"), r.Form.Get("text"), r.Form.Get("blocks")
-	if code, details := checkContent(text, blocks); code != "" {
-		slackError(w, code, details...)
+	channel, user := r.Form.Get("channel"), r.Form.Get("user")
+	text, blocks, ok := content(w, r)
+	if !ok {
 		return
 	}
 	s.mu.Lock()
