@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/slack-go/slack"
 
 	"nanohost/internal/channels/slacktest"
@@ -52,8 +53,17 @@ func TestWebAPISpeaksSlackGo(t *testing.T) {
 	if !errors.As(err, &se) || se.Err != "invalid_blocks" {
 		t.Errorf("3001-character section: err = %v, want invalid_blocks", err)
 	}
+	emoji := slack.NewSectionBlock(slack.NewTextBlockObject("mrkdwn", strings.Repeat("😀", 1501), false, false), nil, nil)
+	if _, _, err = api.PostMessageContext(ctx, "C1", slack.MsgOptionBlocks(emoji)); !errors.As(err, &se) || se.Err != "invalid_blocks" {
+		t.Errorf("1,501 emoji (3,002 UTF-16 units) in a section: err = %v, want invalid_blocks", err)
+	}
 	if _, _, err := api.PostMessageContext(ctx, "C9", slack.MsgOptionText("x", false)); err == nil || err.Error() != "channel_not_found" {
 		t.Errorf("unknown channel: err = %v", err)
+	}
+	s.AddChannel("C2", "private-ish")
+	s.SetBotInChannel("C2", false)
+	if _, _, err := api.PostMessageContext(ctx, "C2", slack.MsgOptionText("x", false)); err == nil || err.Error() != "not_in_channel" {
+		t.Errorf("channel the bot is not in: err = %v, want not_in_channel", err)
 	}
 
 	s.RateLimit("chat.postMessage", 1, 7)
@@ -68,5 +78,88 @@ func TestWebAPISpeaksSlackGo(t *testing.T) {
 	}
 	if _, err := slack.New("xoxb-wrong", slack.OptionAPIURL(s.APIURL())).AuthTestContext(ctx); err == nil || err.Error() != "invalid_auth" {
 		t.Errorf("wrong token: err = %v, want invalid_auth", err)
+	}
+}
+
+// socketClient opens the fake's Socket Mode websocket the way an app does
+// and reads its hello.
+func socketClient(t *testing.T, s *slacktest.Server) *websocket.Conn {
+	t.Helper()
+	_, url, err := client(s).StartSocketModeContext(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	var hello map[string]any
+	if err := ws.ReadJSON(&hello); err != nil || hello["type"] != "hello" {
+		t.Fatalf("hello = %v, %v", hello, err)
+	}
+	return ws
+}
+
+type wireEnvelope struct {
+	EnvelopeID             string `json:"envelope_id"`
+	Type                   string `json:"type"`
+	AcceptsResponsePayload bool   `json:"accepts_response_payload"`
+}
+
+// The fake holds acks to what Slack accepts, and says which envelopes take
+// a response payload as Slack does: slash commands yes, events and
+// block_actions clicks no.
+func TestSocketModeAcksAreHeldToSlacksRules(t *testing.T) {
+	s := slacktest.New()
+	defer s.Close()
+	s.AddChannel("C1", "general")
+	s.AddUser("U1", "Ana")
+	ws := socketClient(t, s)
+	next := func() wireEnvelope {
+		t.Helper()
+		var env wireEnvelope
+		_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if err := ws.ReadJSON(&env); err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	ack := func(v any) {
+		t.Helper()
+		if err := ws.WriteJSON(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if _, err := s.Say("C1", "U1", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	event := next()
+	s.SlashCommand("C1", "U1", "help")
+	command := next()
+	if _, err := s.ClickButton("C1", "1.1", "U1", slacktest.Button{}); err == nil {
+		t.Error("a click on a message that does not exist should fail")
+	}
+	if event.Type != "events_api" || event.AcceptsResponsePayload || command.Type != "slash_commands" || !command.AcceptsResponsePayload {
+		t.Errorf("envelopes %+v and %+v: want events_api without and slash_commands with accepts_response_payload", event, command)
+	}
+
+	ack(map[string]any{"envelope_id": event.EnvelopeID, "payload": map[string]any{"text": "ignored"}})
+	ack(map[string]any{"envelope_id": event.EnvelopeID})
+	ack(map[string]any{"envelope_id": "env-nope"})
+	ack(map[string]any{"payload": map[string]any{}})
+	ack(map[string]any{"envelope_id": command.EnvelopeID, "payload": map[string]any{"text": "Usage: …"}})
+
+	if !s.WaitFor(5*time.Second, func() bool { return len(s.ProtocolErrors()) == 4 && len(s.Ephemerals("C1", "U1")) == 1 }) {
+		t.Fatalf("protocol errors %q, ephemerals %+v", s.ProtocolErrors(), s.Ephemerals("C1", "U1"))
+	}
+	for i, want := range []string{"carries a payload", "acked twice", "never sent", "without an envelope_id"} {
+		if !strings.Contains(s.ProtocolErrors()[i], want) {
+			t.Errorf("protocol error %d = %q, want it to say %q", i, s.ProtocolErrors()[i], want)
+		}
+	}
+	if e := s.Ephemerals("C1", "U1")[0]; e.Text != "Usage: …" || !e.InAck {
+		t.Errorf("the slash command's response in its ack = %+v, want it shown to the user", e)
 	}
 }
