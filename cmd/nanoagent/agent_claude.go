@@ -14,7 +14,7 @@ import (
 
 // claudeAgent runs the Claude Code CLI in print mode:
 //
-//	claude -p --output-format json [extra args] [--resume S] [--model M]
+//	claude -p --output-format json [extra args] [--resume S] [--model M] [--effort=E]
 //
 // with the prompt on stdin, and reads the single JSON result it prints.
 type claudeAgent struct {
@@ -50,6 +50,11 @@ func (a *claudeAgent) args(req protocol.Request) []string {
 	}
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
+	}
+	if req.ReasoningEffort != "" {
+		// The node's reasoning_effort (low, medium, high) is Claude Code's
+		// effort level; one argument, so a value can never pose as a flag.
+		args = append(args, "--effort="+req.ReasoningEffort)
 	}
 	return args
 }

@@ -39,7 +39,7 @@ func TestClaudeAgentRunsPrintModeAndParsesTheResult(t *testing.T) {
 		"usage":{"input_tokens":10,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":7}}`, 0)
 	a := &claudeAgent{bin: bin, extraArgs: []string{"--dangerously-skip-permissions"}}
 	rep, err := a.Answer(context.Background(), claudeCall(protocol.Request{
-		DispatchID: 3, NodeID: "plan", Prompt: "Plan the work", SessionID: "sess-41", Model: "claude-opus-4"}))
+		DispatchID: 3, NodeID: "plan", Prompt: "Plan the work", SessionID: "sess-41", Model: "claude-opus-4", ReasoningEffort: "low"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestClaudeAgentRunsPrintModeAndParsesTheResult(t *testing.T) {
 		t.Errorf("usage %+v: want cached input counted (1110), 7 out, $0.0123", rep.usage)
 	}
 	args, _ := os.ReadFile(filepath.Join(dir, "args"))
-	want := "-p\n--output-format\njson\n--dangerously-skip-permissions\n--resume\nsess-41\n--model\nclaude-opus-4\n"
+	want := "-p\n--output-format\njson\n--dangerously-skip-permissions\n--resume\nsess-41\n--model\nclaude-opus-4\n--effort=low\n"
 	if string(args) != want {
 		t.Errorf("claude args:\n%s\nwant:\n%s", args, want)
 	}
@@ -69,8 +69,8 @@ func TestClaudeAgentFreshSessionHasNoResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	args, _ := os.ReadFile(filepath.Join(dir, "args"))
-	if strings.Contains(string(args), "--resume") || strings.Contains(string(args), "--model") {
-		t.Errorf("args %q: no --resume or --model without a session or model", args)
+	if strings.Contains(string(args), "--resume") || strings.Contains(string(args), "--model") || strings.Contains(string(args), "--effort") {
+		t.Errorf("args %q: no --resume, --model or --effort without a session, model or effort", args)
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 // environment variables, never spliced into the command line, so a model
 // name or a prompt can never inject shell syntax:
 //
-//	NANOAGENT_MODEL, NANOAGENT_SESSION_ID, NANOAGENT_EXECUTION,
+//	NANOAGENT_MODEL, NANOAGENT_PROVIDER, NANOAGENT_REASONING_EFFORT,
+//	NANOAGENT_SESSION_ID, NANOAGENT_EXECUTION,
 //	NANOAGENT_SESSION_FILE (write a session id there to have it reported),
 //	NANOHOST_NODE_ID, NANOHOST_DISPATCH_ID, NANOHOST_OUTCOME_FILE.
 //
@@ -37,6 +38,8 @@ func (a *commandAgent) Answer(ctx context.Context, c call) (reply, error) {
 	cmd.Dir = c.workdir
 	cmd.Env = append(c.env,
 		"NANOAGENT_MODEL="+c.req.Model,
+		"NANOAGENT_PROVIDER="+c.req.Provider,
+		"NANOAGENT_REASONING_EFFORT="+c.req.ReasoningEffort,
 		"NANOAGENT_SESSION_ID="+c.req.SessionID,
 		"NANOAGENT_EXECUTION="+strconv.Itoa(c.execution),
 		"NANOAGENT_SESSION_FILE="+filepath.Clean(sessionFile.Name()),

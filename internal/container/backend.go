@@ -141,7 +141,7 @@ func (b *Backend) runAgent(ctx context.Context, req engine.Request) (engine.Resu
 	preq := protocol.Request{
 		Version: protocol.Version, DispatchID: b.dispatch.Add(1), NodeID: req.NodeID,
 		Execution: b.nextExecution(req.RunID, req.NodeID),
-		Model:     req.Model, ReasoningEffort: req.ReasoningEffort,
+		Model:     req.Model, Provider: req.Provider, ReasoningEffort: req.ReasoningEffort,
 	}
 	if req.Fidelity == "full" && !req.Isolated {
 		return b.runInThread(ctx, req, preq)

@@ -91,6 +91,28 @@ func TestFollowUpsCarryOnlyThePrompt(t *testing.T) {
 	}
 }
 
+// The node's resolved llm_model, llm_provider and reasoning_effort reach the
+// agent, in a new container and in a follow-up alike.
+func TestNodeModelSettingsReachTheAgent(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *Config) {
+		c.Agent = AgentConfig{Kind: "command", Command: `printf '%s|%s|%s' "$NANOAGENT_MODEL" "$NANOAGENT_PROVIDER" "$NANOAGENT_REASONING_EFFORT"`}
+	})
+	for _, tc := range []struct{ node, model, provider, effort string }{
+		{"plan", "claude-opus-4-6", "anthropic", "high"},
+		{"code", "gpt-5.2", "openai", "low"},
+	} {
+		req := codergenReq("run-model", tc.node, "full")
+		req.Model, req.Provider, req.ReasoningEffort = tc.model, tc.provider, tc.effort
+		if got, want := h.mustRun(req).Text, tc.model+"|"+tc.provider+"|"+tc.effort; got != want {
+			t.Errorf("%s: the agent saw %q, want %q", tc.node, got, want)
+		}
+	}
+	if n := len(h.events.list(EventReused)); n != 1 {
+		t.Errorf("%d follow-ups, want the second node to be one", n)
+	}
+}
+
 func TestColdSessionResumesTheThreadsAgentSession(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *Config) {

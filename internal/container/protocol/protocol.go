@@ -68,6 +68,7 @@ type Request struct {
 	Execution       int    `json:"execution,omitempty"`
 	Prompt          string `json:"prompt"`
 	Model           string `json:"model,omitempty"`
+	Provider        string `json:"provider,omitempty"`
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 	// SessionID asks the agent to resume that conversation.
 	SessionID string `json:"session_id,omitempty"`
