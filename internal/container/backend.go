@@ -38,6 +38,8 @@ type Backend struct {
 	execs   map[execKey]int
 	closed  bool
 	bg      map[string]*sync.WaitGroup // per run: containers being cleaned up in the background
+
+	sessionsMu sync.Mutex // serialises the threads' session files (thread_sessions.go)
 }
 
 // RunEnv is where a run's agents work.
@@ -59,6 +61,7 @@ type thread struct {
 	mu        sync.Mutex // held for a whole dispatch
 	live      *session
 	sessionID string
+	loaded    bool // sessionID was looked up in the state directory
 	idle      *time.Timer
 }
 
@@ -176,6 +179,10 @@ func (b *Backend) runInThread(ctx context.Context, req engine.Request, preq prot
 	if t.idle != nil {
 		t.idle.Stop()
 	}
+	if t.sessionID == "" && !t.loaded {
+		t.sessionID = b.recordedSession(key) // recorded by an earlier process, or before CloseRun
+	}
+	t.loaded = true
 	preq.SessionID = t.sessionID
 	if t.live != nil && !t.live.alive() {
 		t.live.stop("died while idle")
@@ -204,8 +211,9 @@ func (b *Backend) runInThread(ctx context.Context, req engine.Request, preq prot
 		t.live = nil
 		return engine.Result{}, b.dispatchError(req, err)
 	}
-	if res.SessionID != "" {
+	if res.SessionID != "" && res.SessionID != t.sessionID {
 		t.sessionID = res.SessionID
+		b.recordSession(key, res.SessionID)
 	}
 	s.lastUsed = time.Now()
 	t.idle = time.AfterFunc(b.cfg.IdleTimeout, func() { b.closeIdle(t, s) })

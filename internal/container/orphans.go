@@ -106,7 +106,8 @@ func CleanupOrphans(ctx context.Context, rt Runtime, hostID string) (int, error)
 }
 
 // CleanupOrphans removes what a previous instance of this host left behind
-// (containers and their IPC directories). Call it once at startup.
+// (containers and their IPC directories) and session records of runs
+// untouched for 30 days. Call it once at startup.
 func (b *Backend) CleanupOrphans(ctx context.Context) (int, error) {
 	n, err := CleanupOrphans(ctx, b.cfg.Runtime, b.cfg.HostID)
 	if n > 0 {
@@ -115,6 +116,7 @@ func (b *Backend) CleanupOrphans(ctx context.Context) (int, error) {
 	if err == nil {
 		err = b.cleanupIPCDirs(ctx)
 	}
+	b.pruneThreadSessions()
 	return n, err
 }
 

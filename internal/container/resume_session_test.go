@@ -1,6 +1,7 @@
 package container
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -35,5 +36,42 @@ func TestResumeSessionSeedsTheThreadsFirstContainer(t *testing.T) {
 	cold := h.mustRun(codergenReq("run-seeded", "b", "full"))
 	if !strings.Contains(cold.Text, "resume=sess-from-before") {
 		t.Errorf("cold container of the seeded thread got %q; want it to resume sess-from-before", cold.Text)
+	}
+}
+
+// A thread's session outlives the process that recorded it: a resumed run
+// (another host process sharing the state directory, or this one after
+// CloseRun) goes on with the same agent conversation.
+func TestThreadSessionsAreResumedByAnotherProcess(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *Config) {
+		c.Agent = AgentConfig{Kind: "command", Command: `echo "resume=${NANOAGENT_SESSION_ID:-none}"; [ -n "$NANOAGENT_SESSION_ID" ] || echo "sess-$NANOHOST_NODE_ID" > "$NANOAGENT_SESSION_FILE"`}
+	})
+	if got := h.mustRun(codergenReq("run-persist", "a", "full")); got.SessionID != "sess-a" {
+		t.Fatalf("first node's session %q, want sess-a", got.SessionID)
+	}
+	h.b.CloseRun("run-persist") // the run stops (cancelled, crashed, failed)
+
+	again := h.mustRun(codergenReq("run-persist", "b", "full"))
+	if !strings.Contains(again.Text, "resume=sess-a") {
+		t.Errorf("after CloseRun the run's thread got %q; want it to resume sess-a", again.Text)
+	}
+	h.b.CloseRun("run-persist")
+
+	// A second backend on the same state directory stands for the next host process.
+	next, err := NewBackend(h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { next.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resumed, err := next.Run(ctx, codergenReq("run-persist", "c", "full"))
+	if err != nil || !strings.Contains(resumed.Text, "resume=sess-a") {
+		t.Errorf("another process resuming the run got %q (%v); want it to resume sess-a", resumed.Text, err)
+	}
+	other, err := next.Run(ctx, codergenReq("run-other", "a", "full"))
+	if err != nil || !strings.Contains(other.Text, "resume=none") {
+		t.Errorf("another run's thread got %q (%v); want a new conversation", other.Text, err)
 	}
 }
