@@ -185,3 +185,47 @@ func TestClickedChoiceIsTakenEvenWhenKeysCollide(t *testing.T) {
 		t.Errorf("the prompt should say Alice chose Abort:\n%s", story.String())
 	}
 }
+
+// A gate nobody answers times out after the node's timeout; the prompt
+// says so and the engine takes human.default_choice.
+func TestUnansweredGateTimesOutToTheDefaultChoice(t *testing.T) {
+	h := newHarness(t)
+	r, done := h.runPipeline("run-default", `digraph Deploy {
+  start  [shape=Mdiamond]
+  review [shape=hexagon, label="Deploy to production?", timeout="300ms", human.default_choice="Hold"]
+  ship   [label="Ship", prompt="ship it"]
+  hold   [label="Hold Release", prompt="hold"]
+  done   [shape=Msquare]
+  start -> review
+  review -> ship [label="[S] Ship"]
+  review -> hold [label="[H] Hold"]
+  ship -> done
+  hold -> done
+}`, bob)
+	thread, err := r.Thread(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := h.promptIn(opsChat, thread, 1)
+	if !strings.Contains(prompt.Content(), "Times out in 300ms") {
+		t.Errorf("the prompt does not say when it times out:\n%s", prompt.Content())
+	}
+	select {
+	case res := <-done:
+		if res == nil || res.Status != "success" {
+			t.Fatalf("run result = %+v", res)
+		}
+	case <-time.After(waitLong):
+		t.Fatal("the run did not finish")
+	}
+	h.closeReporter(r)
+	h.desk.Wait()
+	h.settledPrompt(prompt, "⌛ Timed out.")
+	var story strings.Builder
+	for _, m := range h.fake.Thread(opsChat, thread) {
+		story.WriteString(m.Content() + "\n")
+	}
+	if !strings.Contains(story.String(), "→ Hold Release") || strings.Contains(story.String(), "→ Ship") {
+		t.Errorf("a timed-out gate must take human.default_choice (Hold):\n%s", story.String())
+	}
+}

@@ -7,6 +7,8 @@ import (
 
 	"nanohost/internal/channels"
 	"nanohost/internal/channels/slack"
+	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/frontend"
 )
 
 // pastedDOT is a pipeline as Slack delivers it when pasted in a code fence
@@ -186,5 +188,23 @@ func TestNoPolicyRefusesToStart(t *testing.T) {
 	}
 	if _, err := slack.New(slack.Config{BotToken: "", AppToken: "xapp-1"}); err == nil || !strings.Contains(err.Error(), "slack.bot_token") {
 		t.Errorf("missing bot token: error %v does not name slack.bot_token", err)
+	}
+}
+
+// An invalid pipeline's diagnostics go to the user alone, with line numbers.
+func TestDiagnosticsAreEphemeralWithLineNumbers(t *testing.T) {
+	h := newHarness(t)
+	src := "digraph Broken {\n  start [shape=Mdiamond]\n  start -> nowhere\n}"
+	_, diags, _ := frontend.Prepare("pipeline.dot", []byte(src), frontend.Options{})
+	if !pipeline.HasErrors(diags) {
+		t.Fatalf("want errors for %q, got %v", src, diags)
+	}
+	if err := channels.ReplyDiagnostics(h.ctx, h.ch, opsChat, alice, "pipeline.dot", diags); err != nil {
+		t.Fatal(err)
+	}
+	h.waitEphemeral(opsChat, alice, "✗ The pipeline has")
+	h.waitEphemeral(opsChat, alice, "pipeline.dot:3:12: warning [dead_end]")
+	if got := h.fake.BotMessages(opsChat); len(got) != 0 {
+		t.Errorf("diagnostics must not be posted for everyone, got %d channel messages", len(got))
 	}
 }
