@@ -357,7 +357,7 @@ func (b *Backend) statusFile(req engine.Request, ipc *ipcDir, dispatchID int64) 
 	if req.StageDir != "" {
 		data, err := o.MarshalStatusFile()
 		if err == nil {
-			err = os.WriteFile(filepath.Join(req.StageDir, "status.json"), append(data, '\n'), 0o644)
+			err = writeFileAtomic(filepath.Join(req.StageDir, "status.json"), append(data, '\n'), 0o644)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("node %s: store status.json: %w", req.NodeID, err)

@@ -279,6 +279,14 @@ func TestStatusFileBecomesTheOutcome(t *testing.T) {
 	})
 	req := codergenReq("run-status", "review", "compact")
 	req.StageDir = t.TempDir()
+	// A symlink planted where status.json goes is replaced, never written through.
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("untouched"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(req.StageDir, "status.json")); err != nil {
+		t.Fatal(err)
+	}
 	res := h.mustRun(req)
 	if res.Outcome == nil || res.Outcome.Status != engine.StatusFail || res.Outcome.PreferredLabel != "Fix" || res.Outcome.FailureReason != "2 tests fail" {
 		t.Fatalf("outcome %+v: want the status file's fail / Fix / reason", res.Outcome)
@@ -286,6 +294,9 @@ func TestStatusFileBecomesTheOutcome(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(req.StageDir, "status.json"))
 	if err != nil || !strings.Contains(string(data), `"outcome": "fail"`) {
 		t.Errorf("stage status.json = %q, %v", data, err)
+	}
+	if v, _ := os.ReadFile(victim); string(v) != "untouched" {
+		t.Errorf("status.json was written through a planted symlink: its target now holds %q", v)
 	}
 }
 

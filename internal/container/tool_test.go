@@ -23,6 +23,13 @@ func TestToolNodeRunsInAContainerWithTheWorkspace(t *testing.T) {
 	}
 	req := toolReq("run-tool", "check", `cat hello.txt; echo; echo "uid=$(id -u)"; echo oops >&2; touch made-by-tool; exit 3`)
 	req.StageDir = t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("untouched"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(req.StageDir, "stdout.txt")); err != nil {
+		t.Fatal(err)
+	}
 	res := h.mustRun(req)
 	if res.ExitCode != 3 {
 		t.Errorf("exit code %d, want 3", res.ExitCode)
@@ -39,6 +46,9 @@ func TestToolNodeRunsInAContainerWithTheWorkspace(t *testing.T) {
 	stderr, _ := os.ReadFile(filepath.Join(req.StageDir, "stderr.txt"))
 	if !strings.Contains(string(stdout), "uid=1000") || strings.TrimSpace(string(stderr)) != "oops" {
 		t.Errorf("stage files: stdout %q, stderr %q", stdout, stderr)
+	}
+	if v, _ := os.ReadFile(victim); string(v) != "untouched" {
+		t.Errorf("stdout.txt was written through a planted symlink: its target now holds %q", v)
 	}
 	if res := h.mustRun(toolReq("run-tool", "ok", "true")); res.ExitCode != 0 {
 		t.Errorf("`true` exited %d", res.ExitCode)
