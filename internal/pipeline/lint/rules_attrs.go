@@ -34,7 +34,10 @@ func (c *checker) typeKnown(g *pipeline.Graph) []pipeline.Diagnostic {
 func (c *checker) fidelityValid(g *pipeline.Graph) []pipeline.Diagnostic {
 	var out []pipeline.Diagnostic
 	bad := func(v string) (string, bool) {
-		if _, err := fidelity.ParseMode(v); strings.TrimSpace(v) == "" || err == nil {
+		if strings.TrimSpace(v) == "" {
+			return "", false
+		}
+		if _, err := fidelity.ParseMode(v); err == nil {
 			return "", false
 		}
 		return didYouMean(v, FidelityModes, "use one of "+strings.Join(FidelityModes, ", ")), true

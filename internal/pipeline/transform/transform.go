@@ -62,7 +62,8 @@ func (r *Registry) Transforms() []Transform {
 // Apply runs every transform in order and returns the final graph. On an
 // error it returns the graph as the failing transform received it.
 func (r *Registry) Apply(g *pipeline.Graph) (*pipeline.Graph, error) {
-	for _, t := range r.Transforms() {
+	g = applyBuiltins(g) // Builtins(), in that order
+	for _, t := range r.custom {
 		next, err := t.Apply(g)
 		if err != nil {
 			return g, fmt.Errorf("transform %s: %w", t.Name(), err)

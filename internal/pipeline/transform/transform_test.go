@@ -50,6 +50,19 @@ func TestTransformsDoNotModifyTheirInput(t *testing.T) {
 	if !reflect.DeepEqual(snapshot(in), snapshot(before)) {
 		t.Fatalf("input graph modified:\n got %v\nwant %v", snapshot(in), snapshot(before))
 	}
+	// The registry runs the built-ins on one copy; it gives what applying
+	// them one by one gives and leaves its input alone too.
+	one := in
+	for _, tr := range Builtins() {
+		one, _ = tr.Apply(one)
+	}
+	all, err := NewRegistry().Apply(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(snapshot(all), snapshot(one)) || !reflect.DeepEqual(snapshot(in), snapshot(before)) {
+		t.Fatalf("registry:\n got %v\nwant %v", snapshot(all), snapshot(one))
+	}
 }
 
 // snapshot is the graph's user-visible content, without the private indexes.
