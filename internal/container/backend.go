@@ -29,7 +29,8 @@ type Backend struct {
 	cfg      Config
 	log      *slog.Logger
 	slots    *slots
-	owner    string // this process, for orphan detection
+	owner    string   // this process, for orphan detection
+	redact   redactor // blanks the secrets out of what containers return
 	dispatch atomic.Int64
 
 	mu      sync.Mutex
@@ -76,7 +77,7 @@ func NewBackend(cfg Config) (*Backend, error) {
 	}
 	return &Backend{
 		cfg: cfg, log: cfg.Logger.With("component", "container"), slots: newSlots(cfg.MaxContainers),
-		owner: currentOwner(), threads: map[threadKey]*thread{}, runs: map[string]RunEnv{}, execs: map[execKey]int{},
+		owner: currentOwner(), redact: newRedactor(cfg.Secrets), threads: map[threadKey]*thread{}, runs: map[string]RunEnv{}, execs: map[execKey]int{},
 		bg: map[string]*sync.WaitGroup{},
 	}, nil
 }
@@ -316,14 +317,14 @@ func (b *Backend) dispatchError(req engine.Request, err error) error {
 // error status and picking up a status file the agent wrote.
 func (b *Backend) toResult(req engine.Request, s *session, res protocol.Result) (engine.Result, error) {
 	out := engine.Result{
-		Text: res.Result, SessionID: res.SessionID,
+		Text: b.redact.String(res.Result), SessionID: res.SessionID,
 		Usage: engine.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostUSD: res.Usage.CostUSD},
 	}
 	if res.Truncated {
 		b.log.Warn("agent result was truncated by the runner", "node", req.NodeID)
 	}
 	if res.Status != protocol.StatusSuccess {
-		err := fmt.Errorf("agent failed on node %s: %s", req.NodeID, nonEmpty(res.Error, "status "+res.Status))
+		err := fmt.Errorf("agent failed on node %s: %s", req.NodeID, b.redact.String(nonEmpty(res.Error, "status "+res.Status)))
 		if res.Transient {
 			return out, engine.Transient(err)
 		}
@@ -344,6 +345,7 @@ func (b *Backend) statusFile(req engine.Request, ipc *ipcDir, dispatchID int64) 
 	if err != nil || !ok {
 		return nil, err
 	}
+	data = b.redact.Bytes(data)
 	sf, err := agenttext.ParseStatusFile(data)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: the agent wrote an invalid status file: %w", req.NodeID, err)

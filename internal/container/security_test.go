@@ -3,6 +3,8 @@ package container
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -88,5 +90,50 @@ func TestNetworkNoneIsHonoured(t *testing.T) {
 	res := h.mustRun(codergenReq("run-net", "n", "compact"))
 	if strings.TrimSpace(res.Text) != "lo" {
 		t.Errorf("with network none the container has interfaces %q, want only lo", res.Text)
+	}
+}
+
+// An agent that prints its environment — in its answer, a status file, on
+// stderr before dying, or straight onto the container's stdout — cannot get
+// a secret into the run's results, errors or the host's logs.
+func TestSecretsAreRedactedFromWhatContainersReturn(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-ant-LEAKY-0123456789abcdef"
+	h := newHarness(t, func(c *Config) {
+		c.Secrets = map[string]string{"ANTHROPIC_API_KEY": secret, "SHORT": "1"}
+		c.Agent = AgentConfig{Kind: "command", Command: `echo "stray $ANTHROPIC_API_KEY" > /proc/1/fd/1
+case "$NANOHOST_NODE_ID" in
+	talk) printf '{"outcome": "success", "notes": "key %s"}' "$ANTHROPIC_API_KEY" > "$NANOHOST_OUTCOME_FILE"
+	      echo "my key is $ANTHROPIC_API_KEY, short is $SHORT" ;;
+	die)  echo "fatal: bad key $ANTHROPIC_API_KEY" >&2; sleep 1; kill -9 $PPID; sleep 5 ;;
+	fail) echo "auth failed for $ANTHROPIC_API_KEY" >&2; exit 1 ;;
+esac`}
+	})
+	req := codergenReq("run-leak", "talk", "compact")
+	req.StageDir = t.TempDir()
+	res := h.mustRun(req)
+	if strings.Contains(res.Text, secret) || !strings.Contains(res.Text, "[secret ANTHROPIC_API_KEY redacted]") {
+		t.Errorf("answer %q: want the secret redacted", res.Text)
+	}
+	if !strings.Contains(res.Text, "short is 1") {
+		t.Errorf("answer %q: a one-character value must not be redacted everywhere", res.Text)
+	}
+	if res.Outcome == nil || strings.Contains(res.Outcome.Notes, secret) {
+		t.Errorf("status file notes %+v: want the secret redacted", res.Outcome)
+	}
+	if data, _ := os.ReadFile(filepath.Join(req.StageDir, "status.json")); strings.Contains(string(data), secret) {
+		t.Errorf("the stored status.json holds the secret")
+	}
+	for _, node := range []string{"die", "fail"} {
+		_, err := h.run(codergenReq("run-leak", node, "compact"))
+		if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "redacted") {
+			t.Errorf("%s: error %v; want the agent's message with the secret redacted", node, err)
+		}
+	}
+	if h.logs.contains(secret) {
+		t.Errorf("the secret reached the host's logs")
+	}
+	if !h.logs.contains("stray [secret ANTHROPIC_API_KEY redacted]") {
+		t.Errorf("stray stdout was not logged (redacted); the test did not exercise that path:\n%s", h.logs.String())
 	}
 }

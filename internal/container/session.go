@@ -16,11 +16,12 @@ import (
 // session is one agent container and the protocol state to talk to it.
 // One dispatch at a time: its owner (a thread, or a one-shot node) serialises.
 type session struct {
-	rt    Runtime
-	h     *Handle
-	log   *slog.Logger
-	nonce string
-	ipc   *ipcDir
+	rt     Runtime
+	h      *Handle
+	log    *slog.Logger
+	nonce  string
+	ipc    *ipcDir
+	redact redactor
 
 	results chan protocol.Result // closed when stdout ends (the container is gone)
 	gone    chan struct{}        // closed when stdout ends
@@ -58,12 +59,12 @@ func (e *goneError) retryable() bool { return e.code == 0 || e.code >= 128 || e.
 // startSession starts the container and sends the first request on stdin.
 // On error the caller still owns release and ipc.
 func startSession(ctx context.Context, rt Runtime, spec Spec, ipc *ipcDir, first protocol.Request,
-	release func(), log *slog.Logger) (*session, error) {
+	release func(), log *slog.Logger, redact redactor) (*session, error) {
 	h, err := rt.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{rt: rt, h: h, log: log.With("container", h.Name), nonce: first.Nonce, ipc: ipc,
+	s := &session{rt: rt, h: h, log: log.With("container", h.Name), nonce: first.Nonce, ipc: ipc, redact: redact,
 		results: make(chan protocol.Result, 4), gone: make(chan struct{}), stderr: newTailBuffer(16 << 10),
 		errDone: make(chan struct{}),
 		release: release, lastUsed: time.Now()}
@@ -96,7 +97,7 @@ func (s *session) readStdout() {
 	defer close(s.gone)
 	defer close(s.results)
 	sc := protocol.NewScanner(s.h.Stdout, s.nonce)
-	sc.Noise = func(line string) { s.log.Debug("agent stdout outside a result", "line", line) }
+	sc.Noise = func(line string) { s.log.Debug("agent stdout outside a result", "line", s.redact.String(line)) }
 	for {
 		res, err := sc.Next()
 		if err != nil {
@@ -163,7 +164,7 @@ func (s *session) goneError(ctx context.Context) error {
 	} else if exit.OOMKilled {
 		g.detail += ", killed for exceeding its memory limit"
 	}
-	if tail := s.stderr.String(); tail != "" {
+	if tail := s.redact.String(s.stderr.String()); tail != "" {
 		g.detail += "; stderr: " + tail
 	}
 	return g

@@ -56,7 +56,7 @@ func (b *Backend) startAgent(ctx context.Context, req engine.Request, first prot
 		return nil, err
 	}
 	first.Nonce, first.Secrets = protocol.NewNonce(), b.cfg.Secrets
-	s, err := startSession(ctx, b.cfg.Runtime, spec, ipc, first, release, b.log.With("run", req.RunID, "node", req.NodeID))
+	s, err := startSession(ctx, b.cfg.Runtime, spec, ipc, first, release, b.log.With("run", req.RunID, "node", req.NodeID), b.redact)
 	if err != nil {
 		release()
 		ipc.remove()
