@@ -132,7 +132,7 @@ type pick struct {
 func anyKind(SelectorKind) bool { return true }
 
 // resolve is Resolve over the rules at the given indexes (in source order),
-// counting only the selectors of the kinds that use accepts.
+// counting only the selectors whose kind use accepts.
 func (s *Sheet) resolve(n *pipeline.Node, rules []int, use func(SelectorKind) bool) map[string]pick {
 	best := map[string]pick{}
 	for _, ri := range rules {
