@@ -140,14 +140,20 @@ func (r *Reporter) PostInThread(ctx context.Context, m channels.Message) (string
 	}
 }
 
-// Thread waits for the root message and returns its id (the thread).
+// Thread waits for the first attempt at the root message and returns its
+// id (the thread), or why there is none yet.
 func (r *Reporter) Thread(ctx context.Context) (string, error) {
 	select {
 	case <-r.rootReady:
-		return r.cp.RootID, r.rootErr
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cp.RootID == "" {
+		return "", r.rootErr
+	}
+	return r.cp.RootID, nil
 }
 
 // Checkpoint returns how far the reporter got.
@@ -243,11 +249,20 @@ func (r *Reporter) postRoot(ctx context.Context) {
 		r.cardDirty = true // refresh the card the host restart left behind
 		return
 	}
+	r.tryRoot(ctx)
+}
+
+// tryRoot posts the status card as the thread's root. If the chat refuses
+// it, the next thread message tries again: the story goes into a thread or
+// nowhere, never loose in the channel.
+func (r *Reporter) tryRoot(ctx context.Context) bool {
 	id, err := r.cfg.Channel.Post(ctx, r.cfg.Chat, "", r.cardMessage())
 	if err != nil {
+		r.mu.Lock()
 		r.rootErr = fmt.Errorf("post status card of run %s: %w", r.cfg.RunID, err)
+		r.mu.Unlock()
 		r.log.Error("report: root message", "err", err)
-		return
+		return false
 	}
 	r.mu.Lock()
 	r.cp.RootID = id
@@ -255,6 +270,7 @@ func (r *Reporter) postRoot(ctx context.Context) {
 	r.mu.Unlock()
 	r.lastEdit = time.Now()
 	r.checkpointed(cp)
+	return true
 }
 
 func (r *Reporter) handle(ctx context.Context, it item) {
@@ -295,7 +311,16 @@ func (r *Reporter) startCheckpoint(e engine.Event) bool {
 }
 
 func (r *Reporter) postThread(ctx context.Context, m channels.Message) (string, error) {
+	if r.Checkpoint().RootID == "" && !r.tryRoot(ctx) {
+		return "", fmt.Errorf("no thread to post in: %w", r.rootErrNow())
+	}
 	return r.cfg.Channel.Post(ctx, r.cfg.Chat, r.Checkpoint().RootID, m)
+}
+
+func (r *Reporter) rootErrNow() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rootErr
 }
 
 func (r *Reporter) checkpointed(cp Checkpoint) {

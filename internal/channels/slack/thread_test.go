@@ -282,3 +282,22 @@ func TestStatusCardEditsAreSpacedAboutASecondApart(t *testing.T) {
 		}
 	}
 }
+
+// If Slack refuses a run's root message, the story does not spill into the
+// channel one message at a time: the next thread message posts the root
+// again and everything after it goes into that thread.
+func TestRefusedRootIsRetriedNeverSpilledIntoTheChannel(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Fail("chat.postMessage", 1, slacktest.Fault{Error: "restricted_action"})
+	r := h.startReporter(opsChat, "run-spill", channels.VerbosityStandard)
+	feed(r, eventscript.FiveStageRun("run-spill", t0))
+	h.closeReporter(r)
+
+	root := h.runRoot(opsChat) // fails unless exactly one top-level message
+	if got := texts(h.fake.Thread(opsChat, root.TS)); !slices.Equal(got, standardThread) {
+		t.Errorf("thread after a refused root:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(standardThread, "\n"))
+	}
+	if !strings.Contains(root.Content(), "✓ succeeded") {
+		t.Errorf("the card was not brought up to date:\n%s", root.Content())
+	}
+}
