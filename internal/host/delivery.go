@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 
 	"nanohost/internal/channels"
 	"sync"
@@ -148,5 +149,21 @@ func (d *delivery) close() {
 func (d *delivery) postNote(text string) {
 	if _, err := d.reporter.PostInThread(d.h.deliveryCtx, channels.Message{Text: text}); err != nil {
 		d.h.log.Warn("post in run thread", "run", d.run.ID, "err", err)
+	}
+}
+
+// pointFrom tells the conversation thread a run was asked from where the
+// run's own thread is: a run's story is always told in one thread, under its
+// status card.
+func (d *delivery) pointFrom(thread, pipelineName string) {
+	root, err := d.reporter.Thread(d.h.deliveryCtx)
+	if err != nil || root == "" {
+		return
+	}
+	text := fmt.Sprintf("Started %s (run %s); its progress is in the run's own thread.", nonEmpty(pipelineName, "the pipeline"), d.run.ID)
+	// Its own patience: a lost pointer is not a lost run event.
+	out := newPatientChannel(d.channel.Channel, d.h.deliveryBackoff, d.h.log.With("run", d.run.ID))
+	if _, err := out.Post(d.h.deliveryCtx, d.run.ChatID, thread, channels.Message{Text: text}); err != nil {
+		d.h.log.Warn("point the asking thread at the run", "run", d.run.ID, "err", err)
 	}
 }

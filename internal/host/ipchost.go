@@ -27,7 +27,7 @@ func (x ipcHost) StartPipeline(ctx context.Context, req ipc.StartRequest) (ipc.S
 		}
 	}
 	run, diags, err := h.runs.start(ctx, startSpec{
-		Group: req.Group, Chat: req.Chat, User: "agent:" + req.Group, File: req.File,
+		Group: req.Group, Chat: req.Chat, Thread: req.Thread, User: "agent:" + req.Group, File: req.File,
 		Source: req.DOT, Goal: req.Goal, Verbosity: string(req.Verbosity),
 	})
 	if err != nil {

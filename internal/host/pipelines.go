@@ -36,7 +36,10 @@ type runManager struct {
 
 // activeRun is a run this process is executing.
 type activeRun struct {
-	id        string
+	id string
+	// askedIn is the thread the run was asked for from (an agent's
+	// conversation): it is told where the run's own thread is.
+	askedIn   string
 	cancel    context.CancelFunc
 	cancelled atomic.Bool  // by a person (not by shutdown)
 	current   atomic.Value // string: the node running now
@@ -55,6 +58,7 @@ func newRunManager(h *Host) *runManager {
 type startSpec struct {
 	Group     string
 	Chat      string
+	Thread    string // the conversation it was asked from ("" for none)
 	User      string // who started it ("agent:<group>" for IPC)
 	File      string
 	Source    []byte
@@ -93,15 +97,15 @@ func (m *runManager) start(ctx context.Context, spec startSpec) (store.Run, []pi
 		return store.Run{}, nil, fmt.Errorf("record run: %w", err)
 	}
 	m.h.log.Info("run started", "run", id, "group", spec.Group, "chat", spec.Chat, "by", spec.User, "pipeline", g.Label())
-	m.launch(run, g, false)
+	m.launch(run, g, false, spec.Thread)
 	return run, diags, nil
 }
 
 // launch executes run in the background: from the start (g set), or from
-// its checkpoint (resume).
-func (m *runManager) launch(run store.Run, g *pipeline.Graph, resume bool) {
+// its checkpoint (resume). askedIn is the thread it was asked from, if any.
+func (m *runManager) launch(run store.Run, g *pipeline.Graph, resume bool, askedIn string) {
 	ctx, cancel := context.WithCancel(m.h.ctx)
-	ar := &activeRun{id: run.ID, cancel: cancel, done: make(chan struct{})}
+	ar := &activeRun{id: run.ID, askedIn: askedIn, cancel: cancel, done: make(chan struct{})}
 	ar.current.Store("")
 	m.mu.Lock()
 	m.active[run.ID] = ar
@@ -148,6 +152,9 @@ func (m *runManager) execute(ctx context.Context, ar *activeRun, run store.Run, 
 	if err != nil {
 		m.settle(ar, run, nil, err, nil)
 		return
+	}
+	if ar.askedIn != "" {
+		go d.pointFrom(ar.askedIn, name)
 	}
 	m.h.backend.BindRun(run.ID, container.RunEnv{Group: run.GroupFolder, Workspace: m.h.GroupDir(run.GroupFolder), ExtraMounts: m.h.groupMounts(run.GroupFolder)})
 	eng := engine.New(engine.Config{

@@ -43,7 +43,7 @@ func (m *runManager) resume(ctx context.Context, run store.Run) error {
 	switch {
 	case err == nil:
 		m.h.log.Info("resuming run from its checkpoint", "run", run.ID, "status", run.Status)
-		m.launch(run, nil, true)
+		m.launch(run, nil, true, "")
 	case errors.Is(err, fs.ErrNotExist):
 		// It stopped before its first checkpoint: start it again.
 		g, err := m.h.loadGraph(run.FileName, []byte(run.SourceDOT))
@@ -52,7 +52,7 @@ func (m *runManager) resume(ctx context.Context, run store.Run) error {
 			return err
 		}
 		m.h.log.Info("restarting run that had not checkpointed yet", "run", run.ID)
-		m.launch(run, g, false)
+		m.launch(run, g, false, "")
 	default:
 		return err
 	}

@@ -119,8 +119,8 @@ func TestSlackPipelineCommandRunsInOneThreadForStartersOnly(t *testing.T) {
 }
 
 // An agent starts a pipeline with `nanoagent ipc start-pipeline` from
-// inside its container; the run's gate appears in the run's thread as
-// buttons; Mallory's click is refused, Bob's answers it, a later click is
+// inside its container (its conversation gets a pointer to the run's
+// thread); the run's gate appears in the run's thread as buttons; Mallory's click is refused, Bob's answers it, a later click is
 // told who answered; the run completes and its history is in SQLite.
 func TestSlackAgentStartedPipelineGateAnsweredByButton(t *testing.T) {
 	t.Parallel()
@@ -148,7 +148,7 @@ func TestSlackAgentStartedPipelineGateAnsweredByButton(t *testing.T) {
 
 	// What the agent does next, in its own container.
 	out, err := exec.Command("docker", "exec", agent, "nanoagent", "ipc", "start-pipeline",
-		"/workspace/group/review.dot", "--goal", "Say hello", "--wait").CombinedOutput()
+		"/workspace/group/review.dot", "--goal", "Say hello", "--thread", mention, "--wait").CombinedOutput()
 	if err != nil {
 		t.Fatalf("nanoagent ipc start-pipeline in the agent's container: %v\n%s", err, out)
 	}
@@ -165,6 +165,10 @@ func TestSlackAgentStartedPipelineGateAnsweredByButton(t *testing.T) {
 		t.Errorf("IPC pickup metric: %v requests, %vs in all; want the one start_pipeline, picked up within seconds", picked, pickup)
 	}
 	t.Logf("IPC pickup latency of nanoagent's start_pipeline: %.1f ms", pickup*1000)
+
+	waitSlack(t, fake, 20*time.Second, "the conversation thread is pointed at the run's own thread", func() bool {
+		return strings.Contains(threadText(fake, mention), "Started Review (run "+run.ID+")")
+	})
 
 	prompt := gatePrompt(t, fake, run.ThreadTS)
 	click(t, fake, prompt, mallory, "Approve")
