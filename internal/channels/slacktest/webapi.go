@@ -328,6 +328,13 @@ func checkTextObject(t map[string]any, max int, plainOnly bool, bad func(string,
 	if typ != "plain_text" && (plainOnly || typ != "mrkdwn") {
 		bad("text type %q not allowed", typ)
 	}
+	// Each flag belongs to one type; Slack refuses it on the other.
+	if _, has := t["emoji"]; has && typ != "plain_text" {
+		bad("emoji is only allowed on plain_text")
+	}
+	if _, has := t["verbatim"]; has && typ != "mrkdwn" {
+		bad("verbatim is only allowed on mrkdwn")
+	}
 	text, _ := t["text"].(string)
 	if n := textLen(text); n == 0 || n > max {
 		bad("text length %d outside 1..%d", n, max)
