@@ -2,7 +2,8 @@
 # Builds the agent image every Docker test uses, nanohost-agent:test, FROM
 # scratch: a static nanoagent (CGO_ENABLED=0) and a static busybox whose
 # applets (sh, cat, ls, echo, sleep, env, id, …) are symlinked into /bin.
-# No base image is pulled, so it works offline.
+# No base image is pulled, so it works offline. The busybox is Debian's
+# busybox-static ($NANOHOST_BUSYBOX overrides), fetched when missing.
 #
 # Idempotent and fast: the inputs (nanoagent binary, busybox, this script)
 # are hashed into a label, and the build is skipped when the image already
@@ -19,24 +20,40 @@ label="nanohost.test-image.inputs"
 exec 9>"${TMPDIR:-/tmp}/nanohost-test-image.lock"
 flock 9
 
-# A static busybox: Debian's busybox-static.
-busybox=""
-for candidate in /bin/busybox /usr/bin/busybox "$(command -v busybox || true)"; do
-	# ldd exits non-zero on a static binary, hence the captured output.
-	if [ -n "$candidate" ] && [ -x "$candidate" ] && [[ "$(ldd "$candidate" 2>&1 || true)" == *"not a dynamic executable"* ]]; then
-		busybox="$candidate"
-		break
-	fi
-done
+# A static busybox: Debian's busybox-static. Without one, the script installs
+# it (root, or password-less sudo), else unpacks Debian's package into a
+# cache without installing anything (apt-get download needs no root).
+cache="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/nanohost/busybox-static"
+find_busybox() {
+	local candidate
+	for candidate in "${NANOHOST_BUSYBOX:-}" /bin/busybox /usr/bin/busybox "$(command -v busybox || true)" "$cache/root/bin/busybox"; do
+		# ldd exits non-zero on a static binary, hence the captured output.
+		if [ -n "$candidate" ] && [ -x "$candidate" ] && [[ "$(ldd "$candidate" 2>&1 || true)" == *"not a dynamic executable"* ]]; then
+			echo "$candidate"
+			return
+		fi
+	done
+}
+apt_install() {
+	DEBIAN_FRONTEND=noninteractive "$@" apt-get install -y -qq busybox-static >/dev/null 2>&1 ||
+		{ "$@" apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive "$@" apt-get install -y -qq busybox-static >/dev/null; }
+}
+busybox="$(find_busybox)"
 if [ -z "$busybox" ]; then
-	if [ "$(id -u)" != 0 ]; then
-		echo "test-image: no static busybox found; install it with: sudo apt-get install busybox-static" >&2
+	echo "test-image: no static busybox found; getting Debian's busybox-static" >&2
+	if [ "$(id -u)" = 0 ]; then
+		apt_install
+	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+		apt_install sudo -n
+	else
+		rm -rf "$cache" && mkdir -p "$cache" &&
+			(cd "$cache" && apt-get download -qq busybox-static >/dev/null && dpkg-deb -x busybox-static_*.deb root)
+	fi || true
+	busybox="$(find_busybox)"
+	if [ -z "$busybox" ]; then
+		echo "test-image: could not get a static busybox; install Debian's busybox-static (apt-get install busybox-static) or set NANOHOST_BUSYBOX" >&2
 		exit 1
 	fi
-	echo "test-image: installing busybox-static" >&2
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq busybox-static >/dev/null 2>&1 ||
-		{ apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq busybox-static >/dev/null; }
-	busybox=/bin/busybox
 fi
 
 ctx="$(mktemp -d)"
@@ -77,7 +94,13 @@ LABEL $label="$inputs"
 EOF
 
 echo "test-image: building $image" >&2
+previous="$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)"
 DOCKER_BUILDKIT=0 docker build -q -t "$image" "$ctx" >/dev/null 2>"$ctx/build.log" || {
 	cat "$ctx/build.log" >&2
 	exit 1
 }
+# The image it replaced is now untagged: remove it (unless a container still
+# uses it) so rebuilds do not pile up dangling images.
+if [ -n "$previous" ] && [ "$(docker image inspect -f '{{len .RepoTags}}' "$previous" 2>/dev/null)" = 0 ]; then
+	docker image rm "$previous" >/dev/null 2>&1 || true
+fi
