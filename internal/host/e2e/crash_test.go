@@ -94,17 +94,18 @@ func startServe(t *testing.T, bin, dir string, env []string, args ...string) *se
 }
 
 // The host is SIGKILLed mid-run and started again: the run resumes from its
-// checkpoint, completed stages do not run again, the same thread goes on and
-// every event reaches the chat.
+// checkpoint, completed stages do not run again, and its Slack thread goes
+// on under the same status card, every event delivered once.
 func TestKilledHostResumesRunWithoutRerunningCompletedStages(t *testing.T) {
 	t.Parallel()
 	requireDocker(t)
-	dir := t.TempDir()
 	bin := nanohostBinary(t)
+	dir := t.TempDir()
+	fake := newFakeSlack(t)
 	script := writeScript(t, dir, map[string]any{"nodes": map[string]any{
 		"a": []any{map[string]any{"response": "[outcome:success]", "delay_ms": 300}},
 		"b": []any{map[string]any{"response": "[outcome:success]", "delay_ms": 300}},
-		"c": []any{map[string]any{"response": "[outcome:success]", "delay_ms": 3000}},
+		"c": []any{map[string]any{"response": "[outcome:success]", "delay_ms": 6000}},
 		"d": []any{map[string]any{"response": "[outcome:success]", "delay_ms": 300}},
 	}})
 	data := filepath.Join(dir, "data")
@@ -114,42 +115,50 @@ func TestKilledHostResumesRunWithoutRerunningCompletedStages(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, "groups", "main", "slow.dot"), []byte(slowPipeline), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "NANOHOST_DATA_DIR="+data, "NANOHOST_IMAGE="+testImage, "NANOHOST_AGENT=script",
-		"NANOHOST_AGENT_SCRIPT="+script, "NANOHOST_HTTP_LISTEN=127.0.0.1:0", "NANOHOST_LOG_LEVEL=debug")
-
-	first := startServe(t, bin, dir, env)
-	if _, err := io.WriteString(first.typing, "/pipeline run slow\n"); err != nil {
-		t.Fatal(err)
+	conf := slackServeConfig(t, dir, fake, script)
+	serve := func() *serveProcess {
+		p := startServe(t, bin, dir, os.Environ(), "--config", conf)
+		waitSlack(t, fake, 30*time.Second, "nanohost serve connects to Slack", fake.Connected)
+		return p
 	}
-	first.screen.waitFor(t, "→ c (3/", 1, 60*time.Second)
+	first := serve()
+	fake.SlashCommand(opsChat, alice, "run slow")
+
+	ctx := context.Background()
+	var st *store.Store
+	waitUntil(t, 20*time.Second, "the database can be read", func() bool {
+		var err error
+		st, err = store.OpenReadOnly(ctx, filepath.Join(data, "nanohost.db"))
+		return err == nil
+	})
+	defer st.Close()
+	var before store.Run
+	waitUntil(t, 60*time.Second, "stage c runs and everything before it is in Slack", func() bool {
+		page, err := st.ListRuns(ctx, store.RunFilter{})
+		if err != nil || len(page.Runs) != 1 {
+			return false
+		}
+		before, err = st.GetRun(ctx, page.Runs[0].ID)
+		return err == nil && countEvents(t, st, before.ID, "StageStarted", "c") == 1 &&
+			before.ThreadTS != "" && before.LastDeliveredSeq == before.LastSeq
+	})
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = first.cmd.Wait()
-
-	ctx := context.Background()
-	st, err := store.OpenReadOnly(ctx, filepath.Join(data, "nanohost.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	page, err := st.ListRuns(ctx, store.RunFilter{})
-	if err != nil || len(page.Runs) != 1 {
-		t.Fatalf("runs after the crash = %v, %v; want one", page.Runs, err)
-	}
-	before := page.Runs[0]
-	if before.Status.Finished() {
-		t.Fatalf("run finished before the crash (%s); the test needs it mid-run", before.Status)
+	if r, _ := st.GetRun(ctx, before.ID); r.Status.Finished() {
+		t.Fatalf("run finished before the crash (%s); the test needs it mid-run", r.Status)
 	}
 
-	second := startServe(t, bin, dir, env)
-	second.screen.waitFor(t, "Pipeline complete", 1, 90*time.Second)
+	second := serve()
+	defer func() { _ = second.cmd.Process.Signal(syscall.SIGTERM); _ = second.cmd.Wait() }()
 	var after store.Run
-	waitUntil(t, 20*time.Second, "the resumed run is recorded as succeeded with every event delivered", func() bool {
+	waitUntil(t, 90*time.Second, "the resumed run succeeds with every event delivered", func() bool {
+		var err error
 		after, err = st.GetRun(ctx, before.ID)
 		return err == nil && after.Status == store.RunSuccess && after.LastDeliveredSeq == after.LastSeq
 	})
-	if after.ThreadTS != before.ThreadTS || after.ThreadTS == "" {
+	if after.ThreadTS != before.ThreadTS {
 		t.Errorf("thread changed across the crash: %q → %q", before.ThreadTS, after.ThreadTS)
 	}
 	for _, node := range []string{"a", "b"} {
@@ -160,9 +169,24 @@ func TestKilledHostResumesRunWithoutRerunningCompletedStages(t *testing.T) {
 	if n := countEvents(t, st, before.ID, "StageCompleted", "d"); n != 1 {
 		t.Errorf("stage d completed %d times, want 1", n)
 	}
-	if out := second.screen.text(); strings.Contains(out, "→ a (1/") {
-		t.Errorf("the restarted host posted stage a again:\n%s", out)
+	story := threadText(fake, before.ThreadTS)
+	inOrder(t, story, "→ a (1/", "✓ a", "→ b (2/", "✓ b", "→ c (3/", "✓ c", "→ d (4/", "✓ d", "Pipeline complete")
+	for _, once := range []string{"→ a (", "→ b (", "→ d (", "Pipeline complete"} {
+		if n := strings.Count(story, once); n != 1 {
+			t.Errorf("%q appears %d times in the thread, want once:\n%s", once, n, story)
+		}
 	}
-	_ = second.cmd.Process.Signal(syscall.SIGTERM)
-	_ = second.cmd.Wait()
+	waitSlack(t, fake, 20*time.Second, "the status card shows success", func() bool {
+		card, _ := fake.Message(opsChat, before.ThreadTS)
+		return strings.Contains(shown(card), "succeeded")
+	})
+	var cards int
+	for _, m := range fake.TopLevel(opsChat) {
+		if m.FromBot() {
+			cards++
+		}
+	}
+	if cards != 1 {
+		t.Errorf("%d status cards after the restart, want the one from before", cards)
+	}
 }
