@@ -92,6 +92,14 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	defer func() {
+		// After the host stopped: Slack's queued calls end here.
+		for _, ch := range chans {
+			if c, ok := ch.(interface{ Close() }); ok {
+				c.Close()
+			}
+		}
+	}()
 	h, err := host.New(host.Options{
 		Config: cfg, Store: st, Backend: backend, Channels: chans, Docker: docker, Logger: log, Metrics: metrics,
 	})
