@@ -1,7 +1,6 @@
 package slack_test
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -41,53 +40,13 @@ const gatedScript = `{"nodes": {"test": [{"status": "fail", "failure_reason": "2
 // Slack prompt answered with a button.
 func TestRealEngineRunTellsItsStoryInSlack(t *testing.T) {
 	h := newHarness(t)
-	g, diags, err := frontend.Prepare("feature.dot", []byte(gatedFeature), frontend.Options{})
-	if err != nil || pipeline.HasErrors(diags) {
-		t.Fatalf("prepare: %v %v", err, diags)
-	}
-	backend, err := script.Parse([]byte(gatedScript))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := h.startReporter(opsChat, "run-real", channels.VerbosityStandard)
-	eng := engine.New(engine.Config{
-		Backend:     backend,
-		Interviewer: h.desk.Interviewer(gate.Target{Channel: h.ch, Chat: opsChat, Thread: r, StartedBy: bob}),
-		Observers:   []engine.Observer{r},
-		LogsRoot:    t.TempDir(), RunID: "run-real", NoBackoff: true, NoFsync: true,
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	done := make(chan *engine.RunResult, 1)
-	go func() {
-		res, err := eng.Run(h.ctx, g, []byte(gatedFeature), "feature.dot")
-		if err != nil {
-			t.Errorf("engine: %v", err)
-		}
-		done <- res
-	}()
-
+	r, done := h.runPipeline("run-real", gatedFeature, gatedScript, bob)
 	thread, err := r.Thread(h.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prompt := h.promptIn(opsChat, thread, 1)
-	h.click(prompt, alice, "Approve")
-	res := <-done
-	if res == nil || res.Status != "success" {
-		t.Fatalf("run result = %+v, want success", res)
-	}
-	ctx, cancel := context.WithTimeout(h.ctx, waitLong)
-	defer cancel()
-	if err := r.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	h.desk.Wait()
-
-	var story []string
-	for _, m := range h.fake.Thread(opsChat, thread) {
-		story = append(story, m.Content())
-	}
-	all := strings.Join(story, "\n")
+	h.click(h.promptIn(opsChat, thread, 1), alice, "Approve")
+	all := h.finish(r, done, thread)
 	// In order: the failure, the loop through the fix, the approval, the end.
 	at := 0
 	for _, want := range []string{
@@ -110,16 +69,40 @@ func TestRealEngineRunTellsItsStoryInSlack(t *testing.T) {
 	}
 }
 
+// allDone is a script under which every stage succeeds.
+const allDone = `{"default": "Done. [outcome:success]"}`
+
+// finish waits for a run to succeed, closes its reporter, lets the gate
+// edits land and returns everything the run's thread reads, in order.
+func (h *harness) finish(r *report.Reporter, done <-chan *engine.RunResult, thread string) string {
+	h.t.Helper()
+	select {
+	case res := <-done:
+		if res == nil || res.Status != "success" {
+			h.t.Fatalf("run result = %+v, want success", res)
+		}
+	case <-time.After(waitLong):
+		h.t.Fatal("the run did not finish")
+	}
+	h.closeReporter(r)
+	h.desk.Wait()
+	var story strings.Builder
+	for _, m := range h.fake.Thread(opsChat, thread) {
+		story.WriteString(m.Content() + "\n")
+	}
+	return story.String()
+}
+
 // runPipeline runs src with the real engine and the scripted backend, its
 // gates asked in Slack and its story told in a thread; it returns the
 // reporter once the run is under way and a channel with the result.
-func (h *harness) runPipeline(runID, src, startedBy string) (*report.Reporter, <-chan *engine.RunResult) {
+func (h *harness) runPipeline(runID, src, scriptJSON, startedBy string) (*report.Reporter, <-chan *engine.RunResult) {
 	h.t.Helper()
 	g, diags, err := frontend.Prepare(runID+".dot", []byte(src), frontend.Options{})
 	if err != nil || pipeline.HasErrors(diags) {
 		h.t.Fatalf("prepare: %v %v", err, diags)
 	}
-	backend, err := script.Parse([]byte(`{"default": "Done. [outcome:success]"}`))
+	backend, err := script.Parse([]byte(scriptJSON))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -158,31 +141,18 @@ func TestClickedChoiceIsTakenEvenWhenKeysCollide(t *testing.T) {
   review -> stop [label="Abort"]
   ship -> done
   stop -> done
-}`, bob)
+}`, allDone, bob)
 	thread, err := r.Thread(h.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.click(h.promptIn(opsChat, thread, 1), alice, "Abort")
-	select {
-	case res := <-done:
-		if res == nil || res.Status != "success" {
-			t.Fatalf("run result = %+v", res)
-		}
-	case <-time.After(waitLong):
-		t.Fatal("the run did not finish")
+	story := h.finish(r, done, thread)
+	if !strings.Contains(story, "→ Stand Down") || strings.Contains(story, "→ Ship") {
+		t.Errorf("clicking Abort must lead to Stand Down, not Ship:\n%s", story)
 	}
-	h.closeReporter(r)
-	h.desk.Wait()
-	var story strings.Builder
-	for _, m := range h.fake.Thread(opsChat, thread) {
-		story.WriteString(m.Content() + "\n")
-	}
-	if !strings.Contains(story.String(), "→ Stand Down") || strings.Contains(story.String(), "→ Ship") {
-		t.Errorf("clicking Abort must lead to Stand Down, not Ship:\n%s", story.String())
-	}
-	if !strings.Contains(story.String(), "<@U0ALICE> chose *Abort*") {
-		t.Errorf("the prompt should say Alice chose Abort:\n%s", story.String())
+	if !strings.Contains(story, "<@U0ALICE> chose *Abort*") {
+		t.Errorf("the prompt should say Alice chose Abort:\n%s", story)
 	}
 }
 
@@ -201,7 +171,7 @@ func TestUnansweredGateTimesOutToTheDefaultChoice(t *testing.T) {
   review -> hold [label="[H] Hold"]
   ship -> done
   hold -> done
-}`, bob)
+}`, allDone, bob)
 	thread, err := r.Thread(h.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -210,22 +180,9 @@ func TestUnansweredGateTimesOutToTheDefaultChoice(t *testing.T) {
 	if !strings.Contains(prompt.Content(), "Times out in 300ms") {
 		t.Errorf("the prompt does not say when it times out:\n%s", prompt.Content())
 	}
-	select {
-	case res := <-done:
-		if res == nil || res.Status != "success" {
-			t.Fatalf("run result = %+v", res)
-		}
-	case <-time.After(waitLong):
-		t.Fatal("the run did not finish")
-	}
-	h.closeReporter(r)
-	h.desk.Wait()
+	story := h.finish(r, done, thread)
 	h.settledPrompt(prompt, "⌛ Timed out.")
-	var story strings.Builder
-	for _, m := range h.fake.Thread(opsChat, thread) {
-		story.WriteString(m.Content() + "\n")
-	}
-	if !strings.Contains(story.String(), "→ Hold Release") || strings.Contains(story.String(), "→ Ship") {
-		t.Errorf("a timed-out gate must take human.default_choice (Hold):\n%s", story.String())
+	if !strings.Contains(story, "→ Hold Release") || strings.Contains(story, "→ Ship") {
+		t.Errorf("a timed-out gate must take human.default_choice (Hold):\n%s", story)
 	}
 }
