@@ -166,10 +166,16 @@ type Manifest struct {
 	StartedAt time.Time `json:"started_at"`
 }
 
-// LoadCheckpoint reads {logsRoot}/checkpoint.json.
+// maxCheckpoint bounds the checkpoint file a resume reads: far above what a
+// run writes (its lists grow by a node id per step, its history is bounded),
+// but a child run's checkpoint sits in a stage directory agents can reach.
+const maxCheckpoint = 256 << 20
+
+// LoadCheckpoint reads {logsRoot}/checkpoint.json (a regular file, never
+// through a symbolic link).
 func LoadCheckpoint(logsRoot string) (*Checkpoint, error) {
 	path := filepath.Join(logsRoot, CheckpointFile)
-	data, err := os.ReadFile(path)
+	data, err := readStageFile(path, maxCheckpoint)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("no checkpoint at %s: is %s a pipeline run directory?", path, logsRoot)
 	}

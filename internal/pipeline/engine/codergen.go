@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -65,7 +66,7 @@ func callBackend(ctx context.Context, st *Stage, kind RequestKind, prompt, toolC
 	if r.cfg.Backend == nil {
 		return agentReply{}, errors.New("no backend configured for agent stages")
 	}
-	if err := os.WriteFile(filepath.Join(st.StageDir, "prompt.md"), []byte(prompt), 0o644); err != nil {
+	if err := writeStageFile(filepath.Join(st.StageDir, "prompt.md"), []byte(prompt)); err != nil {
 		return agentReply{}, fmt.Errorf("write prompt.md: %w", err)
 	}
 	// A status.json left by an earlier visit must not be taken for this one's.
@@ -92,7 +93,7 @@ func callBackend(ctx context.Context, st *Stage, kind RequestKind, prompt, toolC
 	}
 	reply := agentReply{res: res, clean: parsed.Clean}
 	st.response = parsed.Clean
-	if err := os.WriteFile(filepath.Join(st.StageDir, "response.md"), []byte(parsed.Clean), 0o644); err != nil {
+	if err := writeStageFile(filepath.Join(st.StageDir, "response.md"), []byte(parsed.Clean)); err != nil {
 		return agentReply{}, fmt.Errorf("write response.md: %w", err)
 	}
 	if parsed.Clean != "" {
@@ -108,8 +109,12 @@ func resolveOutcome(res Result, parsed agenttext.Parsed, statusPath string) (Out
 	if res.Outcome != nil {
 		return *res.Outcome, "backend"
 	}
-	if data, err := os.ReadFile(statusPath); err == nil {
+	data, err := readStageFile(statusPath, maxStatusFile)
+	switch {
+	case err == nil:
 		return statusFileOutcome(data), "status_file"
+	case !errors.Is(err, fs.ErrNotExist):
+		return Outcome{Status: StatusFail, FailureReason: "the agent's status.json cannot be used: " + err.Error()}, "status_file"
 	}
 	if parsed.Status != "" {
 		s, err := ParseStatus(parsed.Status)

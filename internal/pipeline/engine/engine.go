@@ -186,8 +186,9 @@ func absPath(file string) string {
 	return file
 }
 
-// dirExistsNonEmptyRun reports whether dir already holds a run.
+// dirHoldsRun reports whether dir already holds a run (a checkpoint, or
+// anything else in its place).
 func dirHoldsRun(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, CheckpointFile))
+	_, err := os.Lstat(filepath.Join(dir, CheckpointFile))
 	return err == nil
 }

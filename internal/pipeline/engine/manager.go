@@ -145,6 +145,10 @@ func startChild(st *Stage, file string) (*childRun, error) {
 	cfg.Observers, cfg.Registry = nil, r.reg
 	cfg.RunID = fmt.Sprintf("%s.%s-%d", r.runID, st.Node.ID, st.Visit)
 	cfg.LogsRoot = filepath.Join(st.StageDir, fmt.Sprintf("child-%d", st.Visit))
+	// The child's directory sits in the stage directory: never a link elsewhere.
+	if _, err := ensureRealDir(cfg.LogsRoot); err != nil {
+		return nil, fmt.Errorf("child run directory: %w", err)
+	}
 	eng := New(cfg)
 	c := &childRun{id: cfg.RunID, root: cfg.LogsRoot}
 	if !dirHoldsRun(cfg.LogsRoot) {

@@ -53,6 +53,7 @@ type Stage struct {
 	usage       Usage
 	response    string // the Clean agent text, for the run history
 	freshDir    bool   // StageDir was created for this execution
+	dirReady    bool   // StageDir is a directory of its own (not a planted link)
 }
 
 // Emit sends an event on behalf of the stage (RunID, Seq and Time are filled

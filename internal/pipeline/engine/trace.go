@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -30,8 +31,14 @@ type tracer struct {
 // a crash is cut off, and the highest seq found is returned so numbering
 // continues after it.
 func openTrace(path string) (*os.File, int64, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	// Not through a symbolic link, and only a regular file: a child run's
+	// trace sits in a stage directory agents can reach.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
+		return nil, 0, fmt.Errorf("open event trace: %w", err)
+	}
+	if err := checkOwnRegular(f); err != nil {
+		f.Close()
 		return nil, 0, fmt.Errorf("open event trace: %w", err)
 	}
 	lastSeq, end, err := scanTrace(f)
@@ -48,24 +55,42 @@ func openTrace(path string) (*os.File, int64, error) {
 	return f, lastSeq, nil
 }
 
+// maxTraceLine bounds one line of a trace being recovered; the engine's
+// events are far smaller (agent text in them is cut to a few KB).
+const maxTraceLine = 16 << 20
+
 // scanTrace returns the highest seq in the complete lines of r and the
-// offset just after the last complete line.
-func scanTrace(r io.Reader) (int64, int64, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return 0, 0, err
-	}
-	end := bytes.LastIndexByte(data, '\n') + 1
-	var last int64
-	for line := range bytes.SplitSeq(data[:end], []byte{'\n'}) {
+// offset just after the last complete line. It streams, so a long trace
+// costs no more memory than its longest line.
+func scanTrace(r io.Reader) (last, end int64, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > maxTraceLine {
+			return 0, 0, fmt.Errorf("a line at offset %d is over %d bytes: not an event trace", end, maxTraceLine)
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			line = append(line, chunk...)
+			continue
+		case err == io.EOF:
+			return last, end, nil // what is left is a torn line
+		case err != nil:
+			return 0, 0, err
+		}
+		if len(line) > 0 {
+			chunk = append(line, chunk...)
+			line = line[:0]
+		}
+		end += int64(len(chunk))
 		var e struct {
 			Seq int64 `json:"seq"`
 		}
-		if json.Unmarshal(line, &e) == nil && e.Seq > last {
+		if json.Unmarshal(chunk, &e) == nil && e.Seq > last {
 			last = e.Seq
 		}
 	}
-	return last, int64(end), nil
 }
 
 // emit stamps e, writes it and notifies the observers.

@@ -2,11 +2,8 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -151,6 +148,9 @@ func (w *walker) record(st *Stage, typ string, out Outcome, attempts int, dur ti
 	if len(out.ContextUpdates) > 0 {
 		w.emit(Event{Type: EventContextUpdated, NodeID: id, Data: map[string]any{"keys": slices.Sorted(maps.Keys(out.ContextUpdates))}})
 	}
+	if !st.dirReady {
+		return // no stage directory of its own to write into (makeDir said why)
+	}
 	if err := writeStatusFile(st.StageDir, out); err != nil {
 		w.emit(Event{Type: EventWarning, NodeID: id, Message: "could not write status.json: " + err.Error()})
 	}
@@ -161,26 +161,16 @@ func writeStatusFile(dir string, out Outcome) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "status.json"), append(data, '\n'), 0o644)
+	return writeStageFile(filepath.Join(dir, "status.json"), append(data, '\n'))
 }
 
 // makeDir creates the stage directory and notes whether it is new (then it
-// holds no stale files from an earlier visit).
+// holds no stale files from an earlier visit). A retry finds the directory
+// of its first attempt; a symbolic link in its place is refused.
 func (st *Stage) makeDir() error {
-	st.freshDir = false // a retry finds the directory of its first attempt
-	err := os.Mkdir(st.StageDir, 0o755)
-	switch {
-	case err == nil:
-		st.freshDir = true
-		return nil
-	case errors.Is(err, fs.ErrExist):
-		return nil
-	}
-	if err := os.MkdirAll(st.StageDir, 0o755); err != nil {
-		return err
-	}
-	st.freshDir = true
-	return nil
+	fresh, err := ensureRealDir(st.StageDir)
+	st.freshDir, st.dirReady = fresh, err == nil
+	return err
 }
 
 // runWithRetry executes the handler under the node's retry policy (§3.5):
