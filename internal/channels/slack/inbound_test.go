@@ -1,12 +1,15 @@
 package slack_test
 
 import (
+	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"nanohost/internal/channels"
 	"nanohost/internal/channels/slack"
+	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/frontend"
 )
@@ -206,5 +209,37 @@ func TestDiagnosticsAreEphemeralWithLineNumbers(t *testing.T) {
 	h.waitEphemeral(opsChat, alice, "pipeline.dot:3:12: warning [dead_end]")
 	if got := h.fake.BotMessages(opsChat); len(got) != 0 {
 		t.Errorf("diagnostics must not be posted for everyone, got %d channel messages", len(got))
+	}
+}
+
+// Tokens Slack refuses stop the channel with an error that names the
+// setting to fix, and the health check says invalid_auth.
+func TestRefusedTokensSayWhichSettingToFix(t *testing.T) {
+	fake := slacktest.New()
+	defer fake.Close()
+	policy := slack.Policy{Channels: []string{opsChat}, Starters: []string{alice}}
+	for _, tc := range []struct {
+		name, bot, app, want string
+	}{
+		{"bot token", "xoxb-revoked", fake.AppToken, "check slack.bot_token"},
+		{"app token", fake.BotToken, "xapp-revoked", "check slack.app_token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ch, err := slack.New(slack.Config{BotToken: tc.bot, AppToken: tc.app, APIURL: fake.APIURL(), Policy: policy,
+				Send: slack.SendConfig{InitialBackoff: 10 * time.Millisecond}, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ch.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+			defer cancel()
+			err = ch.Run(ctx, func(channels.Inbound) {})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Run = %v, want an error saying to %s", err, tc.want)
+			}
+			if got := ch.ConnState(); got != string(slack.StateInvalidAuth) {
+				t.Errorf("health state after the refusal = %s, want invalid_auth", got)
+			}
+		})
 	}
 }

@@ -32,8 +32,10 @@ func (c *Channel) Run(ctx context.Context, deliver func(channels.Inbound)) error
 	defer func() {
 		c.mu.Lock()
 		c.running = false
+		if c.status.State != StateInvalidAuth { // refused tokens stay visible to health checks
+			c.status.State, c.status.Since = StateDisconnected, time.Now()
+		}
 		c.mu.Unlock()
-		c.setState(StateDisconnected, nil)
 	}()
 
 	if err := c.identify(ctx); err != nil {
