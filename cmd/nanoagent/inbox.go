@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -118,13 +118,20 @@ func scanInbox(dir string) ([]int64, bool, error) {
 	return ids, closing, nil
 }
 
-// answerFile consumes one request file and answers it. A file that cannot
-// be understood gets an error result, so the host fails fast instead of
+// answerFile consumes one request file and answers it. A file the host did
+// not write (no valid tag: the agent planted it) is dropped unanswered —
+// answering it, even with an error, would hand the agent a result for a
+// dispatch the host has yet to send. A file of the host's that cannot be
+// understood gets an error result, so the host fails fast instead of
 // waiting for its timeout.
 func (r *runner) answerFile(ctx context.Context, dir string, id int64) error {
 	path := filepath.Join(dir, protocol.InputFileName(id))
-	req, err := readRequestFile(path)
+	req, err := r.readRequestFile(path)
 	os.Remove(path)
+	if errors.Is(err, protocol.ErrUnauthenticated) {
+		r.log.Warn("ignored a request file the host did not write", "file", filepath.Base(path))
+		return nil
+	}
 	if err == nil && req.DispatchID != id {
 		err = fmt.Errorf("file %s carries dispatch_id %d", filepath.Base(path), req.DispatchID)
 	}
@@ -139,7 +146,7 @@ func (r *runner) answerFile(ctx context.Context, dir string, id int64) error {
 	return r.answer(ctx, req)
 }
 
-func readRequestFile(path string) (protocol.Request, error) {
+func (r *runner) readRequestFile(path string) (protocol.Request, error) {
 	var req protocol.Request
 	f, err := os.Open(path)
 	if err != nil {
@@ -153,8 +160,8 @@ func readRequestFile(path string) (protocol.Request, error) {
 	if len(data) > maxRequestBytes {
 		return req, fmt.Errorf("request larger than %d bytes", maxRequestBytes)
 	}
-	if err := json.Unmarshal(data, &req); err != nil {
-		return req, fmt.Errorf("invalid JSON: %w", err)
+	if req, err = protocol.DecodeInputFile(r.nonce, data); err != nil {
+		return req, err
 	}
 	// Only stdin may carry credentials: a file in a mounted directory is
 	// readable by the agent and may outlive the container.

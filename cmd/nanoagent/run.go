@@ -160,6 +160,9 @@ func (r *runner) call(ctx context.Context, req protocol.Request) protocol.Result
 	}
 	r.executions[req.NodeID] = n
 	outcomeFile := filepath.Join(r.opts.ipcDir, "outcome", protocol.OutcomeFileName(req.DispatchID))
+	// Only a status file written during this dispatch counts: one planted
+	// earlier (by an agent guessing the next dispatch id) goes.
+	os.Remove(outcomeFile)
 	c := call{req: req, execution: n, outcomeFile: outcomeFile, workdir: r.workdir(), env: r.agentEnv(req, outcomeFile)}
 
 	rep, err := r.agent.Answer(ctx, c)

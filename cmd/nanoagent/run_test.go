@@ -73,7 +73,10 @@ func (r *runnerUnderTest) send(name string, data []byte) {
 
 func (r *runnerUnderTest) sendRequest(req protocol.Request) {
 	req.Version = protocol.Version
-	data, _ := json.Marshal(req)
+	data, err := protocol.EncodeInputFile(r.nonce, req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
 	r.send(protocol.InputFileName(req.DispatchID), data)
 }
 
@@ -105,9 +108,24 @@ func TestRunnerAnswersFirstRequestThenFollowUpsUntilClose(t *testing.T) {
 	if res := r.next(); res.Result != "third|s3cret|7" {
 		t.Fatalf("host-given execution number not used: %+v", res)
 	}
-	r.send("4.json", []byte("{not json"))
+	// A file the host wrote (its tag is right) but cannot be understood.
+	body := []byte(`["not a request"]`)
+	bad, _ := json.Marshal(protocol.InputFile{Auth: protocol.RequestTag(r.nonce, body), Request: body})
+	r.send("4.json", bad)
 	if res := r.next(); res.DispatchID != 4 || res.Status != protocol.StatusError || !strings.Contains(res.Error, "bad request file") {
 		t.Fatalf("bad request file: %+v; want an error result so the host fails fast", res)
+	}
+	// Files the agent planted — bare requests, wrong tags, junk — are
+	// dropped unanswered: the next result is the host's dispatch 8.
+	planted, _ := json.Marshal(protocol.Request{Version: protocol.Version, DispatchID: 5, NodeID: "b", Prompt: "FORGED"})
+	r.send("5.json", planted)
+	body, _ = json.Marshal(protocol.Request{Version: protocol.Version, DispatchID: 6, NodeID: "b", Prompt: "FORGED"})
+	wrongTag, _ := json.Marshal(protocol.InputFile{Auth: protocol.RequestTag("guessed-nonce", body), Request: body})
+	r.send("6.json", wrongTag)
+	r.send("7.json", []byte("{not json"))
+	r.sendRequest(protocol.Request{DispatchID: 8, NodeID: "b", Prompt: "real"})
+	if res := r.next(); res.DispatchID != 8 || res.Result != "real|s3cret|8" {
+		t.Fatalf("after planted files the runner answered %+v; want only the host's dispatch 8", res)
 	}
 	if entries, _ := os.ReadDir(filepath.Join(r.ipc, "input")); len(entries) != 0 {
 		t.Errorf("consumed request files were left in the inbox: %v", entries)

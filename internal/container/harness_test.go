@@ -136,6 +136,18 @@ func (h *harness) running(extra map[string]string) []Info {
 	return out
 }
 
+// liveSession is the live container of a thread (failing the test if none).
+func (h *harness) liveSession(run, thread string) *session {
+	h.t.Helper()
+	t := h.b.thread(threadKey{run, thread})
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.live == nil {
+		h.t.Fatalf("thread %s/%s has no live container", run, thread)
+	}
+	return t.live
+}
+
 func codergenReq(run, node, fidelity string) engine.Request {
 	r := engine.Request{Kind: engine.KindCodergen, RunID: run, NodeID: node, Attempt: 1, Visit: 1,
 		Prompt: "do " + node, Fidelity: fidelity}

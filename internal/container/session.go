@@ -120,9 +120,10 @@ func (s *session) alive() bool {
 	}
 }
 
-// send delivers a follow-up request through the IPC input directory.
+// send delivers a follow-up request through the IPC input directory,
+// tagged so the runner knows the host wrote it.
 func (s *session) send(req protocol.Request) error {
-	data, err := json.Marshal(req)
+	data, err := protocol.EncodeInputFile(s.nonce, req)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -156,6 +157,54 @@ func WriteResult(w io.Writer, nonce string, r Result) error {
 	sb.WriteByte('\n')
 	_, err = io.WriteString(w, sb.String())
 	return err
+}
+
+// InputFile is the content of a follow-up request file: the request and a
+// tag that only a holder of the nonce can compute. The agent can write into
+// the input directory too; without the tag it could plant the next
+// dispatch's request and have the runner answer a prompt of its choosing.
+type InputFile struct {
+	Auth    string          `json:"auth"`
+	Request json.RawMessage `json:"request"`
+}
+
+// ErrUnauthenticated marks an input file that the host did not write.
+var ErrUnauthenticated = errors.New("request file not written by the host (missing or wrong auth tag)")
+
+// RequestTag authenticates a request file's body: HMAC-SHA256(nonce,
+// "request:" + body), hex. The tag covers the exact bytes, so nothing in
+// the request can be changed, and it differs from every result tag.
+func RequestTag(nonce string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(nonce))
+	mac.Write([]byte("request:"))
+	mac.Write(body)
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// EncodeInputFile is the file the host writes for a follow-up request.
+func EncodeInputFile(nonce string, req Request) ([]byte, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encode request %d: %w", req.DispatchID, err)
+	}
+	return json.Marshal(InputFile{Auth: RequestTag(nonce, body), Request: body})
+}
+
+// DecodeInputFile checks a request file's tag and returns its request. An
+// error wrapping ErrUnauthenticated means the host did not write the file.
+func DecodeInputFile(nonce string, data []byte) (Request, error) {
+	var f InputFile
+	var req Request
+	if err := json.Unmarshal(data, &f); err != nil || len(f.Request) == 0 {
+		return req, ErrUnauthenticated
+	}
+	if !hmac.Equal([]byte(f.Auth), []byte(RequestTag(nonce, f.Request))) {
+		return req, ErrUnauthenticated
+	}
+	if err := json.Unmarshal(f.Request, &req); err != nil {
+		return req, fmt.Errorf("invalid request JSON: %w", err)
+	}
+	return req, nil
 }
 
 // InputFileName is the name of the follow-up request file for a dispatch.
