@@ -34,6 +34,23 @@ type Channel interface {
 	Ephemeral(ctx context.Context, chat, user, text string) error
 }
 
+// ThreadEphemeral is implemented by channels that can show a reply to one
+// user inside a thread: someone who clicked a gate button in a run's
+// thread (on a phone, the only place they are looking) sees the answer
+// there rather than in the channel.
+type ThreadEphemeral interface {
+	EphemeralInThread(ctx context.Context, chat, thread, user, text string) error
+}
+
+// Tell shows text to user alone: in thread when there is one and the
+// channel can, else in the chat.
+func Tell(ctx context.Context, ch Channel, chat, thread, user, text string) error {
+	if te, ok := ch.(ThreadEphemeral); ok && thread != "" {
+		return te.EphemeralInThread(ctx, chat, thread, user, text)
+	}
+	return ch.Ephemeral(ctx, chat, user, text)
+}
+
 // GateAuthorizer is implemented by channels that decide who may answer a
 // gate. A channel that does not implement it cannot have its gates answered
 // (deny by default).

@@ -472,7 +472,7 @@ func (d *Desk) refuse(ctx context.Context, ch channels.Channel, in channels.Inbo
 }
 
 func (d *Desk) tell(ctx context.Context, ch channels.Channel, in channels.Inbound, text string) {
-	if err := ch.Ephemeral(ctx, in.Chat, in.User, text); err != nil {
+	if err := channels.Tell(ctx, ch, in.Chat, in.Thread, in.User, text); err != nil {
 		d.log.Warn("gate: ephemeral reply", "user", in.User, "err", err)
 	}
 }

@@ -103,6 +103,9 @@ func TestGateFirstAnswerWins(t *testing.T) {
 		t.Errorf("answer = %+v, want alice's A (the first)", ans)
 	}
 	h.waitEphemeral(opsChat, bob, "Already answered by Alice: [A] Approve")
+	if e := h.fake.Ephemerals(opsChat, bob); e[len(e)-1].ThreadTS != prompt.ThreadTS {
+		t.Errorf("bob was told in thread %q; he clicked in the run's thread %s, where he is looking", e[len(e)-1].ThreadTS, prompt.ThreadTS)
+	}
 	h.settledPrompt(prompt, "<@U0ALICE> chose")
 }
 

@@ -61,6 +61,7 @@ var _ channels.Channel = (*Channel)(nil)
 var _ channels.GateAuthorizer = (*Channel)(nil)
 var _ channels.UserNamer = (*Channel)(nil)
 var _ channels.ConnStater = (*Channel)(nil)
+var _ channels.ThreadEphemeral = (*Channel)(nil)
 
 // New checks the configuration and returns the channel (not connected
 // yet: call Run). Without a complete Policy it refuses, saying which
@@ -148,6 +149,15 @@ func (c *Channel) Update(ctx context.Context, chat, msgID string, m channels.Mes
 func (c *Channel) Ephemeral(ctx context.Context, chat, user, text string) error {
 	if _, err := c.outboxFor(chat).do(ctx, &op{kind: opEphemeral, chat: chat, user: user, msg: ephemeralMessage(text)}); err != nil {
 		return fmt.Errorf("slack: ephemeral to %s in %s: %w", user, chat, err)
+	}
+	return nil
+}
+
+// EphemeralInThread implements channels.ThreadEphemeral.
+func (c *Channel) EphemeralInThread(ctx context.Context, chat, thread, user, text string) error {
+	call := &op{kind: opEphemeral, chat: chat, thread: thread, user: user, msg: ephemeralMessage(text)}
+	if _, err := c.outboxFor(chat).do(ctx, call); err != nil {
+		return fmt.Errorf("slack: ephemeral to %s in thread %s of %s: %w", user, thread, chat, err)
 	}
 	return nil
 }
