@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 go vet ./...
 if docker info >/dev/null 2>&1; then
 	./scripts/test-image.sh
+else
+	# go test hides a passing package's output, skip messages included.
+	echo "test.sh: NO DOCKER ENGINE — the agent-container tests will SKIP (CI fails instead: NANOHOST_REQUIRE_DOCKER=1)" >&2
 fi
 # The dashboard's browser test drives Debian's chromium; install it when we can.
 ./scripts/install-chromium.sh || echo "test.sh: no Chromium — the browser test will skip (CI requires it)" >&2
