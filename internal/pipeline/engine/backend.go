@@ -30,9 +30,16 @@ type Request struct {
 	NodeID  string
 	Node    *pipeline.Node // resolved attributes (after stylesheet and defaults)
 	Attempt int            // 1-based attempt within this visit
-	// Visit counts executions of this node in the run (1 for the first), so a
-	// scripted backend can answer the k-th execution with its k-th response.
+	// Visit counts visits of this node in the run (1 for the first); the
+	// retries of a visit share its number.
 	Visit int
+	// Execution counts this node's handler executions over the whole run,
+	// retries and visits included (1 for the first), so a scripted backend
+	// answers the k-th execution with its k-th response. It survives a resume
+	// in a new process (restored from the checkpoint's attempts); an
+	// execution interrupted by a crash or a stop was never recorded, so its
+	// number is given again when the node re-runs.
+	Execution int
 
 	// Prompt is the node prompt after $goal expansion. Preamble is the
 	// context carried in for non-full fidelity (empty for full).

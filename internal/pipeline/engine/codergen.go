@@ -163,7 +163,7 @@ func (r *run) request(st *Stage, kind RequestKind, prompt, toolCommand string) R
 		st.Warn(fmt.Sprintf("%s resumes a full-fidelity thread whose session was lost; using summary:high for this stage", n.ID))
 	}
 	req := Request{
-		Kind: kind, RunID: r.runID, NodeID: n.ID, Node: n, Attempt: st.Attempt, Visit: st.Visit,
+		Kind: kind, RunID: r.runID, NodeID: n.ID, Node: n, Attempt: st.Attempt, Visit: st.Visit, Execution: st.Execution,
 		Prompt: prompt, Fidelity: string(mode), Isolated: isTrue(n.Attrs["isolated"]),
 		Model: n.Attrs.String("llm_model", n.Attrs["model"]), Provider: n.Attrs.String("llm_provider", n.Attrs["provider"]),
 		ReasoningEffort: n.Attrs["reasoning_effort"], ToolCommand: toolCommand, StageDir: st.StageDir,

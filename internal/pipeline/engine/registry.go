@@ -33,9 +33,11 @@ type Stage struct {
 	// {LogsRoot}/{node id}, created before the handler runs.
 	LogsRoot string
 	StageDir string
-	// Visit counts executions of this node in the run (1 for the first);
-	// Attempt is the 1-based attempt within this visit.
-	Visit, Attempt int
+	// Visit counts visits of this node in the run (1 for the first);
+	// Attempt is the 1-based attempt within this visit; Execution counts the
+	// node's executions over the run, retries and visits included (see
+	// Request.Execution).
+	Visit, Attempt, Execution int
 	// Incoming is the edge the walk took to reach the node (nil for the
 	// start node, retry-target jumps and the first node after a resume).
 	Incoming *pipeline.Edge

@@ -69,8 +69,8 @@ func TestResumeFromEveryCheckpointGivesTheSameResult(t *testing.T) {
 	stages := len(full.res.Path)
 	for cut := 1; cut < stages; cut++ {
 		ctx, cancel := context.WithCancel(context.Background())
-		be, iv := resumeScript(), resumeAnswers()
-		first := runGraph(t, resumeDOT, runOpts{backend: be, interviewer: iv, ctx: ctx, configure: func(c *engine.Config) {
+		iv := resumeAnswers()
+		first := runGraph(t, resumeDOT, runOpts{backend: resumeScript(), interviewer: iv, ctx: ctx, configure: func(c *engine.Config) {
 			c.Observers = append(c.Observers, &cancelAfter{n: cut, cancel: cancel})
 		}})
 		cancel()
@@ -84,7 +84,10 @@ func TestResumeFromEveryCheckpointGivesTheSameResult(t *testing.T) {
 		rec := &recorder{}
 		cfg := first.cfg
 		cfg.Observers = []engine.Observer{rec}
-		cfg.Backend, cfg.Interviewer = be, iv // the same script position, like the same agents
+		// A fresh script, as in a new process: the engine's execution count
+		// (Request.Execution, restored from the checkpoint) must pick up where
+		// the first part stopped, not start the node's responses over.
+		cfg.Backend, cfg.Interviewer = resumeScript(), iv
 		second, err := engine.New(cfg).Resume(t.Context(), first.root)
 		if err != nil {
 			t.Fatalf("cut %d: resume: %v", cut, err)

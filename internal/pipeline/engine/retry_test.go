@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -65,6 +66,31 @@ func TestRetryOutcomeIsRetriedWithinTheBudget(t *testing.T) {
 	cp := loadCheckpoint(t, out.root)
 	if cp.NodeRetries["flaky"] != 2 || cp.Attempts["flaky"] != 3 {
 		t.Errorf("checkpoint node_retries=%v attempts=%v", cp.NodeRetries, cp.Attempts)
+	}
+}
+
+// Request.Execution counts a node's executions over the run (retries and
+// visits), Visit its visits and Attempt the attempts of one visit.
+func TestRequestCountsExecutionsVisitsAndAttempts(t *testing.T) {
+	src := `digraph Loop {
+		start [shape=Mdiamond]
+		exit [shape=Msquare]
+		work [prompt="w", max_retries=2]
+		check [shape=diamond]
+		start -> work -> check
+		check -> work [condition="context.internal.visit_count.work=1"]
+		check -> exit [condition="context.internal.visit_count.work=2"]
+	}`
+	be := &recordingBackend{inner: steps(map[string][]any{"work": {"[outcome:retry]", "[outcome:success]"}})}
+	out := runGraph(t, src, runOpts{backend: be})
+	wantStatus(t, out.res, "success")
+	var got []string
+	for _, r := range be.requests("work") {
+		got = append(got, fmt.Sprintf("e%d v%d a%d", r.Execution, r.Visit, r.Attempt))
+	}
+	// The script's second response repeats from the second execution on.
+	if want := []string{"e1 v1 a1", "e2 v1 a2", "e3 v2 a1"}; !slices.Equal(got, want) {
+		t.Fatalf("requests = %v, want %v", got, want)
 	}
 }
 

@@ -63,6 +63,7 @@ type run struct {
 	cx         *Context // top-level context (replaced by a loop restart)
 	stageRoot  string   // "" or restart-N, relative to root
 	attempts   map[string]int
+	executions map[string]int // handler executions begun, per node (attempts counts those of finished visits)
 	visits     map[string]int
 	stageIndex map[string]int
 	seen       []string // visited nodes in first-visit order: the key order of the per-node counts in a checkpoint
@@ -91,7 +92,7 @@ func (e *Engine) baseRun(g *pipeline.Graph, source []byte, file, runID, root str
 	r := &run{
 		eng: e, cfg: &e.cfg, reg: e.reg, g: g, file: file, source: source,
 		sourceSHA: hex.EncodeToString(sum[:]), dotJSON: dotJSON, runID: runID, root: root,
-		attempts: map[string]int{}, visits: map[string]int{}, stageIndex: map[string]int{},
+		attempts: map[string]int{}, executions: map[string]int{}, visits: map[string]int{}, stageIndex: map[string]int{},
 		retries: map[string]int{}, gates: map[string]Status{},
 	}
 	var errs []error
@@ -169,6 +170,9 @@ func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, cp *C
 	r.cx = NewContext()
 	r.cx.ApplyUpdates(cp.Context)
 	maps.Copy(r.attempts, cp.Attempts)
+	// Checkpoints fall between visits, so the recorded attempts are every
+	// execution that finished; one interrupted mid-visit runs again.
+	maps.Copy(r.executions, cp.Attempts)
 	maps.Copy(r.visits, cp.Visits)
 	maps.Copy(r.stageIndex, cp.StageIndex)
 	r.seen = firstVisitOrder(cp.Visits, cp.StageIndex)

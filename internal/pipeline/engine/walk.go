@@ -101,6 +101,15 @@ func (r *run) beginVisit(node *pipeline.Node) (int, int) {
 	return r.visits[node.ID], idx
 }
 
+// countExecution counts one more handler execution of the node and returns
+// its number in the run.
+func (r *run) countExecution(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.executions[id]++
+	return r.executions[id]
+}
+
 func (r *run) currentStageRoot() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -181,7 +190,7 @@ func (w *walker) runWithRetry(ctx context.Context, st *Stage, h Handler, typ str
 	r, node := w.r, st.Node
 	p := retryPolicyFor(r.g, node, st.Warn)
 	for attempt := 1; ; attempt++ {
-		st.Attempt = attempt
+		st.Attempt, st.Execution = attempt, r.countExecution(node.ID)
 		out, err := w.safeExecute(ctx, st, h, typ)
 		if ctx.Err() != nil {
 			return Outcome{}, attempt, errCancelled

@@ -8,11 +8,13 @@ import (
 	"nanohost/internal/pipeline/engine"
 )
 
-// Run answers one execution of req.NodeID: it counts the execution (per
-// run and node, retries included — not req.Visit, which a retry does not
-// advance), waits out the response's delay, then returns its error or result.
+// Run answers one execution of req.NodeID: the req.Execution-th response
+// (the engine's count, which survives a resume in a new process), or when
+// the caller does not set it the script's own count per run and node,
+// retries included — not req.Visit, which a retry does not advance. It
+// waits out the response's delay, then returns its error or result.
 func (s *Script) Run(ctx context.Context, req engine.Request) (engine.Result, error) {
-	n := s.next(req.RunID, req.NodeID)
+	n := s.next(req.RunID, req.NodeID, req.Execution)
 	resp, ok := s.Response(req.NodeID, n)
 	if !ok {
 		resp = Response{Status: string(engine.StatusSuccess), Text: "[Script] " + req.NodeID + " done"}

@@ -125,15 +125,20 @@ func (s *Script) Response(nodeID string, n int) (Response, bool) {
 	return Response{}, false
 }
 
-// next counts one more execution of the node in the run and returns its number.
-func (s *Script) next(runID, nodeID string) int {
+// next counts one more execution of the node in the run and returns its
+// number: given, when the engine counted it (> 0), else the script's own count.
+func (s *Script) next(runID, nodeID string, given int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.execs == nil {
 		s.execs = map[execKey]int{}
 	}
 	k := execKey{runID, nodeID}
-	s.execs[k]++
+	if given > 0 {
+		s.execs[k] = given
+	} else {
+		s.execs[k]++
+	}
 	return s.execs[k]
 }
 

@@ -304,3 +304,33 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A resumed run in a new process has a fresh Script: the engine's
+// Request.Execution says which execution this is, and wins over the
+// script's own count.
+func TestRunTakesTheEnginesExecutionCount(t *testing.T) {
+	s := mustParse(t, `{"nodes": {"test": ["one", "two", "three"]}}`)
+	ctx := context.Background()
+	answer := func(execution int) string {
+		req := codergen("r1", "test")
+		req.Execution = execution
+		res, err := s.Run(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Text
+	}
+	if got := answer(2); got != "two" {
+		t.Fatalf("execution 2 answered %q", got)
+	}
+	if got := answer(3); got != "three" {
+		t.Fatalf("execution 3 answered %q", got)
+	}
+	// Without a count from the caller, the script continues its own.
+	if got := answer(0); got != "three" {
+		t.Fatalf("the 4th execution answered %q, want the last response repeated", got)
+	}
+	if n := s.Executions("r1", "test"); n != 4 {
+		t.Errorf("Executions = %d, want 4", n)
+	}
+}
