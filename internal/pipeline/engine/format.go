@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -47,7 +48,7 @@ func EventVerbosity(e Event) Verbosity {
 		}
 		return VerbosityMinimal
 	case EventStageStarted, EventStageCompleted:
-		if h, _ := e.Data["handler"].(string); h == TypeConditional {
+		if dataString(e.Data, "handler") == TypeConditional {
 			return VerbosityVerbose
 		}
 		return VerbosityStandard
@@ -66,7 +67,7 @@ func EventVerbosity(e Event) Verbosity {
 // format ("  → Implement (3/5)", "  ✓ Implement — 2m 30s", …); "" when the
 // event has nothing to show. Channels (terminal, Slack) share this wording.
 func FormatEvent(e Event) string {
-	handler, _ := e.Data["handler"].(string)
+	handler := dataString(e.Data, "handler")
 	name := e.Label
 	if name == "" {
 		name = e.NodeID
@@ -86,7 +87,7 @@ func FormatEvent(e Event) string {
 	case EventPipelineCompleted:
 		return "✓ Pipeline complete — " + FormatDuration(e.Duration)
 	case EventPipelineFailed:
-		if c, _ := e.Data["cancelled"].(bool); c {
+		if dataBool(e.Data, "cancelled") {
 			return "✗ Pipeline cancelled — " + FormatDuration(e.Duration) + " (resumable)"
 		}
 		return fmt.Sprintf("✗ Pipeline failed — %s — %s", FormatDuration(e.Duration), e.Message)
@@ -117,8 +118,7 @@ func FormatEvent(e Event) string {
 	case EventDecision:
 		return formatDecision(e.Decision, branch)
 	case EventParallelStarted:
-		n, _ := e.Data["branch_count"].(int)
-		return fmt.Sprintf("  ⑂ %s: %d branches", name, n)
+		return fmt.Sprintf("  ⑂ %s: %d branches", name, dataInt(e.Data, "branch_count"))
 	case EventParallelBranchStarted:
 		return fmt.Sprintf("  ⑂ branch %s started", e.Branch)
 	case EventParallelBranchCompleted:
@@ -132,9 +132,7 @@ func FormatEvent(e Event) string {
 		}
 		return fmt.Sprintf("  ⑂ %s branch %s — %s%s", mark, e.Branch, FormatDuration(e.Duration), msg)
 	case EventParallelCompleted:
-		s, _ := e.Data["success_count"].(int)
-		f, _ := e.Data["failure_count"].(int)
-		return fmt.Sprintf("  ⑂ %s: %d succeeded, %d failed — %s", name, s, f, FormatDuration(e.Duration))
+		return fmt.Sprintf("  ⑂ %s: %d succeeded, %d failed — %s", name, dataInt(e.Data, "success_count"), dataInt(e.Data, "failure_count"), FormatDuration(e.Duration))
 	case EventInterviewStarted:
 		return "  ? " + formatQuestion(e.Question)
 	case EventInterviewCompleted:
@@ -146,12 +144,56 @@ func FormatEvent(e Event) string {
 	case EventAgentResponse:
 		return "    │ " + truncate(firstLine(e.Message), 200)
 	case EventContextUpdated:
-		keys, _ := e.Data["keys"].([]string)
-		return "    context: " + strings.Join(keys, ", ")
+		return "    context: " + strings.Join(dataStrings(e.Data, "keys"), ", ")
 	case EventCheckpointSaved:
 		return "    checkpoint after " + e.NodeID
 	}
 	return ""
+}
+
+// Event.Data read type-tolerantly: an event decoded from JSON (the trace,
+// the store) holds float64 (or json.Number) where the engine put an int,
+// and []any where it put []string.
+
+func dataString(data map[string]any, key string) string {
+	s, _ := data[key].(string)
+	return s
+}
+
+func dataBool(data map[string]any, key string) bool {
+	b, _ := data[key].(bool)
+	return b
+}
+
+func dataInt(data map[string]any, key string) int {
+	switch v := data[key].(type) {
+	case int:
+		return v
+	case int64:
+		return int(v)
+	case float64:
+		return int(v)
+	case json.Number:
+		n, _ := v.Int64()
+		return int(n)
+	}
+	return 0
+}
+
+func dataStrings(data map[string]any, key string) []string {
+	switch v := data[key].(type) {
+	case []string:
+		return v
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 func formatDecision(d *Decision, branch string) string {

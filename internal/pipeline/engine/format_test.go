@@ -1,11 +1,16 @@
 package engine_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/pipeline/interview"
+	"nanohost/internal/pipeline/script"
 )
 
 func TestFormatEventUsesTheHostLogFormat(t *testing.T) {
@@ -71,6 +76,98 @@ func TestFormatEventOnARealRun(t *testing.T) {
 	}
 	log := strings.Join(lines, "\n")
 	for _, want := range []string{"[Pipeline] Branch: Implement and validate a feature", "  → Plan (1/5)", "  ✗ Validate", "  ⤷ gate → implement", "  → Exit (5/5)", "✓ Pipeline complete"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("live log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+// Events read back from the trace or the store were decoded from JSON, so
+// their Data holds float64 (or json.Number) and []any: the live log must
+// read the same from them as from the engine's own events. The events are
+// those of real runs that produce every event type.
+func TestFormatEventIsTheSameAfterAJSONRoundTrip(t *testing.T) {
+	var events []engine.Event
+	// Parallel, retries, warnings, context updates, decisions, checkpoints.
+	par := runGraph(t, parallelGraph("", ""), runOpts{backend: steps(map[string][]any{
+		"b": {"[outcome:retry]", "[outcome:fail]"}, "a1": {"done [context:x=1] [outcome:success]"},
+		"after": {"no tag at all"},
+	})})
+	events = append(events, par.rec.all()...)
+	// A human gate asked twice (a timeout, then an answer) and a cancelled, resumed run.
+	ctx, cancel := context.WithCancel(context.Background())
+	gate := runGraph(t, `digraph G {
+		start [shape=Mdiamond]
+		exit [shape=Msquare]
+		review [shape=hexagon, label="Ship it?"]
+		slow [prompt="s"]
+		start -> review
+		review -> slow [label="[Y] Yes"]
+		review -> exit [label="[N] No"]
+		slow -> exit
+	}`, runOpts{
+		ctx: ctx, interviewer: interview.NewQueue([]engine.Answer{{Kind: engine.AnswerTimeout}, {Value: "Y", By: "console"}}),
+		backend: &script.Script{Nodes: map[string][]script.Response{"slow": {{DelayMS: 60_000}}}},
+		configure: func(c *engine.Config) {
+			c.Observers = append(c.Observers, engine.ObserverFunc(func(e engine.Event) {
+				if e.Type == engine.EventStageStarted && e.NodeID == "slow" {
+					cancel()
+				}
+			}))
+		},
+	})
+	events = append(events, gate.rec.all()...)
+	rec := &recorder{}
+	cfg := gate.cfg
+	cfg.Observers, cfg.Backend = []engine.Observer{rec}, &script.Script{}
+	if _, err := engine.New(cfg).Resume(t.Context(), gate.root); err != nil {
+		t.Fatal(err)
+	}
+	events = append(events, rec.all()...)
+
+	seen := map[engine.EventType]bool{}
+	for _, e := range events {
+		seen[e.Type] = true
+		want := engine.FormatEvent(e)
+		data, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plain, numbers engine.Event
+		if err := json.Unmarshal(data, &plain); err != nil {
+			t.Fatal(err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(&numbers); err != nil {
+			t.Fatal(err)
+		}
+		for _, back := range []engine.Event{plain, numbers} {
+			if got := engine.FormatEvent(back); got != want {
+				t.Errorf("%s after a JSON round trip:\n got %q\nwant %q", e.Type, got, want)
+			}
+			if engine.EventVerbosity(back) != engine.EventVerbosity(e) {
+				t.Errorf("%s: verbosity changed after a JSON round trip", e.Type)
+			}
+		}
+	}
+	for _, typ := range []engine.EventType{
+		engine.EventPipelineStarted, engine.EventPipelineCompleted, engine.EventPipelineFailed, engine.EventPipelineResumed,
+		engine.EventStageStarted, engine.EventStageCompleted, engine.EventStageFailed, engine.EventStageRetrying,
+		engine.EventParallelStarted, engine.EventParallelBranchStarted, engine.EventParallelBranchCompleted, engine.EventParallelCompleted,
+		engine.EventInterviewStarted, engine.EventInterviewCompleted, engine.EventInterviewTimeout,
+		engine.EventCheckpointSaved, engine.EventDecision, engine.EventWarning, engine.EventAgentResponse, engine.EventContextUpdated,
+	} {
+		if !seen[typ] {
+			t.Errorf("no %s event in the runs: the round trip does not cover it", typ)
+		}
+	}
+	// The counts themselves, not just equality with a zero both sides could show.
+	log := ""
+	for _, e := range events {
+		log += engine.FormatEvent(e) + "\n"
+	}
+	for _, want := range []string{"Try three ways: 3 branches", "Try three ways: 2 succeeded, 1 failed", "context: last_response, last_stage, x"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("live log lacks %q:\n%s", want, log)
 		}
