@@ -50,6 +50,9 @@ type chatRouter struct {
 
 type threadRef struct{ chat, thread string }
 
+// maxRememberedThreads bounds the in-memory set of conversation threads.
+const maxRememberedThreads = 4096
+
 type chatWorker struct {
 	group store.Group
 	wake  chan struct{}
@@ -107,6 +110,11 @@ func (r *chatRouter) handle(ctx context.Context, ch channels.Channel, in channel
 // with the agent.
 func (r *chatRouter) enqueue(w *chatWorker, it chatItem) {
 	r.mu.Lock()
+	if len(r.threads) >= maxRememberedThreads {
+		// The memory only matters until the agent's first answer in a
+		// thread; after that the stored reply marks the conversation.
+		clear(r.threads)
+	}
 	r.threads[threadRef{it.in.Chat, replyThread(it.in)}] = true
 	r.mu.Unlock()
 	w.push(r.h, it)

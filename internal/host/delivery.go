@@ -3,11 +3,10 @@ package host
 import (
 	"context"
 	"fmt"
-
-	"nanohost/internal/channels"
 	"sync"
 	"time"
 
+	"nanohost/internal/channels"
 	"nanohost/internal/channels/report"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/store"
@@ -32,10 +31,9 @@ type delivery struct {
 	channel  *patientChannel
 	reporter *report.Reporter
 
-	mu      sync.Mutex
-	seq     int64
-	rootID  string
-	started map[string]time.Time
+	mu     sync.Mutex
+	seq    int64
+	rootID string
 }
 
 // newDelivery starts the run's reporter. For a run that has events already
@@ -51,7 +49,7 @@ func (h *Host) newDelivery(ctx context.Context, run store.Run, ar *activeRun, pi
 		return nil, err
 	}
 	out := newPatientChannel(ch, h.deliveryBackoff, h.log.With("run", run.ID))
-	d := &delivery{h: h, run: fresh, ar: ar, channel: out, seq: fresh.LastSeq, rootID: fresh.ThreadTS, started: map[string]time.Time{}}
+	d := &delivery{h: h, run: fresh, ar: ar, channel: out, seq: fresh.LastSeq, rootID: fresh.ThreadTS}
 	// The reporter outlives the run (it may still be waiting for the chat
 	// to come back); it stops with the host.
 	d.reporter = report.Start(h.deliveryCtx, report.Config{
