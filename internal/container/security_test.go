@@ -18,11 +18,12 @@ func TestContainersAreLockedDownAndSecretsStayOutOfInspect(t *testing.T) {
 		c.Limits = Limits{MemoryBytes: 300 << 20, CPUs: 0.5, Pids: 64}
 		c.Secrets = map[string]string{"ANTHROPIC_API_KEY": secret}
 		c.TZ = "Asia/Tokyo"
-		c.Agent = AgentConfig{Kind: "command", Command: `printf '%s|%s|%s|%s' "$ANTHROPIC_API_KEY" "$(id -u)" "$(cat /proc/self/status | grep CapEff)" "$TZ"`}
+		c.Agent = AgentConfig{Kind: "command", Command: `printf '%s|%s|%s|%s' "$(printf %s "$ANTHROPIC_API_KEY" | tr a-z A-Z)" "$(id -u)" "$(cat /proc/self/status | grep CapEff)" "$TZ"`}
 	})
 	res := h.mustRun(codergenReq("run-sec", "n", "full"))
 	got := strings.Split(res.Text, "|")
-	if len(got) != 4 || got[0] != secret {
+	// Upper-cased, as the secret itself is redacted from answers.
+	if len(got) != 4 || got[0] != strings.ToUpper(secret) {
 		t.Fatalf("the agent process did not get its secret from stdin: %q", res.Text)
 	}
 	if got[1] == "0" {
