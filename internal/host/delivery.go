@@ -83,6 +83,7 @@ func (d *delivery) OnEvent(e engine.Event) {
 	if _, err := d.h.store.AppendEvent(context.Background(), e); err != nil {
 		d.h.log.Error("store run event", "run", e.RunID, "seq", e.Seq, "type", e.Type, "err", err)
 	}
+	d.h.streams.wake(e.RunID)
 	d.observe(e)
 	d.reporter.OnEvent(e)
 }

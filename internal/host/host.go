@@ -92,6 +92,10 @@ type Host struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// streams wakes the dashboard's event streams when a run's events or
+	// end are stored (web.go).
+	streams streamWaker
+
 	mu       sync.Mutex
 	stopping bool
 	chState  map[string]string // channel name → connected / disconnected / stopped

@@ -221,6 +221,7 @@ func (m *runManager) finish(ctx context.Context, id string, status store.RunStat
 	if err := m.h.store.FinishRun(ctx, id, status, reason, usage); err != nil {
 		m.h.log.Warn("record run end", "run", id, "status", status, "err", err)
 	}
+	m.h.streams.wake(id) // event streams end once they see the run finished
 }
 
 func usageOf(res *engine.RunResult) engine.Usage {

@@ -36,10 +36,62 @@ func (h *Host) withDashboard(ops http.Handler) http.Handler {
 	return mux
 }
 
+// WebRuns is what the dashboard changes runs through (web.Runs), and what
+// wakes its event streams (web.Notifier). The host serves it on http.listen
+// itself; tests build a dashboard over it with their own web.Options.
+func (h *Host) WebRuns() web.Runs { return webRuns{h} }
+
 // webRuns lets the dashboard start, cancel and answer runs the way chat
 // does: the same run manager, and the same gate desk — so a web answer is
 // authorized, first-answer-wins and recorded like a button click in Slack.
 type webRuns struct{ h *Host }
+
+// Subscribe implements web.Notifier: the run's streams wake as soon as an
+// event of it is stored, or it is marked finished, instead of at their
+// next poll of the store.
+func (x webRuns) Subscribe(runID string) (<-chan struct{}, func()) {
+	return x.h.streams.subscribe(runID)
+}
+
+// streamWaker wakes the dashboard's event streams of a run. The zero value
+// is ready to use.
+type streamWaker struct {
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{} // run id → its streams' channels
+}
+
+func (w *streamWaker) subscribe(runID string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1) // one pending wake is enough: a stream reads everything new
+	w.mu.Lock()
+	if w.subs == nil {
+		w.subs = map[string]map[chan struct{}]struct{}{}
+	}
+	if w.subs[runID] == nil {
+		w.subs[runID] = map[chan struct{}]struct{}{}
+	}
+	w.subs[runID][ch] = struct{}{}
+	w.mu.Unlock()
+	return ch, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		delete(w.subs[runID], ch)
+		if len(w.subs[runID]) == 0 {
+			delete(w.subs, runID)
+		}
+	}
+}
+
+// wake tells the run's streams something new is stored (never blocks).
+func (w *streamWaker) wake(runID string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ch := range w.subs[runID] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // Start runs a pipeline in a group's workspace, reporting to its chat.
 func (x webRuns) Start(ctx context.Context, req web.StartRequest) (string, []pipeline.Diagnostic, error) {
@@ -114,7 +166,8 @@ func (x webRuns) Answer(ctx context.Context, req web.AnswerRequest) (web.AnswerR
 		return web.AnswerResult{}, fmt.Errorf("gate %s is not being asked right now (is run %s running? an interrupted run asks again when it resumes): %w",
 			req.GateID, req.RunID, web.ErrUnknownGate)
 	}
-	if problem := answerProblem(posting.Question, req); problem != "" {
+	option, problem := answerOption(posting.Question, req)
+	if problem != "" {
 		return web.AnswerResult{}, fmt.Errorf("%s: %w", problem, web.ErrInvalidAnswer)
 	}
 	ch, err := x.h.channelNamed(posting.Channel)
@@ -124,7 +177,7 @@ func (x webRuns) Answer(ctx context.Context, req web.AnswerRequest) (web.AnswerR
 	wc := &webChannel{Channel: ch, preventSelf: x.h.cfg.Slack.Policy.PreventSelfApproval}
 	x.h.desk.HandleAnswer(ctx, wc, channels.Inbound{
 		Kind: channels.KindGateAnswer, Channel: ch.Name(), Chat: posting.Chat, User: req.By,
-		Gate: &channels.GateAnswer{RunID: req.RunID, GateID: req.GateID, Nonce: posting.Nonce, Choice: req.Choice, Text: req.Text},
+		Gate: &channels.GateAnswer{RunID: req.RunID, GateID: req.GateID, Nonce: posting.Nonce, Option: option, Text: req.Text},
 	})
 	now, err := x.h.store.GetGate(ctx, req.RunID, req.GateID)
 	if err != nil {
@@ -142,19 +195,43 @@ func (x webRuns) Answer(ctx context.Context, req web.AnswerRequest) (web.AnswerR
 	return web.AnswerResult{}, fmt.Errorf("%s: %w", refusal, web.ErrUnknownGate)
 }
 
-// answerProblem checks the answer against the question before the desk
-// does, so the web can say 422 rather than a generic refusal.
-func answerProblem(q engine.Question, req web.AnswerRequest) string {
-	if req.Text != "" {
+// answerOption checks the answer against the question before the desk
+// does, so the web can say 422 rather than a generic refusal, and turns a
+// choice into the option's 1-based position: the desk is handed exactly the
+// option that was picked. A key two options share ("Approve" and "Abort"
+// both have A) names neither, so it is refused, as at the console.
+func answerOption(q engine.Question, req web.AnswerRequest) (option int, problem string) {
+	switch {
+	case req.Text != "":
 		if !channels.AcceptsText(q) {
-			return "this gate takes one of its choices, not free text"
+			return 0, "this gate takes one of its choices, not free text"
 		}
-		return ""
+		return 0, ""
+	case req.Option != 0:
+		if req.Option < 1 || req.Option > len(q.Options) {
+			return 0, fmt.Sprintf("option %d is not one of this gate's %d choices (they are numbered from 1)", req.Option, len(q.Options))
+		}
+		return req.Option, ""
 	}
-	if _, ok := channels.FindOption(q, req.Choice); !ok {
-		return fmt.Sprintf("%q is not one of this gate's choices", req.Choice)
+	i, ok := channels.OptionIndex(q, req.Choice)
+	if !ok {
+		return 0, fmt.Sprintf("%q is not one of this gate's choices", req.Choice)
 	}
-	return ""
+	if strings.EqualFold(strings.TrimSpace(req.Choice), q.Options[i].Key) && channels.KeyShared(q, q.Options[i].Key) {
+		return 0, fmt.Sprintf("%q is the key of more than one choice (%s); answer with the choice's label or its option number", req.Choice, sharing(q, q.Options[i].Key))
+	}
+	return i + 1, ""
+}
+
+// sharing lists the labels of the options with accelerator key key.
+func sharing(q engine.Question, key string) string {
+	var labels []string
+	for _, o := range q.Options {
+		if strings.EqualFold(o.Key, key) {
+			labels = append(labels, o.Label)
+		}
+	}
+	return strings.Join(labels, ", ")
 }
 
 func settledResult(g store.Gate) web.AnswerResult {

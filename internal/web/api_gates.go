@@ -53,8 +53,8 @@ func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request) {
 }
 
 // answerQuestion is POST /pipelines/{id}/questions/{qid}/answer with
-// {"choice": "A"} or {"text": "…"}: the first answer wins, later ones get
-// 409 with who answered first.
+// {"option": 1}, {"choice": "A"} or {"text": "…"}: the first answer wins,
+// later ones get 409 with who answered first.
 func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
 	if !s.canChange(w) {
 		return
@@ -69,9 +69,9 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
 	}
 	req.RunID, req.GateID, req.By = run.ID, r.PathValue("qid"), userOf(r)
 	req.Choice, req.Text = strings.TrimSpace(req.Choice), strings.TrimSpace(req.Text)
-	if (req.Choice == "") == (req.Text == "") {
-		writeError(w, http.StatusBadRequest, "send exactly one of choice and text",
-			`{"choice": "A"} picks an option (its key, label or target node); {"text": "…"} answers a freeform gate`)
+	if given := btoi(req.Option != 0) + btoi(req.Choice != "") + btoi(req.Text != ""); given != 1 {
+		writeError(w, http.StatusBadRequest, "send exactly one of option, choice and text",
+			`{"option": 2} picks the gate's second choice; {"choice": "Approve"} picks one by its label, key or target node; {"text": "…"} answers a freeform gate`)
 		return
 	}
 	res, err := s.opts.Runs.Answer(r.Context(), req)
@@ -102,4 +102,11 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("gate answered from the web", "run", run.ID, "gate", req.GateID, "by", req.By)
 	writeJSON(w, http.StatusOK, res)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -158,7 +158,7 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 
 	// Progress arrives live: plan runs, then the gate opens with its buttons.
 	waitJS(t, ctx, "plan running or done", nodeState("plan", "running")+` || `+nodeState("plan", "success"))
-	waitJS(t, ctx, "the gate's buttons", `document.querySelector('#questions button.choice[data-choice="A"]') !== null`)
+	waitJS(t, ctx, "the gate's buttons", `document.querySelector('#questions button.choice[data-option="1"]') !== null`)
 	waitJS(t, ctx, "plan done, review waiting", nodeState("plan", "success")+` && `+nodeState("review", "running")+` && `+nodeState("build", "pending"))
 	waitJS(t, ctx, "the taken edge", `[...document.querySelectorAll('#graph g.edge.taken title')].some(t => t.textContent === 'plan -> review')`)
 	f.screenshot(ctx, t, shots, "run-waiting-desktop")
@@ -175,7 +175,7 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 
 	// Answer the gate with a click; the run goes on and finishes.
 	logBefore, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#log li').length`))
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#questions button.choice[data-choice="A"]`))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#questions button.choice[data-option="1"]`))); err != nil {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, "the answer notice", `document.querySelector('#notice').textContent.includes('as web:ana')`)

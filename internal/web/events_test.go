@@ -92,8 +92,14 @@ type streamed struct {
 // until collects events up to and including the first of type typ.
 func (s *sseStream) until(typ string) []streamed {
 	s.t.Helper()
+	return s.within(20*time.Second, typ)
+}
+
+// within is until, failing when typ has not come within d.
+func (s *sseStream) within(d time.Duration, typ string) []streamed {
+	s.t.Helper()
 	var got []streamed
-	timeout := time.After(20 * time.Second)
+	timeout := time.After(d)
 	for {
 		select {
 		case e, ok := <-s.events:
@@ -118,7 +124,7 @@ func (s *sseStream) until(typ string) []streamed {
 				return got
 			}
 		case <-timeout:
-			s.t.Fatalf("no %s event within 20s (got %d events)", typ, len(got))
+			s.t.Fatalf("no %s event within %v (got %d events)", typ, d, len(got))
 		}
 	}
 }

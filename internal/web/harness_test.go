@@ -206,8 +206,9 @@ func (r *engineRuns) Answer(ctx context.Context, req web.AnswerRequest) (web.Ans
 			return web.AnswerResult{}, fmt.Errorf("this gate takes one of its choices, not free text: %w", web.ErrInvalidAnswer)
 		}
 		ans, stored = engine.Answer{Kind: engine.AnswerText, Text: req.Text, By: req.By}, req.Text
-	} else if o, ok := channels.FindOption(w.q, req.Choice); ok {
-		ans.Value, stored = channels.ChoiceValue(o), channels.ChoiceValue(o)
+	} else if i, ok := optionIndex(w.q, req); ok {
+		v := channels.ChoiceValueIn(w.q, i)
+		ans.Value, stored = v, v
 	} else {
 		return web.AnswerResult{}, fmt.Errorf("%q is not one of this gate's choices: %w", req.Choice, web.ErrInvalidAnswer)
 	}
@@ -228,6 +229,14 @@ func (r *engineRuns) Answer(ctx context.Context, req web.AnswerRequest) (web.Ans
 	}
 	w.answer <- ans
 	return web.AnswerResult{Accepted: true, Status: string(cur.Status), Answer: cur.Answer, AnsweredBy: cur.AnsweredBy}, nil
+}
+
+// optionIndex is the option an answer names: by position, or by value.
+func optionIndex(q engine.Question, req web.AnswerRequest) (int, bool) {
+	if req.Option > 0 {
+		return req.Option - 1, req.Option <= len(q.Options)
+	}
+	return channels.OptionIndex(q, req.Choice)
 }
 
 func settled(g store.Gate) web.AnswerResult {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"nanohost/internal/host"
 	"nanohost/internal/pipeline/script"
 	"nanohost/internal/store"
+	"nanohost/internal/web"
 )
 
 // scriptAgents is the host's agent backend with scripted answers instead
@@ -31,6 +33,7 @@ func (scriptAgents) BindRun(string, container.RunEnv) {}
 // event delivery, console channel) and talks to its HTTP endpoint.
 type hostFixture struct {
 	*fixture
+	host    *host.Host
 	console *io.PipeWriter
 	// stop shuts the host down and waits for it.
 	stop func()
@@ -81,7 +84,7 @@ func newHostFixture(t *testing.T, token string, agents *script.Script) *hostFixt
 		time.Sleep(10 * time.Millisecond)
 	}
 	f := &fixture{t: t, st: st, token: token, base: "http://" + h.HTTPAddr()}
-	return &hostFixture{fixture: f, console: consoleIn, stop: stop}
+	return &hostFixture{fixture: f, host: h, console: consoleIn, stop: stop}
 }
 
 // The host's adapter: a pipeline started through the API runs on the real
@@ -186,5 +189,84 @@ func TestHostShutdownClosesEventStreams(t *testing.T) {
 		case <-timeout:
 			t.Fatal("the event stream stayed open after the host stopped")
 		}
+	}
+}
+
+// collideDOT's gate has two choices with the same accelerator key.
+const collideDOT = `digraph Release {
+	graph [goal="release 2.0"]
+	start    [shape=Mdiamond]
+	exit     [shape=Msquare]
+	review   [shape=hexagon, label="Ship it?"]
+	ship     [label="Ship", prompt="Ship it"]
+	rollback [label="Roll back", prompt="Roll back"]
+	start -> review
+	review -> ship     [label="[A] Approve"]
+	review -> rollback [label="[A] Abort"]
+	ship -> exit
+	rollback -> exit
+}`
+
+// "Approve" and "Abort" share the key A: a web answer names the option by
+// its position (what the dashboard's buttons send) or by its label, and the
+// run takes exactly that option; the bare shared key is refused as
+// ambiguous instead of silently meaning the first one.
+func TestHostWebAnswerTakesTheChosenOptionWhenKeysCollide(t *testing.T) {
+	hf := newHostFixture(t, "", &script.Script{})
+	f := hf.fixture
+	for _, c := range []struct{ name, body, want, not string }{
+		{"by position", `{"option":2}`, "rollback", "ship"},
+		{"by label", `{"choice":"Approve"}`, "ship", "rollback"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			id := f.start(collideDOT)
+			g := f.waitGate(id)
+			answer := "/pipelines/" + id + "/questions/" + g.GateID + "/answer"
+			e := decode[errorBody](t, f.do("POST", answer, `{"choice":"A"}`), 422)
+			if !strings.Contains(e.Error, "more than one choice ([A] Approve, [A] Abort)") {
+				t.Errorf("shared key: %+v", e)
+			}
+			e = decode[errorBody](t, f.do("POST", answer, `{"option":3}`), 422)
+			if !strings.Contains(e.Error, "option 3 is not one of this gate's 2 choices") {
+				t.Errorf("option 3: %+v", e)
+			}
+			decode[errorBody](t, f.do("POST", answer, `{"option":1,"choice":"Approve"}`), 400)
+			decode[map[string]any](t, f.do("POST", answer, c.body), 200)
+			f.waitStatus(id, store.RunSuccess)
+			run := decode[runBody](t, f.do("GET", "/pipelines/"+id, ""), 200)
+			path := strings.Join(run.Path, ",")
+			if !strings.Contains(path, c.want) || strings.Contains(path, c.not) {
+				t.Errorf("path = %s, want it through %s and not %s", path, c.want, c.not)
+			}
+		})
+	}
+}
+
+// The host wakes a run's event streams when it stores an event or ends the
+// run: with the store polled once an hour, a stream still sees the answer,
+// the rest of the run and its end as they happen (within seconds, where
+// the stream would otherwise sit for an hour).
+func TestHostWakesEventStreamsWhenEventsAreStored(t *testing.T) {
+	hf := newHostFixture(t, "", &script.Script{})
+	srv, err := web.New(web.Options{Store: hf.st, Runs: hf.host.WebRuns(), Listen: "127.0.0.1:0",
+		PollInterval: time.Hour, Heartbeat: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	f := &fixture{t: t, st: hf.st, base: hs.URL}
+
+	id := f.start(gateDOT)
+	s := f.openStream("/pipelines/" + id + "/events")
+	s.within(5*time.Second, "InterviewStarted") // stored after the stream opened, or before: either way it came
+	g := f.waitGate(id)
+	answered := time.Now()
+	decode[map[string]any](t, f.do("POST", "/pipelines/"+id+"/questions/"+g.GateID+"/answer", `{"option":1}`), 200)
+	evs := s.within(5*time.Second, "InterviewCompleted")
+	t.Logf("the answer's event reached the stream %v after the answer was sent", time.Since(answered))
+	evs = append(evs, s.within(5*time.Second, "end")...)
+	if evs[len(evs)-1].Type != "PipelineCompleted" {
+		t.Errorf("the stream ended after %s, not the run's completion", evs[len(evs)-1].Type)
 	}
 }

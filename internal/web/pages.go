@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"fmt"
 	"html/template"
@@ -151,7 +152,24 @@ type logLine struct {
 // questionView is an open gate on the run page.
 type questionView struct {
 	store.Gate
+	Buttons   []choiceButton
 	TakesText bool
+}
+
+// choiceButton answers a gate with one option, named by its position.
+type choiceButton struct {
+	Option int // 1-based, as the API's "option"
+	Label  string
+}
+
+func newQuestionView(g store.Gate) questionView {
+	v := questionView{Gate: g, TakesText: takesText(g)}
+	for i, o := range g.Choices {
+		if !o.Freeform {
+			v.Buttons = append(v.Buttons, choiceButton{Option: i + 1, Label: cmp.Or(o.Label, o.Key, o.To)})
+		}
+	}
+	return v
 }
 
 // pageEvents is how many of the latest events the run page shows at once;
@@ -208,7 +226,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, g := range gates {
 		if g.Status == store.GateOpen {
-			data.Questions = append(data.Questions, questionView{Gate: g, TakesText: takesText(g)})
+			data.Questions = append(data.Questions, newQuestionView(g))
 		}
 	}
 	for _, e := range events {

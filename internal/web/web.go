@@ -67,8 +67,13 @@ type StartRequest struct {
 type AnswerRequest struct {
 	RunID  string `json:"-"`
 	GateID string `json:"-"`
-	// Choice is an option's key, label or target node; Text is free text
-	// for a freeform gate. Exactly one is set.
+	// Option is the chosen option's 1-based position in the gate's
+	// choices (as GET …/questions lists them): it names exactly one option
+	// even when two share an accelerator key, so the dashboard's buttons
+	// send it. Choice is an option's key, label or target node instead (a
+	// key two options share is refused as ambiguous); Text is free text for
+	// a freeform gate. Exactly one of the three is set.
+	Option int    `json:"option,omitempty"`
 	Choice string `json:"choice,omitempty"`
 	Text   string `json:"text,omitempty"`
 	// Nonce names the posting of the gate the answer is for (as listed by

@@ -127,9 +127,10 @@
         div.appendChild(el('p', { 'class': 'q-text' }, q.question));
         var choices = el('div', { 'class': 'choices' });
         var takesText = q.choices.length === 0;
-        q.choices.forEach(function (o) {
+        // A button names its option by position: two options may share a key.
+        q.choices.forEach(function (o, i) {
           if (o.freeform) { takesText = true; return; }
-          var b = el('button', { type: 'button', 'class': 'choice', 'data-choice': o.key || o.label }, o.label);
+          var b = el('button', { type: 'button', 'class': 'choice', 'data-option': String(i + 1) }, o.label || o.key || o.to);
           choices.appendChild(b);
         });
         div.appendChild(choices);
@@ -168,7 +169,7 @@
     $('#questions').addEventListener('click', function (ev) {
       var b = ev.target.closest('button.choice');
       if (!b) return;
-      answer(b.closest('.question'), { choice: b.dataset.choice });
+      answer(b.closest('.question'), { option: Number(b.dataset.option) });
     });
     $('#questions').addEventListener('submit', function (ev) {
       ev.preventDefault();
