@@ -144,7 +144,7 @@ func withNodeTimeout(ctx context.Context, d time.Duration) (context.Context, con
 func (b *Backend) runAgent(ctx context.Context, req engine.Request) (engine.Result, error) {
 	preq := protocol.Request{
 		Version: protocol.Version, DispatchID: b.dispatch.Add(1), NodeID: req.NodeID,
-		Execution: b.nextExecution(req.RunID, req.NodeID),
+		Execution: b.nextExecution(req.RunID, req.NodeID, req.Execution),
 		Model:     req.Model, Provider: req.Provider, ReasoningEffort: req.ReasoningEffort,
 	}
 	if req.Fidelity == "full" && !req.Isolated {
@@ -295,11 +295,17 @@ func (b *Backend) acquireSlot(ctx context.Context, runID string) (func(), error)
 	return rel, nil
 }
 
-func (b *Backend) nextExecution(runID, nodeID string) int {
+// nextExecution numbers a node's dispatch in its run: the engine's count
+// when it gives one (it survives a resume in a new process), else our own.
+func (b *Backend) nextExecution(runID, nodeID string, given int) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	k := execKey{runID, nodeID}
-	b.execs[k]++
+	if given > 0 {
+		b.execs[k] = given
+	} else {
+		b.execs[k]++
+	}
 	return b.execs[k]
 }
 

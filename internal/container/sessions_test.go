@@ -137,6 +137,24 @@ func TestColdSessionResumesTheThreadsAgentSession(t *testing.T) {
 	}
 }
 
+// Script mode answers the engine's execution number when it gives one (a
+// run resumed in a new process continues its script), else counts itself.
+func TestScriptModeAnswersTheEnginesExecutionNumber(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *Config) {
+		c.Agent.ScriptFile = writeScript(t, `{"nodes": {"a": ["one", "two", "three", "four"]}}`)
+	})
+	req := codergenReq("run-exec", "a", "compact")
+	req.Execution = 2
+	if got := h.mustRun(req).Text; got != "two" {
+		t.Errorf("execution 2 answered %q, want the second response", got)
+	}
+	req.Execution = 0
+	if got := h.mustRun(req).Text; got != "three" {
+		t.Errorf("an uncounted execution after 2 answered %q, want the third response", got)
+	}
+}
+
 func TestStaleResultIsDroppedAndTheAwaitedOneReturned(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *Config) {
