@@ -118,6 +118,9 @@ func (x webRuns) group(folder string) (store.Group, error) {
 		return store.Group{}, fmt.Errorf("no group %q is registered (see groups in nanohost.yaml)", folder)
 	}
 	all := x.h.groups.all()
+	if len(all) == 0 {
+		return store.Group{}, errors.New("no group is registered yet: add one under groups in nanohost.yaml, or register a chat as a group")
+	}
 	sort.Slice(all, func(i, j int) bool { return all[i].Folder < all[j].Folder })
 	for _, g := range all {
 		if g.IsMain {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"nanohost/internal/channels"
 	"nanohost/internal/pipeline"
 	"nanohost/internal/store"
 )
@@ -166,6 +167,10 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.TrimSpace(req.DOT) == "" {
 		writeError(w, http.StatusBadRequest, "no pipeline: the dot field is empty", `send {"dot": "digraph G { … }", "goal": "…"}`)
+		return
+	}
+	if _, err := channels.ParseVerbosity(req.Verbosity); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), `leave verbosity out for the host's default`)
 		return
 	}
 	req.By = userOf(r)

@@ -195,6 +195,7 @@ func TestBadRequestsGetJSONErrorsThatSayWhatToFix(t *testing.T) {
 		{"not JSON", "POST", "/pipelines", "dot=x", []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "must be JSON"},
 		{"unknown field", "POST", "/pipelines", `{"dot":"digraph{}","colour":"red"}`, nil, 400, "unknown field"},
 		{"empty dot", "POST", "/pipelines", `{"dot":"  "}`, nil, 400, "dot field is empty"},
+		{"unknown verbosity", "POST", "/pipelines", `{"dot":"digraph{}","verbosity":"loud"}`, nil, 400, `unknown verbosity "loud"`},
 		{"two objects", "POST", "/pipelines", `{"dot":"x"}{}`, nil, 400, "after its JSON"},
 		{"unknown endpoint", "GET", "/nowhere", "", nil, 404, "no endpoint"},
 		{"wrong method", "DELETE", "/pipelines", "", nil, 405, "does not take DELETE"},

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,15 +117,34 @@ func nodeState(id, state string) string {
 	return fmt.Sprintf(`document.querySelector('#graph g#node-%s.state-%s') !== null`, id, state)
 }
 
-// A person logs in, watches a script-mode run progress live on its page,
-// answers its gate with a click and sees it finish.
+// browserDOT's gate lists "Abort" before "Approve", both with the key A:
+// the click on Approve must take Approve.
+const browserDOT = `digraph Review {
+	graph [goal="ship the feature"]
+	start    [shape=Mdiamond]
+	exit     [shape=Msquare]
+	plan     [label="Plan", prompt="Plan $goal"]
+	review   [shape=hexagon, label="Approve the plan?"]
+	build    [label="Build", prompt="Build it"]
+	rollback [label="Roll back", prompt="Undo the plan"]
+	start -> plan -> review
+	review -> rollback [label="[A] Abort"]
+	review -> build    [label="[A] Approve"]
+	build -> exit
+	rollback -> exit
+}`
+
+// A person logs in to the real host's dashboard, starts a run from the
+// form (after fixing what its diagnostics point at), watches it progress
+// live, answers its gate with a click and sees it finish.
 func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 	chromium := findChromium(t)
 	slow := &script.Script{Nodes: map[string][]script.Response{
 		"plan":  {{Text: hostile, DelayMS: 1200}},
 		"build": {{Text: "Built it. [outcome:success]", DelayMS: 1200}},
 	}}
-	f := newFixture(t, fixtureOpts{token: "browser-token", listen: "0.0.0.0:8377", script: slow})
+	hf := newHostFixture(t, "browser-token", slow)
+	f := hf.fixture
 	// History, so the runs page has something besides the live run.
 	id0 := f.start(linearDOT)
 	f.waitStatus(id0, store.RunSuccess)
@@ -145,20 +165,56 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 		t.Fatalf("log in: %v", err)
 	}
 
-	id := f.start(gateDOT)
-	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/")); err != nil {
+	// Start a run from the form: a broken pipeline first, whose
+	// diagnostics say which line is wrong; then the fixed one.
+	broken := strings.Replace(browserDOT, "start -> plan -> review", "start -> plan -> -> review", 1)
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`details#start summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`#start-form textarea`)),
+		chromedp.SetValue(chromedp.CSS(`#start-form textarea`), broken),
+		chromedp.Click(chromedp.CSS(`#start-form button[type=submit]`)),
+	)
+	if err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, ctx, "the live run in the list", fmt.Sprintf(`document.querySelector('a[href="/runs/%s"]') !== null`, id))
-	err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`a[href="/runs/%s"]`, id))),
-		chromedp.WaitVisible(chromedp.CSS(`#graph svg`)))
+	brokenLine := strings.Count(broken[:strings.Index(broken, "-> ->")], "\n") + 1
+	waitJS(t, ctx, "the diagnostic with its line number", fmt.Sprintf(
+		`[...document.querySelectorAll('#start-result ul.diags li.error')].some(li => /^line %d:\d+ error \[syntax\]/.test(li.textContent))`, brokenLine))
+	waitJS(t, ctx, "the broken line selected", fmt.Sprintf(
+		`(t => t.value.slice(t.selectionStart, t.selectionEnd).trim() === %q)(document.querySelector('#start-form textarea'))`, "start -> plan -> -> review"))
+	f.screenshot(ctx, t, shots, "start-invalid-desktop")
+	if runs, _ := f.st.ListRuns(context.Background(), store.RunFilter{}); len(runs.Runs) != 1 {
+		t.Fatalf("the broken pipeline was recorded as a run: %d runs", len(runs.Runs))
+	}
+	err = chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(`#start-form textarea`), browserDOT),
+		chromedp.SetValue(chromedp.CSS(`#start-form input[name=goal]`), "ship the browser test"),
+		chromedp.SetValue(chromedp.CSS(`#start-form select[name=verbosity]`), "verbose"),
+		chromedp.Click(chromedp.CSS(`#start-form button[type=submit]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the started run in the list", `document.querySelector('#start-result a') !== null && `+
+		`document.querySelector('#runs tr.new a[href="/runs/' + document.querySelector('#start-result a').textContent + '"]') !== null`)
+	id, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(`#start-result a`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := f.st.GetRun(context.Background(), id)
+	if err != nil || run.StartedBy != "web:ana" || run.Goal != "ship the browser test" || run.Verbosity != "verbose" {
+		t.Fatalf("the form's run = %+v, %v", run, err)
+	}
+	f.screenshot(ctx, t, shots, "runs-started-desktop")
+	err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#runs a[href="/runs/%s"]`, id))), chromedp.WaitVisible(chromedp.CSS(`#graph svg`)))
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// Progress arrives live: plan runs, then the gate opens with its buttons.
 	waitJS(t, ctx, "plan running or done", nodeState("plan", "running")+` || `+nodeState("plan", "success"))
-	waitJS(t, ctx, "the gate's buttons", `document.querySelector('#questions button.choice[data-option="1"]') !== null`)
+	approve := `#questions button.choice[data-option="2"]`
+	waitJS(t, ctx, "the gate's buttons", `document.querySelector('`+approve+`') !== null`)
 	waitJS(t, ctx, "plan done, review waiting", nodeState("plan", "success")+` && `+nodeState("review", "running")+` && `+nodeState("build", "pending"))
 	waitJS(t, ctx, "the taken edge", `[...document.querySelectorAll('#graph g.edge.taken title')].some(t => t.textContent === 'plan -> review')`)
 	f.screenshot(ctx, t, shots, "run-waiting-desktop")
@@ -173,25 +229,26 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 		t.Fatalf("agent text became markup: %d elements (%v)", injected, err)
 	}
 
-	// Answer the gate with a click; the run goes on and finishes.
+	// Answer the gate with a click on Approve (which shares its key with
+	// Abort); the run builds and finishes.
 	logBefore, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#log li').length`))
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#questions button.choice[data-option="1"]`))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(approve))); err != nil {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, "the answer notice", `document.querySelector('#notice').textContent.includes('as web:ana')`)
 	waitJS(t, ctx, "build running", nodeState("build", "running"))
 	waitJS(t, ctx, "the run's success", `document.querySelector('#run-status').textContent === 'success'`)
-	waitJS(t, ctx, "every node green", nodeState("build", "success")+` && `+nodeState("exit", "success"))
+	waitJS(t, ctx, "build and exit green, rollback never run", nodeState("build", "success")+` && `+nodeState("exit", "success")+` && `+nodeState("rollback", "pending"))
 	waitJS(t, ctx, "the completion in the log", `[...document.querySelectorAll('#log li')].some(li => li.textContent.includes('Pipeline complete'))`)
 	logAfter, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#log li').length`))
 	if logAfter <= logBefore {
 		t.Errorf("the event log did not grow live (%d → %d lines)", logBefore, logAfter)
 	}
-	if qs, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#questions .question').length`)); qs != 0 {
-		t.Errorf("%d questions still shown after the answer", qs)
+	if questions, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#questions .question').length`)); questions != 0 {
+		t.Errorf("%d questions still shown after the answer", questions)
 	}
 	gate, err := f.st.GetGate(context.Background(), id, "review-1")
-	if err != nil || gate.AnsweredBy != "web:ana" || gate.Answer != "A" {
+	if err != nil || gate.AnsweredBy != "web:ana" || !strings.Contains(gate.Answer, "Approve") {
 		t.Errorf("gate = %+v, %v", gate, err)
 	}
 	f.screenshot(ctx, t, shots, "run-done-desktop")
@@ -204,6 +261,11 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 	}
 	assertFitsWidth(t, ctx, "runs page")
 	f.screenshot(ctx, t, shots, "runs-phone")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`details#start summary`))); err != nil {
+		t.Fatal(err)
+	}
+	assertFitsWidth(t, ctx, "start form")
+	f.screenshot(ctx, t, shots, "start-phone")
 	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/runs/"+id), chromedp.WaitVisible(chromedp.CSS(`#graph svg`))); err != nil {
 		t.Fatal(err)
 	}

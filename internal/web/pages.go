@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -127,7 +128,19 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 		Next      string
 		NextQuery string
 		AnyLive   bool
-	}{pageBase: s.base(r, "Runs"), Statuses: store.RunStatuses, Filter: r.URL.Query().Get("status"), Next: page.Next}
+		// The start form: shown when runs can be started here.
+		CanStart    bool
+		Groups      []store.Group
+		ChooseGroup bool // several groups and none is main: the form must name one
+	}{pageBase: s.base(r, "Runs"), Statuses: store.RunStatuses, Filter: r.URL.Query().Get("status"), Next: page.Next,
+		CanStart: s.opts.Runs != nil}
+	if data.CanStart {
+		if data.Groups, err = s.opts.Store.ListGroups(r.Context()); err != nil {
+			s.internalError(w, "list groups", err)
+			return
+		}
+		data.ChooseGroup = len(data.Groups) > 1 && !slices.ContainsFunc(data.Groups, func(g store.Group) bool { return g.IsMain })
+	}
 	for _, run := range page.Runs {
 		data.Runs = append(data.Runs, s.runRow(run))
 		data.AnyLive = data.AnyLive || !run.Status.Finished()
@@ -166,7 +179,7 @@ func newQuestionView(g store.Gate) questionView {
 	v := questionView{Gate: g, TakesText: takesText(g)}
 	for i, o := range g.Choices {
 		if !o.Freeform {
-			v.Buttons = append(v.Buttons, choiceButton{Option: i + 1, Label: cmp.Or(o.Label, o.Key, o.To)})
+			v.Buttons = append(v.Buttons, choiceButton{Option: i + 1, Label: channels.OptionText(cmp.Or(o.Label, o.To), o.Key)})
 		}
 	}
 	return v

@@ -40,6 +40,14 @@
       .then(function (res) { if (!res.ok) throw new Error(url + ': ' + res.status); return res.json(); });
   }
 
+  // optionText is a choice as chat shows it: its label with its
+  // accelerator key ("[A] Approve"), like channels.OptionText.
+  function optionText(o) {
+    var label = o.label || o.to;
+    if (!o.key || label.indexOf('[' + o.key + ']') >= 0 || label.indexOf(o.key + ')') === 0) return label;
+    return '[' + o.key + '] ' + label;
+  }
+
   function money(usd) {
     if (!usd || usd <= 0) return '—';
     if (usd < 0.01) return '<$0.01';
@@ -56,20 +64,139 @@
   }
 
   // ---- runs list: refresh the table while runs are live ----
+  // refreshRuns replaces the table with the server's current one; it
+  // resolves when done (highlighting the run named by mark, if any).
+  var refreshRuns = function () { return Promise.resolve(); };
+
   function setupRunsList() {
-    var box = $('#runs');
-    if (!box) return;
-    setInterval(function () {
-      if (box.dataset.live !== 'true' || document.hidden) return;
-      fetch(location.href, { headers: { 'Accept': 'text/html' }, credentials: 'same-origin' })
+    if (!$('#runs')) return;
+    refreshRuns = function (mark) {
+      return fetch(location.href, { headers: { 'Accept': 'text/html' }, credentials: 'same-origin' })
         .then(function (res) { return res.ok ? res.text() : null; })
         .then(function (html) {
           if (!html) return;
           var doc = new DOMParser().parseFromString(html, 'text/html');
           var fresh = doc.getElementById('runs');
-          if (fresh) { box.replaceWith(fresh); box = fresh; }
+          if (!fresh) return;
+          $('#runs').replaceWith(fresh);
+          if (mark) {
+            var a = fresh.querySelector('a[href="/runs/' + CSS.escape(mark) + '"]');
+            if (a) a.closest('tr').classList.add('new');
+          }
         }).catch(function () {});
+    };
+    setInterval(function () {
+      var box = $('#runs');
+      if (box.dataset.live !== 'true' || document.hidden) return;
+      var marked = box.querySelector('tr.new a');
+      refreshRuns(marked ? marked.textContent : '');
     }, 3000);
+  }
+
+  // ---- start form: POST /pipelines; diagnostics point at their lines ----
+  function setupStartForm() {
+    var form = $('#start-form');
+    if (!form) return;
+    var dot = form.elements.dot;
+    var result = $('#start-result');
+
+    form.elements.file.addEventListener('change', function () {
+      var f = form.elements.file.files[0];
+      if (!f) return;
+      f.text().then(function (text) { dot.value = text; }, function (err) {
+        showResult('error', 'Could not read ' + f.name + ': ' + err.message);
+      });
+    });
+
+    function showResult(kind, text) {
+      result.replaceChildren();
+      result.className = 'start-result notice ' + kind;
+      result.appendChild(el('p', {}, text));
+      return result;
+    }
+
+    // Selects line n of the DOT, so the person sees what a diagnostic means.
+    function selectLine(n) {
+      var lines = dot.value.split('\n');
+      if (n < 1 || n > lines.length) return;
+      var start = 0;
+      for (var i = 0; i < n - 1; i++) start += lines[i].length + 1;
+      dot.focus();
+      dot.setSelectionRange(start, start + lines[n - 1].length);
+      var lh = dot.scrollHeight / Math.max(lines.length, 1);
+      dot.scrollTop = Math.max(0, (n - 3) * lh);
+    }
+
+    // diagnostics lists lint findings, each with the line it is about.
+    function diagnostics(diags) {
+      var list = el('ul', { 'class': 'diags' });
+      diags.forEach(function (d) {
+        var li = el('li', { 'class': 'diag ' + d.severity });
+        var where = d.line ? 'line ' + d.line + (d.column ? ':' + d.column : '') : 'pipeline';
+        var at = el(d.line ? 'button' : 'span', d.line ? { type: 'button', 'class': 'at link', 'data-line': String(d.line) } : { 'class': 'at' }, where);
+        li.appendChild(at);
+        li.appendChild(document.createTextNode(' ' + d.severity + (d.rule ? ' [' + d.rule + ']' : '') + (d.node_id ? ' node ' + d.node_id : '') + ': ' + d.message));
+        if (d.fix) li.appendChild(el('div', { 'class': 'fix' }, 'Fix: ' + d.fix));
+        list.appendChild(li);
+      });
+      return list;
+    }
+
+    function showRefusal(r) {
+      var diags = r.data.diagnostics || [];
+      if (!diags.length) {
+        showResult('error', (r.data.error || ('The run was refused (' + r.status + ')')) + (r.data.fix ? ' — ' + r.data.fix : ''));
+        return;
+      }
+      var errors = diags.filter(function (d) { return d.severity === 'error'; }).length;
+      var box = showResult('error', 'The pipeline does not validate: ' + errors + ' error' + (errors === 1 ? '' : 's') +
+        ' to fix (click a line number to see it).');
+      box.appendChild(diagnostics(diags));
+      var first = diags.filter(function (d) { return d.severity === 'error' && d.line; })[0];
+      if (first) selectLine(first.line);
+    }
+
+    result.addEventListener('click', function (ev) {
+      var b = ev.target.closest('button[data-line]');
+      if (b) selectLine(Number(b.dataset.line));
+    });
+
+    form.addEventListener('submit', function (ev) {
+      ev.preventDefault();
+      if (!dot.value.trim()) {
+        showResult('error', 'Paste a pipeline (a DOT digraph) or load a .dot file first.');
+        dot.focus();
+        return;
+      }
+      var body = { dot: dot.value };
+      ['goal', 'verbosity', 'group'].forEach(function (name) {
+        var f = form.elements[name];
+        if (f && f.value.trim()) body[name] = f.value.trim();
+      });
+      var submit = form.querySelector('button[type=submit]');
+      submit.disabled = true;
+      showResult('', 'Starting…');
+      postJSON('/pipelines', body).then(function (r) {
+        submit.disabled = false;
+        if (!r.ok) {
+          showRefusal(r);
+          return;
+        }
+        var box = showResult('ok', 'Started run ');
+        var p = box.firstChild;
+        p.appendChild(el('a', { href: '/runs/' + encodeURIComponent(r.data.id) }, r.data.id));
+        p.appendChild(document.createTextNode('.'));
+        var warnings = r.data.diagnostics || [];
+        if (warnings.length) {
+          p.appendChild(document.createTextNode(' It has ' + warnings.length + ' warning' + (warnings.length > 1 ? 's' : '') + ':'));
+          box.appendChild(diagnostics(warnings));
+        }
+        refreshRuns(r.data.id);
+      }).catch(function (err) {
+        submit.disabled = false;
+        showResult('error', 'Could not reach the host: ' + err.message);
+      });
+    });
   }
 
   // ---- run page ----
@@ -130,7 +257,7 @@
         // A button names its option by position: two options may share a key.
         q.choices.forEach(function (o, i) {
           if (o.freeform) { takesText = true; return; }
-          var b = el('button', { type: 'button', 'class': 'choice', 'data-option': String(i + 1) }, o.label || o.key || o.to);
+          var b = el('button', { type: 'button', 'class': 'choice', 'data-option': String(i + 1) }, optionText(o));
           choices.appendChild(b);
         });
         div.appendChild(choices);
@@ -298,6 +425,7 @@
 
   document.addEventListener('DOMContentLoaded', function () {
     setupRunsList();
+    setupStartForm();
     if (document.body.dataset.run) setupRun(document.body.dataset.run);
   });
 })();
