@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"nanohost/internal/channels"
 )
@@ -31,6 +33,11 @@ type Console struct {
 	in  io.Reader
 	out io.Writer
 
+	// session and typed number the lines typed at the console (see
+	// messageID).
+	session string
+	typed   int
+
 	mu     sync.Mutex
 	nextID int
 	// gates are the prompts posted and not settled yet, oldest first; a
@@ -48,7 +55,18 @@ type prompt struct {
 
 // New returns a console reading in and writing out.
 func New(in io.Reader, out io.Writer) *Console {
-	return &Console{in: in, out: out, cards: make(map[string]string)}
+	return &Console{
+		in: in, out: out, cards: make(map[string]string),
+		session: strconv.FormatInt(time.Now().UnixNano(), 36),
+	}
+}
+
+// messageID names a typed message: the console's start time and the line's
+// number, unique across restarts. With an id the host stores the message
+// before answering it, and answers it after a crash if it had not yet.
+func (c *Console) messageID() string {
+	c.typed++ // only Run's goroutine types
+	return fmt.Sprintf("in-%s-%d", c.session, c.typed)
 }
 
 // Name implements channels.Channel.
@@ -123,7 +141,7 @@ func (c *Console) interpret(line string) (channels.Inbound, bool) {
 		c.printf("(type one of the keys above%s)\n", map[bool]string{true: ", or text to answer with it", false: ""}[channels.AcceptsText(p.gate.Question)])
 		return channels.Inbound{}, false
 	}
-	base.Kind = channels.KindMessage
+	base.Kind, base.MsgID = channels.KindMessage, c.messageID()
 	return base, true
 }
 
@@ -166,8 +184,8 @@ func (c *Console) Post(_ context.Context, chat, thread string, m channels.Messag
 	c.nextID++
 	id := fmt.Sprintf("c%d", c.nextID)
 	indent := ""
-	if thread != "" {
-		indent = "  "
+	if ownMessage(thread) {
+		indent = "  " // a run's story, under its status card
 	}
 	switch {
 	case m.Card != nil:
@@ -243,6 +261,14 @@ func (c *Console) writeLocked(indent, text string) {
 	for line := range strings.SplitSeq(strings.TrimRight(text, "\n"), "\n") {
 		fmt.Fprintf(c.out, "%s%s\n", indent, line)
 	}
+}
+
+// ownMessage reports whether id is a message the console printed (c<n>),
+// not a line typed at it: replies to what the person typed are printed flush
+// left, like the conversation they are.
+func ownMessage(id string) bool {
+	_, err := strconv.Atoi(strings.TrimPrefix(id, "c"))
+	return strings.HasPrefix(id, "c") && err == nil
 }
 
 // cardKey is what makes a card edit worth printing: state and stage, not the clock.

@@ -207,3 +207,37 @@ func TestConsoleSharedKeyAsksForTheName(t *testing.T) {
 		t.Errorf("answer = %+v, want the value Abort (naming that option alone)", a)
 	}
 }
+
+// Every typed message has an id of its own — also across a restart of the
+// console — so the host can store it and answer it after a crash. A reply
+// to it is printed flush left, a run's story indented under its card.
+func TestConsoleMessagesHaveIDsUniqueAcrossRestarts(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := map[string]bool{}
+	for restart := range 2 {
+		term := newTerminal(t, ctx)
+		for _, line := range []string{"hello", "hello"} {
+			term.typeLine(line)
+			in := <-term.inbound
+			if in.Kind != channels.KindMessage || in.MsgID == "" {
+				t.Fatalf("console %d: %+v; want a message with an id", restart, in)
+			}
+			if seen[in.MsgID] {
+				t.Fatalf("console %d: id %q given twice", restart, in.MsgID)
+			}
+			seen[in.MsgID] = true
+			if _, err := term.con.Post(ctx, console.Chat, in.MsgID, channels.Message{Text: "reply to " + in.MsgID}); err != nil {
+				t.Fatal(err)
+			}
+			if lines := term.waitFor("reply to " + in.MsgID); !strings.HasPrefix(lines[len(lines)-1], "reply") {
+				t.Errorf("reply printed as %q; want it flush left", lines[len(lines)-1])
+			}
+		}
+		card, _ := term.con.Post(ctx, console.Chat, "", channels.Message{Text: "[Pipeline] Demo"})
+		term.con.Post(ctx, console.Chat, card, channels.Message{Text: "→ plan"})
+		if lines := term.waitFor("→ plan"); lines[len(lines)-1] != "  → plan" {
+			t.Errorf("thread message printed as %q; want it indented under its card", lines[len(lines)-1])
+		}
+	}
+}

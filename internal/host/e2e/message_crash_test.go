@@ -133,3 +133,65 @@ func TestKilledHostAnswersMessagesInFlightOnceAndKeepsTheSession(t *testing.T) {
 		t.Errorf("the killed host's answer reached Slack after all:\n%s", threadText(fake, inFlight))
 	}
 }
+
+// A line typed at the console is stored before the agent answers it: when
+// `nanohost serve` is SIGKILLed while the agent works on it, the next start
+// answers it — once — and a line answered before the crash is not answered
+// again.
+func TestKilledHostAnswersConsoleMessageInFlight(t *testing.T) {
+	t.Parallel()
+	requireDocker(t)
+	bin := nanohostBinary(t)
+	dir := t.TempDir()
+	script := writeScript(t, dir, map[string]any{"nodes": map[string]any{"chat": []any{
+		"Quick answer",
+		map[string]any{"response": "Slow answer", "delay_ms": 3000},
+	}}})
+	conf := filepath.Join(dir, "nanohost.yaml")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("data_dir: %s\nhttp: {listen: \"127.0.0.1:0\"}\nruntime: {image: %s, agent: script, script: %s}\n",
+		filepath.Join(dir, "data"), testImage, script)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first := startServe(t, bin, dir, os.Environ(), "--config", conf)
+	type_ := func(p *serveProcess, line string) {
+		t.Helper()
+		if _, err := fmt.Fprintln(p.typing, line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type_(first, "first question")
+	first.screen.waitFor(t, "Quick answer", 1, 60*time.Second)
+	var st *store.Store
+	waitUntil(t, 20*time.Second, "the database can be read", func() bool {
+		var err error
+		st, err = store.OpenReadOnly(ctx, filepath.Join(dir, "data", "nanohost.db"))
+		return err == nil
+	})
+	defer st.Close()
+	type_(first, "second question")
+	waitUntil(t, 20*time.Second, "the second question is stored, unanswered", func() bool {
+		left, err := st.UnprocessedMessages(ctx)
+		return err == nil && len(left) == 1 && left[0].Text == "second question"
+	})
+	time.Sleep(500 * time.Millisecond) // the agent is at work on it
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+	if strings.Contains(first.screen.text(), "Slow answer") {
+		t.Fatal("the second question was answered before the crash; the test needs it in flight")
+	}
+
+	second := startServe(t, bin, dir, os.Environ(), "--config", conf)
+	defer func() { _ = second.cmd.Process.Signal(syscall.SIGTERM); _ = second.cmd.Wait() }()
+	waitUntil(t, 60*time.Second, "the restarted host has answered every stored message", func() bool {
+		left, err := st.UnprocessedMessages(ctx)
+		return err == nil && len(left) == 0
+	})
+	second.screen.waitFor(t, " answer", 1, 10*time.Second)
+	time.Sleep(time.Second) // room for a duplicate to show up, if there were one
+	if n := strings.Count(second.screen.text(), " answer"); n != 1 {
+		t.Errorf("the restarted host printed %d answers, want exactly 1 (for the question in flight):\n%s", n, second.screen.text())
+	}
+}
