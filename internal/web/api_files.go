@@ -116,13 +116,16 @@ func (s *Server) getContext(w http.ResponseWriter, r *http.Request) {
 
 // nodeJSON is GET /pipelines/{id}/nodes/{node}.
 type nodeJSON struct {
-	ID       string            `json:"id"`
-	Label    string            `json:"label"`
-	Shape    string            `json:"shape"`
-	Type     string            `json:"type,omitempty"`
-	Prompt   string            `json:"prompt_attr,omitempty"` // the node's prompt attribute
-	State    string            `json:"state"`
-	Visits   int               `json:"visits"`
+	ID     string `json:"id"`
+	Label  string `json:"label"`
+	Shape  string `json:"shape"`
+	Type   string `json:"type,omitempty"`
+	Prompt string `json:"prompt_attr,omitempty"` // the node's prompt attribute
+	State  string `json:"state"`
+	Visits int    `json:"visits"`
+	// Last is the latest visit: when it started and finished, its attempts,
+	// outcome and cost; absent for a node that has not run.
+	Last     *nodeTiming       `json:"last_visit,omitempty"`
 	Files    map[string]*file  `json:"files"`
 	RawLinks map[string]string `json:"raw"`
 }
@@ -176,6 +179,9 @@ func (s *Server) getNode(w http.ResponseWriter, r *http.Request) {
 	out := nodeJSON{ID: n.ID, Label: n.Label(), Shape: n.Shape(), Type: n.Attrs["type"], Prompt: n.Attrs["prompt"],
 		State: nonEmpty(v.States[n.ID], "pending"), Visits: v.Attempts[n.ID],
 		Files: map[string]*file{}, RawLinks: map[string]string{}}
+	if t, ok := v.Timings[n.ID]; ok {
+		out.Last = &t
+	}
 	dir := s.stageDir(run, n.ID)
 	for _, name := range nodeFiles {
 		data, more, err := readRunFile(run, filepath.Join(dir, name), maxInlineFile)

@@ -520,3 +520,73 @@ func (f *fixture) get(path string, hdr ...string) string {
 	}
 	return string(body)
 }
+
+// retryDOT's plan is retried once; build then fails with nowhere to go.
+const retryDOT = `digraph Flaky {
+	start [shape=Mdiamond]
+	exit  [shape=Msquare]
+	plan  [label="Plan", prompt="Plan", max_retries=1]
+	build [label="Build", prompt="Build"]
+	start -> plan -> build -> exit
+}`
+
+// Retries and failures show in the graph while they happen, and a node's
+// details say when it ran, how long it took, which attempt it is on and why
+// it failed.
+func TestGraphAndNodeDetailsShowRetriesAndFailures(t *testing.T) {
+	flaky := &script.Script{Nodes: map[string][]script.Response{
+		"plan":  {{Status: "retry", FailureReason: "the network blinked"}, {Text: "planned [outcome:success]", DelayMS: 1500}},
+		"build": {{Status: "fail", FailureReason: "compile error in main.go"}},
+	}}
+	f := newFixture(t, fixtureOpts{script: flaky})
+	id := f.start(retryDOT)
+	type nodeBody struct {
+		State string `json:"state"`
+		Last  *struct {
+			StartedAt   time.Time `json:"started_at"`
+			FinishedAt  time.Time `json:"finished_at"`
+			DurationMS  int64     `json:"duration_ms"`
+			Attempt     int       `json:"attempt"`
+			MaxAttempts int       `json:"max_attempts"`
+			Status      string    `json:"status"`
+			Message     string    `json:"message"`
+		} `json:"last_visit"`
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(f.get("/pipelines/"+id+"/graph"), `<g class="node state-retrying" id="node-plan">`) {
+		if time.Now().After(deadline) {
+			t.Fatal("plan never showed as retrying in the graph")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	plan := decode[nodeBody](t, f.do("GET", "/pipelines/"+id+"/nodes/plan", ""), 200)
+	if plan.State != "retrying" || plan.Last == nil || plan.Last.Attempt != 2 || plan.Last.MaxAttempts != 2 ||
+		plan.Last.Message != "the network blinked" || plan.Last.StartedAt.IsZero() || !plan.Last.FinishedAt.IsZero() {
+		t.Errorf("plan while retrying = %+v %+v", plan, plan.Last)
+	}
+
+	f.waitStatus(id, store.RunFail)
+	svg := f.get("/pipelines/" + id + "/graph")
+	for _, want := range []string{`<g class="node state-success" id="node-plan">`, `<g class="node state-fail" id="node-build">`, `<g class="node state-pending" id="node-exit">`} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("failed run's graph lacks %s", want)
+		}
+	}
+	plan = decode[nodeBody](t, f.do("GET", "/pipelines/"+id+"/nodes/plan", ""), 200)
+	if plan.Last == nil || plan.Last.Attempt != 2 || plan.Last.Status != "success" || plan.Last.DurationMS < 1500 || plan.Last.FinishedAt.IsZero() {
+		t.Errorf("plan after its retry = %+v", plan.Last)
+	}
+	build := decode[nodeBody](t, f.do("GET", "/pipelines/"+id+"/nodes/build", ""), 200)
+	if build.State != "fail" || build.Last == nil || build.Last.Status != "fail" || build.Last.Message != "compile error in main.go" {
+		t.Errorf("failed build = %+v %+v", build, build.Last)
+	}
+	if exit := decode[nodeBody](t, f.do("GET", "/pipelines/"+id+"/nodes/exit", ""), 200); exit.Last != nil {
+		t.Errorf("exit never ran but has a visit: %+v", exit.Last)
+	}
+	run := decode[struct {
+		FailureReason string `json:"failure_reason"`
+	}](t, f.do("GET", "/pipelines/"+id, ""), 200)
+	if !strings.Contains(run.FailureReason, "compile error in main.go") {
+		t.Errorf("failure_reason = %q", run.FailureReason)
+	}
+}

@@ -39,13 +39,16 @@ type hostFixture struct {
 	stop func()
 }
 
-func newHostFixture(t *testing.T, token string, agents *script.Script) *hostFixture {
+func newHostFixture(t *testing.T, token string, agents *script.Script, configure ...func(*config.Config)) *hostFixture {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := config.Defaults()
 	cfg.DataDir = dir
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.HTTP.Token = config.Secret(token)
+	for _, c := range configure {
+		c(cfg)
+	}
 	st, err := store.Open(context.Background(), filepath.Join(dir, "nanohost.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -268,5 +271,62 @@ func TestHostWakesEventStreamsWhenEventsAreStored(t *testing.T) {
 	evs = append(evs, s.within(5*time.Second, "end")...)
 	if evs[len(evs)-1].Type != "PipelineCompleted" {
 		t.Errorf("the stream ended after %s, not the run's completion", evs[len(evs)-1].Type)
+	}
+}
+
+// With prevent_self_approval on, the web user who started a run may not
+// answer its gate; another web user may, and is recorded as the one who did.
+func TestHostWebAnswersFollowPreventSelfApproval(t *testing.T) {
+	hf := newHostFixture(t, "tok", &script.Script{}, func(c *config.Config) { c.Slack.Policy.PreventSelfApproval = true })
+	f := hf.fixture
+	ana := loginCookie(t, f, "ana", "tok")
+	asAna := func(method, path, body string) *http.Response {
+		anon := &fixture{t: t, base: f.base}
+		return anon.do(method, path, body, "Cookie", ana.Name+"="+ana.Value, "Sec-Fetch-Site", "same-origin")
+	}
+	body, _ := json.Marshal(map[string]string{"dot": gateDOT})
+	id := decode[startBody](t, asAna("POST", "/pipelines", string(body)), http.StatusCreated).ID
+	g := f.waitGate(id)
+	answer := "/pipelines/" + id + "/questions/" + g.GateID + "/answer"
+	e := decode[errorBody](t, asAna("POST", answer, `{"option":1}`), http.StatusForbidden)
+	if !strings.Contains(e.Error, "you started this run, and self-approval is turned off") {
+		t.Errorf("self-approval: %+v", e)
+	}
+	if now, _ := f.st.GetGate(context.Background(), id, g.GateID); now.Status != store.GateOpen {
+		t.Fatalf("a refused self-approval settled the gate: %+v", now)
+	}
+	ok := decode[struct {
+		AnsweredBy string `json:"answered_by"`
+	}](t, f.do("POST", answer, `{"option":1}`), 200)
+	if ok.AnsweredBy != "web:token" {
+		t.Errorf("answered_by = %q", ok.AnsweredBy)
+	}
+	f.waitStatus(id, store.RunSuccess)
+}
+
+// POST /pipelines on the host: the goal replaces the graph's, verbosity
+// and group are recorded, an unknown group is refused with what to do.
+func TestHostStartsRunsWithGoalVerbosityAndGroup(t *testing.T) {
+	hf := newHostFixture(t, "", &script.Script{})
+	f := hf.fixture
+	body, _ := json.Marshal(map[string]string{"dot": linearDOT, "goal": "ship 2.0", "verbosity": "minimal", "group": "main"})
+	id := decode[startBody](t, f.do("POST", "/pipelines", string(body)), http.StatusCreated).ID
+	f.waitStatus(id, store.RunSuccess)
+	run, err := f.st.GetRun(context.Background(), id)
+	if err != nil || run.Goal != "ship 2.0" || run.Verbosity != "minimal" || run.GroupFolder != "main" || run.StartedBy != "web:local" {
+		t.Errorf("run = %+v, %v", run, err)
+	}
+	prompt := decode[struct {
+		Files map[string]struct {
+			Content string `json:"content"`
+		} `json:"files"`
+	}](t, f.do("GET", "/pipelines/"+id+"/nodes/plan", ""), 200)
+	if got := prompt.Files["prompt.md"].Content; !strings.Contains(got, "Plan ship 2.0") {
+		t.Errorf("plan's prompt.md = %q, want the goal from the request", got)
+	}
+	body, _ = json.Marshal(map[string]string{"dot": linearDOT, "group": "nope"})
+	e := decode[errorBody](t, f.do("POST", "/pipelines", string(body)), http.StatusBadRequest)
+	if !strings.Contains(e.Error, `no group "nope" is registered`) {
+		t.Errorf("unknown group: %+v", e)
 	}
 }

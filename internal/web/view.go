@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/render"
@@ -14,6 +15,21 @@ import (
 
 // edgeKey is an edge taken by the run (from a routing decision).
 type edgeKey struct{ From, To string }
+
+// nodeTiming is what the events say about a node's latest visit.
+type nodeTiming struct {
+	StartedAt  time.Time     `json:"started_at"`
+	FinishedAt time.Time     `json:"finished_at,omitzero"`
+	Duration   time.Duration `json:"-"`
+	DurationMS int64         `json:"duration_ms,omitempty"`
+	// Attempt is the attempt running or last run (1 unless retried), of MaxAttempts.
+	Attempt     int    `json:"attempt"`
+	MaxAttempts int    `json:"max_attempts,omitempty"`
+	Status      string `json:"status,omitempty"` // the visit's outcome
+	// Message is the outcome's notes, or why the attempt failed.
+	Message string        `json:"message,omitempty"`
+	Usage   *engine.Usage `json:"usage,omitempty"`
+}
 
 // runView is what a run's events say about it: each node's state for the
 // graph, the edges taken, the path of visits. It is folded from the event
@@ -24,6 +40,7 @@ type runView struct {
 	Pipeline string
 	States   map[string]string // node id → render state
 	Attempts map[string]int    // StageStarted count (visits) per node
+	Timings  map[string]nodeTiming
 	Taken    map[edgeKey]bool
 	// Path lists the top-level node visits in order.
 	Path []string
@@ -37,13 +54,14 @@ type runView struct {
 }
 
 func newRunView() *runView {
-	return &runView{States: map[string]string{}, Attempts: map[string]int{}, Taken: map[edgeKey]bool{}}
+	return &runView{States: map[string]string{}, Attempts: map[string]int{}, Timings: map[string]nodeTiming{}, Taken: map[edgeKey]bool{}}
 }
 
 func (v *runView) clone() *runView {
 	c := *v
 	c.States = maps.Clone(v.States)
 	c.Attempts = maps.Clone(v.Attempts)
+	c.Timings = maps.Clone(v.Timings)
 	c.Taken = maps.Clone(v.Taken)
 	c.Path = slices.Clone(v.Path)
 	return &c
@@ -63,15 +81,22 @@ func (v *runView) apply(e engine.Event) {
 	case engine.EventStageStarted:
 		v.States[e.NodeID] = render.StateRunning
 		v.Attempts[e.NodeID]++
+		v.Timings[e.NodeID] = nodeTiming{StartedAt: e.Time, Attempt: 1}
 		if e.Branch == "" {
 			v.Path = append(v.Path, e.NodeID)
 			v.Current = e.NodeID
 		}
 	case engine.EventStageRetrying:
 		v.States[e.NodeID] = render.StateRetrying
+		t := v.Timings[e.NodeID]
+		t.Attempt, t.MaxAttempts, t.Message = e.Attempt, e.MaxAttempt, e.Message
+		v.Timings[e.NodeID] = t
 	case engine.EventStageFailed:
 		if e.WillRetry {
 			v.States[e.NodeID] = render.StateRetrying
+			t := v.Timings[e.NodeID]
+			t.Attempt, t.MaxAttempts, t.Message = e.Attempt, e.MaxAttempt, e.Message
+			v.Timings[e.NodeID] = t
 		} else {
 			v.stageDone(e, render.StateFail)
 		}
@@ -100,6 +125,13 @@ func (v *runView) apply(e engine.Event) {
 
 func (v *runView) stageDone(e engine.Event, state string) {
 	v.States[e.NodeID] = state
+	t := v.Timings[e.NodeID]
+	t.FinishedAt, t.Duration, t.DurationMS = e.Time, e.Duration, e.Duration.Milliseconds()
+	t.Status, t.Message, t.Usage = string(e.Status), e.Message, e.Usage
+	if e.Attempt > 0 {
+		t.Attempt = e.Attempt
+	}
+	v.Timings[e.NodeID] = t
 	if e.Usage != nil {
 		v.Usage = v.Usage.Add(*e.Usage)
 	}

@@ -334,6 +334,20 @@
         var st = $('#node-state');
         st.textContent = n.state + (n.visits > 1 ? ' · ' + n.visits + ' visits' : '');
         st.className = 'badge ' + n.state;
+        var last = n.last_visit, facts = [];
+        if (last) {
+          facts.push('started ' + last.started_at.slice(11, 19));
+          if (last.finished_at) facts.push('took ' + duration(last.duration_ms || 1));
+          else if (n.state === 'running' || n.state === 'retrying') facts.push('running for ' + duration(Date.now() - Date.parse(last.started_at)));
+          if (last.attempt > 1 || n.state === 'retrying') facts.push('attempt ' + last.attempt + (last.max_attempts ? ' of ' + last.max_attempts : ''));
+          if (last.status) facts.push(last.status);
+          if (last.usage && last.usage.cost_usd) facts.push(money(last.usage.cost_usd));
+        }
+        $('#node-timing').textContent = facts.length ? facts.join(' · ') : 'not run yet';
+        var msg = $('#node-message');
+        msg.textContent = last && last.message ? last.message : '';
+        msg.hidden = !msg.textContent;
+        msg.className = 'node-message' + (n.state === 'fail' || n.state === 'retrying' ? ' error' : '');
         var files = $('#node-files');
         files.replaceChildren();
         var names = ['prompt.md', 'response.md', 'status.json'];
@@ -411,7 +425,7 @@
           refreshRun();
           break;
       }
-      if (selectedNode && e.node_id === selectedNode && (e.type === 'StageCompleted' || e.type === 'StageFailed')) {
+      if (selectedNode && e.node_id === selectedNode && /^Stage/.test(e.type)) {
         showNode(selectedNode);
       }
     };
