@@ -76,6 +76,9 @@ type Reporter struct {
 	lastEdit  time.Time
 	// startNodes are the start nodes seen; their checkpoints are noise.
 	startNodes map[string]bool
+	// held is set when a thread message could not be posted: no later
+	// event is posted or checkpointed (the card is still kept up to date).
+	held bool
 }
 
 // item is a queued event, or a message to post in the thread in order.
@@ -284,15 +287,21 @@ func (r *Reporter) handle(ctx context.Context, it item) {
 	r.mu.Lock()
 	already := e.Seq > 0 && e.Seq <= r.cp.LastSeq
 	r.mu.Unlock()
-	if already {
-		return // delivered before a restart
+	if already || r.held {
+		return // delivered before a restart, or left for the next reporter
 	}
 	if m, ok := EventMessage(e, r.cfg.Verbosity); ok && !r.startCheckpoint(e) {
 		m.LogRef = r.cfg.LogRef
 		if _, err := r.postThread(ctx, m); err != nil {
-			// The channel retried what can be retried; this message
-			// cannot be posted. Say so in the logs and go on.
-			r.log.Error("report: thread message lost", "seq", e.Seq, "type", e.Type, "err", err)
+			// The channel retried what can be retried. Posting what
+			// follows would tell the story out of order, and moving the
+			// checkpoint past this event would lose it: the thread stops
+			// here, and a reporter started from the checkpoint (the next
+			// start of the host) posts the rest.
+			r.held = true
+			r.log.Error("report: thread message not delivered; the thread goes on from here when the run's reporter starts again",
+				"seq", e.Seq, "type", e.Type, "err", err)
+			return
 		}
 	}
 	if e.Seq > 0 {

@@ -1,0 +1,118 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"nanohost/internal/channels"
+	"nanohost/internal/pipeline/engine"
+)
+
+// flakyChat records thread posts and fails the ones it is told to.
+type flakyChat struct {
+	mu     sync.Mutex
+	fail   func(text string) bool
+	thread []string
+	roots  int
+}
+
+func (c *flakyChat) Name() string                                            { return "flaky" }
+func (c *flakyChat) Owns(string) bool                                        { return true }
+func (c *flakyChat) Run(context.Context, func(channels.Inbound)) error       { return nil }
+func (c *flakyChat) Ephemeral(context.Context, string, string, string) error { return nil }
+func (c *flakyChat) Update(context.Context, string, string, channels.Message) error {
+	return nil
+}
+
+func (c *flakyChat) Post(_ context.Context, _, thread string, m channels.Message) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if thread == "" {
+		c.roots++
+		return "root", nil
+	}
+	if c.fail != nil && c.fail(m.Text) {
+		return "", errors.New("channel_not_found")
+	}
+	c.thread = append(c.thread, m.Text)
+	return fmt.Sprintf("m%d", len(c.thread)), nil
+}
+
+func (c *flakyChat) posted() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.thread)
+}
+
+func stageEvents(nodes ...string) []engine.Event {
+	var evs []engine.Event
+	for i, n := range nodes {
+		evs = append(evs, engine.Event{Seq: int64(i + 1), Type: engine.EventStageStarted, NodeID: n, Label: n, Index: i + 1, Total: len(nodes)})
+	}
+	return evs
+}
+
+// A thread message the chat refuses is not skipped: the reporter's
+// checkpoint stays before it and nothing after it is posted (the story
+// would be out of order); a reporter started from that checkpoint — the
+// host's next start — posts it and the rest, in the same thread, once.
+func TestFailedPostHoldsTheCheckpointAndTheNextReporterGoesOn(t *testing.T) {
+	ctx := context.Background()
+	evs := stageEvents("a", "b", "c", "d")
+	chat := &flakyChat{fail: func(text string) bool { return text == "→ b (2/4)" }}
+	var mu sync.Mutex
+	var reported []int64
+	cfg := Config{
+		Channel: chat, Chat: "C1", RunID: "run-1", Verbosity: channels.VerbosityStandard, Logger: slog.New(slog.DiscardHandler),
+		OnCheckpoint: func(cp Checkpoint) { mu.Lock(); reported = append(reported, cp.LastSeq); mu.Unlock() },
+	}
+	r := Start(ctx, cfg)
+	for _, e := range evs {
+		r.OnEvent(e)
+	}
+	closeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := r.Close(closeCtx); err != nil {
+		t.Fatal(err)
+	}
+	cp := r.Checkpoint()
+	if cp.LastSeq != 1 || cp.RootID != "root" {
+		t.Errorf("checkpoint after the failed post = %+v; want root and seq 1 (the last event delivered)", cp)
+	}
+	mu.Lock()
+	for _, seq := range reported {
+		if seq > 1 {
+			t.Errorf("OnCheckpoint was told seq %d, past the event that was not delivered", seq)
+		}
+	}
+	mu.Unlock()
+	if got := chat.posted(); !slices.Equal(got, []string{"→ a (1/4)"}) {
+		t.Errorf("thread before the restart = %q; want only what came before the failed post", got)
+	}
+
+	chat.fail = nil
+	cfg.Resume, cfg.OnCheckpoint = cp, nil
+	again := Start(ctx, cfg)
+	for _, e := range evs {
+		again.OnEvent(e)
+	}
+	if err := again.Close(closeCtx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"→ a (1/4)", "→ b (2/4)", "→ c (3/4)", "→ d (4/4)"}
+	if got := chat.posted(); !slices.Equal(got, want) {
+		t.Errorf("thread after the restart = %q, want %q (each once, in order)", got, want)
+	}
+	if chat.roots != 1 {
+		t.Errorf("%d status cards posted, want 1", chat.roots)
+	}
+	if cp := again.Checkpoint(); cp.LastSeq != 4 {
+		t.Errorf("checkpoint after delivering everything = %+v, want seq 4", cp)
+	}
+}
