@@ -121,7 +121,7 @@ func (c *command) startPipeline(ctx context.Context, args []string) int {
 	fs.StringVar(&req.Goal, "goal", "", "the run's goal (overrides the graph's goal attribute)")
 	fs.StringVar(&verbosity, "verbosity", "standard", "how much progress to post: minimal, standard or verbose")
 	fs.StringVar(&req.Chat, "chat", "", "post progress to this chat (only the main group may name another chat)")
-	fs.StringVar(&req.Thread, "thread", "", "post progress in this thread")
+	fs.StringVar(&req.Thread, "thread", "", "the conversation thread you were asked in: the host posts a pointer to the run's own thread there")
 	fs.BoolVar(&wait, "wait", true, "wait for the host's verdict and print it (--wait=false only submits)")
 	pos, ok := c.parse(fs, args, 1, "one FILE.dot")
 	if !ok {
