@@ -122,11 +122,56 @@ func (c *Config) checkSlack() []Problem {
 	if !strings.HasPrefix(s.AppToken.Reveal(), "xapp-") {
 		ps = append(ps, Problem{"slack.app_token", "missing or not an app-level token (xapp-…)", "set SLACK_APP_TOKEN in .env (Basic Information → App-Level Tokens, scope connections:write)", true})
 	}
-	if !s.Policy.Configured() {
-		ps = append(ps, Problem{"slack.policy", "no authorization policy: Slack refuses every run and gate (deny by default)",
-			"set slack.policy.channels and slack.policy.starters (and approvers) to Slack ids such as C0123ABC, U0123ABC or group:S0123ABC", true})
+	return append(ps, s.Policy.problems()...)
+}
+
+// Slack ids, as the Slack channel checks them (slack.Policy.Validate).
+var (
+	slackChannelID = regexp.MustCompile(`^[CGD][A-Z0-9]{2,}$`)
+	slackUserID    = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
+	slackGroupID   = regexp.MustCompile(`^S[A-Z0-9]{2,}$`)
+)
+
+// problems names each policy setting the Slack channel would refuse to
+// start with, in its words (a test keeps the two in step): which setting
+// is missing, or which entry is not a Slack id.
+func (p SlackPolicy) problems() []Problem {
+	var ps []Problem
+	add := func(field, msg, fix string) { ps = append(ps, Problem{field, msg, fix, true}) }
+	if len(p.Channels) == 0 {
+		add("slack.policy.channels", "is empty: Slack refuses every run and gate (deny by default)",
+			`set slack.policy.channels to the Slack channel ids where runs may start and post (e.g. ["C0123ABCD"]; the id is at the bottom of the channel's About tab)`)
+	}
+	for i, c := range p.Channels {
+		if !slackChannelID.MatchString(c) {
+			add(fmt.Sprintf("slack.policy.channels[%d]", i), fmt.Sprintf("%q is not a channel id (want C…, G… or D…, not a #name)", c),
+				"use the id at the bottom of the channel's About tab, e.g. C0123ABCD")
+		}
+	}
+	if len(p.Starters) == 0 && len(p.Approvers) == 0 {
+		add("slack.policy.starters", "is empty, and so is slack.policy.approvers: nobody may start a run or answer a gate",
+			`set slack.policy.starters (who may start runs) and/or slack.policy.approvers (who may answer gates): user ids "U…", user groups "group:S…", or "*" for everyone in those channels`)
+	}
+	for _, list := range []struct {
+		setting string
+		ids     []string
+	}{{"slack.policy.starters", p.Starters}, {"slack.policy.approvers", p.Approvers}} {
+		for i, id := range list.ids {
+			if !validPrincipal(id) {
+				add(fmt.Sprintf("%s[%d]", list.setting, i), fmt.Sprintf("%q is not a user id (U…/W…), group:S… or *", id),
+					"use the member id from the person's Slack profile (⋮ → Copy member ID), group:S… for a user group, or *")
+			}
+		}
 	}
 	return ps
+}
+
+func validPrincipal(id string) bool {
+	if id == "*" || slackUserID.MatchString(id) {
+		return true
+	}
+	g, ok := strings.CutPrefix(id, "group:")
+	return ok && slackGroupID.MatchString(g)
 }
 
 func (c *Config) checkGroups() []Problem {

@@ -93,11 +93,6 @@ type SlackPolicy struct {
 	PreventSelfApproval bool `yaml:"prevent_self_approval"`
 }
 
-// Configured reports whether any policy is set.
-func (p SlackPolicy) Configured() bool {
-	return len(p.Channels) > 0 && (len(p.Starters) > 0 || len(p.Approvers) > 0)
-}
-
 // Console configures the terminal chat used when Slack is not configured.
 type Console struct {
 	// Enabled: "auto" (when Slack is off), "true" or "false".

@@ -3,9 +3,12 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"nanohost/internal/channels/slack"
 )
 
 // inDir runs the test in a fresh working directory, since Load reads ./.env and ./nanohost.yaml.
@@ -103,7 +106,7 @@ func TestCheckExplainsProblems(t *testing.T) {
 	for _, p := range c.Check() {
 		got[p.Field] = p
 	}
-	for _, field := range []string{"http.listen", "slack.bot_token", "slack.app_token", "slack.policy", "runtime.script", "groups[0].folder", "groups[0].chat", "groups"} {
+	for _, field := range []string{"http.listen", "slack.bot_token", "slack.app_token", "slack.policy.channels", "slack.policy.starters", "runtime.script", "groups[0].folder", "groups[0].chat", "groups"} {
 		p, ok := got[field]
 		if !ok {
 			t.Errorf("no problem reported for %s; got %v", field, c.Check())
@@ -125,5 +128,51 @@ func TestSecretsNeverPrint(t *testing.T) {
 	b, _ := s.MarshalJSON()
 	if strings.Contains(string(b), "very-secret") {
 		t.Fatalf("secret leaked in JSON: %s", b)
+	}
+}
+
+// nanohost config check names exactly the Slack policy setting to add or
+// correct, and flags a policy exactly when the Slack channel would refuse
+// to start with it (slack.Policy.Validate), naming the same settings.
+func TestCheckNamesTheSlackPolicySettingLikeTheSlackChannel(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy SlackPolicy
+		fields []string // the settings named, in order
+	}{
+		{"complete", SlackPolicy{Channels: []string{"C0OPS"}, Starters: []string{"U0ALICE"}}, nil},
+		{"approvers only", SlackPolicy{Channels: []string{"G0PRIV"}, Approvers: []string{"group:S0SRE", "*"}}, nil},
+		{"nothing", SlackPolicy{}, []string{"slack.policy.channels", "slack.policy.starters"}},
+		{"channels but nobody", SlackPolicy{Channels: []string{"C0OPS"}}, []string{"slack.policy.starters"}},
+		{"people but no channel", SlackPolicy{Starters: []string{"U0ALICE"}}, []string{"slack.policy.channels"}},
+		{"names instead of ids", SlackPolicy{Channels: []string{"#ops", "C1"}, Starters: []string{"alice"}, Approvers: []string{"U0BOB", "group:sre"}},
+			[]string{"slack.policy.channels[0]", "slack.policy.channels[1]", "slack.policy.starters[0]", "slack.policy.approvers[1]"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Defaults()
+			c.Slack = Slack{BotToken: "xoxb-1", AppToken: "xapp-1", Policy: tt.policy}
+			var fields []string
+			for _, p := range c.Check() {
+				if strings.HasPrefix(p.Field, "slack.policy") {
+					if !p.Blocking || p.Fix == "" {
+						t.Errorf("%+v should block and say how to fix", p)
+					}
+					fields = append(fields, p.Field)
+				}
+			}
+			if !slices.Equal(fields, tt.fields) {
+				t.Errorf("check names %q, want %q", fields, tt.fields)
+			}
+			err := slack.Policy{Channels: tt.policy.Channels, Starters: tt.policy.Starters, Approvers: tt.policy.Approvers}.Validate()
+			if (err != nil) != (len(fields) > 0) {
+				t.Fatalf("config check flags %q but the Slack channel says %v", fields, err)
+			}
+			for _, f := range fields {
+				if !strings.Contains(err.Error(), f) {
+					t.Errorf("the Slack channel's refusal does not name %s: %v", f, err)
+				}
+			}
+		})
 	}
 }
