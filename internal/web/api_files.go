@@ -83,28 +83,31 @@ func (s *Server) noCheckpoint(w http.ResponseWriter, run store.Run, err error) {
 	s.internalError(w, "read checkpoint", err)
 }
 
-func (s *Server) getCheckpoint(w http.ResponseWriter, r *http.Request) {
+// runCheckpoint loads the checkpoint of the run named in the path,
+// answering a missing run or checkpoint itself.
+func (s *Server) runCheckpoint(w http.ResponseWriter, r *http.Request) (store.Run, *engine.Checkpoint, []byte, bool) {
 	run, ok := s.loadRun(w, r)
 	if !ok {
-		return
+		return run, nil, nil, false
 	}
-	_, data, err := s.loadCheckpoint(run)
+	cp, data, err := s.loadCheckpoint(run)
 	if err != nil {
 		s.noCheckpoint(w, run, err)
-		return
+		return run, nil, nil, false
 	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	_, _ = w.Write(data)
+	return run, cp, data, true
+}
+
+func (s *Server) getCheckpoint(w http.ResponseWriter, r *http.Request) {
+	if _, _, data, ok := s.runCheckpoint(w, r); ok {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		_, _ = w.Write(data)
+	}
 }
 
 func (s *Server) getContext(w http.ResponseWriter, r *http.Request) {
-	run, ok := s.loadRun(w, r)
+	run, cp, _, ok := s.runCheckpoint(w, r)
 	if !ok {
-		return
-	}
-	cp, _, err := s.loadCheckpoint(run)
-	if err != nil {
-		s.noCheckpoint(w, run, err)
 		return
 	}
 	ctx := cp.Context

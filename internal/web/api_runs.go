@@ -71,18 +71,8 @@ func runFilter(r *http.Request) (store.RunFilter, error) {
 }
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
-	f, err := runFilter(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error(), "filter with status=running,waiting&group=<folder>&limit=1..1000&cursor=<next from the previous page>")
-		return
-	}
-	page, err := s.opts.Store.ListRuns(r.Context(), f)
-	if err != nil {
-		if strings.Contains(err.Error(), "cursor") {
-			writeError(w, http.StatusBadRequest, err.Error(), "pass the 'next' value of a previous page as cursor, unchanged")
-			return
-		}
-		s.internalError(w, "list runs", err)
+	page, ok := s.listedRuns(w, r, "filter with status=running,waiting&group=<folder>&limit=1..1000&cursor=<next from the previous page>")
+	if !ok {
 		return
 	}
 	out := struct {
@@ -93,6 +83,26 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		out.Runs = append(out.Runs, s.runJSON(run))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// listedRuns reads the page of runs the query asks for (GET /pipelines
+// and the runs page), answering a bad filter (with fix) or cursor itself.
+func (s *Server) listedRuns(w http.ResponseWriter, r *http.Request, fix string) (store.RunPage, bool) {
+	f, err := runFilter(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), fix)
+		return store.RunPage{}, false
+	}
+	page, err := s.opts.Store.ListRuns(r.Context(), f)
+	if err != nil {
+		if f.Cursor != "" && strings.Contains(err.Error(), "cursor") {
+			writeError(w, http.StatusBadRequest, err.Error(), "pass the 'next' value of a previous page as cursor, unchanged")
+			return store.RunPage{}, false
+		}
+		s.internalError(w, "list runs", err)
+		return store.RunPage{}, false
+	}
+	return page, true
 }
 
 // loadRun fetches the run named in the path, answering 404 itself.

@@ -39,6 +39,23 @@ const gateDOT = `digraph Review {
 	build -> exit
 }`
 
+// collideDOT's gate lists "Abort" before "Approve", both with the key A:
+// an answer must take the very option that was picked.
+const collideDOT = `digraph Review {
+	graph [goal="ship the feature"]
+	start    [shape=Mdiamond]
+	exit     [shape=Msquare]
+	plan     [label="Plan", prompt="Plan $goal"]
+	review   [shape=hexagon, label="Approve the plan?"]
+	build    [label="Build", prompt="Build it"]
+	rollback [label="Roll back", prompt="Undo the plan"]
+	start -> plan -> review
+	review -> rollback [label="[A] Abort"]
+	review -> build    [label="[A] Approve"]
+	build -> exit
+	rollback -> exit
+}`
+
 // hostile is agent text trying to script the dashboard.
 const hostile = `Plan ready <script>alert("pwned")</script> <img src=x onerror=alert(1)> [outcome:success]`
 
@@ -190,6 +207,7 @@ func TestBadRequestsGetJSONErrorsThatSayWhatToFix(t *testing.T) {
 		{"unknown status", "GET", "/pipelines?status=done", "", nil, 400, "unknown run status"},
 		{"limit out of range", "GET", "/pipelines?limit=0", "", nil, 400, "limit"},
 		{"forged cursor", "GET", "/pipelines?cursor=bogus", "", nil, 400, "cursor"},
+		{"forged cursor on the runs page", "GET", "/?cursor=bogus", "", nil, 400, "cursor"},
 		{"unknown run", "GET", "/pipelines/nope", "", nil, 404, `no run "nope"`},
 		{"unknown run graph", "GET", "/pipelines/nope/graph", "", nil, 404, `no run`},
 		{"not JSON", "POST", "/pipelines", "dot=x", []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "must be JSON"},
@@ -355,20 +373,6 @@ func TestConcurrentAnswersExactlyOneWins(t *testing.T) {
 	stored, err := f.st.GetGate(context.Background(), id, g.GateID)
 	if err != nil || stored.Status != store.GateAnswered || stored.AnsweredBy != "web:local" {
 		t.Errorf("stored gate = %+v, %v", stored, err)
-	}
-}
-
-func TestGateThatNamesItsApproversIsForbiddenFromTheWeb(t *testing.T) {
-	f := newFixture(t, fixtureOpts{})
-	dot := strings.Replace(gateDOT, `label="Approve the plan?"`, `label="Approve the plan?", approvers="U123"`, 1)
-	id := f.start(dot)
-	g := f.waitGate(id)
-	e := decode[errorBody](t, f.do("POST", "/pipelines/"+id+"/questions/"+g.GateID+"/answer", `{"choice":"A"}`), 403)
-	if !strings.Contains(e.Error, "approvers") {
-		t.Errorf("403 body = %+v", e)
-	}
-	if g2, _ := f.st.GetGate(context.Background(), id, g.GateID); g2.Status != store.GateOpen {
-		t.Errorf("a refused answer changed the gate: %+v", g2)
 	}
 }
 

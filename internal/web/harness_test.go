@@ -171,9 +171,10 @@ func (r *engineRuns) Cancel(_ context.Context, runID, _ string) error {
 	return nil
 }
 
-// Answer follows the host's rules: a gate naming its approvers is not
-// answerable from the web; the choice must be one of the gate's; the
-// store's compare-and-set picks the first answer.
+// Answer follows the host's rules where the API tests need them (the
+// host's own authorization is tested through the real host): the choice
+// must be one of the gate's; the store's compare-and-set picks the first
+// answer.
 func (r *engineRuns) Answer(ctx context.Context, req web.AnswerRequest) (web.AnswerResult, error) {
 	g, err := r.st.GetGate(ctx, req.RunID, req.GateID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -195,9 +196,6 @@ func (r *engineRuns) Answer(ctx context.Context, req web.AnswerRequest) (web.Ans
 			return settled(g), nil
 		}
 		return web.AnswerResult{}, fmt.Errorf("gate %s is not being asked: %w", req.GateID, web.ErrUnknownGate)
-	}
-	if w.q.Approvers != "" {
-		return web.AnswerResult{}, fmt.Errorf("only this gate's approvers (%s) may answer it: %w", w.q.Approvers, web.ErrNotAllowed)
 	}
 	ans := engine.Answer{Kind: engine.AnswerValue, Value: req.Choice, By: req.By}
 	stored := req.Choice

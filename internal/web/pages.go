@@ -110,16 +110,11 @@ func costText(usd float64) string {
 }
 
 func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
-	f, err := runFilter(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error(), "use the filter links on the runs page")
+	page, ok := s.listedRuns(w, r, "use the filter links on the runs page")
+	if !ok {
 		return
 	}
-	page, err := s.opts.Store.ListRuns(r.Context(), f)
-	if err != nil {
-		s.internalError(w, "list runs", err)
-		return
-	}
+	var err error
 	data := struct {
 		pageBase
 		Runs      []runRow

@@ -28,6 +28,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // JSON, served as such with nosniff: "<token>" stays readable
 	_ = enc.Encode(v)
 }
 
