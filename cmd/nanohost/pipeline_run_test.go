@@ -455,6 +455,54 @@ func traceHas(path string, typ engine.EventType, node string) bool {
 	return false
 }
 
+// Two processes never execute one run: while `run` works in a directory, a
+// `resume` of it (or another `run` into it) in a second process is refused
+// naming the first one's pid; once the first dies — even by SIGKILL, with no
+// chance to clean up — the kernel has dropped its lock and resume works.
+func TestPipelineRunDirectoryIsExecutedByOneProcessAtATime(t *testing.T) {
+	dir := t.TempDir()
+	dot := writeFile(t, dir, "crash.dot", crashDOT)
+	script := writeFile(t, dir, "s.json", `{"nodes": {"slow": [{"status": "success", "delay_ms": 20000}]}}`)
+	logs := filepath.Join(dir, "run")
+	cmd := exec.Command(nanohostBin, "pipeline", "run", dot, "--script", script, "--logs", logs, "--json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	for !traceHas(filepath.Join(logs, engine.EventsFile), engine.EventStageStarted, "slow") {
+		if time.Now().After(deadline) {
+			t.Fatalf("slow never started: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cp, err := engine.LoadCheckpoint(logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := fmt.Sprintf("run %s in %s is already being executed by pid %d", cp.RunID, logs, cmd.Process.Pid)
+	fast := writeFile(t, dir, "fast.json", `{"default": "[outcome:success]"}`)
+	if r := runNanohost(t, "", "pipeline", "resume", logs, "--script", fast, "--json"); r.code != 2 || !strings.Contains(r.stderr, busy) {
+		t.Fatalf("resume while running: exit %d, stderr %q, want 2 and %q", r.code, r.stderr, busy)
+	}
+	if r := runNanohost(t, "", "pipeline", "run", dot, "--script", fast, "--logs", logs, "--json"); r.code != 2 || !strings.Contains(r.stderr, busy) {
+		t.Fatalf("run into the running run's directory: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	r := runNanohost(t, "", "pipeline", "resume", logs, "--script", fast, "--json")
+	if res := decodeRun(t, r); r.code != 0 || res.Status != "success" {
+		t.Fatalf("resume after the first process died: exit %d %+v\n%s", r.code, res, r.stderr)
+	}
+}
+
 func TestPipelineResumeOfNothing(t *testing.T) {
 	r := runNanohost(t, "", "pipeline", "resume", t.TempDir())
 	if r.code != 2 || !strings.Contains(r.stderr, "no checkpoint") {
@@ -489,7 +537,8 @@ func TestPipelineRunStopsOnSIGINTAndResumes(t *testing.T) {
 	if !res.Cancelled || res.Status != "fail" || !strings.Contains(stderr.String(), "nanohost pipeline resume "+logs) {
 		t.Errorf("result %+v stderr %q", res, stderr.String())
 	}
-	// The script counts executions per process, so the resumed process gets a fast one.
+	// The interrupted execution was never recorded: the same script would
+	// replay its 20 s response, so the resumed process gets a fast one.
 	fast := writeFile(t, dir, "fast.json", `{"default": "[outcome:success]"}`)
 	r := runNanohost(t, "", "pipeline", "resume", logs, "--script", fast, "--json")
 	if res := decodeRun(t, r); r.code != 0 || !slices.Equal(res.Path, []string{"slow", "finish", "exit"}) {

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +20,13 @@ const (
 	CheckpointFile = "checkpoint.json"
 	ManifestFile   = "manifest.json"
 	EventsFile     = "events.jsonl"
+	// SourceFile holds the DOT source the run started from, written once
+	// (a checkpoint is rewritten after every node and names it by sha256).
+	SourceFile = "pipeline.dot"
 )
+
+// maxSource bounds the pipeline source read back on resume.
+const maxSource = 64 << 20
 
 // checkpointVersion changes when the layout does in an incompatible way.
 const checkpointVersion = 1
@@ -66,7 +74,10 @@ type Checkpoint struct {
 	GraphName   string            `json:"graph_name"`
 	GraphFile   string            `json:"graph_file"`
 	GraphSHA256 string            `json:"graph_sha256"`
-	GraphDOT    string            `json:"graph_dot"`
+	// GraphDOT is the pipeline source. Checkpoints do not carry it (it is in
+	// SourceFile, checked against GraphSHA256); LoadCheckpoint fills it in.
+	// Checkpoints of earlier versions embed it.
+	GraphDOT string `json:"graph_dot,omitempty"`
 }
 
 // Counts maps node ids to a number. It encodes without reflection: a
@@ -189,7 +200,29 @@ func LoadCheckpoint(logsRoot string) (*Checkpoint, error) {
 	if cp.Version != checkpointVersion {
 		return nil, fmt.Errorf("checkpoint %s has version %d, this nanohost reads version %d", path, cp.Version, checkpointVersion)
 	}
+	if cp.GraphDOT == "" {
+		src, err := loadSource(logsRoot, cp.GraphSHA256)
+		if err != nil {
+			return nil, err
+		}
+		cp.GraphDOT = string(src)
+	}
 	return &cp, nil
+}
+
+// loadSource reads the run's SourceFile and checks it is the source the
+// checkpoint was written for.
+func loadSource(logsRoot, sha string) ([]byte, error) {
+	path := filepath.Join(logsRoot, SourceFile)
+	src, err := readStageFile(path, maxSource)
+	if err != nil {
+		return nil, fmt.Errorf("read the run's pipeline source: %w", err)
+	}
+	sum := sha256.Sum256(src)
+	if got := hex.EncodeToString(sum[:]); got != sha {
+		return nil, fmt.Errorf("%s has sha256 %.12s…, but the checkpoint was written for %.12s…: the file was changed", path, got, sha)
+	}
+	return src, nil
 }
 
 // writeFileAtomic replaces path with data so that a reader (or a crash)

@@ -117,37 +117,61 @@ func (e *Engine) Run(ctx context.Context, g *pipeline.Graph, source []byte, file
 
 // Resume continues the run in logsRoot from its checkpoint, re-loading the
 // graph from the DOT source stored there with the configured Loader.
+// While a run executes, its directory is locked (LockFile): a second Run,
+// Resume or ResumeGraph of it, in this process or another, fails at once
+// with an error wrapping ErrRunBusy.
 func (e *Engine) Resume(ctx context.Context, logsRoot string) (*RunResult, error) {
-	cp, err := LoadCheckpoint(logsRoot)
-	if err != nil {
-		return nil, err
-	}
 	if e.cfg.Loader == nil {
 		return nil, errors.New("resume needs a graph loader: set engine.Config.Loader")
 	}
+	lock, cp, err := lockAndLoad(logsRoot)
+	if err != nil {
+		return nil, err
+	}
 	g, err := e.cfg.Loader(cp.GraphFile, []byte(cp.GraphDOT))
 	if err != nil {
+		lock.release()
 		return nil, fmt.Errorf("load the graph stored in %s: %w", filepath.Join(logsRoot, CheckpointFile), err)
 	}
-	return e.resume(ctx, g, []byte(cp.GraphDOT), logsRoot, cp)
+	return e.resume(ctx, g, []byte(cp.GraphDOT), logsRoot, cp, lock)
 }
 
 // ResumeGraph continues the run in logsRoot with a graph the caller loaded;
 // source must be the DOT text the run started from.
 func (e *Engine) ResumeGraph(ctx context.Context, g *pipeline.Graph, source []byte, logsRoot string) (*RunResult, error) {
-	cp, err := LoadCheckpoint(logsRoot)
+	lock, cp, err := lockAndLoad(logsRoot)
 	if err != nil {
 		return nil, err
 	}
-	return e.resume(ctx, g, source, logsRoot, cp)
+	return e.resume(ctx, g, source, logsRoot, cp, lock)
 }
 
-func (e *Engine) resume(ctx context.Context, g *pipeline.Graph, source []byte, logsRoot string, cp *Checkpoint) (*RunResult, error) {
-	r, err := e.restoreRun(g, source, logsRoot, cp)
+func (e *Engine) resume(ctx context.Context, g *pipeline.Graph, source []byte, logsRoot string, cp *Checkpoint, lock *runLock) (*RunResult, error) {
+	r, err := e.restoreRun(g, source, logsRoot, cp, lock)
 	if err != nil {
 		return nil, err
 	}
 	return r.resume(ctx, cp), nil
+}
+
+// lockAndLoad takes the lock of the run in root and loads its checkpoint,
+// as it is once nobody else executes the run.
+func lockAndLoad(root string) (*runLock, *Checkpoint, error) {
+	// Read first: a directory without a checkpoint is not a run (and gets
+	// no lock file).
+	if _, err := LoadCheckpoint(root); err != nil {
+		return nil, nil, err
+	}
+	lock, err := lockRunDir(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	cp, err := LoadCheckpoint(root)
+	if err != nil {
+		lock.release()
+		return nil, nil, err
+	}
+	return lock, cp, nil
 }
 
 // NewRunID returns a fresh run id: pipeline-<unix seconds>-<6 hex>.

@@ -159,15 +159,16 @@ func startChild(st *Stage, file string) (*childRun, error) {
 		c.run = c.r.start
 		return c, nil
 	}
-	cp, err := LoadCheckpoint(cfg.LogsRoot)
+	lock, cp, err := lockAndLoad(cfg.LogsRoot)
 	if err != nil {
 		return nil, err
 	}
 	if cp.State == StateSuccess || cp.State == StateFail {
+		lock.release()
 		c.done = &RunResult{RunID: cp.RunID, Status: cp.State, FailureReason: cp.FailureReason, Context: cp.Context, LogsRoot: cfg.LogsRoot}
 		return c, nil
 	}
-	c.r, err = eng.restoreRun(g, src, cfg.LogsRoot, cp)
+	c.r, err = eng.restoreRun(g, src, cfg.LogsRoot, cp, lock)
 	if err != nil {
 		return nil, err
 	}

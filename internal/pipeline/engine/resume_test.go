@@ -188,6 +188,51 @@ func TestFirstAgentStageAfterResumeDegradesFullFidelity(t *testing.T) {
 	}
 }
 
+// A changed pipeline.dot no longer matches the checkpoint's sha256: resume
+// refuses it rather than run another graph with this run's state.
+func TestResumeRefusesAChangedPipelineSource(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	first := runGraph(t, resumeDOT, runOpts{backend: resumeScript(), interviewer: resumeAnswers(), ctx: ctx, configure: func(c *engine.Config) {
+		c.Observers = append(c.Observers, &cancelAfter{n: 2, cancel: cancel})
+	}})
+	path := filepath.Join(first.root, engine.SourceFile)
+	if err := os.WriteFile(path, []byte(strings.Replace(resumeDOT, "plan $goal", "plan something else", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := engine.New(first.cfg).Resume(t.Context(), first.root)
+	if err == nil || !strings.Contains(err.Error(), "was changed") {
+		t.Fatalf("resume with a changed %s: %v", engine.SourceFile, err)
+	}
+}
+
+// Runs checkpointed before pipeline.dot existed carry their source in
+// graph_dot: they still resume, and get their pipeline.dot then.
+func TestResumeOfACheckpointThatEmbedsItsSource(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	first := runGraph(t, resumeDOT, runOpts{backend: resumeScript(), interviewer: resumeAnswers(), ctx: ctx, configure: func(c *engine.Config) {
+		c.Observers = append(c.Observers, &cancelAfter{n: 2, cancel: cancel})
+	}})
+	cpPath := filepath.Join(first.root, engine.CheckpointFile)
+	var raw map[string]any
+	readJSON(t, cpPath, &raw)
+	raw["graph_dot"] = resumeDOT
+	old, _ := json.Marshal(raw)
+	if err := os.WriteFile(cpPath, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(first.root, engine.SourceFile))
+	cfg := first.cfg
+	cfg.Backend = resumeScript()
+	res, err := engine.New(cfg).Resume(t.Context(), first.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, "success")
+	if got := readFile(t, filepath.Join(first.root, engine.SourceFile)); got != resumeDOT {
+		t.Fatalf("%s after the resume = %q", engine.SourceFile, got)
+	}
+}
+
 func TestResumeRefusesFinishedRunsAndOtherGraphs(t *testing.T) {
 	done := runGraph(t, linearResume, runOpts{})
 	_, err := engine.New(done.cfg).Resume(t.Context(), done.root)
@@ -252,10 +297,17 @@ func TestCheckpointCarriesWhatResumeNeeds(t *testing.T) {
 	readJSON(t, filepath.Join(out.root, engine.CheckpointFile), &raw)
 	for _, key := range []string{"timestamp", "current_node", "completed_nodes", "node_retries", "context", "logs",
 		"run_id", "next_node", "path", "attempts", "visits", "goal_gate_outcomes", "event_seq", "usage", "steps",
-		"restarts", "graph_file", "graph_dot", "graph_sha256", "history", "state"} {
+		"restarts", "graph_file", "graph_sha256", "history", "state"} {
 		if _, ok := raw[key]; !ok {
 			t.Errorf("checkpoint lacks %q", key)
 		}
+	}
+	// The source is saved once, not in every checkpoint; LoadCheckpoint reads it back.
+	if _, ok := raw["graph_dot"]; ok {
+		t.Error("the checkpoint carries the DOT source")
+	}
+	if got := readFile(t, filepath.Join(out.root, engine.SourceFile)); got != resumeDOT {
+		t.Errorf("%s = %q", engine.SourceFile, got)
 	}
 	cp := loadCheckpoint(t, out.root)
 	if cp.GraphDOT != resumeDOT || cp.Visits["plan"] != 2 || cp.GoalGates["implement"] != engine.StatusSuccess || cp.Steps != len(out.res.Path) {
@@ -273,6 +325,7 @@ func TestCheckpointEncodingMatchesEncodingJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp := loadCheckpoint(t, out.root)
+	cp.GraphDOT = "" // read from pipeline.dot, not part of the file
 	std, err := json.Marshal(cp)
 	if err != nil {
 		t.Fatal(err)

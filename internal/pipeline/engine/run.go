@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -45,7 +46,6 @@ type run struct {
 	file       string
 	source     []byte
 	sourceSHA  string
-	dotJSON    json.RawMessage // the source as a JSON string, encoded once for every checkpoint
 	runID      string
 	root       string // the run directory
 	startedAt  time.Time
@@ -56,6 +56,7 @@ type run struct {
 	total      int // stage count for "n/N"
 	trace      *tracer
 	rootDir    *os.File // the run directory, open for fsyncs
+	lock       *runLock // held from start to finish
 	cpBuf      []byte   // checkpoint encoding buffer, reused
 	conds      condCache
 
@@ -85,17 +86,14 @@ func (e *Engine) baseRun(g *pipeline.Graph, source []byte, file, runID, root str
 		return nil, errors.New("pipeline has no start node (shape=Mdiamond or id start)")
 	}
 	sum := sha256.Sum256(source)
-	dotJSON, err := json.Marshal(string(source))
-	if err != nil {
-		return nil, fmt.Errorf("encode the pipeline source: %w", err)
-	}
 	r := &run{
 		eng: e, cfg: &e.cfg, reg: e.reg, g: g, file: file, source: source,
-		sourceSHA: hex.EncodeToString(sum[:]), dotJSON: dotJSON, runID: runID, root: root,
+		sourceSHA: hex.EncodeToString(sum[:]), runID: runID, root: root,
 		attempts: map[string]int{}, executions: map[string]int{}, visits: map[string]int{}, stageIndex: map[string]int{},
 		retries: map[string]int{}, gates: map[string]Status{},
 	}
 	var errs []error
+	var err error
 	r.maxSteps, err = g.Attrs.Int("max_steps", defaultMaxSteps)
 	errs = append(errs, err)
 	r.maxRestart, err = g.Attrs.Int("max_restarts", defaultMaxRestarts)
@@ -116,8 +114,9 @@ func (e *Engine) baseRun(g *pipeline.Graph, source []byte, file, runID, root str
 	return r, nil
 }
 
-// newRun prepares a fresh run: run directory, manifest, event trace, context.
-func (e *Engine) newRun(g *pipeline.Graph, source []byte, file string) (*run, error) {
+// newRun prepares a fresh run: run directory (locked), manifest, event
+// trace, context.
+func (e *Engine) newRun(g *pipeline.Graph, source []byte, file string) (_ *run, err error) {
 	runID := e.cfg.RunID
 	if runID == "" {
 		runID = NewRunID(e.cfg.Now())
@@ -126,9 +125,6 @@ func (e *Engine) newRun(g *pipeline.Graph, source []byte, file string) (*run, er
 	if root == "" {
 		root = DefaultLogsRoot(runID)
 	}
-	if dirHoldsRun(root) {
-		return nil, fmt.Errorf("%s already holds a pipeline run: resume it, or choose another logs directory", root)
-	}
 	r, err := e.baseRun(g, source, absPath(file), runID, root)
 	if err != nil {
 		return nil, err
@@ -136,7 +132,21 @@ func (e *Engine) newRun(g *pipeline.Graph, source []byte, file string) (*run, er
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
+	if r.lock, err = lockRunDir(root); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			r.lock.release()
+		}
+	}()
+	if dirHoldsRun(root) {
+		return nil, fmt.Errorf("%s already holds a pipeline run: resume it, or choose another logs directory", root)
+	}
 	r.startedAt = e.cfg.Now()
+	if err := r.writeSource(); err != nil {
+		return nil, err
+	}
 	manifest, _ := json.MarshalIndent(Manifest{RunID: runID, Name: g.Label(), Goal: g.Goal(), GraphFile: r.file, StartedAt: r.startedAt}, "", "  ")
 	if err := writeFileAtomic(filepath.Join(root, ManifestFile), manifest, !e.cfg.NoFsync, nil); err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
@@ -148,8 +158,14 @@ func (e *Engine) newRun(g *pipeline.Graph, source []byte, file string) (*run, er
 	return r, nil
 }
 
-// restoreRun rebuilds a run from its checkpoint.
-func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, cp *Checkpoint) (*run, error) {
+// restoreRun rebuilds a run from its checkpoint; it takes over lock (the
+// run directory's, held by the caller) and releases it on error.
+func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, cp *Checkpoint, lock *runLock) (_ *run, err error) {
+	defer func() {
+		if err != nil {
+			lock.release()
+		}
+	}()
 	switch cp.State {
 	case StateSuccess, StateFail:
 		return nil, fmt.Errorf("run %s in %s already finished with status %s%s; nothing to resume", cp.RunID, root, cp.State, reasonSuffix(cp.FailureReason))
@@ -164,6 +180,13 @@ func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, cp *C
 	r, err := e.baseRun(g, source, cp.GraphFile, cp.RunID, root)
 	if err != nil {
 		return nil, err
+	}
+	r.lock = lock
+	if _, err := os.Lstat(filepath.Join(root, SourceFile)); errors.Is(err, fs.ErrNotExist) {
+		// An earlier version's run: its source was in the checkpoint.
+		if err := r.writeSource(); err != nil {
+			return nil, err
+		}
 	}
 	r.startedAt = cp.StartedAt
 	r.stageRoot = cp.StageRoot
@@ -192,6 +215,15 @@ func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, cp *C
 		r.trace.seq = cp.EventSeq
 	}
 	return r, nil
+}
+
+// writeSource saves the pipeline source once per run, durably, before the
+// first checkpoint names it.
+func (r *run) writeSource() error {
+	if err := writeFileAtomic(filepath.Join(r.root, SourceFile), r.source, !r.cfg.NoFsync, nil); err != nil {
+		return fmt.Errorf("save the pipeline source: %w", err)
+	}
+	return nil
 }
 
 // openTrace opens the event trace (and the run directory, for fsyncs).
@@ -459,26 +491,19 @@ func (r *run) recordTopLevel(id string, st *Stage) {
 	r.completed = append(r.completed, st.branchNodes...)
 }
 
-// checkpoint writes checkpoint.json atomically. The event trace is synced
-// alongside (concurrently: the two fsyncs then tend to share a journal
-// commit), so every event up to the checkpoint is on disk when it returns.
+// checkpoint writes checkpoint.json atomically and durably (temp file,
+// fsync, rename, fsync of the directory). It is the only fsync of a node:
+// the stage's artifacts (prompt.md, response.md, status.json) and the event
+// trace are plain writes: a process crash loses none of them (the kernel
+// has them), and after a power loss resume trusts only the checkpoint, which
+// holds all the state it needs (the artifacts are the record for people, and
+// the trace is fsynced when the run ends or stops).
 func (r *run) checkpoint(current, next string, incoming *pipeline.Edge, state, reason string) error {
 	data, err := r.snapshot(current, next, incoming, state, reason)
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w (context values must be JSON-serialisable)", err)
 	}
-	durable := !r.cfg.NoFsync
-	var traceErr error
-	var wg sync.WaitGroup
-	if durable {
-		wg.Go(func() { traceErr = r.trace.sync() })
-	}
-	err = writeFileAtomic(filepath.Join(r.root, CheckpointFile), data, durable, r.rootDir)
-	wg.Wait()
-	if traceErr != nil {
-		r.cfg.Logger.Warn("sync event trace", "run_id", r.runID, "err", traceErr)
-	}
-	if err != nil {
+	if err := writeFileAtomic(filepath.Join(r.root, CheckpointFile), data, !r.cfg.NoFsync, r.rootDir); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
 	r.emit(Event{Type: EventCheckpointSaved, NodeID: current, Data: map[string]any{"next_node": next, "state": state}})
@@ -487,9 +512,9 @@ func (r *run) checkpoint(current, next string, incoming *pipeline.Edge, state, r
 
 // snapshot encodes the run state; it holds the lock while encoding because
 // the checkpoint shares the run's maps and slices. The parts that grow with
-// the run (node lists and per-node counts) and the DOT source (encoded once
-// per run) are appended directly instead of going through reflection and
-// re-validation: they are what makes a long run's checkpoints big.
+// the run (node lists and per-node counts) are appended directly instead of
+// going through reflection and re-validation: they are what makes a long
+// run's checkpoints big. The DOT source is not in it (SourceFile).
 func (r *run) snapshot(current, next string, incoming *pipeline.Edge, state, reason string) ([]byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -521,8 +546,6 @@ func (r *run) snapshot(current, next string, incoming *pipeline.Edge, state, rea
 	b = appendCountsInOrder(b, r.visits, r.seen)
 	b = append(b, `,"stage_index":`...)
 	b = appendCountsInOrder(b, r.stageIndex, r.seen)
-	b = append(b, `,"graph_dot":`...)
-	b = append(b, r.dotJSON...)
 	b = append(b, '}')
 	r.cpBuf = b
 	return b, nil
@@ -551,7 +574,6 @@ type checkpointHead struct {
 	Attempts       *struct{} `json:"attempts,omitempty"`
 	Visits         *struct{} `json:"visits,omitempty"`
 	StageIndex     *struct{} `json:"stage_index,omitempty"`
-	GraphDOT       *struct{} `json:"graph_dot,omitempty"`
 }
 
 // succeed finishes the run at its exit node.
@@ -603,5 +625,6 @@ func (r *run) finish(state, reason string, cancelled bool) *RunResult {
 	if rc, ok := r.cfg.Backend.(RunCloser); ok {
 		rc.CloseRun(r.runID)
 	}
+	r.lock.release()
 	return res
 }

@@ -133,16 +133,6 @@ func (t *tracer) lastSeq() int64 {
 	return t.seq
 }
 
-// sync flushes the trace to disk.
-func (t *tracer) sync() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.file == nil {
-		return nil
-	}
-	return t.file.Sync()
-}
-
 func (t *tracer) close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
