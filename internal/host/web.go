@@ -111,17 +111,21 @@ func (x webRuns) Start(ctx context.Context, req web.StartRequest) (string, []pip
 
 // group is the named group, or the main one, or the only one.
 func (x webRuns) group(folder string) (store.Group, error) {
-	if folder != "" {
-		if g, ok := x.h.groups.get(folder); ok {
-			return g, nil
-		}
-		return store.Group{}, fmt.Errorf("no group %q is registered (see groups in nanohost.yaml)", folder)
-	}
 	all := x.h.groups.all()
 	if len(all) == 0 {
 		return store.Group{}, errors.New("no group is registered yet: add one under groups in nanohost.yaml, or register a chat as a group")
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].Folder < all[j].Folder })
+	names := make([]string, len(all))
+	for i, g := range all {
+		names[i] = g.Folder
+	}
+	if folder != "" {
+		if g, ok := x.h.groups.get(folder); ok {
+			return g, nil
+		}
+		return store.Group{}, fmt.Errorf("no group %q is registered (the groups are %s)", folder, strings.Join(names, ", "))
+	}
 	for _, g := range all {
 		if g.IsMain {
 			return g, nil
@@ -129,10 +133,6 @@ func (x webRuns) group(folder string) (store.Group, error) {
 	}
 	if len(all) == 1 {
 		return all[0], nil
-	}
-	names := make([]string, len(all))
-	for i, g := range all {
-		names[i] = g.Folder
 	}
 	return store.Group{}, fmt.Errorf("say which group to run in (group: one of %s), or mark one group main", strings.Join(names, ", "))
 }

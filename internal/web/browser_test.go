@@ -207,6 +207,7 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, "the plan node's response", `[...document.querySelectorAll('#node-files pre')].some(p => p.textContent.includes('<script>alert("pwned")</script>'))`)
+	waitJS(t, ctx, "the plan node's timing", `/^started \d\d:\d\d:\d\d · took \d+(ms|s) · success$/.test(document.querySelector('#node-timing').textContent)`)
 	injected, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#node-files script, #node-files img, #log script, #log img').length`))
 	if err != nil || injected != 0 {
 		t.Fatalf("agent text became markup: %d elements (%v)", injected, err)

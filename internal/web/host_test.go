@@ -311,7 +311,7 @@ func TestHostStartsRunsWithGoalVerbosityAndGroup(t *testing.T) {
 	}
 	body, _ = json.Marshal(map[string]string{"dot": linearDOT, "group": "nope"})
 	e := decode[errorBody](t, f.do("POST", "/pipelines", string(body)), http.StatusBadRequest)
-	if !strings.Contains(e.Error, `no group "nope" is registered`) {
+	if !strings.Contains(e.Error, `no group "nope" is registered (the groups are main)`) {
 		t.Errorf("unknown group: %+v", e)
 	}
 }

@@ -48,6 +48,12 @@
     return '[' + o.key + '] ' + label;
   }
 
+  // prettyJSON re-indents JSON so escapes like \u003c read as the text
+  // they stand for (it is shown with textContent, never as markup).
+  function prettyJSON(text) {
+    try { return JSON.stringify(JSON.parse(text), null, 2); } catch (_) { return text; }
+  }
+
   function money(usd) {
     if (!usd || usd <= 0) return '—';
     if (usd < 0.01) return '<$0.01';
@@ -359,7 +365,7 @@
           var d = el('details', { open: '' });
           var s = el('summary', {}, name + (f.truncated ? ' (truncated)' : ''));
           d.appendChild(s);
-          d.appendChild(el('pre', { 'class': 'file' }, f.content));
+          d.appendChild(el('pre', { 'class': 'file' }, name === 'status.json' && !f.truncated ? prettyJSON(f.content) : f.content));
           var a = el('a', { href: n.raw[name] }, 'raw');
           d.appendChild(a);
           files.appendChild(d);
