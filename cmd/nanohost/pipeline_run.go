@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -283,7 +282,7 @@ func execute(cmd *cobra.Command, f *runFlags, runID, logs string, start func(con
 		return exitCode(exitInvalid, err)
 	}
 	if f.asJSON {
-		if err := writeJSON(out, resultJSON(res)); err != nil {
+		if err := writeJSON(out, newResultJSON(res)); err != nil {
 			return exitCode(exitRunFailed, err)
 		}
 	}
@@ -340,41 +339,16 @@ func liveLog(w io.Writer, v engine.Verbosity) engine.Observer {
 	})
 }
 
-// runResultJSON is the --json contract.
-type runResultJSON struct {
-	RunID          string         `json:"run_id"`
-	Status         string         `json:"status"`
-	FailureReason  string         `json:"failure_reason"`
-	Path           []string       `json:"path"`
-	Attempts       map[string]int `json:"attempts"`
-	CompletedNodes []string       `json:"completed_nodes"`
-	Context        map[string]any `json:"context"`
-	LogsRoot       string         `json:"logs_root"`
-	Usage          engine.Usage   `json:"usage"`
-	Cancelled      bool           `json:"cancelled,omitempty"`
+// resultJSON is the --json contract: the engine's RunResult (whose lists
+// and maps are never null) with logs_root made absolute, without its duration.
+type resultJSON struct {
+	*engine.RunResult
+	Duration *struct{} `json:"duration_ns,omitempty"` // hides RunResult.Duration: not in the contract
 }
 
-func resultJSON(r *engine.RunResult) runResultJSON {
-	out := runResultJSON{
-		RunID: r.RunID, Status: r.Status, FailureReason: r.FailureReason,
-		Path: nonNilSlice(r.Path), Attempts: r.Attempts, CompletedNodes: nonNilSlice(r.CompletedNodes),
-		Context: r.Context, LogsRoot: r.LogsRoot, Usage: r.Usage, Cancelled: r.Cancelled,
-	}
+func newResultJSON(r *engine.RunResult) resultJSON {
 	if abs, err := filepath.Abs(r.LogsRoot); err == nil {
-		out.LogsRoot = abs
+		r.LogsRoot = abs
 	}
-	if out.Attempts == nil {
-		out.Attempts = map[string]int{}
-	}
-	if out.Context == nil {
-		out.Context = map[string]any{}
-	}
-	return out
-}
-
-func nonNilSlice(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return slices.Clone(s)
+	return resultJSON{RunResult: r}
 }

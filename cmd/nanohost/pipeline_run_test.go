@@ -90,6 +90,19 @@ func TestPipelineRunSmokeTest(t *testing.T) {
 	if res.Status != "success" || !slices.Contains(res.CompletedNodes, "implement") {
 		t.Fatalf("result = %+v", res)
 	}
+	// Exactly the contract's keys, in its order ("cancelled" only when it is).
+	var keys []string
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec.Token()
+	for dec.More() {
+		k, _ := dec.Token()
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		dec.Decode(&skip)
+	}
+	if want := []string{"run_id", "status", "failure_reason", "path", "attempts", "completed_nodes", "context", "logs_root", "usage"}; !slices.Equal(keys, want) {
+		t.Errorf("JSON keys = %v, want %v", keys, want)
+	}
 	if !slices.Equal(res.Path, []string{"start", "plan", "implement", "review", "done"}) {
 		t.Errorf("path = %v", res.Path)
 	}

@@ -83,6 +83,9 @@ func New(cfg Config) *Engine {
 
 // RunResult is how a run ended. Status is "success" or "fail"; a run stopped
 // through its context reports "fail" with Cancelled set (and stays resumable).
+// Its JSON is the CLI's --json contract (without duration_ns): Path,
+// CompletedNodes, Attempts and Context are never nil, so they encode as []
+// and {}, never null.
 type RunResult struct {
 	RunID         string `json:"run_id"`
 	Status        string `json:"status"`

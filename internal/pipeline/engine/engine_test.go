@@ -292,6 +292,33 @@ func TestRunRefusesADirectoryThatHoldsARun(t *testing.T) {
 	}
 }
 
+// The result's JSON is the CLI's contract: lists and maps are [] and {}
+// even for a run that executed nothing (stopped before its first node).
+func TestRunResultJSONNeverHasNullListsOrMaps(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := runGraph(t, linearDOT, runOpts{ctx: ctx})
+	if !out.res.Cancelled {
+		t.Fatalf("result = %+v", out.res)
+	}
+	data, err := json.Marshal(out.res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"path": "[]", "completed_nodes": "[]", "attempts": "{}"} {
+		if got := string(raw[key]); got != want {
+			t.Errorf("%s = %s, want %s", key, got, want)
+		}
+	}
+	if c := string(raw["context"]); !strings.HasPrefix(c, "{") {
+		t.Errorf("context = %s, want an object", c)
+	}
+}
+
 // §11.13: the integration smoke test, on the script backend.
 func TestIntegrationSmoke(t *testing.T) {
 	const src = `digraph test_pipeline {

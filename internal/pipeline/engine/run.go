@@ -605,10 +605,11 @@ func (r *run) cancelled(at, next string, incoming *pipeline.Edge) *RunResult {
 func (r *run) finish(state, reason string, cancelled bool) *RunResult {
 	dur := r.cfg.Now().Sub(r.startedAt)
 	r.mu.Lock()
+	// Lists and maps are never nil: the result's JSON has [] and {}, not null.
 	res := &RunResult{
 		RunID: r.runID, Status: state, FailureReason: reason,
-		Path: slices.Clone(r.path[r.pathFrom:]), Attempts: maps.Clone(r.attempts),
-		CompletedNodes: slices.Clone(r.completed), Context: r.cx.Snapshot(),
+		Path: append([]string{}, r.path[r.pathFrom:]...), Attempts: maps.Clone(r.attempts),
+		CompletedNodes: append([]string{}, r.completed...), Context: r.cx.Snapshot(),
 		LogsRoot: r.root, Usage: r.usage, Cancelled: cancelled, Duration: dur,
 	}
 	r.mu.Unlock()
