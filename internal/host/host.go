@@ -20,6 +20,7 @@ import (
 	"nanohost/internal/config"
 	"nanohost/internal/container"
 	"nanohost/internal/ipc"
+	"nanohost/internal/ipc/sqlprocessed"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/store"
 )
@@ -60,6 +61,11 @@ type Options struct {
 	// that is down (default 1s doubling to 30s).
 	DeliveryBackoff Backoff
 }
+
+// ipcRetention is how long the answers to agents' IPC requests are kept:
+// a request id is only offered again (a retry, a re-claim after a crash)
+// shortly after it was written.
+const ipcRetention = 7 * 24 * time.Hour
 
 // deliveryGrace is how long, once the host is stopping, chat delivery may
 // go on before it is cut off.
@@ -174,6 +180,11 @@ func (h *Host) Run(ctx context.Context) error {
 	watcher, err := h.newIPCWatcher()
 	if err != nil {
 		return err
+	}
+	if n, err := h.store.PruneIPC(ctx, time.Now().Add(-ipcRetention)); err != nil {
+		h.log.Warn("forget old IPC request ids", "err", err)
+	} else if n > 0 {
+		h.log.Debug("forgot old IPC request ids", "count", n)
 	}
 	// What a previous instance left unanswered goes first, before the
 	// channels deliver anything new.
@@ -374,6 +385,7 @@ func (h *Host) newIPCWatcher() (*ipc.Watcher, error) {
 		Root:        h.IPCRoot(),
 		Host:        ipcHost{h},
 		Registry:    h.groups,
+		Processed:   sqlprocessed.Store{DB: h.store},
 		Workspace:   h.GroupDir,
 		Rescan:      h.cfg.IPC.Rescan,
 		Limits:      ipc.Limits{FileBytes: h.cfg.IPC.MaxRequestBytes},

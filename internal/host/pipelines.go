@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,11 +74,8 @@ func (m *runManager) start(ctx context.Context, spec startSpec) (store.Run, []pi
 		return store.Run{}, nil, err
 	}
 	src := spec.Source
-	if spec.Goal != "" {
-		src = withGoal(src, spec.Goal)
-	}
 	file := nonEmpty(spec.File, "pipeline.dot")
-	g, diags, err := frontend.Prepare(file, src, m.h.frontendOptions())
+	g, diags, err := frontend.Prepare(file, src, m.h.frontendOptions(spec.Goal))
 	if err != nil || lint.Err(diags) != nil {
 		return store.Run{}, diags, ipc.RejectDiagnostics(diags)
 	}
@@ -171,7 +166,7 @@ func (m *runManager) execute(ctx context.Context, ar *activeRun, run store.Run, 
 	})
 	var res *engine.RunResult
 	if resume {
-		res, err = eng.Resume(ctx, run.LogsRoot)
+		res, err = m.resumeRun(ctx, eng, run)
 	} else {
 		res, err = eng.Run(ctx, g, []byte(run.SourceDOT), run.FileName)
 	}
@@ -323,15 +318,38 @@ func ipcState(s store.RunStatus) string {
 	return "running"
 }
 
-// frontendOptions validate pipelines against the handler types this
-// host's engine knows.
-func (h *Host) frontendOptions() frontend.Options {
-	return frontend.Options{KnownTypes: h.registry.KnownTypes()}
+// resumeRun continues run from its checkpoint. The graph is loaded here,
+// not by the engine's loader, because the run's goal may have been given
+// when it started rather than written in its source (which is kept as
+// written): the recorded goal is applied again, so $goal expands as it did.
+func (m *runManager) resumeRun(ctx context.Context, eng *engine.Engine, run store.Run) (*engine.RunResult, error) {
+	cp, err := engine.LoadCheckpoint(run.LogsRoot)
+	if err != nil {
+		return nil, err
+	}
+	g, err := m.h.prepareGraph(cp.GraphFile, []byte(cp.GraphDOT), run.Goal)
+	if err != nil {
+		return nil, fmt.Errorf("load the pipeline of run %s: %w", run.ID, err)
+	}
+	return eng.ResumeGraph(ctx, g, []byte(cp.GraphDOT), run.LogsRoot)
 }
 
-// loadGraph is the engine's loader: the front end, failing on errors.
+// frontendOptions validate pipelines against the handler types this
+// host's engine knows; goal, when set, replaces the pipeline's own.
+func (h *Host) frontendOptions(goal string) frontend.Options {
+	return frontend.Options{KnownTypes: h.registry.KnownTypes(), Goal: goal}
+}
+
+// loadGraph is the engine's loader (child pipelines of manager loops): the
+// front end, failing on errors.
 func (h *Host) loadGraph(file string, src []byte) (*pipeline.Graph, error) {
-	g, diags, err := frontend.Prepare(file, src, h.frontendOptions())
+	return h.prepareGraph(file, src, "")
+}
+
+// prepareGraph runs the front end with goal as the pipeline's goal (""
+// keeps the source's), failing on errors.
+func (h *Host) prepareGraph(file string, src []byte, goal string) (*pipeline.Graph, error) {
+	g, diags, err := frontend.Prepare(file, src, h.frontendOptions(goal))
 	if err != nil {
 		return nil, err
 	}
@@ -339,19 +357,6 @@ func (h *Host) loadGraph(file string, src []byte) (*pipeline.Graph, error) {
 		return nil, err
 	}
 	return g, nil
-}
-
-// withGoal overrides the graph's goal by appending a graph attribute
-// statement (the last assignment wins in DOT). Editing the source — not
-// the parsed graph — keeps the override in the checkpoint, so a resumed run
-// has the same goal.
-func withGoal(src []byte, goal string) []byte {
-	s := string(src)
-	i := strings.LastIndex(s, "}")
-	if i < 0 {
-		return src
-	}
-	return []byte(s[:i] + "  graph [goal=" + strconv.Quote(goal) + "]\n" + s[i:])
 }
 
 func verbosityOr(v, def string) channels.Verbosity {

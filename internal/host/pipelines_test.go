@@ -3,10 +3,12 @@ package host
 import (
 	"context"
 	"testing"
+	"time"
 
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
+	"nanohost/internal/store"
 )
 
 const deployDOT = `digraph Deploy {
@@ -37,7 +39,7 @@ func TestPipelinesAreValidatedAgainstTheEngineRegistry(t *testing.T) {
 	reg := engine.NewRegistry()
 	reg.Register("deploy", deployHandler)
 	withDeploy := &Host{registry: reg}
-	_, diags, err := frontend.Prepare("deploy.dot", []byte(deployDOT), withDeploy.frontendOptions())
+	_, diags, err := frontend.Prepare("deploy.dot", []byte(deployDOT), withDeploy.frontendOptions(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +47,62 @@ func TestPipelinesAreValidatedAgainstTheEngineRegistry(t *testing.T) {
 		t.Errorf("a registered custom type drew warnings: %v", w)
 	}
 	builtin := &Host{registry: engine.NewRegistry()}
-	_, diags, _ = frontend.Prepare("deploy.dot", []byte(deployDOT), builtin.frontendOptions())
+	_, diags, _ = frontend.Prepare("deploy.dot", []byte(deployDOT), builtin.frontendOptions(""))
 	if w := typeWarnings(diags); len(w) != 1 {
 		t.Errorf("an unregistered type drew %v; want one type_known warning", w)
+	}
+}
+
+// goalDOT has its own goal, and a trailing comment with a brace in it.
+const goalDOT = `digraph Goal {
+    graph [goal="The goal written in the file"]
+    start [shape=Mdiamond]
+    a     [prompt="Plan: $goal"]
+    b     [prompt="Build: $goal"]
+    exit  [shape=Msquare]
+    start -> a -> b -> exit
+}
+// the end }
+`
+
+// A goal given when a run starts replaces the pipeline's own in every
+// prompt — quotes, braces and all — while the source is stored as written;
+// a run resumed after a restart keeps that goal.
+func TestRunGoalGivenAtStartSurvivesResume(t *testing.T) {
+	goal := `Say "hello" to {everyone} \ twice — ünïcode`
+	first := startTestHost(t, "", func(ctx context.Context, req engine.Request) (engine.Result, error) {
+		if req.NodeID == "b" {
+			<-ctx.Done() // the host stops while b works
+			return engine.Result{}, ctx.Err()
+		}
+		return succeed(ctx, req)
+	})
+	first.writeRequest(t, "tasks", "start-goal", map[string]any{"type": "start_pipeline", "dot": goalDOT, "goal": goal})
+	resp := first.response(t, "start-goal")
+	runID, _ := resp["run_id"].(string)
+	if resp["status"] != "accepted" || runID == "" {
+		t.Fatalf("start_pipeline: %v", resp)
+	}
+	eventually(t, 10*time.Second, "b is at work", func() bool { return len(first.agents.prompts("b")) == 1 })
+	if got := first.agents.prompts("a"); len(got) != 1 || got[0] != "Plan: "+goal {
+		t.Errorf("a was prompted %q; want the run's goal expanded", got)
+	}
+	first.stop()
+
+	second := startTestHost(t, first.dir, succeed)
+	ctx := context.Background()
+	eventually(t, 10*time.Second, "the resumed run succeeds", func() bool {
+		r, err := second.store.GetRun(ctx, runID)
+		return err == nil && r.Status == store.RunSuccess
+	})
+	if got := second.agents.prompts("b"); len(got) != 1 || got[0] != "Build: "+goal {
+		t.Errorf("after the restart b was prompted %q; want the run's goal, not the file's", got)
+	}
+	if got := second.agents.prompts("a"); len(got) != 0 {
+		t.Errorf("a ran again after the restart: %q", got)
+	}
+	run, _ := second.store.GetRun(ctx, runID)
+	if run.SourceDOT != goalDOT || run.Goal != goal {
+		t.Errorf("stored source changed or goal lost:\nsource %q\ngoal %q", run.SourceDOT, run.Goal)
 	}
 }

@@ -24,6 +24,10 @@ type Options struct {
 	// KnownTypes are the handler types the engine's registry knows; empty
 	// means the spec's built-in types (lint.DefaultKnownTypes).
 	KnownTypes []string
+	// Goal, when set, replaces the graph's goal attribute before the
+	// transforms run (so $goal expands to it): a goal given when the run is
+	// started, not written in the source.
+	Goal string
 }
 
 // Prepare parses src, applies the transforms and validates the result.
@@ -50,6 +54,12 @@ func Parse(file string, src []byte, opts Options) (*pipeline.Graph, error) {
 		return nil, err
 	}
 	g.File = file
+	if opts.Goal != "" {
+		if g.Attrs == nil {
+			g.Attrs = pipeline.Attrs{}
+		}
+		g.Attrs["goal"] = opts.Goal
+	}
 	out, err := transform.NewRegistry(opts.Transforms...).Apply(g)
 	if err != nil {
 		return nil, &TransformError{File: file, Err: err}

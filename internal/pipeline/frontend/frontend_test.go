@@ -390,3 +390,22 @@ func FuzzPrepare(f *testing.F) {
 		}
 	})
 }
+
+// A goal given at run time replaces the source's goal (or supplies one)
+// before $goal is expanded — whatever characters it has; the source itself
+// is left as written.
+func TestOptionsGoalReplacesTheGoalBeforeExpansion(t *testing.T) {
+	for _, src := range []string{
+		`digraph g { graph [goal="Old"]; start [shape=Mdiamond]; a [prompt="Do $goal"]; exit [shape=Msquare]; start -> a -> exit } // }`,
+		`digraph g { start [shape=Mdiamond]; a [prompt="Do $goal"]; exit [shape=Msquare]; start -> a -> exit }`,
+	} {
+		goal := "Fix \"quoted\" \\ path } with\nnewline — ünïcode"
+		g, ds := prepare(t, src, Options{Goal: goal})
+		if lint.Err(ds) != nil {
+			t.Fatalf("diagnostics:%s", lines(ds))
+		}
+		if g.Goal() != goal || g.Node("a").Attrs["prompt"] != "Do "+goal {
+			t.Errorf("goal %q, prompt %q; want the run's goal %q in both", g.Goal(), g.Node("a").Attrs["prompt"], goal)
+		}
+	}
+}
