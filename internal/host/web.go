@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"nanohost/internal/channels"
 	"nanohost/internal/pipeline"
@@ -163,8 +164,10 @@ func (x webRuns) Answer(ctx context.Context, req web.AnswerRequest) (web.AnswerR
 	}
 	posting, ok := x.h.desk.Posting(req.RunID, req.GateID)
 	if !ok {
-		if now, err := x.h.store.GetGate(ctx, req.RunID, req.GateID); err == nil && now.Status != store.GateOpen {
-			return settledResult(now), nil // answered meanwhile
+		// No Ask waits on it: it was settled (and recorded) meanwhile, or
+		// its run is not running here.
+		if now, settled := x.settled(ctx, stored, 0); settled {
+			return settledResult(now), nil
 		}
 		return web.AnswerResult{}, fmt.Errorf("gate %s is not being asked right now (is run %s running? an interrupted run asks again when it resumes): %w",
 			req.GateID, req.RunID, web.ErrUnknownGate)
@@ -182,20 +185,48 @@ func (x webRuns) Answer(ctx context.Context, req web.AnswerRequest) (web.AnswerR
 		Kind: channels.KindGateAnswer, Channel: ch.Name(), Chat: posting.Chat, User: req.By,
 		Gate: &channels.GateAnswer{RunID: req.RunID, GateID: req.GateID, Nonce: posting.Nonce, Option: option, Text: req.Text},
 	})
-	now, err := x.h.store.GetGate(ctx, req.RunID, req.GateID)
-	if err != nil {
-		return web.AnswerResult{}, err
-	}
 	refusal, denied := wc.outcome()
 	switch {
 	case refusal == "":
+		// The desk recorded the answer in the store before it returned.
+		now, err := x.h.store.GetGate(ctx, req.RunID, req.GateID)
+		if err != nil {
+			return web.AnswerResult{}, err
+		}
 		return web.AnswerResult{Accepted: true, Status: string(now.Status), Answer: now.Answer, AnsweredBy: now.AnsweredBy}, nil
 	case denied:
 		return web.AnswerResult{}, fmt.Errorf("%s: %w", refusal, web.ErrNotAllowed)
-	case now.Status != store.GateOpen:
+	}
+	if now, settled := x.settled(ctx, stored, storeCatchUp); settled {
 		return settledResult(now), nil // lost the race
 	}
 	return web.AnswerResult{}, fmt.Errorf("%s: %w", refusal, web.ErrUnknownGate)
+}
+
+// storeCatchUp bounds how long a refused answer waits for the store to
+// show the answer that beat it.
+const storeCatchUp = 2 * time.Second
+
+// settled reports how the gate asked as posting was settled, once the store
+// says so (waiting up to wait). The desk settles a gate in memory first (that is what makes the
+// first answer win) and records it in the store right after, so an answer
+// that lost the race by a hair can find the gate still open in the store:
+// it waits, briefly, for the winner to be recorded, rather than calling
+// the gate unknown. A gate asked again meanwhile counts as not settled.
+func (x webRuns) settled(ctx context.Context, posting store.Gate, wait time.Duration) (store.Gate, bool) {
+	deadline := time.Now().Add(wait)
+	for {
+		now, err := x.h.store.GetGate(ctx, posting.RunID, posting.GateID)
+		switch {
+		case err != nil || now.Nonce != posting.Nonce:
+			return now, false
+		case now.Status != store.GateOpen:
+			return now, true
+		case time.Now().After(deadline) || ctx.Err() != nil:
+			return now, false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // answerOption checks the answer against the question before the desk

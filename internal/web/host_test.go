@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -313,5 +314,60 @@ func TestHostStartsRunsWithGoalVerbosityAndGroup(t *testing.T) {
 	e := decode[errorBody](t, f.do("POST", "/pipelines", string(body)), http.StatusBadRequest)
 	if !strings.Contains(e.Error, `no group "nope" is registered (the groups are main)`) {
 		t.Errorf("unknown group: %+v", e)
+	}
+}
+
+// Web answers race each other and the chat through the host's one gate
+// desk: exactly one answer wins, whoever sent it, and the others are told
+// who did.
+func TestHostWebAndChatAnswersRaceFirstAnswerWins(t *testing.T) {
+	hf := newHostFixture(t, "", &script.Script{})
+	f := hf.fixture
+	id := f.start(gateDOT)
+	g := f.waitGate(id)
+	answer := "/pipelines/" + id + "/questions/" + g.GateID + "/answer"
+	const n = 8
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := f.do("POST", answer, fmt.Sprintf(`{"option":%d}`, 1+i%2))
+			res.Body.Close()
+			statuses[i] = res.StatusCode
+		}()
+	}
+	if _, err := io.WriteString(hf.console, "R\n"); err != nil { // the person at the console answers too
+		t.Fatal(err)
+	}
+	wg.Wait()
+	f.waitStatus(id, store.RunSuccess, store.RunRunning, store.RunWaiting)
+	stored, err := f.st.GetGate(context.Background(), id, g.GateID)
+	if err != nil || stored.Status != store.GateAnswered {
+		t.Fatalf("gate = %+v, %v", stored, err)
+	}
+	won := 0
+	for _, s := range statuses {
+		switch s {
+		case 200:
+			won++
+		case 409:
+		default:
+			t.Errorf("status %d", s)
+		}
+	}
+	switch {
+	case stored.AnsweredBy == "console" && won != 0:
+		t.Errorf("the console answered first, yet %d web answers were accepted (%v)", won, statuses)
+	case stored.AnsweredBy == "web:local" && won != 1:
+		t.Errorf("%d web answers accepted, want exactly 1 (%v)", won, statuses)
+	case stored.AnsweredBy != "console" && stored.AnsweredBy != "web:local":
+		t.Errorf("answered by %q", stored.AnsweredBy)
+	}
+	t.Logf("answered by %s: %s", stored.AnsweredBy, stored.Answer)
+	late := decode[errorBody](t, f.do("POST", answer, `{"option":1}`), http.StatusConflict)
+	if late.AnsweredBy != stored.AnsweredBy {
+		t.Errorf("a late answer is told %q answered, the store says %q", late.AnsweredBy, stored.AnsweredBy)
 	}
 }
