@@ -60,8 +60,8 @@ func (b *storeBook) Resolve(ctx context.Context, runID, gateID, nonce string, r 
 	switch r.State {
 	case gate.StateAnswered:
 		answer := r.Choice
-		if answer == "" {
-			answer = r.Text
+		if r.Text != "" {
+			answer = r.Text // a freeform answer is its text, not the freeform edge's key
 		}
 		if _, _, err := b.store.AnswerGate(ctx, runID, gateID, stored.Nonce, answer, r.By); err != nil {
 			b.log.Warn("record gate answer", "run", runID, "gate", gateID, "err", err)

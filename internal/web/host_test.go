@@ -371,3 +371,47 @@ func TestHostWebAndChatAnswersRaceFirstAnswerWins(t *testing.T) {
 		t.Errorf("a late answer is told %q answered, the store says %q", late.AnsweredBy, stored.AnsweredBy)
 	}
 }
+
+// A gate with a freeform edge takes free text from the web: the run goes
+// along that edge with the text in its context; a gate without one refuses
+// text. The run page offers a text box only where text is an answer.
+func TestHostWebFreeTextAnswers(t *testing.T) {
+	hf := newHostFixture(t, "", &script.Script{})
+	f := hf.fixture
+	dot := strings.Replace(gateDOT, `review -> plan  [label="[R] Revise"]`, `review -> plan  [label="Say what to change", freeform=true]`, 1)
+	id := f.start(dot)
+	g := f.waitGate(id)
+	if page := f.get("/runs/"+id, "Accept", "text/html"); !strings.Contains(page, `<form class="freeform">`) {
+		t.Error("the run page has no text box for a freeform gate")
+	}
+	answer := "/pipelines/" + id + "/questions/" + g.GateID + "/answer"
+	res := decode[struct {
+		Accepted bool   `json:"accepted"`
+		Answer   string `json:"answer"`
+	}](t, f.do("POST", answer, `{"text":"use a queue, not a cron job"}`), 200)
+	if !res.Accepted || res.Answer != "use a queue, not a cron job" {
+		t.Errorf("text answer = %+v", res)
+	}
+	g2 := f.waitGate(id) // back through plan to the gate again
+	if g2.GateID == g.GateID {
+		t.Fatalf("the gate was not asked again: %+v", g2)
+	}
+	cx := decode[struct {
+		Context map[string]any `json:"context"`
+	}](t, f.do("GET", "/pipelines/"+id+"/context", ""), 200)
+	if cx.Context["human.gate.text"] != "use a queue, not a cron job" {
+		t.Errorf("context = %v", cx.Context)
+	}
+	decode[map[string]any](t, f.do("POST", "/pipelines/"+id+"/questions/"+g2.GateID+"/answer", `{"choice":"Approve"}`), 200)
+	f.waitStatus(id, store.RunSuccess)
+
+	plain := f.start(gateDOT)
+	pg := f.waitGate(plain)
+	if page := f.get("/runs/"+plain, "Accept", "text/html"); strings.Contains(page, `<form class="freeform">`) {
+		t.Error("the run page offers a text box for a gate that takes none")
+	}
+	e := decode[errorBody](t, f.do("POST", "/pipelines/"+plain+"/questions/"+pg.GateID+"/answer", `{"text":"sure"}`), 422)
+	if !strings.Contains(e.Error, "takes one of its choices, not free text") {
+		t.Errorf("text to a button-only gate: %+v", e)
+	}
+}
