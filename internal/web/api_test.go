@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -193,6 +194,20 @@ func TestListFiltersByStatusAndGroupAndPages(t *testing.T) {
 	}
 	if p1.Runs[0].Usage.CostUSD != 0.25 {
 		t.Errorf("cost = %v", p1.Runs[0].Usage.CostUSD)
+	}
+	// The runs page shows the same history: status, duration and cost per
+	// run, filtered like the API.
+	html := f.get("/?status=fail", "Accept", "text/html")
+	for _, want := range []string{`href="/runs/run-3"`, `href="/runs/run-1"`, `<span class="badge fail">fail</span>`, `<td data-label="Cost">$0.25</td>`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("runs page ?status=fail lacks %s", want)
+		}
+	}
+	if strings.Contains(html, `href="/runs/run-2"`) {
+		t.Error("runs page ?status=fail lists a successful run")
+	}
+	if !regexp.MustCompile(`<td data-label="Duration">5[79]m 0s</td>`).MatchString(html) {
+		t.Errorf("runs page does not show the runs' durations: %s", regexp.MustCompile(`data-label="Duration">[^<]*`).FindAllString(html, -1))
 	}
 }
 
