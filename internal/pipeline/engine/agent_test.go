@@ -186,6 +186,30 @@ func TestToolNodeGoesThroughTheBackendAndUsesTheExitCode(t *testing.T) {
 	}
 }
 
+// A FAIL always says why: a reported fail without a reason takes the
+// tool's exit status, or the first line of what the agent said.
+func TestFailWithoutAReasonIsGivenOne(t *testing.T) {
+	src := `digraph T {
+		start [shape=Mdiamond]
+		exit [shape=Msquare]
+		build [shape=parallelogram, tool_command="make test"]
+		review [prompt="r"]
+		start -> build -> review -> exit
+	}`
+	two := 2
+	out := runGraph(t, src, runOpts{backend: &script.Script{Nodes: map[string][]script.Response{
+		"build": {{Status: "fail", Text: "ran 40 tests\n2 tests failed", ExitCode: &two}},
+	}}})
+	wantReasonContains(t, out.res, "build failed: tool_command exited with status 2: 2 tests failed")
+	out = runGraph(t, src, runOpts{backend: &script.Script{Nodes: map[string][]script.Response{
+		"review": {{Status: "fail", Text: "The change breaks the API.\nDetails follow."}},
+	}}})
+	wantReasonContains(t, out.res, "review failed: the agent reported fail: The change breaks the API.")
+	if got := engine.FormatEvent(out.rec.ofType(engine.EventStageFailed)[0]); !strings.HasSuffix(got, "the agent reported fail: The change breaks the API. …") {
+		t.Errorf("live log line = %q", got)
+	}
+}
+
 func TestToolNodeWithoutCommandFails(t *testing.T) {
 	src := `digraph T {
 		start [shape=Mdiamond]

@@ -36,7 +36,9 @@ type agentReply struct {
 	res    Result
 	clean  string // the text without outcome tags
 	out    Outcome
-	source string // where the outcome came from: backend, status_file, tags, exit_code, default
+	source string // where the outcome came from: backend, status_file, tags, default
+	// noReason: a FAIL or RETRY came without a reason (out has a made-up one).
+	noReason bool
 }
 
 // runAgent calls the backend for a codergen-like node (kind codergen with
@@ -100,7 +102,20 @@ func callBackend(ctx context.Context, st *Stage, kind RequestKind, prompt, toolC
 		st.Emit(Event{Type: EventAgentResponse, Label: st.Node.Label(), Message: truncate(parsed.Clean, maxEventText)})
 	}
 	reply.out, reply.source = resolveOutcome(res, parsed, statusPath)
+	if reply.out.FailureReason == "" && (reply.out.Status == StatusFail || reply.out.Status == StatusRetry) {
+		reply.out.FailureReason, reply.noReason = reportedReason(reply.out.Status, parsed.Clean), true
+	}
 	return reply, nil
+}
+
+// reportedReason explains a FAIL or RETRY the agent gave without a reason:
+// its status and the first line of what it said.
+func reportedReason(s Status, text string) string {
+	reason := "the agent reported " + string(s)
+	if line := firstLine(text); line != "" {
+		reason += ": " + truncate(line, 200)
+	}
+	return reason
 }
 
 // resolveOutcome applies the precedence backend outcome > status.json > tags.
@@ -126,12 +141,6 @@ func resolveOutcome(res Result, parsed agenttext.Parsed, statusPath string) (Out
 			out.ContextUpdates = make(map[string]any, len(parsed.Context))
 			for k, v := range parsed.Context {
 				out.ContextUpdates[k] = v
-			}
-		}
-		if s == StatusFail || s == StatusRetry {
-			out.FailureReason = "the agent reported " + string(s)
-			if line := firstLine(parsed.Clean); line != "" {
-				out.FailureReason += ": " + truncate(line, 200)
 			}
 		}
 		return out, "tags"

@@ -256,6 +256,20 @@ func TestHandlerPanicBecomesFailWithTheMessage(t *testing.T) {
 	wantPath(t, out.res, "start", "w")
 }
 
+func TestCustomHandlerFailWithoutAReasonIsGivenOne(t *testing.T) {
+	reg := engine.NewRegistry()
+	reg.Register("mute", engine.HandlerFunc(func(context.Context, *engine.Stage) (engine.Outcome, error) {
+		return engine.Outcome{Status: engine.StatusFail}, nil
+	}))
+	out := runGraph(t, `digraph P {
+		start [shape=Mdiamond]
+		exit [shape=Msquare]
+		w [type="mute"]
+		start -> w -> exit
+	}`, runOpts{registry: reg}, "mute")
+	wantReasonContains(t, out.res, "w failed: w failed without giving a reason")
+}
+
 func TestUnknownTypeRunsAsCodergenWithAWarning(t *testing.T) {
 	g, src := prepare(t, `digraph U {
 		start [shape=Mdiamond]

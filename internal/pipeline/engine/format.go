@@ -112,6 +112,9 @@ func FormatEvent(e Event) string {
 		if e.WillRetry {
 			return fmt.Sprintf("  ✗ %s — %s (attempt %d/%d)%s", name, e.Message, e.Attempt, e.MaxAttempt, branch)
 		}
+		if e.Message == "" {
+			return fmt.Sprintf("  ✗ %s — %s%s", name, FormatDuration(e.Duration), branch)
+		}
 		return fmt.Sprintf("  ✗ %s — %s — %s%s", name, FormatDuration(e.Duration), e.Message, branch)
 	case EventStageRetrying:
 		return fmt.Sprintf("  ↻ Retry: %s (%d/%d) in %s%s", name, e.Attempt, e.MaxAttempt, FormatDuration(e.Delay), branch)

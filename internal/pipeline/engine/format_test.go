@@ -23,6 +23,7 @@ func TestFormatEventUsesTheHostLogFormat(t *testing.T) {
 		{engine.Event{Type: engine.EventStageCompleted, Label: "Analyze Codebase", Status: engine.StatusSuccess, Duration: 45 * time.Second}, "  ✓ Analyze Codebase — 45s"},
 		{engine.Event{Type: engine.EventStageCompleted, Label: "Design", Status: engine.StatusSuccess, Duration: 72 * time.Second}, "  ✓ Design — 1m 12s"},
 		{engine.Event{Type: engine.EventStageFailed, Label: "Run Tests", Duration: 3 * time.Second, Message: "2 failures"}, "  ✗ Run Tests — 3s — 2 failures"},
+		{engine.Event{Type: engine.EventStageFailed, Label: "Run Tests", Duration: 3 * time.Second}, "  ✗ Run Tests — 3s"},
 		{engine.Event{Type: engine.EventStageRetrying, Label: "Run Tests", Attempt: 2, MaxAttempt: 4, Delay: 400 * time.Millisecond}, "  ↻ Retry: Run Tests (2/4) in 400ms"},
 		{engine.Event{Type: engine.EventPipelineCompleted, Duration: 453 * time.Second}, "✓ Pipeline complete — 7m 33s"},
 		{engine.Event{Type: engine.EventPipelineFailed, Duration: 2 * time.Second, Message: "goal gate implement is unsatisfied"}, "✗ Pipeline failed — 2s — goal gate implement is unsatisfied"},

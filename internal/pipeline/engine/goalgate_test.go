@@ -29,9 +29,7 @@ func TestGoalGateBlocksExitAndJumpsToRetryTarget(t *testing.T) {
 	out := runGraph(t, gateGraph(`retry_target="plan"`, ""), runOpts{backend: be})
 	wantStatus(t, out.res, "success")
 	wantPath(t, out.res, "start", "plan", "implement", "review", "plan", "implement", "review", "exit")
-	if !slices.Contains(out.rec.decisions(), "exit->plan:goal_gate_retry") {
-		t.Errorf("decisions = %v", out.rec.decisions())
-	}
+	wantDecision(t, out.rec, "exit->plan:goal_gate_retry")
 	if out.res.Attempts["exit"] != 1 {
 		t.Errorf("the exit ran %d times; it runs only when the pipeline completes through it", out.res.Attempts["exit"])
 	}

@@ -104,6 +104,14 @@ func (r *recorder) decisions() []string {
 	return out
 }
 
+// wantDecision fails the test unless the run made the decision "from->to:rule".
+func wantDecision(t testing.TB, rec *recorder, want string) {
+	t.Helper()
+	if got := rec.decisions(); !slices.Contains(got, want) {
+		t.Errorf("decisions = %v, want one %s", got, want)
+	}
+}
+
 // recordingBackend wraps a backend and keeps every request.
 type recordingBackend struct {
 	inner engine.Backend

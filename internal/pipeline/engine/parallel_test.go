@@ -89,9 +89,7 @@ func TestParallelFanOutAndFanIn(t *testing.T) {
 	if n := len(out.rec.ofType(engine.EventParallelBranchCompleted)); n != 3 {
 		t.Errorf("%d ParallelBranchCompleted events", n)
 	}
-	if !slices.Contains(out.rec.decisions(), "fan->join:fan_in") {
-		t.Errorf("decisions = %v", out.rec.decisions())
-	}
+	wantDecision(t, out.rec, "fan->join:fan_in")
 }
 
 func TestFanInWithPromptAsksTheBackendWithTheResults(t *testing.T) {

@@ -181,6 +181,9 @@ func (conditionalHandler) Execute(_ context.Context, st *Stage) (Outcome, error)
 	// First node after a resume: the checkpointed context has what we need.
 	if s, err := ParseStatus(st.Context.GetString(KeyOutcome)); err == nil {
 		out.Status = s
+		if s == StatusFail {
+			out.FailureReason = st.PrevNode + " failed (before the run was resumed)"
+		}
 	}
 	out.PreferredLabel = st.Context.GetString(KeyPreferredLabel)
 	return out, nil

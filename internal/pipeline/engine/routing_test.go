@@ -95,9 +95,7 @@ func TestWeightBreaksTiesAmongUnconditionalEdges(t *testing.T) {
 	}`
 	out := runGraph(t, src, runOpts{})
 	wantPath(t, out.res, "start", "a", "z_high", "exit")
-	if !slices.Contains(out.rec.decisions(), "a->z_high:weight") {
-		t.Errorf("decisions = %v", out.rec.decisions())
-	}
+	wantDecision(t, out.rec, "a->z_high:weight")
 }
 
 // §11.12: lexical tiebreak as the final fallback.
@@ -116,9 +114,7 @@ func TestLexicalTiebreakIsTheFinalFallback(t *testing.T) {
 	}`
 	out := runGraph(t, src, runOpts{})
 	wantPath(t, out.res, "start", "a", "alpha", "exit")
-	if !slices.Contains(out.rec.decisions(), "a->alpha:lexical") {
-		t.Errorf("decisions = %v", out.rec.decisions())
-	}
+	wantDecision(t, out.rec, "a->alpha:lexical")
 }
 
 func TestPreferredLabelIsNormalisedAndBeatsWeight(t *testing.T) {
@@ -154,9 +150,7 @@ func TestSuggestedNextIDsFirstListedWins(t *testing.T) {
 	be := &script.Script{Nodes: map[string][]script.Response{"a": {{Status: "success", SuggestedNextIDs: []string{"nowhere", "c", "b"}}}}}
 	out := runGraph(t, src, runOpts{backend: be})
 	wantPath(t, out.res, "start", "a", "c", "exit")
-	if !slices.Contains(out.rec.decisions(), "a->c:suggested_next_ids") {
-		t.Errorf("decisions = %v", out.rec.decisions())
-	}
+	wantDecision(t, out.rec, "a->c:suggested_next_ids")
 }
 
 func TestNoMatchingConditionFallsBackToBestEdgeAndSaysSo(t *testing.T) {
@@ -174,9 +168,7 @@ func TestNoMatchingConditionFallsBackToBestEdgeAndSaysSo(t *testing.T) {
 	}`
 	out := runGraph(t, src, runOpts{})
 	wantPath(t, out.res, "start", "a", "c", "exit")
-	if !slices.Contains(out.rec.decisions(), "a->c:fallback_any_edge") {
-		t.Errorf("decisions = %v", out.rec.decisions())
-	}
+	wantDecision(t, out.rec, "a->c:fallback_any_edge")
 }
 
 func TestFailNeverContinuesThroughAPlainUnconditionalEdge(t *testing.T) {
@@ -191,9 +183,7 @@ func TestFailNeverContinuesThroughAPlainUnconditionalEdge(t *testing.T) {
 	wantStatus(t, out.res, "fail")
 	wantPath(t, out.res, "start", "a")
 	wantReasonContains(t, out.res, "a failed")
-	if !slices.Contains(out.rec.decisions(), "a->:none") {
-		t.Errorf("decisions = %v", out.rec.decisions())
-	}
+	wantDecision(t, out.rec, "a->:none")
 	cp := loadCheckpoint(t, out.root)
 	if cp.State != engine.StateFail || cp.CurrentNode != "a" || cp.FailureReason != out.res.FailureReason {
 		t.Errorf("checkpoint state=%s current=%s reason=%q", cp.State, cp.CurrentNode, cp.FailureReason)
@@ -216,9 +206,7 @@ func TestFailFollowsAFailConditionEdge(t *testing.T) {
 	out := runGraph(t, src, runOpts{backend: steps(map[string][]any{"a": {"[outcome:fail]"}})})
 	wantStatus(t, out.res, "success")
 	wantPath(t, out.res, "start", "a", "recover", "exit")
-	if !slices.Contains(out.rec.decisions(), "a->recover:fail_condition") {
-		t.Errorf("decisions = %v", out.rec.decisions())
-	}
+	wantDecision(t, out.rec, "a->recover:fail_condition")
 }
 
 func TestFailRetryTargetChain(t *testing.T) {
@@ -248,9 +236,7 @@ func TestFailRetryTargetChain(t *testing.T) {
 			// ghost is deliberately missing: lint warns, the engine skips it.
 			out := runGraph(t, src, runOpts{backend: steps(map[string][]any{"a": {"[outcome:fail]"}})})
 			wantPath(t, out.res, "start", "a", c.want, "exit")
-			if !slices.Contains(out.rec.decisions(), "a->"+c.want+":"+c.rule) {
-				t.Errorf("decisions = %v", out.rec.decisions())
-			}
+			wantDecision(t, out.rec, "a->"+c.want+":"+c.rule)
 		})
 	}
 }

@@ -32,12 +32,14 @@ func (toolHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) {
 		output = reply.clean // the tag-free form of whichever carried the report
 	}
 	out := reply.out
-	if reply.source == "default" {
-		// No explicit outcome: the exit status decides.
+	exited := fmt.Sprintf("tool_command exited with status %d: %s", reply.res.ExitCode, lastLine(output))
+	switch {
+	case reply.source == "default" && reply.res.ExitCode == 0: // no explicit outcome: the exit status decides
 		out = Outcome{Status: StatusSuccess, Notes: "tool completed: " + command}
-		if reply.res.ExitCode != 0 {
-			out = Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("tool_command exited with status %d: %s", reply.res.ExitCode, lastLine(output))}
-		}
+	case reply.source == "default":
+		out = Outcome{Status: StatusFail, FailureReason: exited}
+	case out.Status == StatusFail && reply.res.ExitCode != 0 && reply.noReason:
+		out.FailureReason = exited // a reported fail without a reason: the exit status is one
 	}
 	out.ContextUpdates = withUpdates(out.ContextUpdates, map[string]any{
 		KeyToolOutput:   tail(output, maxToolOutput),

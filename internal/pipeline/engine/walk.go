@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"nanohost/internal/pipeline"
@@ -271,6 +272,10 @@ func checkStatus(st *Stage, out Outcome) Outcome {
 		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("%s: %v", st.Node.ID, err)}
 	}
 	out.Status = s
+	if s == StatusFail && strings.TrimSpace(out.FailureReason) == "" {
+		// Every failure says something: the log, the chat and the run's reason show it.
+		out.FailureReason = fmt.Sprintf("%s failed without giving a reason", st.Node.ID)
+	}
 	return out
 }
 
