@@ -161,6 +161,9 @@ const (
 	RunSucceeded RunState = "succeeded"
 	RunFailed    RunState = "failed"
 	RunCancelled RunState = "cancelled"
+	// RunInterrupted: the host stopped mid-run; the run resumes from its
+	// checkpoint when the host starts again.
+	RunInterrupted RunState = "interrupted"
 )
 
 // StatusCard is a run's root message, edited in place as the run goes.

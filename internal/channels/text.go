@@ -35,6 +35,8 @@ func StateText(s RunState) string {
 		return "✗ failed"
 	case RunCancelled:
 		return "⊘ cancelled"
+	case RunInterrupted:
+		return "⏸ interrupted"
 	case RunWaiting:
 		return "⏸ waiting for an answer"
 	}
@@ -64,7 +66,7 @@ func CardTitle(c StatusCard) string {
 // "[Pipeline] Feature — ▶ running — Implement (3/5) — 2m 3s".
 func CardText(c StatusCard) string {
 	parts := []string{CardTitle(c), StateText(c.State)}
-	if c.Current != "" && (c.State == RunRunning || c.State == RunWaiting) {
+	if c.Current != "" && (c.State == RunRunning || c.State == RunWaiting || c.State == RunInterrupted) {
 		parts = append(parts, Progress(c.Current, c.Index, c.Total))
 	}
 	parts = append(parts, FormatDuration(c.Elapsed))

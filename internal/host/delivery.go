@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -80,6 +81,11 @@ func (d *delivery) OnEvent(e engine.Event) {
 	d.seq++
 	e.Seq = d.seq
 	d.mu.Unlock()
+	if cancelled, _ := e.Data["cancelled"].(bool); e.Type == engine.EventPipelineFailed && cancelled && !d.ar.cancelled.Load() {
+		// Stopped by the host's shutdown, not by a person: it resumes.
+		e.Data = maps.Clone(e.Data)
+		e.Data[report.DataInterrupted] = true
+	}
 	if _, err := d.h.store.AppendEvent(context.Background(), e); err != nil {
 		d.h.log.Error("store run event", "run", e.RunID, "seq", e.Seq, "type", e.Type, "err", err)
 	}

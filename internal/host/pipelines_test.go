@@ -2,6 +2,8 @@ package host
 
 import (
 	"context"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,5 +106,49 @@ func TestRunGoalGivenAtStartSurvivesResume(t *testing.T) {
 	run, _ := second.store.GetRun(ctx, runID)
 	if run.SourceDOT != goalDOT || run.Goal != goal {
 		t.Errorf("stored source changed or goal lost:\nsource %q\ngoal %q", run.SourceDOT, run.Goal)
+	}
+}
+
+// blockAt answers every node but node at once; node works until the host
+// (or a person) stops it.
+func blockAt(node string) agentFunc {
+	return func(ctx context.Context, req engine.Request) (engine.Result, error) {
+		if req.NodeID == node {
+			<-ctx.Done()
+			return engine.Result{}, ctx.Err()
+		}
+		return succeed(ctx, req)
+	}
+}
+
+// A run stopped by the host's shutdown is interrupted, not cancelled: its
+// thread and card say it goes on when the host starts again (and it does);
+// a run a person cancels says cancelled.
+func TestShutdownInterruptsRunsAndThreadsSaySo(t *testing.T) {
+	ctx := context.Background()
+	first := startTestHost(t, "", blockAt("b"))
+	first.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": goalDOT})
+	interrupted, _ := first.response(t, "run-1")["run_id"].(string)
+	eventually(t, 10*time.Second, "b is at work", func() bool { return len(first.agents.prompts("b")) == 1 })
+	first.stop()
+	screen := first.screen.String()
+	if !strings.Contains(screen, "⏸ Run interrupted") || !strings.Contains(screen, "⏸ interrupted — b (2/3)") || strings.Contains(screen, "cancelled") {
+		t.Errorf("the thread of a run stopped by shutdown should say interrupted (and where), never cancelled:\n%s", screen)
+	}
+
+	second := startTestHost(t, first.dir, blockAt("b"))
+	eventually(t, 10*time.Second, "the interrupted run resumes", func() bool { return len(second.agents.prompts("b")) == 1 })
+	if _, err := io.WriteString(second.typing, "/pipeline cancel "+interrupted+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the run is cancelled", func() bool {
+		r, err := second.store.GetRun(ctx, interrupted)
+		return err == nil && r.Status == store.RunCancelled
+	})
+	eventually(t, 5*time.Second, "the thread says cancelled", func() bool {
+		return strings.Contains(second.screen.String(), "✗ Pipeline cancelled")
+	})
+	if strings.Contains(second.screen.String(), "Run interrupted") {
+		t.Errorf("a run a person cancelled is shown as interrupted:\n%s", second.screen.String())
 	}
 }

@@ -49,6 +49,9 @@ func describe(e engine.Event) (level channels.Verbosity, text, detail string) {
 	case engine.EventAgentResponse:
 		return channels.VerbosityVerbose, "💬 " + stageName(e), e.Message
 	}
+	if Interrupted(e) {
+		return channels.VerbosityMinimal, "⏸ Run interrupted — the host stopped; the run goes on from here when it starts again", ""
+	}
 	text = strings.TrimSpace(engine.FormatEvent(e))
 	if text == "" {
 		return "", "", ""
@@ -86,4 +89,16 @@ func stageName(e engine.Event) string {
 func handler(e engine.Event) string {
 	h, _ := e.Data["handler"].(string)
 	return h
+}
+
+// DataInterrupted marks a PipelineFailed event (Data[DataInterrupted] =
+// true) of a run stopped because the host is shutting down, not cancelled
+// by anyone: it resumes from its checkpoint when the host starts again, and
+// its thread says so instead of "cancelled".
+const DataInterrupted = "interrupted"
+
+// Interrupted reports whether e ends a run the host interrupted.
+func Interrupted(e engine.Event) bool {
+	v, _ := e.Data[DataInterrupted].(bool)
+	return e.Type == engine.EventPipelineFailed && v
 }

@@ -391,6 +391,10 @@ func (r *Reporter) fold(e *engine.Event) {
 		if e.Usage != nil && e.Usage.CostUSD > 0 {
 			c.CostUSD = e.Usage.CostUSD
 		}
+		if Interrupted(*e) {
+			c.State, c.Reason = channels.RunInterrupted, "resumes when the host starts again"
+			break
+		}
 		c.Current = ""
 		c.State = channels.RunSucceeded
 		if e.Type == engine.EventPipelineFailed {
@@ -420,7 +424,8 @@ func (r *Reporter) scheduleCard(ctx context.Context, timer *time.Timer) {
 	if !r.cardDirty {
 		return
 	}
-	final := r.card.State == channels.RunSucceeded || r.card.State == channels.RunFailed || r.card.State == channels.RunCancelled
+	final := r.card.State == channels.RunSucceeded || r.card.State == channels.RunFailed || r.card.State == channels.RunCancelled ||
+		r.card.State == channels.RunInterrupted
 	wait := r.cfg.CardInterval - time.Since(r.lastEdit)
 	if wait <= 0 || final {
 		r.flushCard(ctx)
