@@ -213,6 +213,19 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 		t.Fatalf("agent text became markup: %d elements (%v)", injected, err)
 	}
 
+	// On a phone the open gate's buttons are at the top, within the width.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile, chromedp.EmulateTouch)); err != nil {
+		t.Fatal(err)
+	}
+	assertFitsWidth(t, ctx, "run page with an open gate")
+	if top, _ := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.querySelector('`+approve+`').getBoundingClientRect().bottom + scrollY`)); top > 844 {
+		t.Errorf("the gate's buttons are %vpx down the page, below a phone's first screen", top)
+	}
+	f.screenshot(ctx, t, shots, "run-waiting-phone")
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
+	}
+
 	// Answer the gate with a click on Approve (which shares its key with
 	// Abort); the run builds and finishes.
 	logBefore, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#log li').length`))
