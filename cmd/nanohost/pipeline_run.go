@@ -145,7 +145,8 @@ Backends: "script" answers from S.json,
 where the k-th execution of a node takes Rk (the last one repeats) and R is
 agent text ("[outcome:success]" tags are parsed) or an object
   {"status", "preferred_label", "suggested_next_ids", "context_updates",
-   "notes", "failure_reason", "response", "delay_ms", "exit_code"};
+   "notes", "failure_reason", "response", "delay_ms", "exit_code",
+   "error", "transient", "usage": {"input_tokens", "output_tokens", "cost_usd"}};
 unlisted nodes succeed. "sim" is the spec's simulation mode.
 
 Human gates ask on the terminal unless --answers A.json (a list of answers:

@@ -168,6 +168,23 @@ func TestPipelineRunLiveLogAndDefaultRunDirectory(t *testing.T) {
 	}
 }
 
+// A scripted response can report usage: the run sums it, and a graph's
+// max_tokens stops the run after the node that crossed it.
+func TestPipelineRunSumsUsageAndStopsAtItsBudget(t *testing.T) {
+	dir := t.TempDir()
+	dot := writeFile(t, dir, "budget.dot", strings.Replace(smokeDOT, `graph [goal="Create a hello world Python script"]`,
+		`graph [goal="Create a hello world Python script", max_tokens=5000]`, 1))
+	script := writeFile(t, dir, "s.json", `{"default": {"status": "success", "usage": {"input_tokens": 2000, "output_tokens": 1000, "cost_usd": 0.02}}}`)
+	r := runNanohost(t, "", "pipeline", "run", dot, "--script", script, "--logs", filepath.Join(dir, "run"), "--json")
+	res := decodeRun(t, r)
+	if r.code != 1 || !strings.Contains(res.FailureReason, "token budget exceeded: the run used 6000 tokens, max_tokens is 5000") {
+		t.Fatalf("exit %d, reason %q", r.code, res.FailureReason)
+	}
+	if !slices.Equal(res.Path, []string{"start", "plan", "implement"}) || res.Usage == nil || *res.Usage != (engine.Usage{InputTokens: 4000, OutputTokens: 2000, CostUSD: 0.04}) {
+		t.Errorf("path %v usage %+v", res.Path, res.Usage)
+	}
+}
+
 func TestPipelineRunExitStatuses(t *testing.T) {
 	dir := t.TempDir()
 	dot := writeFile(t, dir, "smoke.dot", smokeDOT)

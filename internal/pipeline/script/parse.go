@@ -203,7 +203,7 @@ func (p *parser) object(raw json.RawMessage, at int64, where string) (Response, 
 			return r, p.errorf(at+typ.Offset, "%s: field %q must be %s, got %s", where, typ.Field, goTypeName(typ.Type.String()), typ.Value)
 		}
 		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return r, p.errorf(at, "%s: unknown field %s (known: status, preferred_label, suggested_next_ids, context_updates, notes, failure_reason, response, delay_ms, exit_code, error, transient)", where, field)
+			return r, p.errorf(at, "%s: unknown field %s (known: status, preferred_label, suggested_next_ids, context_updates, notes, failure_reason, response, delay_ms, exit_code, error, transient, usage)", where, field)
 		}
 		return r, p.errorf(at, "%s: %v", where, err)
 	}
@@ -230,8 +230,10 @@ func goTypeName(t string) string {
 	switch t {
 	case "string":
 		return "a string"
-	case "int", "*int":
+	case "int", "*int", "int64":
 		return "an integer"
+	case "float64":
+		return "a number"
 	case "bool":
 		return "true or false"
 	case "[]string":

@@ -29,7 +29,7 @@ func (s *Script) Run(ctx context.Context, req engine.Request) (engine.Result, er
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("script: node %s execution %d: %w", req.NodeID, n, err)
 	}
-	res := engine.Result{Outcome: out}
+	res := engine.Result{Outcome: out, Usage: resp.Usage}
 	if req.Kind == engine.KindTool {
 		res.ExitCode, res.Output = resp.Exit(), resp.Text
 	} else {

@@ -45,6 +45,9 @@ type Response struct {
 	// Transient marks it retryable (a crashed container, a rate limit).
 	Error     string `json:"error,omitempty"`
 	Transient bool   `json:"transient,omitempty"`
+	// Usage is what the execution reports it cost, so scripts can exercise
+	// the run's budgets (max_tokens, max_cost_usd).
+	Usage engine.Usage `json:"usage,omitzero"`
 }
 
 // Text returns a response that is just agent text.

@@ -334,3 +334,22 @@ func TestRunTakesTheEnginesExecutionCount(t *testing.T) {
 		t.Errorf("Executions = %d, want 4", n)
 	}
 }
+
+func TestResponseUsageReachesTheEngine(t *testing.T) {
+	s := mustParse(t, `{"nodes": {"a": [{"status": "success", "usage": {"input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.05}}]}}`)
+	res, err := s.Run(context.Background(), codergen("r", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Usage != (engine.Usage{InputTokens: 1200, OutputTokens: 300, CostUSD: 0.05}) {
+		t.Fatalf("usage = %+v", res.Usage)
+	}
+	for doc, want := range map[string]string{
+		`{"nodes": {"a": [{"usage": {"input_tokens": "many"}}]}}`: `field "usage.input_tokens" must be an integer`,
+		`{"nodes": {"a": [{"usage": {"tokens": 5}}]}}`:           `unknown field "tokens"`,
+	} {
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%s) = %v, want an error with %q", doc, err, want)
+		}
+	}
+}
