@@ -37,9 +37,11 @@ func cpuTimes() cpu {
 // BenchmarkEngineLinear runs linear pipelines on the script backend with a
 // checkpoint after every node, and reports the cost per node. Compare the
 // sizes: ns/node staying flat means the run is linear in its length. The
-// fsync variants include the disk's sync latency (three fsyncs per node:
-// checkpoint, its directory, the event trace); the nofsync ones measure
-// the engine itself.
+// fsync variants include the disk's sync latency (two fsyncs per node: the
+// checkpoint and its directory); the nofsync ones measure the engine itself.
+// On a shared machine the kernel's share (sys-ns/node: creating the stage
+// directory and its files) swings with the filesystem's state; compare runs
+// made side by side.
 func BenchmarkEngineLinear(b *testing.B) {
 	for _, durable := range []bool{true, false} {
 		for _, n := range []int{100, 1000, 2000} {
