@@ -471,6 +471,55 @@ func TestPipelineRunSurvivesSIGKILLAndResumes(t *testing.T) {
 	}
 }
 
+// A resumed process continues each node's scripted responses where the
+// killed one left them: the engine counts executions in the checkpoint.
+func TestPipelineResumeContinuesTheScript(t *testing.T) {
+	dir := t.TempDir()
+	dot := writeFile(t, dir, "redo.dot", `digraph Redo {
+		start [shape=Mdiamond]
+		exit [shape=Msquare]
+		work [prompt="work"]
+		review [shape=hexagon, label="Good?"]
+		start -> work -> review
+		review -> work [label="[R] Redo"]
+		review -> exit [label="[D] Done"]
+	}`)
+	script := writeFile(t, dir, "s.json", `{"nodes": {"work": ["first [context:round=1] [outcome:success]", "second [context:round=2] [outcome:success]"]}}`)
+	logs := filepath.Join(dir, "run")
+	// No --answers: the gate asks on stdin, which never answers.
+	cmd := exec.Command(nanohostBin, "pipeline", "run", dot, "--script", script, "--logs", logs, "--json")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(15 * time.Second)
+	for !traceHas(filepath.Join(logs, engine.EventsFile), engine.EventInterviewStarted, "review") {
+		if time.Now().After(deadline) {
+			t.Fatal("the gate never asked")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	answers := writeFile(t, dir, "a.json", `["R", "D"]`)
+	r := runNanohost(t, "", "pipeline", "resume", logs, "--script", script, "--answers", answers, "--json")
+	res := decodeRun(t, r)
+	if r.code != 0 || !slices.Equal(res.Path, []string{"review", "work", "review", "exit"}) {
+		t.Fatalf("resume: exit %d %+v\n%s", r.code, res, r.stderr)
+	}
+	if res.Context["round"] != "2" || res.Attempts["work"] != 2 {
+		t.Errorf("work's second execution answered round %v (attempts %v); want the script's second response", res.Context["round"], res.Attempts)
+	}
+}
+
 func traceHas(path string, typ engine.EventType, node string) bool {
 	data, err := os.ReadFile(path)
 	if err != nil {
