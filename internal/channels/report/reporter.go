@@ -226,8 +226,9 @@ func (r *Reporter) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			r.handle(ctx, it)
-			r.scheduleCard(ctx, cardTimer)
+			if r.handle(ctx, it) {
+				r.scheduleCard(ctx, cardTimer)
+			}
 		}
 		if len(items) > 0 {
 			continue
@@ -276,19 +277,25 @@ func (r *Reporter) tryRoot(ctx context.Context) bool {
 	return true
 }
 
-func (r *Reporter) handle(ctx context.Context, it item) {
+// handle deals with one queued item. It returns false for an event
+// delivered before a restart: replaying those only rebuilds the card, which
+// is edited once the replay has caught up (not once per replayed event).
+func (r *Reporter) handle(ctx context.Context, it item) bool {
 	if it.post != nil {
 		id, err := r.postThread(it.post.ctx, it.post.msg)
 		it.post.result <- postResult{id, err}
-		return
+		return true
 	}
 	e := *it.event
 	r.fold(&e)
 	r.mu.Lock()
 	already := e.Seq > 0 && e.Seq <= r.cp.LastSeq
 	r.mu.Unlock()
-	if already || r.held {
-		return // delivered before a restart, or left for the next reporter
+	if already {
+		return false // delivered before a restart
+	}
+	if r.held {
+		return true // left for the next reporter
 	}
 	if m, ok := EventMessage(e, r.cfg.Verbosity); ok && !r.startCheckpoint(e) {
 		m.LogRef = r.cfg.LogRef
@@ -301,7 +308,7 @@ func (r *Reporter) handle(ctx context.Context, it item) {
 			r.held = true
 			r.log.Error("report: thread message not delivered; the thread goes on from here when the run's reporter starts again",
 				"seq", e.Seq, "type", e.Type, "err", err)
-			return
+			return true
 		}
 	}
 	if e.Seq > 0 {
@@ -311,6 +318,7 @@ func (r *Reporter) handle(ctx context.Context, it item) {
 		r.mu.Unlock()
 		r.checkpointed(cp)
 	}
+	return true
 }
 
 // startCheckpoint reports whether e is the checkpoint after the start

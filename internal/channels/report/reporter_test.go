@@ -20,13 +20,19 @@ type flakyChat struct {
 	fail   func(text string) bool
 	thread []string
 	roots  int
+	edits  []channels.StatusCard
 }
 
 func (c *flakyChat) Name() string                                            { return "flaky" }
 func (c *flakyChat) Owns(string) bool                                        { return true }
 func (c *flakyChat) Run(context.Context, func(channels.Inbound)) error       { return nil }
 func (c *flakyChat) Ephemeral(context.Context, string, string, string) error { return nil }
-func (c *flakyChat) Update(context.Context, string, string, channels.Message) error {
+func (c *flakyChat) Update(_ context.Context, _, _ string, m channels.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m.Card != nil {
+		c.edits = append(c.edits, *m.Card)
+	}
 	return nil
 }
 
@@ -114,5 +120,43 @@ func TestFailedPostHoldsTheCheckpointAndTheNextReporterGoesOn(t *testing.T) {
 	}
 	if cp := again.Checkpoint(); cp.LastSeq != 4 {
 		t.Errorf("checkpoint after delivering everything = %+v, want seq 4", cp)
+	}
+}
+
+// A reporter resumed after a restart replays the run's delivered events to
+// rebuild its card without editing the card once per replayed event (on the
+// console every edit is a printed line): the first edit already shows
+// where the run is.
+func TestResumedReporterEditsTheCardOnceCaughtUp(t *testing.T) {
+	ctx := context.Background()
+	delivered := append([]engine.Event{{Seq: 1, Type: engine.EventPipelineStarted, Label: "Demo", Total: 3}},
+		stageEvents("a", "b", "c")...)
+	for i := range delivered[1:] {
+		delivered[i+1].Seq = int64(i + 2)
+	}
+	chat := &flakyChat{}
+	r := Start(ctx, Config{
+		Channel: chat, Chat: "C1", RunID: "run-1", Logger: slog.New(slog.DiscardHandler),
+		Resume: Checkpoint{RootID: "root", LastSeq: 4}, CardInterval: time.Hour,
+	})
+	for _, e := range delivered {
+		r.OnEvent(e)
+	}
+	r.OnEvent(engine.Event{Seq: 5, Type: engine.EventPipelineResumed, NodeID: "c"})
+	closeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := r.Close(closeCtx); err != nil {
+		t.Fatal(err)
+	}
+	chat.mu.Lock()
+	defer chat.mu.Unlock()
+	if len(chat.edits) == 0 || len(chat.edits) > 2 {
+		t.Fatalf("%d card edits for a replay of 4 events and one new one; want 1 or 2: %+v", len(chat.edits), chat.edits)
+	}
+	if first := chat.edits[0]; first.Current != "c" || first.Index != 3 {
+		t.Errorf("first card edit after the restart shows %q (%d): want where the run is (c, 3)", first.Current, first.Index)
+	}
+	if chat.roots != 0 || len(chat.thread) != 1 {
+		t.Errorf("resumed reporter posted %d cards and %q; want no new card and only the new event", chat.roots, chat.thread)
 	}
 }
