@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -350,44 +349,6 @@ func TestGateAnsweredThroughTheAPIFirstAnswerWins(t *testing.T) {
 	all := decode[questionsBody](t, f.do("GET", "/pipelines/"+id+"/questions?status=all", ""), 200)
 	if len(all.Questions) != 1 || all.Questions[0].Status != "answered" || all.Questions[0].By != "web:token" {
 		t.Errorf("all questions = %+v", all)
-	}
-}
-
-func TestConcurrentAnswersExactlyOneWins(t *testing.T) {
-	f := newFixture(t, fixtureOpts{})
-	id := f.start(gateDOT)
-	g := f.waitGate(id)
-	url := "/pipelines/" + id + "/questions/" + g.GateID + "/answer"
-	const n = 12
-	statuses := make([]int, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			choice := []string{"A", "R"}[i%2]
-			res := f.do("POST", url, `{"choice":"`+choice+`"}`)
-			res.Body.Close()
-			statuses[i] = res.StatusCode
-		}()
-	}
-	wg.Wait()
-	won := 0
-	for _, s := range statuses {
-		switch s {
-		case 200:
-			won++
-		case 409:
-		default:
-			t.Errorf("status %d", s)
-		}
-	}
-	if won != 1 {
-		t.Errorf("%d answers accepted, want exactly 1 (statuses %v)", won, statuses)
-	}
-	stored, err := f.st.GetGate(context.Background(), id, g.GateID)
-	if err != nil || stored.Status != store.GateAnswered || stored.AnsweredBy != "web:local" {
-		t.Errorf("stored gate = %+v, %v", stored, err)
 	}
 }
 

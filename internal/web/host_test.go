@@ -324,52 +324,78 @@ func TestHostWebAndChatAnswersRaceFirstAnswerWins(t *testing.T) {
 	hf := newHostFixture(t, "", &script.Script{})
 	f := hf.fixture
 	id := f.start(gateDOT)
-	g := f.waitGate(id)
-	answer := "/pipelines/" + id + "/questions/" + g.GateID + "/answer"
-	const n = 8
+
+	// Eight web answers to "Revise" at once: one wins, and the run goes
+	// back to plan and asks again.
+	first := f.waitGate(id)
+	statuses := f.answerAtOnce(id, first.GateID, 8, 2, nil)
+	if won := count(statuses, 200); won != 1 || count(statuses, 409) != 7 {
+		t.Errorf("web against web: %d accepted, want exactly 1 (statuses %v)", won, statuses)
+	}
+	if g, _ := f.st.GetGate(context.Background(), id, first.GateID); g.AnsweredBy != "web:local" || g.Answer != "R" {
+		t.Errorf("first gate = %+v", g)
+	}
+
+	// Again, with the person at the console answering at the same time.
+	second := f.waitGate(id)
+	if second.GateID == first.GateID {
+		t.Fatalf("the gate was not asked again after Revise: %+v", second)
+	}
+	statuses = f.answerAtOnce(id, second.GateID, 8, 1, func() {
+		if _, err := io.WriteString(hf.console, "A\n"); err != nil {
+			t.Error(err)
+		}
+	})
+	f.waitStatus(id, store.RunSuccess)
+	g, _ := f.st.GetGate(context.Background(), id, second.GateID)
+	won := count(statuses, 200)
+	switch {
+	case count(statuses, 409) != len(statuses)-won:
+		t.Errorf("statuses %v: every losing answer should be 409", statuses)
+	case g.AnsweredBy == "console" && won != 0:
+		t.Errorf("the console answered first, yet %d web answers were accepted (%v)", won, statuses)
+	case g.AnsweredBy == "web:local" && won != 1:
+		t.Errorf("%d web answers accepted, want exactly 1 (%v)", won, statuses)
+	case g.AnsweredBy != "console" && g.AnsweredBy != "web:local":
+		t.Errorf("answered by %q", g.AnsweredBy)
+	}
+	t.Logf("the console race was won by %s", g.AnsweredBy)
+	late := decode[errorBody](t, f.do("POST", "/pipelines/"+id+"/questions/"+second.GateID+"/answer", `{"option":1}`), http.StatusConflict)
+	if late.AnsweredBy != g.AnsweredBy {
+		t.Errorf("a late answer is told %q answered, the store says %q", late.AnsweredBy, g.AnsweredBy)
+	}
+}
+
+// answerAtOnce sends n web answers choosing option to the gate at the same
+// time, calling also (if set) among them; it returns their HTTP statuses.
+func (f *fixture) answerAtOnce(runID, gateID string, n, option int, also func()) []int {
+	url := "/pipelines/" + runID + "/questions/" + gateID + "/answer"
 	statuses := make([]int, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res := f.do("POST", answer, fmt.Sprintf(`{"option":%d}`, 1+i%2))
+			res := f.do("POST", url, fmt.Sprintf(`{"option":%d}`, option))
 			res.Body.Close()
 			statuses[i] = res.StatusCode
 		}()
 	}
-	if _, err := io.WriteString(hf.console, "R\n"); err != nil { // the person at the console answers too
-		t.Fatal(err)
+	if also != nil {
+		also()
 	}
 	wg.Wait()
-	f.waitStatus(id, store.RunSuccess, store.RunRunning, store.RunWaiting)
-	stored, err := f.st.GetGate(context.Background(), id, g.GateID)
-	if err != nil || stored.Status != store.GateAnswered {
-		t.Fatalf("gate = %+v, %v", stored, err)
-	}
-	won := 0
+	return statuses
+}
+
+func count(statuses []int, code int) int {
+	n := 0
 	for _, s := range statuses {
-		switch s {
-		case 200:
-			won++
-		case 409:
-		default:
-			t.Errorf("status %d", s)
+		if s == code {
+			n++
 		}
 	}
-	switch {
-	case stored.AnsweredBy == "console" && won != 0:
-		t.Errorf("the console answered first, yet %d web answers were accepted (%v)", won, statuses)
-	case stored.AnsweredBy == "web:local" && won != 1:
-		t.Errorf("%d web answers accepted, want exactly 1 (%v)", won, statuses)
-	case stored.AnsweredBy != "console" && stored.AnsweredBy != "web:local":
-		t.Errorf("answered by %q", stored.AnsweredBy)
-	}
-	t.Logf("answered by %s: %s", stored.AnsweredBy, stored.Answer)
-	late := decode[errorBody](t, f.do("POST", answer, `{"option":1}`), http.StatusConflict)
-	if late.AnsweredBy != stored.AnsweredBy {
-		t.Errorf("a late answer is told %q answered, the store says %q", late.AnsweredBy, stored.AnsweredBy)
-	}
+	return n
 }
 
 // A gate with a freeform edge takes free text from the web: the run goes
