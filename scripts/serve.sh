@@ -8,9 +8,14 @@
 # Dockerfile) agents are Claude Code. Without it, the offline test image
 # nanohost-agent:test is built and agents answer from the demo script
 # examples/demo.script.json, so everything works with no API key.
+#
+# On the embedded defaults (no --config, no nanohost.yaml) the console is the
+# chat, so the host's own logs are kept to warnings;
+# NANOHOST_LOG_LEVEL=info scripts/serve.sh shows everything it does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "serve: building bin/nanohost …" >&2
 mkdir -p bin
 go build -o bin/nanohost ./cmd/nanohost
 
@@ -31,6 +36,11 @@ MSG
 fi
 cat >&2 <<'MSG'
 serve: type a message to talk to the agent; `/pipeline run demo` runs examples/demo.dot;
-       answer its gate by typing the key (A or R); Ctrl-C stops (runs resume on the next start).
+       answer its gate by typing the key (A or R); Ctrl-C stops (runs go on at the next start).
 MSG
+if [[ $# -eq 0 && ! -f nanohost.yaml ]]; then
+	# On the embedded defaults the console is the chat: keep the log quiet.
+	export NANOHOST_LOG_LEVEL="${NANOHOST_LOG_LEVEL:-warn}"
+	echo "       Data lives in ./data; logs show warnings only (NANOHOST_LOG_LEVEL=info scripts/serve.sh for all)." >&2
+fi
 exec bin/nanohost serve "$@"

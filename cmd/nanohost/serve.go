@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -100,13 +101,58 @@ func serve(ctx context.Context, cfg *config.Config) error {
 			}
 		}
 	}()
-	h, err := host.New(host.Options{
+	opts := host.Options{
 		Config: cfg, Store: st, Backend: backend, Channels: chans, Docker: docker, Logger: log, Metrics: metrics,
-	})
+	}
+	con := consoleOf(chans)
+	if con != nil {
+		opts.OnReady = func(addr string) { con.Notice(readyNotice(addr, cfg.HTTP.Token != "")) }
+		go func() {
+			<-ctx.Done()
+			con.Notice("Stopping: no new work; runs pause at a safe point and go on when nanohost starts again …")
+		}()
+	}
+	h, err := host.New(opts)
 	if err != nil {
 		return err
 	}
-	return h.Run(ctx)
+	if err := h.Run(ctx); err != nil {
+		return err
+	}
+	if con != nil {
+		con.Notice("nanohost stopped.")
+	}
+	return nil
+}
+
+func consoleOf(chans []channels.Channel) *console.Console {
+	for _, ch := range chans {
+		if c, ok := ch.(*console.Console); ok {
+			return c
+		}
+	}
+	return nil
+}
+
+// readyNotice tells the person at the console that they can type now,
+// and where the dashboard is.
+func readyNotice(addr string, token bool) string {
+	text := "nanohost is ready: type a message to talk to the agent, or /pipeline help."
+	if addr == "" {
+		return text
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return text
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	text += "\nDashboard: http://" + net.JoinHostPort(host, port) + "/"
+	if token {
+		text += " (sign in with http.token)"
+	}
+	return text
 }
 
 func newContainerBackend(cfg *config.Config, docker *container.Docker, metrics *host.Metrics, log *slog.Logger) (*container.Backend, error) {

@@ -60,6 +60,10 @@ type Options struct {
 	// DeliveryBackoff bounds the waits between attempts to post to a chat
 	// that is down (default 1s doubling to 30s).
 	DeliveryBackoff Backoff
+	// OnReady, when set, is called once the host serves (channels
+	// running, unfinished runs resumed) with the address of the HTTP
+	// endpoint — dashboard, /healthz, /metrics — or "" when it is off.
+	OnReady func(httpAddr string)
 }
 
 // ipcRetention is how long the answers to agents' IPC requests are kept:
@@ -82,6 +86,7 @@ type Host struct {
 	root     string
 	metrics  *Metrics
 	registry *engine.Registry
+	onReady  func(httpAddr string)
 
 	// deliveryCtx outlives runs: reporters still waiting for a chat that is
 	// down keep trying until the host stops.
@@ -135,8 +140,8 @@ func New(opts Options) (*Host, error) {
 	h := &Host{
 		cfg: opts.Config, store: opts.Store, backend: opts.Backend, channels: opts.Channels,
 		docker: opts.Docker, log: opts.Logger, root: opts.Root, metrics: opts.Metrics, registry: opts.Registry,
-		deliveryBackoff: opts.DeliveryBackoff.withDefaults(),
-		chState:         map[string]string{},
+		deliveryBackoff: opts.DeliveryBackoff.withDefaults(), onReady: opts.OnReady,
+		chState: map[string]string{},
 	}
 	h.deliveryCtx, h.stopDelivery = context.WithCancel(context.Background())
 	h.groups = newGroupTable(h)
@@ -214,7 +219,10 @@ func (h *Host) Run(ctx context.Context) error {
 	if err := h.runs.resumeUnfinished(ctx); err != nil {
 		h.log.Error("resume unfinished runs", "err", err)
 	}
-	h.log.Info("nanohost is serving", "data_dir", h.cfg.DataDir, "http", h.cfg.HTTP.Listen, "channels", len(h.channels))
+	h.log.Info("nanohost is serving", "data_dir", h.cfg.DataDir, "http", h.HTTPAddr(), "channels", len(h.channels))
+	if h.onReady != nil {
+		h.onReady(h.HTTPAddr())
+	}
 
 	<-ctx.Done()
 	h.log.Info("shutting down: no new work; runs stop at a safe point and resume on the next start")

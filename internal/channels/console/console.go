@@ -248,6 +248,10 @@ func (c *Console) AuthorizeGateAnswer(_ context.Context, user string, _ channels
 	return nil
 }
 
+// Notice prints a line from the host itself (not part of any chat), such
+// as where the dashboard is once the host is ready.
+func (c *Console) Notice(text string) { c.printf("%s\n", text) }
+
 // UserName implements channels.UserNamer.
 func (c *Console) UserName(context.Context, string) string { return "you" }
 

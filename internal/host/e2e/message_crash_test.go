@@ -154,6 +154,9 @@ func TestKilledHostAnswersConsoleMessageInFlight(t *testing.T) {
 	}
 	ctx := context.Background()
 	first := startServe(t, bin, dir, os.Environ(), "--config", conf)
+	// The console says when it can be typed at, and where the dashboard is.
+	first.screen.waitFor(t, "nanohost is ready", 1, 30*time.Second)
+	first.screen.waitFor(t, "Dashboard: http://127.0.0.1:", 1, time.Second)
 	type_ := func(p *serveProcess, line string) {
 		t.Helper()
 		if _, err := fmt.Fprintln(p.typing, line); err != nil {
@@ -184,7 +187,11 @@ func TestKilledHostAnswersConsoleMessageInFlight(t *testing.T) {
 	}
 
 	second := startServe(t, bin, dir, os.Environ(), "--config", conf)
-	defer func() { _ = second.cmd.Process.Signal(syscall.SIGTERM); _ = second.cmd.Wait() }()
+	defer func() {
+		_ = second.cmd.Process.Signal(syscall.SIGTERM)
+		second.screen.waitFor(t, "nanohost stopped.", 1, 30*time.Second)
+		_ = second.cmd.Wait()
+	}()
 	waitUntil(t, 60*time.Second, "the restarted host has answered every stored message", func() bool {
 		left, err := st.UnprocessedMessages(ctx)
 		return err == nil && len(left) == 0
