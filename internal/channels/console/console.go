@@ -223,7 +223,11 @@ func (c *Console) Update(_ context.Context, chat, msgID string, m channels.Messa
 		c.writeLocked("", channels.CardText(*m.Card))
 	case m.Resolved != nil:
 		c.gates = removePrompt(c.gates, msgID)
-		c.writeLocked("  ", channels.ResolutionText(*m.Resolved))
+		res := *m.Resolved
+		if res.By == User {
+			res.By = "you" // the person reading this typed the answer
+		}
+		c.writeLocked("  ", channels.ResolutionText(res))
 	default:
 		c.writeLocked("  ", "(edited) "+m.Text)
 	}

@@ -129,7 +129,7 @@ func TestConsoleGateEndToEnd(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the gate was never answered")
 	}
-	term.waitFor("✓ console chose [R] Reject")
+	term.waitFor("✓ you chose [R] Reject")
 
 	// After the gate, a typed line is a plain message again.
 	term.typeLine("thanks")

@@ -125,7 +125,7 @@ func TestConsoleRunsAPipelineWithAGateInATerminal(t *testing.T) {
 	waitFor("❓ Ship it?")
 	waitFor("[Y] Yes   [N] No")
 	typeLine("y")
-	waitFor("✓ console chose [Y] Yes")
+	waitFor("✓ you chose [Y] Yes")
 	waitFor("→ Ship (")
 	waitFor("✓ Pipeline complete")
 	waitFor("✓ succeeded")

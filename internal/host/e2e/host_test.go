@@ -76,7 +76,7 @@ func TestAgentStartedPipelineWithGateCompletes(t *testing.T) {
 		}
 	}
 	out := e.screen.text()
-	for _, want := range []string{"→ plan", "console chose [A] Approve", "review → ship", "→ ship", "Pipeline complete"} {
+	for _, want := range []string{"→ plan", "you chose [A] Approve", "review → ship", "→ ship", "Pipeline complete"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("console does not show %q:\n%s", want, out)
 		}
