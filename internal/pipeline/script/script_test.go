@@ -346,7 +346,7 @@ func TestResponseUsageReachesTheEngine(t *testing.T) {
 	}
 	for doc, want := range map[string]string{
 		`{"nodes": {"a": [{"usage": {"input_tokens": "many"}}]}}`: `field "usage.input_tokens" must be an integer`,
-		`{"nodes": {"a": [{"usage": {"tokens": 5}}]}}`:           `unknown field "tokens"`,
+		`{"nodes": {"a": [{"usage": {"tokens": 5}}]}}`:            `unknown field "tokens"`,
 	} {
 		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse(%s) = %v, want an error with %q", doc, err, want)
