@@ -5,6 +5,7 @@ import (
 	"net"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -190,6 +191,7 @@ func (c *Config) checkGroups() []Problem {
 		if !strings.Contains(g.Chat, ":") {
 			ps = append(ps, Problem{field + ".chat", fmt.Sprintf("%q does not name a channel", g.Chat), "use slack:<channel id> or console:<name>", true})
 		}
+		ps = append(ps, c.checkGroupChat(field+".chat", g.Chat)...)
 		if g.Main {
 			mains++
 		}
@@ -198,6 +200,24 @@ func (c *Config) checkGroups() []Problem {
 		ps = append(ps, Problem{"groups", fmt.Sprintf("%d groups are marked main", mains), "mark exactly one group main: true", true})
 	}
 	return ps
+}
+
+// checkGroupChat warns about a group whose chat no channel serves, or
+// where Slack's policy lets no run start: it would never hear a thing.
+func (c *Config) checkGroupChat(field, chat string) []Problem {
+	channel, id, _ := strings.Cut(chat, ":")
+	switch {
+	case channel == "slack" && !c.Slack.Enabled():
+		return []Problem{{field, fmt.Sprintf("%q is on Slack, which is not configured: the group hears nothing", chat),
+			"set SLACK_BOT_TOKEN and SLACK_APP_TOKEN in .env, or move the group to console:<name>", false}}
+	case channel == "slack" && !slices.Contains(c.Slack.Policy.Channels, id):
+		return []Problem{{field, fmt.Sprintf("%s is not in slack.policy.channels: Slack ignores every message there and posts nothing, so the group hears nothing", id),
+			fmt.Sprintf("add %s to slack.policy.channels", id), false}}
+	case channel == "console" && !c.ConsoleEnabled():
+		return []Problem{{field, fmt.Sprintf("%q is on the console, which is off (it runs only when Slack is not configured, unless console.enabled is true)", chat),
+			"move the group to slack:<channel id>, or set console.enabled: true", false}}
+	}
+	return nil
 }
 
 func oneOf(v string, options ...string) bool {

@@ -176,3 +176,39 @@ func TestCheckNamesTheSlackPolicySettingLikeTheSlackChannel(t *testing.T) {
 		})
 	}
 }
+
+// A group whose chat no channel serves would never hear a thing: check says
+// so, and how to fix it.
+func TestCheckWarnsAboutGroupsNoChannelServes(t *testing.T) {
+	c := Defaults()
+	c.Groups = []Group{{Folder: "web", Chat: "slack:C0WEB"}, {Folder: "main", Chat: "console:main", Main: true}}
+	want := map[string]string{"groups[0].chat": "Slack, which is not configured"}
+	check := func() {
+		t.Helper()
+		got := map[string]string{}
+		for _, p := range c.Check() {
+			if strings.HasPrefix(p.Field, "groups[") {
+				got[p.Field] = p.Message
+				if p.Blocking || p.Fix == "" {
+					t.Errorf("%+v: want a warning with a fix", p)
+				}
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("group problems %v, want %v", got, want)
+		}
+		for f, w := range want {
+			if !strings.Contains(got[f], w) {
+				t.Errorf("%s: %q, want it to say %q", f, got[f], w)
+			}
+		}
+	}
+	check()
+	c.Slack = Slack{BotToken: "xoxb-1", AppToken: "xapp-1", Policy: SlackPolicy{Channels: []string{"C0OPS"}, Starters: []string{"*"}}}
+	want = map[string]string{"groups[0].chat": "C0WEB is not in slack.policy.channels", "groups[1].chat": "on the console, which is off"}
+	check()
+	c.Slack.Policy.Channels = append(c.Slack.Policy.Channels, "C0WEB")
+	c.Console.Enabled = "true"
+	want = map[string]string{}
+	check()
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// configDir is a working directory holding the commented example as
+// nanohost.yaml, and env as its .env.
+func configDir(t *testing.T, env string) string {
+	t.Helper()
+	dir := t.TempDir()
+	example, err := os.ReadFile(filepath.Join("..", "..", "nanohost.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nanohost.yaml"), example, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte(env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// The commented example is a working configuration as it stands; with
+// Slack tokens in .env, `config check` says exactly which policy settings
+// to add (and that the console group is no longer served), exits 1, and
+// `serve` refuses to start with the same explanation.
+func TestConfigCheckOfTheExample(t *testing.T) {
+	for _, name := range []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"} {
+		t.Setenv(name, "")
+		os.Unsetenv(name)
+	}
+	r := runNanohostIn(t, configDir(t, "ANTHROPIC_API_KEY=sk-test\n"), "config", "check")
+	if r.code != 0 || !strings.Contains(r.stdout, "configuration: nanohost.yaml") || !strings.Contains(r.stdout, "ok: no problems") {
+		t.Fatalf("the example as it stands: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	dir := configDir(t, "ANTHROPIC_API_KEY=sk-test\nSLACK_BOT_TOKEN=xoxb-1\nSLACK_APP_TOKEN=xapp-1\n")
+	r = runNanohostIn(t, dir, "config", "check")
+	for _, want := range []string{
+		"error: slack.policy.channels: is empty", `fix: set slack.policy.channels to the Slack channel ids`,
+		"error: slack.policy.starters: is empty, and so is slack.policy.approvers",
+		`warning: groups[0].chat: "console:main" is on the console, which is off`,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("config check does not say %q:\n%s", want, r.stdout)
+		}
+	}
+	if r.code != 1 {
+		t.Errorf("config check with blocking problems exited %d, want 1", r.code)
+	}
+	var out struct {
+		OK       bool `json:"ok"`
+		Problems []struct {
+			Field    string `json:"field"`
+			Blocking bool   `json:"blocking"`
+		} `json:"problems"`
+	}
+	r = runNanohostIn(t, dir, "config", "check", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.OK || len(out.Problems) != 3 {
+		t.Errorf("--json: %v %+v\n%s", err, out, r.stdout)
+	}
+	r = runNanohostIn(t, dir, "serve")
+	if r.code != 2 || !strings.Contains(r.stderr, "error: slack.policy.channels") || !strings.Contains(r.stderr, "not starting until the errors above are fixed") {
+		t.Errorf("serve with a blocking problem: exit %d\n%s", r.code, r.stderr)
+	}
+}
