@@ -215,7 +215,7 @@ event numbering continues. The node that was running when the run stopped
 runs again from its start. The flags are those of 'nanohost pipeline run'.
 
 Exit status: 0 the run succeeded; 1 it failed (or was stopped); 2 the run
-directory holds no resumable run.`,
+directory holds no resumable run, or another process is executing it.`,
 		Example: `  nanohost pipeline resume data/runs/pipeline-1709123456-abc123 --script S.json --json`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
