@@ -14,6 +14,8 @@ import (
 
 	"nanohost/internal/channels"
 	"nanohost/internal/channels/console"
+	"nanohost/internal/channels/slack"
+	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/config"
 	"nanohost/internal/container"
 	"nanohost/internal/pipeline/engine"
@@ -77,16 +79,39 @@ type lines struct {
 
 func (l *lines) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.text.String() }
 
-// startTestHost starts a host in dir ("" for a new one).
+// startTestHost starts a host in dir ("" for a new one) with the console
+// on pipes.
 func startTestHost(t *testing.T, dir string, answer agentFunc) *testHost {
 	t.Helper()
-	if dir == "" {
-		dir = t.TempDir()
+	return launch(t, hostSetup{dir: dir, answer: answer})
+}
+
+// hostSetup says what host to start.
+type hostSetup struct {
+	dir    string // "" for a new data directory
+	answer agentFunc
+	// slack, when set, is the fake Slack the real Slack adapter connects
+	// to; the console is off then.
+	slack     *slacktest.Server
+	configure func(*config.Config)
+}
+
+func launch(t *testing.T, s hostSetup) *testHost {
+	t.Helper()
+	if s.dir == "" {
+		s.dir = t.TempDir()
 	}
 	cfg := config.Defaults()
-	cfg.DataDir = filepath.Join(dir, "data")
+	cfg.DataDir = filepath.Join(s.dir, "data")
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.IPC.Rescan = 100 * time.Millisecond
+	if s.slack != nil {
+		cfg.Slack = config.Slack{BotToken: config.Secret(s.slack.BotToken), AppToken: config.Secret(s.slack.AppToken), APIURL: s.slack.APIURL()}
+		cfg.Console.Enabled = "false"
+	}
+	if s.configure != nil {
+		s.configure(cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -95,28 +120,45 @@ func startTestHost(t *testing.T, dir string, answer agentFunc) *testHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	screen := &lines{}
-	go func() {
-		sc := bufio.NewScanner(outR)
-		for sc.Scan() {
-			screen.mu.Lock()
-			screen.text.WriteString(sc.Text() + "\n")
-			screen.mu.Unlock()
+	th := &testHost{dir: s.dir, agents: &fakeAgents{answer: s.answer}, screen: &lines{}}
+	var chans []channels.Channel
+	closeChans := func() {}
+	if s.slack != nil {
+		p := cfg.Slack.Policy
+		ch, err := slack.New(slack.Config{
+			BotToken: cfg.Slack.BotToken.Reveal(), AppToken: cfg.Slack.AppToken.Reveal(), APIURL: cfg.Slack.APIURL,
+			Policy: slack.Policy{Channels: p.Channels, Starters: p.Starters, Approvers: p.Approvers, PreventSelfApproval: p.PreventSelfApproval},
+			Send:   slack.SendConfig{PerSecond: 100, Burst: 50, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond},
+			Logger: quiet,
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	agents := &fakeAgents{answer: answer}
+		chans, closeChans = append(chans, ch), ch.Close
+	} else {
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		go func() {
+			sc := bufio.NewScanner(outR)
+			for sc.Scan() {
+				th.screen.mu.Lock()
+				th.screen.text.WriteString(sc.Text() + "\n")
+				th.screen.mu.Unlock()
+			}
+		}()
+		chans, th.typing = append(chans, console.New(inR, outW)), inW
+		closeChans = func() { inW.Close(); outW.Close() }
+	}
 	h, err := New(Options{
-		Config: cfg, Store: st, Backend: agents, Channels: []channels.Channel{console.New(inR, outW)},
+		Config: cfg, Store: st, Backend: th.agents, Channels: chans,
 		Logger: quiet, DeliveryBackoff: Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	th.Host = h
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
-	th := &testHost{Host: h, dir: dir, agents: agents, typing: inW, screen: screen}
 	var once sync.Once
 	th.stop = func() {
 		once.Do(func() {
@@ -124,13 +166,15 @@ func startTestHost(t *testing.T, dir string, answer agentFunc) *testHost {
 			if err := <-done; err != nil {
 				t.Errorf("host.Run: %v", err)
 			}
-			inW.Close()
-			outW.Close()
+			closeChans()
 			st.Close()
 		})
 	}
 	t.Cleanup(th.stop)
 	eventually(t, 10*time.Second, "the host serves", func() bool { return h.HTTPAddr() != "" })
+	if s.slack != nil {
+		eventually(t, 10*time.Second, "the host is connected to Slack", s.slack.Connected)
+	}
 	return th
 }
 
@@ -149,12 +193,18 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 // `nanoagent ipc` does (a temporary name, then a rename).
 func (th *testHost) writeRequest(t *testing.T, queue, id string, req map[string]any) {
 	t.Helper()
+	th.writeGroupRequest(t, "main", queue, id, req)
+}
+
+// writeGroupRequest drops an IPC request into group's queue.
+func (th *testHost) writeGroupRequest(t *testing.T, group, queue, id string, req map[string]any) {
+	t.Helper()
 	req["v"], req["request_id"] = 1, id
 	data, err := json.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(th.IPCRoot(), "main", queue)
+	dir := filepath.Join(th.IPCRoot(), group, queue)
 	tmp := filepath.Join(dir, "."+id+".tmp")
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		t.Fatal(err)
@@ -164,11 +214,17 @@ func (th *testHost) writeRequest(t *testing.T, queue, id string, req map[string]
 	}
 }
 
-// response waits for the IPC response to request id.
+// response waits for the IPC response to the main group's request id.
 func (th *testHost) response(t *testing.T, id string) map[string]any {
 	t.Helper()
+	return th.groupResponse(t, "main", id)
+}
+
+// groupResponse waits for the IPC response to group's request id.
+func (th *testHost) groupResponse(t *testing.T, group, id string) map[string]any {
+	t.Helper()
 	var out map[string]any
-	p := filepath.Join(th.IPCRoot(), "main", "responses", id+".json")
+	p := filepath.Join(th.IPCRoot(), group, "responses", id+".json")
 	eventually(t, 10*time.Second, "the response to "+id, func() bool {
 		data, err := os.ReadFile(p)
 		return err == nil && json.Unmarshal(data, &out) == nil

@@ -74,7 +74,7 @@ type StartPipeline struct {
 	Goal      string    `json:"goal,omitempty"`
 	Verbosity Verbosity `json:"verbosity,omitempty"`
 	Chat      string    `json:"chat,omitempty"`   // default: the group's own chat
-	Thread    string    `json:"thread,omitempty"` // post progress in this thread
+	Thread    string    `json:"thread,omitempty"` // the conversation asking: told where the run's own thread is
 }
 
 // CancelPipeline asks the host to stop a run.
