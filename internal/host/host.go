@@ -137,6 +137,11 @@ func New(opts Options) (*Host, error) {
 	if opts.Registry == nil {
 		opts.Registry = engine.NewRegistry()
 	}
+	if w, ok := opts.Backend.(SlotWaiter); ok {
+		if err := opts.Metrics.watchQueue(w); err != nil {
+			opts.Logger.Warn("no nanohost_containers_queued metric", "err", err)
+		}
+	}
 	h := &Host{
 		cfg: opts.Config, store: opts.Store, backend: opts.Backend, channels: opts.Channels,
 		docker: opts.Docker, log: opts.Logger, root: opts.Root, metrics: opts.Metrics, registry: opts.Registry,

@@ -53,6 +53,24 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// SlotWaiter is implemented by backends that can say how many requests
+// wait for a container slot (container.Backend).
+type SlotWaiter interface {
+	Waiting() int
+}
+
+// watchQueue reports b's waiting requests as nanohost_containers_queued
+// (once per registry: Metrics shared by two hosts keep the first).
+func (m *Metrics) watchQueue(b SlotWaiter) error {
+	err := m.Registry.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "nanohost_containers_queued", Help: "Agent and tool requests waiting for a container slot (runtime.max_containers in use)."},
+		func() float64 { return float64(b.Waiting()) }))
+	if dup := (prometheus.AlreadyRegisteredError{}); errors.As(err, &dup) {
+		return nil
+	}
+	return err
+}
+
 // OnContainerEvent feeds container lifecycle into the metrics; pass it as
 // container.Config.OnEvent.
 func (m *Metrics) OnContainerEvent(e container.Event) {

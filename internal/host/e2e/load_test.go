@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"nanohost/internal/channels"
+	"nanohost/internal/channels/report"
+	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/store"
 )
 
@@ -21,16 +24,20 @@ const fiveNodes = `digraph Five {
     start -> a -> b -> c -> exit
 }`
 
-// Twenty five-node pipelines started at once all complete, never with more
-// than five containers running, and every event of every run reaches the chat.
+// Twenty five-node pipelines started at once by an agent all complete,
+// never with more than five containers running (the others queue for a
+// slot), and every event of every run that its thread shows reaches that
+// thread in Slack, exactly once.
 func TestTwentyConcurrentPipelinesShareFiveContainers(t *testing.T) {
 	docker := requireDocker(t)
-	e := startEnv(t, docker, map[string]any{"default": map[string]any{"response": "[outcome:success]", "delay_ms": 200}}, 5)
+	fake := newFakeSlack(t)
+	e := start(t, docker, setup{slack: fake, maxContainers: 5,
+		script: map[string]any{"default": map[string]any{"response": "[outcome:success]", "delay_ms": 200}}})
 	const runs = 20
 	began := time.Now()
 	for i := range runs {
 		writeIPCRequest(t, e.cfg.DataDir, "main", "tasks", fmt.Sprintf("load-%d", i), map[string]any{
-			"type": "start_pipeline", "dot": fiveNodes, "verbosity": "minimal",
+			"type": "start_pipeline", "dot": fiveNodes, "verbosity": "standard",
 		})
 	}
 	ids := make([]string, runs)
@@ -43,9 +50,10 @@ func TestTwentyConcurrentPipelinesShareFiveContainers(t *testing.T) {
 		ids[i] = id
 	}
 	ctx := context.Background()
-	peakRSS := int64(0)
+	peakRSS, peakQueued := int64(0), 0.0
 	waitUntil(t, 150*time.Second, "all twenty runs succeed with every event delivered", func() bool {
 		peakRSS = max(peakRSS, rssKB())
+		peakQueued = max(peakQueued, metric(t, e, "nanohost_containers_queued"))
 		for _, id := range ids {
 			r, err := e.store.GetRun(ctx, id)
 			if err != nil || r.Status != store.RunSuccess || r.LastDeliveredSeq != r.LastSeq {
@@ -58,11 +66,61 @@ func TestTwentyConcurrentPipelinesShareFiveContainers(t *testing.T) {
 	if p := e.peak.max(); p > 5 {
 		t.Errorf("peak containers = %d, want at most 5", p)
 	}
-	if n := strings.Count(e.screen.text(), "Pipeline complete"); n != runs {
-		t.Errorf("%d completions shown in chat, want %d", n, runs)
+	if peakQueued < 1 {
+		t.Errorf("nanohost_containers_queued never showed a request waiting for a slot (peak %v)", peakQueued)
 	}
-	t.Logf("20 concurrent 5-node pipelines: wall %s, peak containers %d (of %d started), peak host RSS %d MiB",
-		wall.Round(time.Millisecond), e.peak.max(), e.peak.started(), peakRSS/1024)
+	posted := 0
+	for _, id := range ids {
+		posted += checkThreadHasEveryEvent(t, e, fake, id)
+	}
+	cards := 0
+	for _, m := range fake.TopLevel(opsChat) {
+		if m.FromBot() {
+			cards++
+		}
+	}
+	if cards != runs {
+		t.Errorf("%d status cards in the channel, want one per run (%d)", cards, runs)
+	}
+	t.Logf("20 concurrent 5-node pipelines on Slack: wall %s, peak containers %d (of %d started), peak queued %v, %d thread messages, peak host RSS %d MiB",
+		wall.Round(time.Millisecond), e.peak.max(), e.peak.started(), peakQueued, posted, peakRSS/1024)
+}
+
+// checkThreadHasEveryEvent compares the run's thread in Slack with its event
+// log: each event the thread shows at the run's verbosity is there, once,
+// in order, and nothing else is. It returns the number of thread messages.
+func checkThreadHasEveryEvent(t *testing.T, e *env, fake *slacktest.Server, runID string) int {
+	t.Helper()
+	run, err := e.store.GetRun(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := e.store.Events(context.Background(), runID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, ev := range events {
+		if m, ok := report.EventMessage(ev, channels.Verbosity(run.Verbosity)); ok {
+			want = append(want, m.Text)
+		}
+	}
+	var got []string
+	for _, m := range fake.Thread(opsChat, run.ThreadTS) {
+		if m.FromBot() {
+			got = append(got, m.Text)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("run %s: %d thread messages, want %d (one per shown event):\ngot  %q\nwant %q", runID, len(got), len(want), got, want)
+		return len(got)
+	}
+	for i := range want {
+		if !strings.Contains(got[i], strings.TrimSpace(strings.TrimPrefix(want[i], "  "))) {
+			t.Errorf("run %s: thread message %d is %q, want %q", runID, i, got[i], want[i])
+		}
+	}
+	return len(got)
 }
 
 // rssKB is this process's peak resident set (VmHWM), in KiB.

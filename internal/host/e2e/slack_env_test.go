@@ -35,7 +35,14 @@ func newFakeSlack(t *testing.T) *slacktest.Server {
 	fake.AddUser(alice, "Alice")
 	fake.AddUser(bob, "Bob")
 	fake.AddUser(mallory, "Mallory")
-	t.Cleanup(fake.Close)
+	t.Cleanup(func() {
+		// Every Slack test also proves the host spoke Slack's protocol
+		// right (acks, payloads, Block Kit limits) the whole time.
+		if errs := fake.ProtocolErrors(); len(errs) > 0 {
+			t.Errorf("the host broke Slack's protocol:\n%s", strings.Join(errs, "\n"))
+		}
+		fake.Close()
+	})
 	return fake
 }
 
