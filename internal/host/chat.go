@@ -330,12 +330,7 @@ func (r *chatRouter) stop() {
 		r.cancel()
 	}
 	r.mu.Unlock()
-	done := make(chan struct{})
-	go func() { r.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-	}
+	waitAtMost(&r.wg, 10*time.Second)
 }
 
 var (

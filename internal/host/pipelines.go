@@ -257,12 +257,23 @@ func (m *runManager) interruptAll() {
 		ar.cancel()
 	}
 	m.mu.Unlock()
+	if !waitAtMost(&m.wg, 30*time.Second) {
+		m.h.log.Warn("some runs did not stop within 30s; they resume from their last checkpoint")
+	}
+}
+
+// waitAtMost waits for wg, but no longer than d (shutdown must end); it
+// reports whether wg was done.
+func waitAtMost(wg *sync.WaitGroup, d time.Duration) bool {
 	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-done:
-	case <-time.After(30 * time.Second):
-		m.h.log.Warn("some runs did not stop within 30s; they resume from their last checkpoint")
+		return true
+	case <-t.C:
+		return false
 	}
 }
 

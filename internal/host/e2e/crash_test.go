@@ -93,6 +93,48 @@ func startServe(t *testing.T, bin, dir string, env []string, args ...string) *se
 	return p
 }
 
+// slowRunSetup prepares dir for `nanohost serve` to run slowPipeline as
+// `/pipeline run slow` (from the main group's workspace), its stage c
+// taking cMillis: it returns the data directory and the agents' script.
+func slowRunSetup(t *testing.T, dir string, cMillis int) (data, script string) {
+	t.Helper()
+	step := func(ms int) []any { return []any{map[string]any{"response": "[outcome:success]", "delay_ms": ms}} }
+	script = writeScript(t, dir, map[string]any{"nodes": map[string]any{"a": step(300), "b": step(300), "c": step(cMillis), "d": step(300)}})
+	data = filepath.Join(dir, "data")
+	if err := os.MkdirAll(filepath.Join(data, "groups", "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "groups", "main", "slow.dot"), []byte(slowPipeline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return data, script
+}
+
+// readStore opens the database of the host serving from data, read-only,
+// once the host has created it; it is closed when the test ends.
+func readStore(t *testing.T, data string) *store.Store {
+	t.Helper()
+	var st *store.Store
+	waitUntil(t, 20*time.Second, "the database can be read", func() bool {
+		var err error
+		st, err = store.OpenReadOnly(context.Background(), filepath.Join(data, "nanohost.db"))
+		return err == nil
+	})
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// terminate stops the host gracefully (SIGTERM) and waits for it to exit;
+// a console host must say it stopped.
+func (p *serveProcess) terminate(t *testing.T, console bool) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if console {
+		p.screen.waitFor(t, "nanohost stopped.", 1, 30*time.Second)
+	}
+	_ = p.cmd.Wait()
+}
+
 // The host is SIGKILLed mid-run and started again: the run resumes from its
 // checkpoint, completed stages do not run again, and its Slack thread goes
 // on under the same status card, every event delivered once.
@@ -102,19 +144,7 @@ func TestKilledHostResumesRunWithoutRerunningCompletedStages(t *testing.T) {
 	bin := nanohostBinary(t)
 	dir := t.TempDir()
 	fake := newFakeSlack(t)
-	script := writeScript(t, dir, map[string]any{"nodes": map[string]any{
-		"a": []any{map[string]any{"response": "[outcome:success]", "delay_ms": 300}},
-		"b": []any{map[string]any{"response": "[outcome:success]", "delay_ms": 300}},
-		"c": []any{map[string]any{"response": "[outcome:success]", "delay_ms": 6000}},
-		"d": []any{map[string]any{"response": "[outcome:success]", "delay_ms": 300}},
-	}})
-	data := filepath.Join(dir, "data")
-	if err := os.MkdirAll(filepath.Join(data, "groups", "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(data, "groups", "main", "slow.dot"), []byte(slowPipeline), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	data, script := slowRunSetup(t, dir, 6000)
 	conf := slackServeConfig(t, dir, fake, script)
 	serve := func() *serveProcess {
 		p := startServe(t, bin, dir, os.Environ(), "--config", conf)
@@ -125,13 +155,7 @@ func TestKilledHostResumesRunWithoutRerunningCompletedStages(t *testing.T) {
 	fake.SlashCommand(opsChat, alice, "run slow")
 
 	ctx := context.Background()
-	var st *store.Store
-	waitUntil(t, 20*time.Second, "the database can be read", func() bool {
-		var err error
-		st, err = store.OpenReadOnly(ctx, filepath.Join(data, "nanohost.db"))
-		return err == nil
-	})
-	defer st.Close()
+	st := readStore(t, data)
 	var before store.Run
 	waitUntil(t, 60*time.Second, "stage c runs and everything before it is in Slack", func() bool {
 		page, err := st.ListRuns(ctx, store.RunFilter{})
@@ -151,7 +175,7 @@ func TestKilledHostResumesRunWithoutRerunningCompletedStages(t *testing.T) {
 	}
 
 	second := serve()
-	defer func() { _ = second.cmd.Process.Signal(syscall.SIGTERM); _ = second.cmd.Wait() }()
+	defer second.terminate(t, false)
 	var after store.Run
 	waitUntil(t, 90*time.Second, "the resumed run succeeds with every event delivered", func() bool {
 		var err error

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"nanohost/internal/channels/slacktest"
-	"nanohost/internal/store"
 )
 
 // slackServeConfig is a nanohost.yaml for `nanohost serve` against the
@@ -79,11 +78,7 @@ func TestKilledHostAnswersMessagesInFlightOnceAndKeepsTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSlack(t, fake, 60*time.Second, "the first question is answered", func() bool { return botReplies(fake, answered) == 1 })
-	st, err := store.OpenReadOnly(ctx, filepath.Join(dir, "data", "nanohost.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := readStore(t, filepath.Join(dir, "data"))
 	var session string
 	waitUntil(t, 10*time.Second, "the agent session is recorded", func() bool {
 		session, _ = st.GetSession(ctx, "main", "")
@@ -111,7 +106,7 @@ func TestKilledHostAnswersMessagesInFlightOnceAndKeepsTheSession(t *testing.T) {
 	}
 
 	second := serve()
-	defer func() { _ = second.cmd.Process.Signal(syscall.SIGTERM); _ = second.cmd.Wait() }()
+	defer second.terminate(t, false)
 	waitUntil(t, 60*time.Second, "the restarted host has processed every stored message", func() bool {
 		left, err := st.UnprocessedMessages(ctx)
 		return err == nil && len(left) == 0
@@ -147,11 +142,7 @@ func TestKilledHostAnswersConsoleMessageInFlight(t *testing.T) {
 		"Quick answer",
 		map[string]any{"response": "Slow answer", "delay_ms": 3000},
 	}}})
-	conf := filepath.Join(dir, "nanohost.yaml")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf("data_dir: %s\nhttp: {listen: \"127.0.0.1:0\"}\nruntime: {image: %s, agent: script, script: %s}\n",
-		filepath.Join(dir, "data"), testImage, script)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	conf := consoleServeConfig(t, dir, script)
 	ctx := context.Background()
 	first := startServe(t, bin, dir, os.Environ(), "--config", conf)
 	// The console says when it can be typed at, and where the dashboard is.
@@ -165,13 +156,7 @@ func TestKilledHostAnswersConsoleMessageInFlight(t *testing.T) {
 	}
 	type_(first, "first question")
 	first.screen.waitFor(t, "Quick answer", 1, 60*time.Second)
-	var st *store.Store
-	waitUntil(t, 20*time.Second, "the database can be read", func() bool {
-		var err error
-		st, err = store.OpenReadOnly(ctx, filepath.Join(dir, "data", "nanohost.db"))
-		return err == nil
-	})
-	defer st.Close()
+	st := readStore(t, filepath.Join(dir, "data"))
 	type_(first, "second question")
 	waitUntil(t, 20*time.Second, "the second question is stored, unanswered", func() bool {
 		left, err := st.UnprocessedMessages(ctx)
@@ -187,11 +172,7 @@ func TestKilledHostAnswersConsoleMessageInFlight(t *testing.T) {
 	}
 
 	second := startServe(t, bin, dir, os.Environ(), "--config", conf)
-	defer func() {
-		_ = second.cmd.Process.Signal(syscall.SIGTERM)
-		second.screen.waitFor(t, "nanohost stopped.", 1, 30*time.Second)
-		_ = second.cmd.Wait()
-	}()
+	defer second.terminate(t, true)
 	waitUntil(t, 60*time.Second, "the restarted host has answered every stored message", func() bool {
 		left, err := st.UnprocessedMessages(ctx)
 		return err == nil && len(left) == 0

@@ -38,19 +38,7 @@ func TestSIGTERMInterruptsTheRunCleanlyAndTheNextStartResumesIt(t *testing.T) {
 	docker := requireDocker(t)
 	bin := nanohostBinary(t)
 	dir := t.TempDir()
-	script := writeScript(t, dir, map[string]any{"nodes": map[string]any{
-		"a": []any{map[string]any{"response": "[outcome:success]", "delay_ms": 200}},
-		"b": []any{map[string]any{"response": "[outcome:success]", "delay_ms": 200}},
-		"c": []any{map[string]any{"response": "[outcome:success]", "delay_ms": 8000}},
-		"d": []any{map[string]any{"response": "[outcome:success]", "delay_ms": 200}},
-	}})
-	data := filepath.Join(dir, "data")
-	if err := os.MkdirAll(filepath.Join(data, "groups", "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(data, "groups", "main", "slow.dot"), []byte(slowPipeline), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	data, script := slowRunSetup(t, dir, 8000)
 	conf := consoleServeConfig(t, dir, script)
 	first := startServe(t, bin, dir, os.Environ(), "--config", conf)
 	first.screen.waitFor(t, "nanohost is ready", 1, 30*time.Second)
@@ -58,13 +46,7 @@ func TestSIGTERMInterruptsTheRunCleanlyAndTheNextStartResumesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	var st *store.Store
-	waitUntil(t, 20*time.Second, "the database can be read", func() bool {
-		var err error
-		st, err = store.OpenReadOnly(ctx, filepath.Join(data, "nanohost.db"))
-		return err == nil
-	})
-	defer st.Close()
+	st := readStore(t, data)
 	var run store.Run
 	waitUntil(t, 60*time.Second, "stage c is at work", func() bool {
 		page, err := st.ListRuns(ctx, store.RunFilter{})
@@ -108,11 +90,7 @@ func TestSIGTERMInterruptsTheRunCleanlyAndTheNextStartResumesIt(t *testing.T) {
 	}
 
 	second := startServe(t, bin, dir, os.Environ(), "--config", conf)
-	defer func() {
-		_ = second.cmd.Process.Signal(syscall.SIGTERM)
-		second.screen.waitFor(t, "nanohost stopped.", 1, 30*time.Second)
-		_ = second.cmd.Wait()
-	}()
+	defer second.terminate(t, true)
 	waitUntil(t, 60*time.Second, "the resumed run succeeds", func() bool {
 		r, err := st.GetRun(ctx, run.ID)
 		return err == nil && r.Status == store.RunSuccess && r.LastDeliveredSeq == r.LastSeq
