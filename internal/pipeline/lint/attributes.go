@@ -84,7 +84,8 @@ var Attributes = []Attribute{
 	{Key: "default_fidelity", Scope: GraphScope, Example: "compact"},
 	{Key: "retry_target", Scope: gn, Example: "implement"},
 	{Key: "fallback_retry_target", Scope: gn, Example: "plan"},
-	{Key: "stack.child_dotfile", Scope: GraphScope, Example: `"child.dot"`},
+	// The manager loop reads the node's own stack.child_dotfile first, then the graph's.
+	{Key: "stack.child_dotfile", Scope: gn, Example: `"child.dot"`},
 	{Key: "stack.child_workdir", Scope: GraphScope, Example: `"."`},
 	{Key: "tool_hooks.pre", Scope: GraphScope, Example: `"echo pre"`},
 	{Key: "tool_hooks.post", Scope: GraphScope, Example: `"echo post"`},
