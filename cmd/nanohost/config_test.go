@@ -66,7 +66,26 @@ func TestConfigCheckOfTheExample(t *testing.T) {
 		t.Errorf("--json: %v %+v\n%s", err, out, r.stdout)
 	}
 	r = runNanohostIn(t, dir, "serve")
-	if r.code != 2 || !strings.Contains(r.stderr, "error: slack.policy.channels") || !strings.Contains(r.stderr, "not starting until the errors above are fixed") {
+	if r.code != 2 || !strings.Contains(r.stderr, "error: slack.policy.channels") || !strings.Contains(r.stderr, "not starting until the configuration errors are fixed") {
 		t.Errorf("serve with a blocking problem: exit %d\n%s", r.code, r.stderr)
+	}
+
+	// With log.format json, stderr is for a log collector: every line a
+	// record, the problems included.
+	t.Setenv("NANOHOST_LOG_FORMAT", "json")
+	r = runNanohostIn(t, dir, "serve")
+	var fields []string
+	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		var rec struct{ Level, Msg, Field, Fix string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Msg == "" {
+			t.Errorf("serve with a JSON log wrote a line that is not a record: %q", line)
+			continue
+		}
+		if rec.Msg == "configuration problem" && rec.Fix != "" {
+			fields = append(fields, rec.Level+" "+rec.Field)
+		}
+	}
+	if r.code != 2 || strings.Join(fields, ", ") != "ERROR slack.policy.channels, ERROR slack.policy.starters, WARN groups[0].chat" {
+		t.Errorf("serve with a JSON log: exit %d, problems logged %q\n%s", r.code, fields, r.stderr)
 	}
 }

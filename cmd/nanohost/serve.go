@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -39,12 +40,11 @@ are marked interrupted, and resume from their checkpoints on the next start.`,
 		if err != nil {
 			return exitCode(2, err)
 		}
-		problems := cfg.Check()
-		for _, p := range problems {
-			fmt.Fprintln(cmd.ErrOrStderr(), p.String())
-		}
-		if config.Blocking(problems) {
-			return exitCode(2, errors.New("nanohost: not starting until the errors above are fixed (see `nanohost config check`)"))
+		if refused := reportProblems(cmd.ErrOrStderr(), cfg); refused != nil {
+			if errors.Is(refused, errRefusalLogged) {
+				return exitCode(2, nil)
+			}
+			return exitCode(2, refused)
 		}
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -55,6 +55,39 @@ are marked interrupted, and resume from their checkpoints on the next start.`,
 func init() {
 	serveCmd.Flags().StringVar(&serveConfig, "config", "", "configuration file (default: nanohost.yaml if present, else embedded defaults)")
 	rootCmd.AddCommand(serveCmd)
+}
+
+// errRefusalLogged: the refusal to start is in the log already.
+var errRefusalLogged = errors.New("refused to start (logged)")
+
+// reportProblems tells about every configuration problem — as log records
+// when the log is JSON (a log collector reads stderr), as lines otherwise —
+// and returns the refusal to start when one of them blocks.
+func reportProblems(stderr io.Writer, cfg *config.Config) error {
+	problems := cfg.Check()
+	const refusal = "nanohost: not starting until the configuration errors are fixed (see `nanohost config check`)"
+	if cfg.Log.Format != "json" {
+		for _, p := range problems {
+			fmt.Fprintln(stderr, p.String())
+		}
+		if config.Blocking(problems) {
+			return errors.New(refusal)
+		}
+		return nil
+	}
+	log := newLogger(cfg.Log)
+	for _, p := range problems {
+		level := slog.LevelWarn
+		if p.Blocking {
+			level = slog.LevelError
+		}
+		log.Log(context.Background(), level, "configuration problem", "field", p.Field, "problem", p.Message, "fix", p.Fix)
+	}
+	if config.Blocking(problems) {
+		log.Error(refusal)
+		return errRefusalLogged
+	}
+	return nil
 }
 
 func serve(ctx context.Context, cfg *config.Config) error {

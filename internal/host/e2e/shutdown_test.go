@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -21,7 +22,7 @@ import (
 func consoleServeConfig(t *testing.T, dir, script string) string {
 	t.Helper()
 	p := filepath.Join(dir, "nanohost.yaml")
-	body := fmt.Sprintf("data_dir: %s\nhttp: {listen: \"127.0.0.1:0\"}\nlog: {level: debug}\nruntime: {image: %s, agent: script, script: %s, max_containers: 2}\n",
+	body := fmt.Sprintf("data_dir: %s\nhttp: {listen: \"127.0.0.1:0\"}\nlog: {level: debug, format: json}\nruntime: {image: %s, agent: script, script: %s, max_containers: 2}\n",
 		filepath.Join(dir, "data"), testImage, script)
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
@@ -80,6 +81,7 @@ func TestSIGTERMInterruptsTheRunCleanlyAndTheNextStartResumesIt(t *testing.T) {
 		t.Errorf("checkpoint completed %v, want start, a, b", cp.CompletedNodes)
 	}
 	noTornFiles(t, data)
+	logSays(t, filepath.Join(dir, "serve.log"), "run interrupted; it resumes from its checkpoint on the next start")
 	hostID, err := container.LoadHostID(data)
 	if err != nil {
 		t.Fatal(err)
@@ -121,5 +123,27 @@ func noTornFiles(t *testing.T, data string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// logSays checks that a JSON log (log.format: json) is one JSON object per
+// line, each with a time, level and message, and that one says msg.
+func logSays(t *testing.T, path, msg string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var rec struct{ Time, Level, Msg string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Time == "" || rec.Level == "" || rec.Msg == "" {
+			t.Errorf("not a JSON log record: %q (%v)", line, err)
+			continue
+		}
+		found = found || rec.Msg == msg
+	}
+	if !found {
+		t.Errorf("the log never says %q", msg)
 	}
 }
