@@ -50,10 +50,12 @@ func TestTwentyConcurrentPipelinesShareFiveContainers(t *testing.T) {
 		ids[i] = id
 	}
 	ctx := context.Background()
-	peakRSS, peakQueued := int64(0), 0.0
+	peakRSS, peakQueued, peakRunning, peakActive := int64(0), 0.0, 0.0, 0.0
 	waitUntil(t, 150*time.Second, "all twenty runs succeed with every event delivered", func() bool {
 		peakRSS = max(peakRSS, rssKB())
 		peakQueued = max(peakQueued, metric(t, e, "nanohost_containers_queued"))
+		peakRunning = max(peakRunning, metric(t, e, "nanohost_containers_running"))
+		peakActive = max(peakActive, metric(t, e, "nanohost_active_runs"))
 		for _, id := range ids {
 			r, err := e.store.GetRun(ctx, id)
 			if err != nil || r.Status != store.RunSuccess || r.LastDeliveredSeq != r.LastSeq {
@@ -66,8 +68,19 @@ func TestTwentyConcurrentPipelinesShareFiveContainers(t *testing.T) {
 	if p := e.peak.max(); p > 5 {
 		t.Errorf("peak containers = %d, want at most 5", p)
 	}
-	if peakQueued < 1 {
-		t.Errorf("nanohost_containers_queued never showed a request waiting for a slot (peak %v)", peakQueued)
+	// What /metrics showed agrees with what happened.
+	if peakQueued < 1 || peakRunning < 1 || peakRunning > 5 || peakActive < 5 || peakActive > runs {
+		t.Errorf("metrics during the load: queued peak %v (want ≥1), containers running peak %v (want 1..5), active runs peak %v (want 5..%d)",
+			peakQueued, peakRunning, peakActive, runs)
+	}
+	waitUntil(t, 10*time.Second, "the gauges settle", func() bool {
+		return metric(t, e, "nanohost_active_runs") == 0 && metric(t, e, "nanohost_containers_queued") == 0
+	})
+	if n := metric(t, e, `nanohost_node_duration_seconds_count{status="success"}`); n < runs*3 {
+		t.Errorf("node durations observed for %v successful stages, want at least %d (a, b, c of every run)", n, runs*3)
+	}
+	if n := metric(t, e, "nanohost_containers_started_total"); int(n) != e.peak.started() {
+		t.Errorf("nanohost_containers_started_total = %v, the backend started %d", n, e.peak.started())
 	}
 	posted := 0
 	for _, id := range ids {

@@ -1,0 +1,61 @@
+package host
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"nanohost/internal/config"
+)
+
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// /healthz says what is up (store, Docker, each channel, active runs) and
+// /metrics has every collector the operations section promises; with
+// http.token set both want it as a bearer token.
+func TestHealthAndMetricsEndpoints(t *testing.T) {
+	th := launch(t, hostSetup{answer: succeed, configure: func(c *config.Config) { c.HTTP.Token = "s3cret" }})
+	base := "http://" + th.HTTPAddr()
+	if code, _ := get(t, base+"/healthz", ""); code != http.StatusUnauthorized {
+		t.Errorf("/healthz without the token: %d, want 401", code)
+	}
+	if code, _ := get(t, base+"/metrics", "wrong"); code != http.StatusUnauthorized {
+		t.Errorf("/metrics with a wrong token: %d, want 401", code)
+	}
+	code, body := get(t, base+"/healthz", "s3cret")
+	var h Health
+	if err := json.Unmarshal([]byte(body), &h); err != nil {
+		t.Fatalf("/healthz: %v: %s", err, body)
+	}
+	// No Docker pinger in this host: docker is "unknown", which is not a failure.
+	if code != http.StatusOK || !h.OK || h.Store != "ok" || h.Docker != "unknown" || h.Channels["console"] != "connected" || h.Runs != 0 {
+		t.Errorf("/healthz = %d %+v", code, h)
+	}
+	code, body = get(t, base+"/metrics", "s3cret")
+	for _, name := range []string{
+		"nanohost_active_runs 0", "nanohost_containers_running", "nanohost_containers_started_total",
+		"nanohost_chat_messages_queued 0", `nanohost_channel_connected{channel="console"} 1`, "go_goroutines", "process_resident_memory_bytes",
+	} {
+		if !strings.Contains(body, name) {
+			t.Errorf("/metrics (%d) lacks %s", code, name)
+		}
+	}
+}
