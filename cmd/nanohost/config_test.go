@@ -28,7 +28,7 @@ func configDir(t *testing.T, env string) string {
 
 // The commented example is a working configuration as it stands; with
 // Slack tokens in .env, `config check` says exactly which policy settings
-// to add (and that the console group is no longer served), exits 1, and
+// to add (and that no group is on Slack, the console's no longer served), exits 1, and
 // `serve` refuses to start with the same explanation.
 func TestConfigCheckOfTheExample(t *testing.T) {
 	for _, name := range []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"} {
@@ -46,6 +46,7 @@ func TestConfigCheckOfTheExample(t *testing.T) {
 		"error: slack.policy.channels: is empty", `fix: set slack.policy.channels to the Slack channel ids`,
 		"error: slack.policy.starters: is empty, and so is slack.policy.approvers",
 		`warning: groups[0].chat: "console:main" is on the console, which is off`,
+		"warning: groups: no group is on Slack",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("config check does not say %q:\n%s", want, r.stdout)
@@ -62,7 +63,7 @@ func TestConfigCheckOfTheExample(t *testing.T) {
 		} `json:"problems"`
 	}
 	r = runNanohostIn(t, dir, "config", "check", "--json")
-	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.OK || len(out.Problems) != 3 {
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.OK || len(out.Problems) != 4 {
 		t.Errorf("--json: %v %+v\n%s", err, out, r.stdout)
 	}
 	r = runNanohostIn(t, dir, "serve")
@@ -85,7 +86,7 @@ func TestConfigCheckOfTheExample(t *testing.T) {
 			fields = append(fields, rec.Level+" "+rec.Field)
 		}
 	}
-	if r.code != 2 || strings.Join(fields, ", ") != "ERROR slack.policy.channels, ERROR slack.policy.starters, WARN groups[0].chat" {
+	if r.code != 2 || strings.Join(fields, ", ") != "ERROR slack.policy.channels, ERROR slack.policy.starters, WARN groups[0].chat, WARN groups" {
 		t.Errorf("serve with a JSON log: exit %d, problems logged %q\n%s", r.code, fields, r.stderr)
 	}
 }

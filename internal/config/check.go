@@ -199,6 +199,23 @@ func (c *Config) checkGroups() []Problem {
 	if mains > 1 {
 		ps = append(ps, Problem{"groups", fmt.Sprintf("%d groups are marked main", mains), "mark exactly one group main: true", true})
 	}
+	return append(ps, c.checkGroupCoverage(mains)...)
+}
+
+// checkGroupCoverage warns when Slack has no group to talk to, or when no
+// group is main (the console makes its own main group when it runs and has
+// none).
+func (c *Config) checkGroupCoverage(mains int) []Problem {
+	var ps []Problem
+	onSlack := slices.ContainsFunc(c.Groups, func(g Group) bool { return strings.HasPrefix(g.Chat, "slack:") })
+	if c.Slack.Enabled() && !onSlack {
+		ps = append(ps, Problem{"groups", "no group is on Slack: nanohost answers nothing there (every channel is \"not registered\")",
+			`add one, e.g. groups: [{folder: main, chat: "slack:C0123ABCD", main: true}]`, false})
+	}
+	if mains == 0 && len(c.Groups) > 0 && !c.ConsoleEnabled() {
+		ps = append(ps, Problem{"groups", "no group is main: no chat may /register groups, and no agent may act on another group's chat",
+			"mark the group of your admin channel main: true", false})
+	}
 	return ps
 }
 

@@ -212,3 +212,33 @@ func TestCheckWarnsAboutGroupsNoChannelServes(t *testing.T) {
 	want = map[string]string{}
 	check()
 }
+
+// With Slack on, a configuration without a group there, or without a main
+// group, is legal but would leave people talking to nobody: check says so.
+func TestCheckWarnsWithoutAGroupOnSlackOrAMainGroup(t *testing.T) {
+	c := Defaults()
+	c.Slack = Slack{BotToken: "xoxb-1", AppToken: "xapp-1", Policy: SlackPolicy{Channels: []string{"C0OPS"}, Starters: []string{"*"}}}
+	messages := func() []string {
+		var out []string
+		for _, p := range c.Check() {
+			if p.Field == "groups" {
+				if p.Blocking || p.Fix == "" {
+					t.Errorf("%+v: want a warning with a fix", p)
+				}
+				out = append(out, p.Message)
+			}
+		}
+		return out
+	}
+	if got := messages(); len(got) != 1 || !strings.Contains(got[0], "no group is on Slack") {
+		t.Errorf("no groups at all: %q", got)
+	}
+	c.Groups = []Group{{Folder: "ops", Chat: "slack:C0OPS"}}
+	if got := messages(); len(got) != 1 || !strings.Contains(got[0], "no group is main") {
+		t.Errorf("a group but none main: %q", got)
+	}
+	c.Groups[0].Main = true
+	if got := messages(); len(got) != 0 {
+		t.Errorf("a main group on Slack: %q", got)
+	}
+}
