@@ -1,6 +1,7 @@
 package host
 
 import (
+	"crypto/subtle"
 	"context"
 	"encoding/json"
 	"errors"
@@ -140,7 +141,8 @@ func (h *Host) opsHandler() http.Handler {
 		return mux
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+token {
+		// Constant-time, so response timing does not reveal how much of a guess matched.
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+token)) != 1 {
 			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
 			return
 		}
