@@ -1,8 +1,8 @@
 package host
 
 import (
-	"crypto/subtle"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"net"
