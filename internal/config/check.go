@@ -199,6 +199,8 @@ func (c *Config) checkGroups() []Problem {
 	if mains > 1 {
 		ps = append(ps, Problem{"groups", fmt.Sprintf("%d groups are marked main", mains), "mark exactly one group main: true", true})
 	}
+	_, mountProblems := c.GroupMounts()
+	ps = append(ps, mountProblems...)
 	return append(ps, c.checkGroupCoverage(mains)...)
 }
 

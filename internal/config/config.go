@@ -122,6 +122,10 @@ type Group struct {
 	Chat    string `yaml:"chat"`    // e.g. slack:C0123ABC or console:main
 	Trigger string `yaml:"trigger"` // "@mention" (default) or a word such as "nano"
 	Main    bool   `yaml:"main"`    // the main group may target any registered chat
+	// Mounts are extra host directories for the group's containers, each
+	// "HOST[:NAME][:ro|rw]" (read-only unless rw), seen at
+	// /workspace/extra/NAME. Every one must pass the mount allowlist.
+	Mounts []string `yaml:"mounts,omitempty"`
 }
 
 // Defaults returns the embedded defaults.

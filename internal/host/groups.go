@@ -198,6 +198,13 @@ func (t *groupTable) handleAdmin(ctx context.Context, ch channels.Channel, in ch
 		reply("Only the main group's chat may register groups.")
 		return true
 	}
+	if err := authorizeRegister(ctx, ch, in); err != nil {
+		t.h.log.Info("/register refused", "channel", ch.Name(), "chat", in.Chat, "user", in.User, "reason", err)
+		if err := channels.Tell(ctx, ch, in.Chat, in.Thread, in.User, "✗ "+err.Error()); err != nil {
+			t.h.log.Warn("reply to /register", "err", err)
+		}
+		return true
+	}
 	m := registerCommand.FindStringSubmatch(text)
 	if m == nil {
 		reply("Usage: /register <chat> <folder> [trigger]  — e.g. /register slack:C0123ABC team-web nano")
@@ -222,6 +229,26 @@ func (t *groupTable) handleAdmin(ctx context.Context, ch channels.Channel, in ch
 	t.h.log.Info("group registered from chat", "folder", cg.Folder, "chat", cg.Chat, "by", in.User)
 	reply(fmt.Sprintf("Registered group %s on %s (workspace data/groups/%s).", cg.Folder, cg.Chat, cg.Folder))
 	return true
+}
+
+// RegisterAuthorizer is implemented by channels that decide who may
+// register groups from chat (Slack: slack.policy.starters).
+type RegisterAuthorizer interface {
+	AuthorizeRegister(ctx context.Context, user, chat string) error
+}
+
+// authorizeRegister lets the channel decide who may /register. The console
+// is the local operator's own terminal; any other channel that cannot say
+// is refused (deny by default): everyone in a shared chat could otherwise
+// give a new chat its own agent and containers.
+func authorizeRegister(ctx context.Context, ch channels.Channel, in channels.Inbound) error {
+	if a, ok := ch.(RegisterAuthorizer); ok {
+		return a.AuthorizeRegister(ctx, in.User, in.Chat)
+	}
+	if ch.Name() == "console" {
+		return nil
+	}
+	return fmt.Errorf("%s cannot tell who may register groups, so nobody may there: use the main group's Slack channel or the console", ch.Name())
 }
 
 // replyThread is where a reply to in goes: its thread, or a new thread

@@ -167,3 +167,50 @@ func TestTriggerMentionOrWord(t *testing.T) {
 		}
 	}
 }
+
+// On Slack, /register is for starters (slack.policy.starters: a user id or
+// a member of a group:S… user group): anyone else in the main group's
+// channel is told privately, and nothing is registered.
+func TestRegisterOnSlackNeedsAStarter(t *testing.T) {
+	const bob, carol = "U0BOB", "U0CAROL"
+	fake := groupsWorkspace(t)
+	fake.AddUser(bob, "Bob")
+	fake.AddUser(carol, "Carol")
+	fake.SetGroup("S0ADMINS", carol)
+	s := groupsSetup(fake, "")
+	base := s.configure
+	s.configure = func(c *config.Config) {
+		base(c)
+		c.Slack.Policy.Starters = []string{alice, "group:S0ADMINS"}
+	}
+	th := launch(t, s)
+
+	if _, err := fake.Mention(opsChat, bob, "/register C0NEW web"); err != nil {
+		t.Fatal(err)
+	}
+	refused := func() bool {
+		for _, e := range fake.Ephemerals(opsChat, bob) {
+			if strings.Contains(e.Text+string(e.Blocks), "only slack.policy.starters may") {
+				return true
+			}
+		}
+		return false
+	}
+	if !fake.WaitFor(10*time.Second, refused) {
+		t.Fatalf("bob was not told privately that he may not register; ephemerals: %+v, bot said: %v", fake.Ephemerals(opsChat, bob), fake.BotMessages(opsChat))
+	}
+	if _, err := th.store.GetGroup(context.Background(), "web"); err == nil {
+		t.Fatal("a non-starter registered group web")
+	}
+	if botSaid(fake, opsChat, "Registered group") {
+		t.Errorf("the refusal was public or the group was registered: %v", fake.BotMessages(opsChat))
+	}
+
+	if _, err := fake.Mention(opsChat, carol, "/register C0NEW web"); err != nil {
+		t.Fatal(err)
+	}
+	waitBot(t, fake, opsChat, "Registered group web on slack:C0NEW")
+	if g, err := th.store.GetGroup(context.Background(), "web"); err != nil || g.ChatID != newChat {
+		t.Fatalf("group registered by a member of a starters user group = %+v, %v", g, err)
+	}
+}

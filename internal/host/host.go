@@ -95,9 +95,12 @@ type Host struct {
 	deliveryBackoff Backoff
 
 	groups *groupTable
-	desk   *gate.Desk
-	runs   *runManager
-	chats  *chatRouter
+	// extraMounts are the configured groups' validated extra mounts
+	// (groups[].mounts), by folder.
+	extraMounts map[string][]container.Mount
+	desk        *gate.Desk
+	runs        *runManager
+	chats       *chatRouter
 
 	// ctx is the host's lifetime context: runs and chat workers hang off it.
 	ctx    context.Context
@@ -148,6 +151,11 @@ func New(opts Options) (*Host, error) {
 		deliveryBackoff: opts.DeliveryBackoff.withDefaults(), onReady: opts.OnReady,
 		chState: map[string]string{},
 	}
+	extra, problems := opts.Config.GroupMounts()
+	if err := mountRefusal(problems); err != nil {
+		return nil, err
+	}
+	h.extraMounts = extra
 	h.deliveryCtx, h.stopDelivery = context.WithCancel(context.Background())
 	h.groups = newGroupTable(h)
 	h.desk = gate.NewDesk(newStoreBook(opts.Store, opts.Logger), opts.Logger.With("component", "gates"))

@@ -1,8 +1,12 @@
 package host
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"nanohost/internal/config"
 
 	"nanohost/internal/container"
 	"nanohost/internal/container/protocol"
@@ -13,7 +17,8 @@ import (
 // request queues of the group's IPC directory (tasks/, messages/,
 // responses/), nested under the container's own IPC mount at /workspace/ipc
 // so `nanoagent ipc` finds them where the IPC protocol says; and skills/
-// read-only when the host has one.
+// read-only when the host has one; then the group's configured extra mounts
+// (already validated against the mount allowlist) under /workspace/extra.
 func (h *Host) groupMounts(folder string) []container.Mount {
 	dir := ipc.GroupDir(h.IPCRoot(), folder)
 	abs, err := filepath.Abs(dir)
@@ -29,5 +34,21 @@ func (h *Host) groupMounts(folder string) []container.Mount {
 			ms = append(ms, container.Mount{Source: skills, Target: "/workspace/skills", ReadOnly: true})
 		}
 	}
-	return ms
+	return append(ms, h.extraMounts[folder]...)
+}
+
+// mountRefusal is the error New returns when a group asks for a mount the
+// allowlist refuses: the host does not start with a group missing a
+// directory it was promised.
+func mountRefusal(problems []config.Problem) error {
+	var lines []string
+	for _, p := range problems {
+		if p.Blocking {
+			lines = append(lines, p.String())
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return errors.New("host: refusing to start: " + strings.Join(lines, "; "))
 }

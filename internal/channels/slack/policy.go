@@ -122,6 +122,11 @@ func newAuthorizer(p Policy, members groupLister, log *slog.Logger) *authorizer 
 
 func (a *authorizer) chatAllowed(chat string) bool { return slices.Contains(a.policy.Channels, chat) }
 
+var (
+	errNotEnabled = errors.New("nanohost is not enabled in this channel (an admin can add its id to slack.policy.channels)")
+	errNotStarter = errors.New("you are not allowed to start or change runs here (slack.policy.starters)")
+)
+
 // mayChange decides whether user may start, resume or cancel a run in chat.
 func (a *authorizer) mayChange(ctx context.Context, user, chat string, cmd channels.Command) error {
 	err := a.checkChange(ctx, user, chat)
@@ -131,16 +136,28 @@ func (a *authorizer) mayChange(ctx context.Context, user, chat string, cmd chann
 
 func (a *authorizer) checkChange(ctx context.Context, user, chat string) error {
 	if !a.chatAllowed(chat) {
-		return errors.New("nanohost is not enabled in this channel (an admin can add its id to slack.policy.channels)")
+		return errNotEnabled
 	}
 	ok, err := a.inAny(ctx, user, a.policy.Starters)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return errors.New("you are not allowed to start or change runs here (slack.policy.starters)")
+		return errNotStarter
 	}
 	return nil
+}
+
+// mayRegister decides whether user may register a group from chat (the
+// main group's /register): the same people who may start runs, since a
+// registered group gets its own agent, workspace and containers.
+func (a *authorizer) mayRegister(ctx context.Context, user, chat string) error {
+	err := a.checkChange(ctx, user, chat)
+	if errors.Is(err, errNotStarter) {
+		err = errors.New("you are not allowed to register groups (only slack.policy.starters may)")
+	}
+	a.logDecision("register_group", err, "user", user, "chat", chat)
+	return err
 }
 
 // mayAnswer decides whether user may answer gate g.

@@ -167,6 +167,13 @@ func (c *Channel) AuthorizeGateAnswer(ctx context.Context, user string, g channe
 	return c.auth.mayAnswer(ctx, user, g)
 }
 
+// AuthorizeRegister decides whether user may register a group from chat
+// (/register in the main group's channel): only slack.policy.starters may.
+// The error's text is shown to the user.
+func (c *Channel) AuthorizeRegister(ctx context.Context, user, chat string) error {
+	return c.auth.mayRegister(ctx, user, chat)
+}
+
 // UserName implements channels.UserNamer (users.info, cached).
 func (c *Channel) UserName(ctx context.Context, user string) string { return c.names.get(ctx, user) }
 
