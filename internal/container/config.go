@@ -217,6 +217,13 @@ func timezoneFrom(env, etc string) string {
 	return ""
 }
 
+// DefaultAgentUID and DefaultAgentGID are the container user when the host
+// runs as root and root owns the workspace: agents never run as root.
+const (
+	DefaultAgentUID = 1000
+	DefaultAgentGID = 1000
+)
+
 // resolveUser picks the container user for a workspace. Never root: an
 // explicit User wins; a non-root host runs agents as itself (so files in the
 // workspace keep their owner); a root host uses the workspace owner, or
@@ -233,7 +240,7 @@ func resolveUser(configured, workspace string) (uid, gid int, err error) {
 			return int(sys.Uid), int(sys.Gid), nil
 		}
 	}
-	return 1000, 1000, nil
+	return DefaultAgentUID, DefaultAgentGID, nil
 }
 
 func parseUser(s string) (int, int, error) {

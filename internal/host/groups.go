@@ -9,9 +9,11 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 
 	"nanohost/internal/channels"
 	"nanohost/internal/config"
+	"nanohost/internal/container"
 	"nanohost/internal/ipc"
 	"nanohost/internal/store"
 )
@@ -96,14 +98,41 @@ func (t *groupTable) prepareFolders(g store.Group) error {
 			return fmt.Errorf("create memory of group %s: %w", g.Folder, err)
 		}
 	}
+	if err := handToAgents(dir, memory); err != nil {
+		return fmt.Errorf("give the workspace of group %s to its agents: %w", g.Folder, err)
+	}
 	// The IPC directories stay owned by this process's user: agents run
 	// as the workspace owner (see container.resolveUser), who is us unless
 	// the host runs as root — then the directories are opened up.
-	uid := -1
+	uid, gid := -1, -1
 	if os.Geteuid() == 0 {
-		uid = 1000
+		uid, gid = container.DefaultAgentUID, container.DefaultAgentGID
 	}
-	return ipc.EnsureGroup(t.h.IPCRoot(), g.Folder, uid, uid)
+	return ipc.EnsureGroup(t.h.IPCRoot(), g.Folder, uid, gid)
+}
+
+// handToAgents lets agents work in a workspace a root host created. Agents
+// run as the workspace owner (container.resolveUser), or as the default
+// agent user when root owns it — who could then not write a single file. So
+// a root host gives a root-owned workspace (and its memory file) to the
+// default agent user; a workspace someone else owns is left alone.
+func handToAgents(paths ...string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	for _, p := range paths {
+		st, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); !ok || sys.Uid != 0 || st.Mode()&os.ModeSymlink != 0 {
+			continue
+		}
+		if err := os.Lchown(p, container.DefaultAgentUID, container.DefaultAgentGID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (t *groupTable) reload(ctx context.Context) error {

@@ -47,3 +47,27 @@ func TestGroupExtraMountReachesToolContainers(t *testing.T) {
 		t.Errorf("the tool wrote into a read-only extra mount")
 	}
 }
+
+// Agents work in their group's workspace: a tool container (never root)
+// can create files there, and the host sees them — also when the host runs
+// as root and created the folder itself.
+func TestAgentsCanWriteTheirGroupWorkspace(t *testing.T) {
+	docker := requireDocker(t)
+	e := start(t, docker, setup{script: map[string]any{"default": "[outcome:success]"}})
+	writeIPCRequest(t, e.cfg.DataDir, "main", "tasks", "write-1", map[string]any{
+		"type": "start_pipeline", "dot": `digraph W {
+    start [shape=Mdiamond]
+    write [shape=parallelogram, tool_command="echo built > made-by-agent.txt"]
+    exit  [shape=Msquare]
+    start -> write -> exit
+}`,
+	})
+	if resp := readResponse(t, e.cfg.DataDir, "main", "write-1"); resp["status"] != "accepted" {
+		t.Fatalf("start_pipeline response = %v", resp)
+	}
+	e.screen.waitFor(t, "Pipeline complete", 1, 60*time.Second)
+	got, err := os.ReadFile(filepath.Join(e.cfg.DataDir, "groups", "main", "made-by-agent.txt"))
+	if err != nil || string(got) != "built\n" {
+		t.Fatalf("file the agent wrote in its workspace: %q, %v", got, err)
+	}
+}
