@@ -99,14 +99,12 @@ func (s *Server) runRow(r store.Run) runRow {
 	return row
 }
 
+// costText is the chat's cost wording, with a dash for an unknown cost.
 func costText(usd float64) string {
-	if usd <= 0 {
-		return "—"
+	if s := channels.FormatCost(usd); s != "" {
+		return s
 	}
-	if usd < 0.01 {
-		return "<$0.01"
-	}
-	return fmt.Sprintf("$%.2f", usd)
+	return "—"
 }
 
 func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
