@@ -20,7 +20,16 @@ import (
 )
 
 // Image is the test agent image: FROM scratch, static nanoagent and busybox.
-const Image = "nanohost-agent:test"
+// NANOHOST_TEST_IMAGE names another tag (scripts/test-image.sh honours it
+// too), so checkouts that build different agents can test side by side.
+var Image = imageName()
+
+func imageName() string {
+	if name := os.Getenv("NANOHOST_TEST_IMAGE"); name != "" {
+		return name
+	}
+	return "nanohost-agent:test"
+}
 
 var (
 	once     sync.Once

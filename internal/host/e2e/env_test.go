@@ -23,11 +23,13 @@ import (
 	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/config"
 	"nanohost/internal/container"
+	"nanohost/internal/container/containertest"
 	"nanohost/internal/host"
 	"nanohost/internal/store"
 )
 
-const testImage = "nanohost-agent:test"
+// testImage honours NANOHOST_TEST_IMAGE, as every Docker test does.
+var testImage = containertest.Image
 
 var (
 	imageOnce sync.Once
