@@ -366,3 +366,68 @@ func TestHelpHasExamples(t *testing.T) {
 		}
 	}
 }
+
+// Issue 13: graphs their authors consider valid — StrongDM's reference
+// dotfiles among them — validate through the CLI: custom outcomes
+// (outcome=needs_dod), other dialects' status spellings (outcome=succeeded),
+// unqualified dotted keys (tool.verify.output=pass), weight="2.0", and nodes
+// reached only through a retry target.
+func TestValidateOtherProjectsPipelines(t *testing.T) {
+	root := corpustest.Dir(t)
+	for _, rel := range []string{
+		"strongdm-reference-dotfiles-via-kilroy/consensus_task.dot",
+		"strongdm-reference-dotfiles-via-kilroy/semport.dot",
+		"kilroy/skills__create-dotfile__reference_template.dot",
+		"fabro/test__attractor__reference_template.dot",
+		"samueljklee-attractor/examples__compound_conditions.dot",
+		"samueljklee-attractor/examples__edge_weights.dot",
+		"2389-research-tracker/examples__ask_and_execute.dot",
+	} {
+		v, r := validateJSON(t, "", filepath.Join(root, rel))
+		if r.code != 0 || !v.Valid {
+			t.Errorf("%s: exit %d, valid %v:\n%s", rel, r.code, v.Valid, r.stdout)
+		}
+	}
+	const reachedByRetry = `digraph G {
+    graph [fallback_retry_target=recover]
+    start [shape=Mdiamond]
+    exit [shape=Msquare]
+    work [prompt="Work", retry_target=fix]
+    fix [prompt="Fix"]
+    recover [prompt="Recover"]
+    start -> work -> exit [weight="2.0"]
+    fix -> work
+    recover -> exit
+}`
+	if v, r := validateJSON(t, "", writeDOT(t, "retry.dot", reachedByRetry)); r.code != 0 || !v.Valid {
+		t.Errorf("nodes reached through retry targets: exit %d:\n%s", r.code, r.stdout)
+	}
+}
+
+// A misspelt status is a warning naming the status (the pipeline still
+// runs); a fractional weight is an error naming the integers around it.
+func TestValidateOutcomeTypoWarnsAndFractionalWeightFails(t *testing.T) {
+	typo := writeDOT(t, "typo.dot", `digraph G {
+    start [shape=Mdiamond]
+    exit [shape=Msquare]
+    a [prompt="A"]
+    start -> a
+    a -> exit [condition="outcome=sucess"]
+    a -> a [condition="outcome=fail"]
+}`)
+	r := runNanohost(t, "", "pipeline", "validate", typo)
+	if r.code != 0 || !strings.Contains(r.stdout, typo+`:6:27: warning [condition_syntax] edge a -> exit: condition "outcome=sucess": outcome "sucess" is a custom outcome, not the status success`) ||
+		!strings.Contains(r.stdout, "(fix: did you mean outcome=success?") {
+		t.Errorf("exit %d:\n%s", r.code, r.stdout)
+	}
+	frac := writeDOT(t, "frac.dot", `digraph G {
+    start [shape=Mdiamond]
+    exit [shape=Msquare]
+    start -> exit [weight="2.5"]
+}`)
+	v, r := validateJSON(t, "", frac)
+	if r.code != 2 || v.Valid || len(v.Diagnostics) != 1 || v.Diagnostics[0].Rule != "attr_type" ||
+		v.Diagnostics[0].Message != `edge start -> exit: weight="2.5" is not a whole number` || v.Diagnostics[0].Fix != "write weight=2 (or 3)" {
+		t.Errorf("exit %d: %s", r.code, r.stdout)
+	}
+}

@@ -185,6 +185,42 @@ func TestPipelineRunSumsUsageAndStopsAtItsBudget(t *testing.T) {
 	}
 }
 
+// A stage may report an outcome word of the pipeline's own; conditions route
+// on it, and for the goal gate it counts as done (issue 13).
+func TestPipelineRunRoutesOnACustomOutcome(t *testing.T) {
+	dir := t.TempDir()
+	dot := writeFile(t, dir, "dod.dot", `digraph DoD {
+    start [shape=Mdiamond]
+    exit [shape=Msquare]
+    check [prompt="Is there a definition of done?", goal_gate=true, retry_target=check]
+    define [prompt="Write one"]
+    plan [prompt="Plan"]
+    start -> check
+    check -> define [condition="outcome=needs_dod"]
+    check -> plan [condition="outcome=has_dod"]
+    define -> plan -> exit
+}`)
+	script := writeFile(t, dir, "s.json", `{"nodes": {"check": ["None given. [outcome:needs_dod]"]}, "default": "[outcome:success]"}`)
+	r := runNanohost(t, "", "pipeline", "run", dot, "--script", script, "--logs", filepath.Join(dir, "run"), "--json")
+	res := decodeRun(t, r)
+	if r.code != 0 || res.Status != "success" || !slices.Equal(res.Path, []string{"start", "check", "define", "plan", "exit"}) {
+		t.Fatalf("exit %d, status %s, path %v\n%s", r.code, res.Status, res.Path, r.stderr)
+	}
+	var status struct{ Outcome string }
+	if err := json.Unmarshal([]byte(readFileT(t, filepath.Join(dir, "run", "check", "status.json"))), &status); err != nil || status.Outcome != "needs_dod" {
+		t.Errorf("check/status.json outcome %q (%v)", status.Outcome, err)
+	}
+}
+
+func readFileT(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
 func TestPipelineRunExitStatuses(t *testing.T) {
 	dir := t.TempDir()
 	dot := writeFile(t, dir, "smoke.dot", smokeDOT)

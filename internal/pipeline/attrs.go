@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"maps"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -45,17 +46,27 @@ func (e *AttrError) Error() string {
 	return fmt.Sprintf("attribute %s=%q is not %s (for example %s=%s)", e.Key, e.Value, e.Want, e.Key, e.Example)
 }
 
-// Int returns key as an integer, def when unset or empty.
+// Int returns key as an integer, def when unset or empty. An integral
+// number written as a float ("2.0", "1e3") is that integer: pipelines from
+// other implementations write weights that way, and nothing is lost. A
+// fractional value ("2.5") is an error whose Example is the nearest integers.
 func (a Attrs) Int(key string, def int) (int, error) {
 	v := strings.TrimSpace(a[key])
 	if v == "" {
 		return def, nil
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return def, &AttrError{Key: key, Value: a[key], Want: "an integer", Example: "3"}
+	if n, err := strconv.Atoi(v); err == nil {
+		return n, nil
 	}
-	return n, nil
+	f, err := strconv.ParseFloat(v, 64)
+	switch {
+	case err != nil || math.IsInf(f, 0) || math.IsNaN(f) || math.Abs(f) > 1<<53:
+		return def, &AttrError{Key: key, Value: a[key], Want: "an integer", Example: "3"}
+	case f != math.Trunc(f):
+		return def, &AttrError{Key: key, Value: a[key], Want: "a whole number",
+			Example: fmt.Sprintf("%d (or %d)", int64(math.Floor(f)), int64(math.Ceil(f)))}
+	}
+	return int(f), nil
 }
 
 // Float returns key as a float, def when unset or empty.

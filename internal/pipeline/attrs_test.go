@@ -8,13 +8,14 @@ import (
 )
 
 func TestAttrsInt(t *testing.T) {
-	a := Attrs{"n": "3", "neg": "-1", "sp": " 7 ", "empty": "", "bad": "3.5", "word": "many"}
-	for key, want := range map[string]int{"n": 3, "neg": -1, "sp": 7, "empty": 42, "missing": 42} {
+	a := Attrs{"n": "3", "neg": "-1", "sp": " 7 ", "empty": "", "bad": "3.5", "word": "many",
+		"float": "2.0", "negfloat": "-1.0", "exp": "1e3", "inf": "1e400"}
+	for key, want := range map[string]int{"n": 3, "neg": -1, "sp": 7, "empty": 42, "missing": 42, "float": 2, "negfloat": -1, "exp": 1000} {
 		if got, err := a.Int(key, 42); err != nil || got != want {
 			t.Errorf("Int(%s) = %d, %v; want %d", key, got, err, want)
 		}
 	}
-	for _, key := range []string{"bad", "word"} {
+	for _, key := range []string{"bad", "word", "inf"} {
 		got, err := a.Int(key, 42)
 		var ae *AttrError
 		if !errors.As(err, &ae) || got != 42 || ae.Key != key || ae.Value != a[key] {
@@ -23,6 +24,11 @@ func TestAttrsInt(t *testing.T) {
 	}
 	_, err := a.Int("word", 0)
 	if want := `attribute word="many" is not an integer (for example word=3)`; err.Error() != want {
+		t.Errorf("error text %q, want %q", err, want)
+	}
+	// A fractional value names the integers it lies between.
+	_, err = a.Int("bad", 0)
+	if want := `attribute bad="3.5" is not a whole number (for example bad=3 (or 4))`; err.Error() != want {
 		t.Errorf("error text %q, want %q", err, want)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"nanohost/internal/pipeline"
 )
 
 // Parse reads the tags in an agent's response.
@@ -142,8 +144,11 @@ func (s *scanner) apply(t tag) {
 	case tagOutcome:
 		st := NormalizeStatus(v)
 		if st == "" {
-			s.warn(t, "unknown outcome %q; use success, partial_success, retry, fail or skipped", v)
+			s.warn(t, "%q is not an outcome; use success, partial_success, retry, fail, skipped or a custom outcome word (letters, digits, _)", v)
 			return
+		}
+		if typo := pipeline.OutcomeTypo(st); typo != "" {
+			s.warn(t, "%q is taken as a custom outcome; did you mean %s?", v, typo)
 		}
 		s.p.Status = st
 	case tagPreferredLabel:

@@ -40,13 +40,29 @@ func TestParseTags(t *testing.T) {
 			want: Parsed{Status: "fail"},
 		},
 		{
-			name:  "unknown outcome is removed, warned and does not override",
-			text:  "ok [outcome:success]\n[outcome:done]",
+			name: "a custom outcome word is an outcome",
+			text: "ok [outcome:success]\n[outcome:Needs-DoD]",
+			want: Parsed{Status: "needs_dod", Clean: "ok"},
+		},
+		{
+			name: "succeeded is success",
+			text: "[outcome:succeeded]",
+			want: Parsed{Status: "success"},
+		},
+		{
+			name:  "a misspelt status is a custom outcome, with a warning",
+			text:  "[outcome:succes]",
+			want:  Parsed{Status: "succes"},
+			warns: 1,
+		},
+		{
+			name:  "a non-word outcome is removed, warned and does not override",
+			text:  "ok [outcome:success]\n[outcome:<success|fail>]",
 			want:  Parsed{Status: "success", Clean: "ok"},
 			warns: 1,
 		},
 		{
-			name:  "unknown outcome alone leaves no status",
+			name:  "a non-word outcome alone leaves no status",
 			text:  "[outcome:<success|fail>]",
 			want:  Parsed{},
 			warns: 1,
@@ -138,8 +154,8 @@ func TestParseTags(t *testing.T) {
 }
 
 func TestParseWarningSaysWhatToWrite(t *testing.T) {
-	p := Parse("[outcome:done]")
-	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], `"done"`) || !strings.Contains(p.Warnings[0], "partial_success") {
+	p := Parse("[outcome:done!]")
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], `"done!"`) || !strings.Contains(p.Warnings[0], "partial_success") {
 		t.Fatalf("warning should name the bad value and the valid ones: %q", p.Warnings)
 	}
 }
@@ -147,7 +163,8 @@ func TestParseWarningSaysWhatToWrite(t *testing.T) {
 func TestNormalizeStatus(t *testing.T) {
 	for in, want := range map[string]string{
 		"SUCCESS": "success", " partial success ": "partial_success", "Retry": "retry",
-		"failure": "fail", "skipped": "skipped", "done": "", "": "",
+		"failure": "fail", "skipped": "skipped", "succeeded": "success", "done": "done", "needs-DoD": "needs_dod",
+		"<success|fail>": "", "done!": "", "": "",
 	} {
 		if got := NormalizeStatus(in); got != want {
 			t.Errorf("NormalizeStatus(%q) = %q, want %q", in, got, want)

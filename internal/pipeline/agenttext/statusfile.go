@@ -33,7 +33,8 @@ var statusFileAliases = [][2]string{
 
 // ParseStatusFile reads and validates a status.json. Unknown fields are
 // ignored so that tools can add their own; the known ones must have the
-// right type, and the outcome must be one of the five statuses.
+// right type, and the outcome must be one of the five statuses or a custom
+// outcome word (pipeline.NormalizeOutcome).
 func ParseStatusFile(data []byte) (StatusFile, error) {
 	var sf StatusFile
 	if len(data) > MaxStatusFileSize {
@@ -61,7 +62,7 @@ func ParseStatusFile(data []byte) (StatusFile, error) {
 	}
 	sf.Outcome = NormalizeStatus(outcome)
 	if sf.Outcome == "" {
-		return sf, fmt.Errorf(`status file: unknown outcome %q; use success, partial_success, retry, fail or skipped`, outcome)
+		return sf, fmt.Errorf(`status file: %q is not an outcome; use success, partial_success, retry, fail, skipped or a custom outcome word (letters, digits, _)`, outcome)
 	}
 	if err := decodeField(fields, "preferred_next_label", &sf.PreferredLabel); err != nil {
 		return sf, err

@@ -9,6 +9,8 @@ package agenttext
 
 import (
 	"strings"
+
+	"nanohost/internal/pipeline"
 )
 
 // Tag names. Matching is case-insensitive and treats '-' like '_', so
@@ -23,7 +25,8 @@ const (
 // Parsed is what Parse found in an agent response.
 type Parsed struct {
 	// Status is the normalised status of the last valid [outcome:…] tag:
-	// success, fail, partial_success, retry or skipped; "" when there is none.
+	// success, fail, partial_success, retry, skipped or a custom outcome
+	// word of the pipeline's own (needs_dod); "" when there is none.
 	Status string
 	// PreferredLabel is the value of the last non-empty [preferred_label:…] tag.
 	PreferredLabel string
@@ -34,8 +37,9 @@ type Parsed struct {
 	// Clean is the text with every tag removed, for showing to humans.
 	Clean string
 	// Warnings describe tags that were removed but not understood (an
-	// unknown outcome, a context tag without '='), so the engine can tell
-	// the pipeline author instead of silently ignoring them.
+	// outcome that is not a word, a context tag without '='), or a custom
+	// outcome that looks like a misspelt status, so the engine can tell the
+	// pipeline author instead of silently ignoring them.
 	Warnings []string
 }
 
@@ -98,17 +102,13 @@ func unquote(v string) string {
 	return v
 }
 
-// NormalizeStatus maps an outcome spelling to its canonical form: case
-// is ignored, '-' and ' ' count as '_', and failure/failed mean fail. It
-// returns "" for anything else. It agrees with engine.ParseStatus.
+// NormalizeStatus maps an outcome spelling to its canonical form
+// (pipeline.NormalizeOutcome): case is ignored, '-' and ' ' count as '_',
+// failure/failed mean fail and succeeded success; any other word is a
+// custom outcome (needs_dod). It returns "" for anything that is not an
+// outcome (a placeholder such as <success|fail>). It agrees with
+// engine.ParseStatus and with edge conditions.
 func NormalizeStatus(s string) string {
-	norm := strings.ToLower(strings.TrimSpace(s))
-	norm = strings.NewReplacer("-", "_", " ", "_").Replace(norm)
-	switch norm {
-	case "success", "partial_success", "retry", "fail", "skipped":
-		return norm
-	case "failure", "failed":
-		return "fail"
-	}
-	return ""
+	norm, _ := pipeline.NormalizeOutcome(s)
+	return norm
 }

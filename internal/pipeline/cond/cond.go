@@ -2,20 +2,23 @@
 //
 //	ConditionExpr ::= Clause ( '&&' Clause )*
 //	Clause        ::= Key ( '=' | '!=' ) Literal | Key
-//	Key           ::= 'outcome' | 'preferred_label' | 'context.' Path | Identifier
+//	Key           ::= 'outcome' | 'preferred_label' | 'context.' Path | Path
+//	Path          ::= Identifier ( '.' Identifier )*
 //
 // Parsing is strict: operators the grammar lacks (==, ||, <, >, !x, contains)
 // are errors with a fix, so a typo never silently turns into a condition
-// that can never match.
+// that can never match. An unqualified key, dotted or not
+// (tool.verify.output, human.gate.selected), is a direct context lookup
+// (§10.4). outcome=<word> may name one of the five statuses or a custom
+// outcome of the pipeline's own (outcome=needs_dod); see
+// pipeline.NormalizeOutcome.
 package cond
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"nanohost/internal/pipeline"
-	"nanohost/internal/pipeline/lint/didyoumean"
 )
 
 // Op is a clause operator.
@@ -52,9 +55,6 @@ type SyntaxError struct {
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("condition %q: %s (at offset %d)", e.Source, e.Msg, e.Offset)
 }
-
-// outcomeValues are the statuses `outcome` can take.
-var outcomeValues = []string{"success", "partial_success", "retry", "fail", "skipped"}
 
 // Parse reads a condition. An empty (or all-blank) source is always true.
 func Parse(src string) (*Expr, error) {
@@ -99,8 +99,10 @@ var foreign = []struct{ token, msg, fix string }{
 	{"<=", "'<=' is not supported", "compare for equality with '=' or '!=', or set a context flag and test it"},
 	{"<", "'<' is not supported", "compare for equality with '=' or '!=', or set a context flag and test it"},
 	{">", "'>' is not supported", "compare for equality with '=' or '!=', or set a context flag and test it"},
-	{" contains ", "'contains' is not supported", "compare for equality with '=' or '!='"},
-	{" matches ", "'matches' is not supported", "compare for equality with '=' or '!='"},
+	{" contains ", "'contains' is not supported (the spec lists it as a future extension, §10.7)",
+		"compare for equality with '=' or '!=': have the stage decide and report it — a tool_command that exits 0 when its output has the text (grep -q) routes on outcome=success / outcome=fail"},
+	{" matches ", "'matches' is not supported (the spec lists it as a future extension, §10.7)",
+		"compare for equality with '=' or '!=': have the stage decide and report it, e.g. [context:ready=true] tested with context.ready=true"},
 	{" and ", "'and' is not an operator", "use '&&': outcome=success && context.ready=true"},
 	{" or ", "'or' is not supported", "conditions are AND-only: use one edge per alternative"},
 }
@@ -185,21 +187,12 @@ func checkKey(src, key string, offset int) error {
 	if key == "" {
 		return &SyntaxError{src, offset, "missing key before the operator", "write key=value, e.g. outcome=success"}
 	}
-	switch {
-	case key == "outcome", key == "preferred_label":
-		return nil
-	case strings.HasPrefix(key, "context."):
-		if pipeline.IsQualifiedID(strings.TrimPrefix(key, "context.")) {
-			return nil
-		}
-	case pipeline.IsIdentifier(key):
-		return nil
+	path := strings.TrimPrefix(key, "context.")
+	if pipeline.IsQualifiedID(path) {
+		return nil // outcome, preferred_label, or a context key with or without its prefix
 	}
-	fix := "use outcome, preferred_label, context.<key> or a bare context key"
-	if pipeline.IsQualifiedID(key) {
-		fix = fmt.Sprintf("prefix context keys with 'context.': context.%s", key)
-	}
-	return &SyntaxError{src, offset, fmt.Sprintf("unknown key %q", key), fix}
+	return &SyntaxError{src, offset, fmt.Sprintf("malformed key %q", key),
+		"a key is outcome, preferred_label or a context key: identifiers joined by dots, such as context.tests_passed or tool.exit_code"}
 }
 
 func parseLiteral(src, v string, offset int) (string, error) {
@@ -221,21 +214,10 @@ func parseLiteral(src, v string, offset int) (string, error) {
 }
 
 func checkOutcome(src, lit string, offset int) (string, error) {
-	norm := strings.ReplaceAll(strings.ToLower(lit), "-", "_")
-	if slices.Contains(outcomeValues, norm) {
+	if norm, ok := pipeline.NormalizeOutcome(lit); ok {
 		return norm, nil
 	}
-	return "", &SyntaxError{src, offset, fmt.Sprintf("outcome is never %q", lit), outcomeFix(lit, norm)}
-}
-
-// outcomeFix suggests the status meant by a typo, or else how to route on a
-// custom result (other dialects write outcome=needs_dod): the stage reports
-// it as its preferred label or a context value, which conditions can test.
-func outcomeFix(lit, norm string) string {
-	statuses := "outcome is one of " + strings.Join(outcomeValues, ", ")
-	if guess := didyoumean.Closest(norm, outcomeValues); guess != "" {
-		return fmt.Sprintf("did you mean %s? %s", guess, statuses)
-	}
-	return fmt.Sprintf("%s; to route on a custom result, have the stage report it as its preferred label "+
-		"and test preferred_label=%s (or set a context key and test context.<key>=%s)", statuses, lit, lit)
+	return "", &SyntaxError{src, offset, fmt.Sprintf("outcome is never %q", lit),
+		"outcome is one of " + strings.Join(pipeline.OutcomeStatuses, ", ") +
+			", or a custom outcome word of your own (letters, digits and _, such as needs_dod) that the stage reports with [outcome:needs_dod]"}
 }

@@ -7,7 +7,8 @@ import (
 )
 
 func TestEvalSpecExamples(t *testing.T) {
-	ctx := map[string]any{"tests_passed": "true", "loop_state": "running", "context.flag": "x", "count": 3}
+	ctx := map[string]any{"tests_passed": "true", "loop_state": "running", "context.flag": "x", "count": 3,
+		"tool.verify.output": "pass", "human.gate.selected": "A", "graph.goal": "ship"}
 	tests := []struct {
 		cond    string
 		outcome string
@@ -36,6 +37,20 @@ func TestEvalSpecExamples(t *testing.T) {
 		{`context.loop_state="running"`, "", "", true}, // quoted literal
 		{"OUTCOME_X", "", "", false},
 		{"outcome=SUCCESS", "success", "", true}, // outcome literals are normalised
+		// Custom outcomes (§10.2: any literal) compare in their normalised form.
+		{"outcome=needs_dod", "needs_dod", "", true},
+		{"outcome=Needs-DoD", "needs_dod", "", true},
+		{"outcome=needs_dod", "success", "", false},
+		{"outcome!=needs_dod", "has_dod", "", true},
+		// Other dialects' spellings of the statuses.
+		{"outcome=succeeded", "success", "", true},
+		{"outcome=failed", "fail", "", true},
+		// Unqualified keys, dotted or not, are direct context lookups (§10.4).
+		{"tool.verify.output=pass", "success", "", true},
+		{"human.gate.selected=A", "success", "", true},
+		{"graph.goal=ship", "success", "", true},
+		{"context.tool.verify.output=pass", "success", "", true},
+		{"tool.verify.output=fail", "success", "", false},
 	}
 	for _, tt := range tests {
 		got, err := Eval(tt.cond, Vars{Outcome: tt.outcome, PreferredLabel: tt.label, Lookup: LookupMap(ctx)})
@@ -62,15 +77,16 @@ func TestParseRejectsWhatTheGrammarLacks(t *testing.T) {
 		{"context.n >= 3", "'>='", "equality"},
 		{"!context.done", "negation", "context.done!=true"},
 		{"context.msg contains error", "'contains'", "equality"},
-		{"outcome=succes", `never "succes"`, "did you mean success?"},
-		{"outcome=needs_dod", `never "needs_dod"`, "test preferred_label=needs_dod"},
-		{"human.gate.label=Approve", `unknown key "human.gate.label"`, "context.human.gate.label"},
+		{`outcome="<success|fail>"`, `never "<success|fail>"`, "custom outcome word"},
+		{"outcome=", `never ""`, "one of success"},
+		{"tool..output=x", `malformed key "tool..output"`, "identifiers joined by dots"},
+		{"tool.exit-code=0", `malformed key "tool.exit-code"`, "identifiers joined by dots"},
 		{"outcome=success &&", "empty clause", "remove the extra &&"},
 		{"outcome=success & context.x=1", "single '&'", "&&"},
 		{`context.x="open`, "unterminated", "close the quote"},
 		{"context.x=two words", "spaces", "quote the value"},
 		{"=success", "missing key", "key=value"},
-		{"context.=x", "unknown key", ""},
+		{"context.=x", "malformed key", ""},
 		{"outcome=success and context.x=1", "'and'", "'&&'"},
 	}
 	for _, tt := range tests {

@@ -3,7 +3,8 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
+
+	"nanohost/internal/pipeline"
 )
 
 // Status is a stage outcome status (spec §5.2).
@@ -17,22 +18,29 @@ const (
 	StatusSkipped        Status = "skipped"
 )
 
-// ParseStatus reads a status case-insensitively; "partial-success" and
-// "partial success" are accepted spellings of partial_success.
+// ParseStatus reads a status the way edge conditions do
+// (pipeline.NormalizeOutcome): case-insensitive, "partial-success" and
+// "partial success" for partial_success, failed/failure for fail,
+// succeeded for success — and any other word as a custom outcome of the
+// pipeline's own (needs_dod), which conditions route on.
 func ParseStatus(s string) (Status, error) {
-	norm := strings.ToLower(strings.TrimSpace(s))
-	norm = strings.NewReplacer("-", "_", " ", "_").Replace(norm)
-	switch Status(norm) {
-	case StatusSuccess, StatusPartialSuccess, StatusRetry, StatusFail, StatusSkipped:
-		return Status(norm), nil
-	case "failure", "failed":
-		return StatusFail, nil
+	norm, ok := pipeline.NormalizeOutcome(s)
+	if !ok {
+		return "", fmt.Errorf("%q is not an outcome (want success, partial_success, retry, fail, skipped, or a custom outcome word of letters, digits and _)", s)
 	}
-	return "", fmt.Errorf("unknown outcome %q (want success, partial_success, retry, fail or skipped)", s)
+	return Status(norm), nil
 }
 
-// IsSuccess reports whether the status satisfies a goal gate.
-func (s Status) IsSuccess() bool { return s == StatusSuccess || s == StatusPartialSuccess }
+// IsCustom reports whether s is a custom outcome (needs_dod), not one of
+// the five statuses.
+func (s Status) IsCustom() bool { return s != "" && !pipeline.IsCanonicalOutcome(string(s)) }
+
+// IsSuccess reports whether the stage did its work: SUCCESS,
+// PARTIAL_SUCCESS or a custom outcome. Such a stage satisfies a goal gate,
+// is not retried, and counts as a succeeded parallel branch.
+func (s Status) IsSuccess() bool {
+	return s == StatusSuccess || s == StatusPartialSuccess || s.IsCustom()
+}
 
 // Outcome is the result of executing a node (spec §5.2).
 type Outcome struct {

@@ -395,14 +395,14 @@ func branchResults(cx *Context) ([]BranchResult, error) {
 }
 
 func statusRank(s Status) int {
-	switch s {
-	case StatusSuccess:
+	switch {
+	case s == StatusSuccess, s.IsCustom(): // a custom outcome is a completed stage
 		return 0
-	case StatusPartialSuccess:
+	case s == StatusPartialSuccess:
 		return 1
-	case StatusRetry:
+	case s == StatusRetry:
 		return 2
-	case StatusSkipped:
+	case s == StatusSkipped:
 		return 3
 	}
 	return 4

@@ -51,6 +51,9 @@ type Attribute struct {
 	Example string // a valid value, for fixes
 	// Graphviz marks layout/cosmetic attributes: valid, ignored by the engine.
 	Graphviz bool
+	// Hint, when set, is the fix for a value of the wrong type (instead of
+	// "write key=Example").
+	Hint string
 }
 
 // FidelityModes are the fidelity modes of spec §5.4, for messages.
@@ -103,7 +106,11 @@ var Attributes = []Attribute{
 	{Key: "type", Scope: NodeScope, Example: `"wait.human"`},
 	{Key: "prompt", Scope: NodeScope, Example: `"Implement the plan"`},
 	{Key: "max_retries", Scope: NodeScope, Kind: KindInt, HasMin: true, Min: 0, Example: "3"},
-	{Key: "goal_gate", Scope: NodeScope, Kind: KindBool, Example: "true"},
+	{Key: "goal_gate", Scope: NodeScope, Kind: KindBool, Example: "true",
+		// Some implementations put a condition or a description here, on
+		// the exit node; Attractor's goal gate is a flag on a stage.
+		Hint: "goal_gate is true or false on the stage that must succeed before the run may exit (§3.4), not a condition: " +
+			"write goal_gate=true (with retry_target) on that stage, and route on outcomes with edge conditions"},
 	{Key: "fidelity", Scope: ne, Example: "compact"},
 	{Key: "thread_id", Scope: all, Example: `"loop-a"`},
 	{Key: "class", Scope: NodeScope, Example: `"code,critical"`},

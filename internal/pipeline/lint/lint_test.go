@@ -102,6 +102,13 @@ func TestRulesFire(t *testing.T) {
     a [prompt="x"]
     start -> a
 }`, Options{}, want{rule: "terminal_node", severity: "error", message: "no exit node", fix: "exit [shape=Msquare]"}},
+		{"reachability only from an orphan's own retry target", `digraph g {
+    start [shape=Mdiamond]
+    exit [shape=Msquare]
+    island [prompt="x", retry_target=island]
+    start -> exit
+    island -> exit
+}`, Options{}, want{rule: "reachability", severity: "error", node: "island", line: 4, message: "no edge or retry target leads to it"}},
 		{"reachability orphan", `digraph g {
     start [shape=Mdiamond]
     exit [shape=Msquare]
@@ -129,14 +136,20 @@ func TestRulesFire(t *testing.T) {
     start -> exit [condition="outcome==success"]
 }`, Options{}, want{rule: "condition_syntax", severity: "error", edge: &pipeline.EdgeRef{From: "start", To: "exit"}, line: 4, col: 38,
 			message: `condition "outcome==success": '==' is not an operator`, fix: "use a single '='"}},
-		{"condition_syntax unknown key path", `digraph g {
+		{"condition_syntax malformed key path", `digraph g {
     start [shape=Mdiamond]
     exit [shape=Msquare]
     start -> exit [
         label="go",
-        condition="outcome=success && tests.passed=true"
+        condition="outcome=success && tests..passed=true"
     ]
-}`, Options{}, want{rule: "condition_syntax", severity: "error", line: 6, col: 39, message: `unknown key "tests.passed"`, fix: "context.tests.passed"}},
+}`, Options{}, want{rule: "condition_syntax", severity: "error", line: 6, col: 39, message: `malformed key "tests..passed"`, fix: "identifiers joined by dots"}},
+		{"condition_syntax misspelt status", `digraph g {
+    start [shape=Mdiamond]
+    exit [shape=Msquare]
+    start -> exit [condition="context.ready=true && outcome=succes"]
+}`, Options{}, want{rule: "condition_syntax", severity: "warning", edge: &pipeline.EdgeRef{From: "start", To: "exit"}, line: 4, col: 53,
+			message: `outcome "succes" is a custom outcome, not the status success`, fix: "did you mean outcome=success?"}},
 		{"condition_syntax stop_condition", `digraph g {
     start [shape=Mdiamond]
     boss [shape=house, label="Supervise", manager.stop_condition="context.done || context.failed"]
@@ -284,6 +297,14 @@ func TestRulesFire(t *testing.T) {
     exit [shape=Msquare]
     start -> fan -> exit
 }`, Options{}, want{rule: "attr_type", severity: "error", node: "fan", line: 3, message: `join_quorum="half" is not a number`, fix: "join_quorum=0.5"}},
+		{"attr_type fractional integer", `digraph g {
+    start [shape=Mdiamond]
+    a [prompt="x"]
+    exit [shape=Msquare]
+    start -> a [weight="2.0"]
+    a -> exit [weight="2.5"]
+}`, Options{}, want{rule: "attr_type", severity: "error", edge: &pipeline.EdgeRef{From: "a", To: "exit"}, line: 6, col: 16,
+			message: `weight="2.5" is not a whole number`, fix: "write weight=2 (or 3)"}},
 		{"attr_type graph limit", `digraph g {
     max_cost_usd=-3
     start [shape=Mdiamond]
@@ -349,6 +370,10 @@ func TestRulesDoNotFire(t *testing.T) {
 		{"exit by id end", "terminal_node", `digraph g { start [shape=Mdiamond]; start -> a -> end; a [prompt="x"] }`, Options{}},
 		{"several exits", "terminal_node", `digraph g { start [shape=Mdiamond]; a [prompt="x"]; done [shape=Msquare]; failed [shape=Msquare]; start -> a -> done; a -> failed }`, Options{}},
 		{"loop back reachable", "reachability", `digraph g { start [shape=Mdiamond]; a [prompt="x"]; b [prompt="y"]; exit [shape=Msquare]; start -> a -> b -> a; b -> exit }`, Options{}},
+		{"reached through a node retry_target", "reachability", `digraph g { start [shape=Mdiamond]; a [prompt="x", retry_target=fix]; fix [prompt="y"]; exit [shape=Msquare]; start -> a -> exit; fix -> exit }`, Options{}},
+		{"reached through a node fallback_retry_target", "reachability", `digraph g { start [shape=Mdiamond]; a [prompt="x", goal_gate=true, fallback_retry_target=redo]; redo [prompt="y"]; exit [shape=Msquare]; start -> a -> exit; redo -> a }`, Options{}},
+		{"reached through the graph's retry targets", "reachability", `digraph g { retry_target=r1; fallback_retry_target=r2; start [shape=Mdiamond]; a [prompt="x"]; r1 [prompt="y"]; r2 [prompt="z"]; exit [shape=Msquare]; start -> a -> exit; r1 -> exit; r2 -> exit }`, Options{}},
+		{"reached through a loop_restart edge", "reachability", `digraph g { start [shape=Mdiamond]; a [prompt="x"]; again [prompt="y"]; exit [shape=Msquare]; start -> a -> exit; a -> again [loop_restart=true, condition="outcome=fail"]; again -> exit }`, Options{}},
 		{"custom type registered", "type_known", `digraph g { start [shape=Mdiamond]; a [type="my_custom_type", custom_attr="v"]; exit [shape=Msquare]; start -> a -> exit }`,
 			Options{KnownTypes: append(slices.Clone(DefaultKnownTypes), "my_custom_type")}},
 		{"every fidelity mode", "fidelity_valid", `digraph g { default_fidelity="Summary: Medium"; start [shape=Mdiamond]; a [prompt="x", fidelity="truncate"]; exit [shape=Msquare]; start -> a [fidelity="summary:low"]; a -> exit [fidelity="full"] }`, Options{}},
@@ -402,12 +427,29 @@ func TestEdgeTargetExists(t *testing.T) {
 func TestConditionGrammarRejections(t *testing.T) {
 	for _, c := range []string{
 		"outcome==success", "outcome=success || outcome=partial_success", "context.score > 3",
-		"context.score < 3", "!context.done", "context.files contains main.go", "foo.bar=1",
+		"context.score < 3", "!context.done", "context.files contains main.go", "foo..bar=1", "outcome=\"<a|b>\"",
 	} {
 		src := fmt.Sprintf("digraph g { start [shape=Mdiamond]; exit [shape=Msquare]; start -> exit [condition=%q] }", c)
 		ds := byRule(check(t, src), "condition_syntax")
 		if len(ds) != 1 || ds[0].Severity != pipeline.SeverityError || ds[0].Fix == "" {
 			t.Errorf("%q: want one error with a fix, got:%s", c, dump(ds))
+		}
+	}
+}
+
+// Conditions other Attractor projects write (StrongDM's own dotfiles among
+// them) are valid: custom outcomes, other dialects' status spellings and
+// unqualified dotted context keys (§10.2, §10.4).
+func TestConditionsOfOtherDialectsAreValid(t *testing.T) {
+	for _, c := range []string{
+		"outcome=needs_dod", "outcome=yes", "outcome=process", "outcome=skip", "outcome=has_dod",
+		"outcome=succeeded", "outcome=failed && context.failure_class!=transient_infra",
+		"outcome = success && tool.verify.output = pass", "codergen.validate.verdict != fail",
+		"human.gate.selected=A", "graph.goal=x", "tests.passed=true",
+	} {
+		src := fmt.Sprintf("digraph g { start [shape=Mdiamond]; exit [shape=Msquare]; start -> exit [condition=%q] }", c)
+		if ds := byRule(check(t, src), "condition_syntax"); len(ds) != 0 {
+			t.Errorf("%q: want no diagnostic, got:%s", c, dump(ds))
 		}
 	}
 }

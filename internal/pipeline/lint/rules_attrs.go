@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -193,15 +194,29 @@ func (c *checker) attrType(g *pipeline.Graph) []pipeline.Diagnostic {
 		if a == nil {
 			return
 		}
-		if msg := typeError(a, s.attrs); msg != "" {
-			out.add(s.diag("attr_type", pipeline.SeverityError, key,
-				fmt.Sprintf("write %s=%s", key, a.Example), "%s", msg))
+		if msg, example := typeError(a, s.attrs); msg != "" {
+			fix := cmp.Or(a.Hint, fmt.Sprintf("write %s=%s", key, example))
+			out.add(s.diag("attr_type", pipeline.SeverityError, key, fix, "%s", msg))
 		}
 	})
 }
 
-// typeError returns what is wrong with the attribute's value, or "".
-func typeError(a *Attribute, attrs pipeline.Attrs) string {
+// typeError returns what is wrong with the attribute's value, or "", and
+// the value to suggest instead: the nearest integers for a fractional
+// value, else the attribute's example.
+func typeError(a *Attribute, attrs pipeline.Attrs) (msg, example string) {
+	msg = typeProblem(a, attrs)
+	example = a.Example
+	if _, err := attrs.Int(a.Key, 0); a.Kind == KindInt && err != nil {
+		var ae *pipeline.AttrError
+		if errors.As(err, &ae) && ae.Want == "a whole number" {
+			example = ae.Example
+		}
+	}
+	return msg, example
+}
+
+func typeProblem(a *Attribute, attrs pipeline.Attrs) string {
 	var err error
 	switch a.Kind {
 	case KindInt:

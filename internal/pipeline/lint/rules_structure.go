@@ -129,7 +129,11 @@ func exitNoOutgoing(g *pipeline.Graph) []pipeline.Diagnostic {
 }
 
 // reachability: every node is reachable from a start node (an error, by
-// decision: an unreachable stage is almost always a missing edge).
+// decision: an unreachable stage is almost always a missing edge). The walk
+// goes wherever the engine can go: along edges (loop_restart ones too), and
+// to the retry_target/fallback_retry_target of every node it reaches —
+// failure routing and goal gates jump there — and to the graph's, which any
+// failing stage can fall back to.
 func reachability(g *pipeline.Graph) []pipeline.Diagnostic {
 	starts := g.StartNodes()
 	if len(starts) == 0 {
@@ -137,26 +141,34 @@ func reachability(g *pipeline.Graph) []pipeline.Diagnostic {
 	}
 	seen := make(map[string]bool, len(g.Nodes))
 	queue := make([]string, 0, len(g.Nodes))
+	visit := func(id string) {
+		if id = strings.TrimSpace(id); id != "" && !seen[id] && g.Node(id) != nil {
+			seen[id] = true
+			queue = append(queue, id)
+		}
+	}
 	for _, s := range starts {
-		seen[s.ID] = true
-		queue = append(queue, s.ID)
+		visit(s.ID)
+	}
+	for _, key := range retryKeys {
+		visit(g.Attrs[key])
 	}
 	for len(queue) > 0 {
 		id := queue[0]
 		queue = queue[1:]
 		for _, e := range g.Outgoing(id) {
-			if !seen[e.To] && g.Node(e.To) != nil {
-				seen[e.To] = true
-				queue = append(queue, e.To)
-			}
+			visit(e.To)
+		}
+		for _, key := range retryKeys {
+			visit(g.Node(id).Attrs[key])
 		}
 	}
 	var out []pipeline.Diagnostic
 	for _, n := range g.Nodes {
 		if !seen[n.ID] {
 			out = append(out, nodeDiag("reachability", pipeline.SeverityError, n,
-				fmt.Sprintf("add an edge into %s from a stage that runs before it, or remove it", n.ID),
-				"node %s is not reachable from the start node", n.ID))
+				fmt.Sprintf("add an edge into %s from a stage that runs before it (or name it as a retry_target), or remove it", n.ID),
+				"node %s is not reachable from the start node: no edge or retry target leads to it", n.ID))
 		}
 	}
 	return out

@@ -201,9 +201,9 @@ func TestRunConcurrentBranchesCountExactly(t *testing.T) {
 }
 
 func TestGoConstructedScriptWithBadStatus(t *testing.T) {
-	s := &Script{Nodes: map[string][]Response{"n": {{Status: "done"}}}}
+	s := &Script{Nodes: map[string][]Response{"n": {{Status: "done!"}}}}
 	_, err := s.Run(context.Background(), codergen("r", "n"))
-	if err == nil || !strings.Contains(err.Error(), `unknown outcome "done"`) {
+	if err == nil || !strings.Contains(err.Error(), `"done!" is not an outcome`) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -252,7 +252,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level key", "{\n \"node\": {}}", `line 2, column 2: unknown key "node"`},
 		{"nodes not an object", `{"nodes": []}`, `"nodes" must be an object`},
 		{"unknown field", "{\"nodes\": {\"a\": [\n  \"ok\",\n  {\"stauts\": \"fail\"}]}}", `line 3, column 3: node "a" execution 2: unknown field "stauts"`},
-		{"bad status", `{"nodes": {"a": [{"status": "done"}]}}`, `node "a" execution 1: unknown outcome "done"`},
+		{"bad status", `{"nodes": {"a": [{"status": "done!"}]}}`, `node "a" execution 1: "done!" is not an outcome`},
 		{"wrong type", `{"nodes": {"a": [{"delay_ms": "5s"}]}}`, `node "a" execution 1: field "delay_ms" must be an integer, got string`},
 		{"number response", `{"nodes": {"a": [42]}}`, `node "a" execution 1: want agent text (a string) or an object`},
 		{"empty list", `{"nodes": {"a": []}}`, `node "a": empty response list`},
