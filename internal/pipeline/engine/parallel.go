@@ -91,7 +91,8 @@ func (parallelHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) 
 	for _, b := range results {
 		st.branchNodes = append(st.branchNodes, b.Nodes...)
 	}
-	out := joinOutcome(cfg, results, failFast)
+	st.next = chooseFanIn(st, results)
+	out := joinOutcome(cfg, results, failFast, st.next != "")
 	succeeded, failed := countResults(results)
 	kept := results
 	if cfg.onError == "ignore" {
@@ -102,7 +103,6 @@ func (parallelHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) 
 		"parallel.success_count": succeeded,
 		"parallel.failure_count": failed,
 	}
-	st.next = chooseFanIn(st, results)
 	st.Emit(Event{Type: EventParallelCompleted, Label: st.Node.Label(), Status: out.Status, Duration: st.w.r.cfg.Now().Sub(began),
 		Data: map[string]any{"success_count": succeeded, "failure_count": failed, "fan_in": st.next}})
 	return out, nil
@@ -246,7 +246,12 @@ func (w *walker) walkBranch(ctx context.Context, e *pipeline.Edge, parentID stri
 }
 
 // joinOutcome applies the join policy (and fail_fast) to the branch results.
-func joinOutcome(cfg parallelConfig, results []BranchResult, failFast bool) Outcome {
+// wait_all follows the spec's pseudocode (§4.8): SUCCESS when no branch
+// failed, else PARTIAL_SUCCESS — even when every branch failed, because the
+// fan-in judges the candidates and returns FAIL when none is usable (§4.9).
+// Without a fan-in to do that (the branches reached none), a wait_all whose
+// branches all failed is a FAIL here.
+func joinOutcome(cfg parallelConfig, results []BranchResult, failFast, toFanIn bool) Outcome {
 	succeeded, failed := countResults(results)
 	n := len(results)
 	summary := fmt.Sprintf("%d of %d branches succeeded (join_policy=%s)", succeeded, n, cfg.join)
@@ -266,11 +271,9 @@ func joinOutcome(cfg parallelConfig, results []BranchResult, failFast bool) Outc
 		out = ok(succeeded >= int(math.Ceil(cfg.quorum*float64(n))))
 	default: // wait_all
 		switch {
-		case cfg.onError == "ignore":
-			out = ok(succeeded > 0)
-		case failed == 0:
+		case failed == 0, cfg.onError == "ignore" && succeeded > 0:
 			out = Outcome{Status: StatusSuccess, Notes: summary}
-		case succeeded == 0:
+		case succeeded == 0 && !toFanIn:
 			out = ok(false)
 		default:
 			out = Outcome{Status: StatusPartialSuccess, Notes: summary + "; failed: " + branchFailures(results)}
@@ -308,7 +311,10 @@ func branchFailures(results []BranchResult) string {
 }
 
 // chooseFanIn picks where the walk continues: the fan-in node most branches
-// reached (ties: the one reached first in edge order), "" if none.
+// reached (ties: the one reached first in edge order). When no branch got
+// there — every one failed on the way — it is the fan-in the branches lead
+// to in the graph (downstreamFanIn), so the fan-in can judge them; "" if
+// there is none.
 func chooseFanIn(st *Stage, results []BranchResult) string {
 	counts := map[string]int{}
 	var order []string
@@ -322,7 +328,7 @@ func chooseFanIn(st *Stage, results []BranchResult) string {
 		counts[b.FanIn]++
 	}
 	if len(order) == 0 {
-		return ""
+		return downstreamFanIn(st)
 	}
 	bestID := order[0]
 	for _, id := range order[1:] {
@@ -336,6 +342,48 @@ func chooseFanIn(st *Stage, results []BranchResult) string {
 	return bestID
 }
 
+// downstreamFanIn is the fan-in node reachable from the most branches of
+// st's parallel node along edges (not through exits or other fan-ins; ties:
+// the one found first, branches in edge order), "" when none is.
+func downstreamFanIn(st *Stage) string {
+	g, reg := st.Graph, st.w.r.reg
+	counts := map[string]int{}
+	var order []string
+	for _, e := range g.Outgoing(st.Node.ID) {
+		seen := map[string]bool{st.Node.ID: true}
+		queue := []string{e.To}
+		for len(queue) > 0 {
+			id := queue[0]
+			queue = queue[1:]
+			n := g.Node(id)
+			if n == nil || seen[id] {
+				continue
+			}
+			seen[id] = true
+			if _, typ := reg.Resolve(n); typ == TypeFanIn {
+				if counts[id] == 0 {
+					order = append(order, id)
+				}
+				counts[id]++
+				continue
+			}
+			if n.IsExit() {
+				continue
+			}
+			for _, out := range g.Outgoing(id) {
+				queue = append(queue, out.To)
+			}
+		}
+	}
+	best := ""
+	for _, id := range order {
+		if best == "" || counts[id] > counts[best] {
+			best = id
+		}
+	}
+	return best
+}
+
 // fanInHandler consolidates parallel.results (spec §4.9): it picks the best
 // branch (by status, then id) and, when the node has a prompt, asks the
 // backend with the results appended.
@@ -347,6 +395,11 @@ func (fanInHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) {
 		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("fan-in %s: %v", st.Node.ID, err)}, nil
 	}
 	if len(results) == 0 {
+		if _, fromParallel := st.Context.Get(KeyParallelResults); fromParallel {
+			// error_policy=ignore dropped every branch: all of them failed.
+			return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("fan-in %s: all %v parallel branches failed (error_policy=ignore left no results)",
+				st.Node.ID, st.Context.GetString("parallel.failure_count"))}, nil
+		}
 		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("fan-in %s has no parallel results to consolidate (it must follow a parallel node)", st.Node.ID)}, nil
 	}
 	ranked := slices.Clone(results)

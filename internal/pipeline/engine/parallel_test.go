@@ -111,11 +111,60 @@ func TestFanInWithPromptAsksTheBackendWithTheResults(t *testing.T) {
 	}
 }
 
-func TestParallelAllFailedFailsTheRun(t *testing.T) {
+// wait_all with every branch failed (spec §4.8 pseudocode, §4.9): the
+// parallel node is PARTIAL_SUCCESS, the fan-in runs and returns FAIL, and
+// that FAIL is routed like any other — here there is no failure route, so
+// the run fails at the fan-in.
+func TestParallelAllFailedFailsAtTheFanIn(t *testing.T) {
+	allFail := map[string][]any{"a1": {"[outcome:fail]"}, "b": {"[outcome:fail]"}, "c": {"[outcome:fail]"}}
+	for _, attrs := range []string{"", `error_policy="ignore"`} {
+		t.Run("parallel "+attrs, func(t *testing.T) {
+			out := runGraph(t, parallelGraph(attrs, ""), runOpts{backend: steps(allFail)})
+			wantStatus(t, out.res, "fail")
+			wantPath(t, out.res, "start", "fan", "join")
+			wantReasonContains(t, out.res, "join failed", "all 3 parallel branches failed")
+			for _, e := range out.rec.ofType(engine.EventParallelCompleted) {
+				if e.Status != engine.StatusPartialSuccess {
+					t.Errorf("the parallel node finished %s, want partial_success", e.Status)
+				}
+			}
+			wantDecision(t, out.rec, "fan->join:fan_in")
+		})
+	}
+}
+
+// The fan-in's FAIL takes the fan-in's failure route.
+func TestParallelAllFailedFanInFailureIsRouted(t *testing.T) {
+	src := strings.Replace(parallelGraph("", ""), "join -> after -> exit",
+		`join -> after [condition="outcome=success"]
+		join -> rethink [condition="outcome=fail"]
+		rethink [prompt="all approaches failed; rethink"]
+		rethink -> exit
+		after -> exit`, 1)
 	be := steps(map[string][]any{"a1": {"[outcome:fail]"}, "b": {"[outcome:fail]"}, "c": {"[outcome:fail]"}})
-	out := runGraph(t, parallelGraph("", ""), runOpts{backend: be})
+	out := runGraph(t, src, runOpts{backend: be})
+	wantStatus(t, out.res, "success")
+	wantPath(t, out.res, "start", "fan", "join", "rethink", "exit")
+	wantDecision(t, out.rec, "join->rethink:fail_condition")
+}
+
+// With no fan-in to judge them, branches that all failed fail the parallel node.
+func TestParallelAllFailedWithoutFanInFailsTheParallelNode(t *testing.T) {
+	src := `digraph P {
+		start [shape=Mdiamond]
+		exit [shape=Msquare]
+		fan [shape=component, label="Try"]
+		a [prompt="a"]
+		b [prompt="b"]
+		start -> fan
+		fan -> a
+		fan -> b
+		a -> exit
+		b -> exit
+	}`
+	out := runGraph(t, src, runOpts{backend: steps(map[string][]any{"a": {"[outcome:fail]"}, "b": {"[outcome:fail]"}})})
 	wantStatus(t, out.res, "fail")
-	wantReasonContains(t, out.res, "fan failed", "0 of 3 branches succeeded")
+	wantReasonContains(t, out.res, "fan failed", "0 of 2 branches succeeded")
 }
 
 func TestJoinPolicies(t *testing.T) {
