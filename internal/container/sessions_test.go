@@ -346,7 +346,7 @@ func TestBadStatusFilesAreRejected(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *Config) {
 		c.Agent = AgentConfig{Kind: "command", Command: `case "$NANOHOST_NODE_ID" in
-			invalid) echo '{"outcome": "maybe"}' > "$NANOHOST_OUTCOME_FILE" ;;
+			invalid) echo '{"outcome": "maybe?"}' > "$NANOHOST_OUTCOME_FILE" ;;
 			symlink) ln -s /etc/passwd "$NANOHOST_OUTCOME_FILE" ;;
 			fifo) mkfifo "$NANOHOST_OUTCOME_FILE" 2>/dev/null || ln -s ../input "$NANOHOST_OUTCOME_FILE" ;;
 			esac; echo done`}
