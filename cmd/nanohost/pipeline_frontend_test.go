@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"nanohost/internal/pipeline/corpustest"
@@ -429,5 +430,53 @@ func TestValidateOutcomeTypoWarnsAndFractionalWeightFails(t *testing.T) {
 	if r.code != 2 || v.Valid || len(v.Diagnostics) != 1 || v.Diagnostics[0].Rule != "attr_type" ||
 		v.Diagnostics[0].Message != `edge start -> exit: weight="2.5" is not a whole number` || v.Diagnostics[0].Fix != "write weight=2 (or 3)" {
 		t.Errorf("exit %d: %s", r.code, r.stdout)
+	}
+}
+
+// expansionBombDOT is issue 13's amplification bomb: a 500 KB goal, a node
+// default prompt of 100 × $goal and 1,000 nodes — about 50 GB once expanded.
+func expansionBombDOT() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "digraph Bomb {\n    graph [goal=%q]\n    node [prompt=%q]\n", strings.Repeat("G", 500_000), strings.Repeat("$goal ", 100))
+	b.WriteString("    start [shape=Mdiamond, prompt=\"\"]\n    exit [shape=Msquare, prompt=\"\"]\n    start")
+	for i := range 1000 {
+		fmt.Fprintf(&b, " -> n%d", i)
+	}
+	b.WriteString(" -> exit\n}\n")
+	return b.String()
+}
+
+// `pipeline validate` refuses the bomb with a diagnostic naming the limit,
+// in bounded memory. The process runs under a 2 GiB address-space limit
+// (so a regression dies instead of eating the machine) and its peak RSS,
+// from the kernel's rusage, must stay under 300 MB.
+func TestValidateExpansionBombInBoundedMemory(t *testing.T) {
+	path := writeDOT(t, "bomb.dot", expansionBombDOT())
+	cmd := exec.Command("/bin/sh", "-c", `ulimit -v 2097152 && exec "$0" "$@"`, nanohostBin, "pipeline", "validate", "--json", path)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("exit: %v\nstdout: %.500s\nstderr: %.500s", err, stdout.String(), stderr.String())
+	}
+	var v validationOutput
+	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil || v.Valid || len(v.Diagnostics) != 1 {
+		t.Fatalf("stdout: %.1000s (%v)", stdout.String(), err)
+	}
+	d := v.Diagnostics[0]
+	if d.Rule != "expansion_limit" || d.Severity != "error" ||
+		!strings.Contains(d.Message, "expanding $goal would make the pipeline 46.6 GiB of text, over the 16 MiB limit on a prepared pipeline (MaxExpandedSize)") ||
+		!strings.Contains(d.Fix, "shorten the goal") {
+		t.Errorf("diagnostic %+v", d)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		t.Fatal("no rusage for the child")
+	}
+	peak := ru.Maxrss * 1024 // kilobytes on Linux
+	t.Logf("validate refused the bomb with a peak RSS of %.1f MB in %v", float64(peak)/1e6, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+	if peak > 300e6 {
+		t.Errorf("peak RSS %.0f MB, want under 300 MB", float64(peak)/1e6)
 	}
 }

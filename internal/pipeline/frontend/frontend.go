@@ -35,7 +35,11 @@ type Options struct {
 // A syntax error comes back twice: as the error, and as the single
 // diagnostic (rule "syntax") so callers that only print diagnostics show it
 // too; the graph is nil then. A failing transform likewise returns an error
-// and a diagnostic (rule "transform"). Validation problems are diagnostics
+// and a diagnostic (rule "transform"), and so does a graph whose text would
+// pass pipeline.MaxExpandedSize once prepared (rule "expansion_limit", the
+// error a *pipeline.ExpansionError): that is found before the text is
+// produced, so a small file asking for gigabytes costs neither memory nor
+// time. Validation problems are diagnostics
 // only: the error stays nil and lint.Err(diags) says whether the graph may run.
 func Prepare(file string, src []byte, opts Options) (*pipeline.Graph, []pipeline.Diagnostic, error) {
 	g, err := Parse(file, src, opts)
@@ -98,6 +102,11 @@ func diagnosticOf(file string, err error) pipeline.Diagnostic {
 	var se *dot.SyntaxError
 	if errors.As(err, &se) {
 		return se.Diagnostic()
+	}
+	var ee *pipeline.ExpansionError
+	if errors.As(err, &ee) {
+		return pipeline.Diagnostic{Rule: pipeline.RuleExpansionLimit, Severity: pipeline.SeverityError, File: file,
+			Message: ee.Error(), Fix: ee.Fix}
 	}
 	var te *TransformError
 	if errors.As(err, &te) {

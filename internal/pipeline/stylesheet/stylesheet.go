@@ -172,6 +172,31 @@ func values(picks map[string]pick) map[string]string {
 // shape, and a node then looks only at the .class and #id rules naming one of
 // its classes or its id, which outrank them.
 func (s *Sheet) Apply(g *pipeline.Graph) {
+	s.eachUnset(g, func(n *pipeline.Node, prop, v string) {
+		if n.Attrs == nil {
+			n.Attrs = pipeline.Attrs{}
+		}
+		n.Attrs[prop] = v
+	})
+}
+
+// Growth is how many bytes of text Apply would add to g (keys and values),
+// computed without changing anything, so a caller can refuse a stylesheet
+// that would make the graph too big before applying it.
+func (s *Sheet) Growth(g *pipeline.Graph) int64 {
+	var n int64
+	s.eachUnset(g, func(node *pipeline.Node, prop, v string) {
+		n += int64(len(v) - len(node.Attrs[prop]))
+		if _, had := node.Attrs[prop]; !had {
+			n += int64(len(prop))
+		}
+	})
+	return n
+}
+
+// eachUnset calls set for every node property the sheet gives a value and
+// the node does not set itself.
+func (s *Sheet) eachUnset(g *pipeline.Graph, set func(n *pipeline.Node, prop, value string)) {
 	if len(s.Rules) == 0 {
 		return
 	}
@@ -180,9 +205,6 @@ func (s *Sheet) Apply(g *pipeline.Graph) {
 	generic := func(k SelectorKind) bool { return k <= Shape }
 	specific := func(k SelectorKind) bool { return k >= Class }
 	for _, n := range g.Nodes {
-		if n.Attrs == nil {
-			n.Attrs = pipeline.Attrs{}
-		}
 		base, ok := byShape[n.Shape()]
 		if !ok {
 			base = s.resolve(n, idx.generic(n.Shape()), generic)
@@ -194,7 +216,7 @@ func (s *Sheet) Apply(g *pipeline.Graph) {
 		}
 		for prop, v := range props {
 			if strings.TrimSpace(n.Attrs[prop]) == "" {
-				n.Attrs[prop] = v
+				set(n, prop, v)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"fmt"
 	"strings"
 
 	"nanohost/internal/pipeline"
@@ -24,6 +25,9 @@ func (ApplyStylesheet) Apply(g *pipeline.Graph) (*pipeline.Graph, error) {
 	if len(sheet.Rules) == 0 && len(defaults) == 0 {
 		return g, nil
 	}
+	if err := checkStylesheet(g, g.TextSize(), sheet, defaults); err != nil {
+		return g, err
+	}
 	out := g.Clone()
 	applyStylesheet(out, sheet, defaults)
 	return out, nil
@@ -43,6 +47,29 @@ func stylesheetOf(g *pipeline.Graph) (*stylesheet.Sheet, []string) {
 		}
 	}
 	return sheet, defaults
+}
+
+// checkStylesheet refuses a stylesheet (and graph-level model defaults)
+// that would take g, of the given size, over pipeline.MaxExpandedSize —
+// before anything is applied.
+func checkStylesheet(g *pipeline.Graph, size int64, sheet *stylesheet.Sheet, defaults []string) error {
+	return pipeline.CheckExpanded("applying the model_stylesheet", size+sheetGrowth(g, sheet, defaults),
+		"shorten the values in model_stylesheet (and graph-level llm_model, llm_provider, reasoning_effort): each is copied to every node it selects")
+}
+
+// sheetGrowth bounds the text applyStylesheet adds: what the sheet sets,
+// plus a graph-level default for every node that does not set the property
+// itself (an upper bound: the sheet may already have set it).
+func sheetGrowth(g *pipeline.Graph, sheet *stylesheet.Sheet, defaults []string) int64 {
+	n := sheet.Growth(g)
+	for _, node := range g.Nodes {
+		for _, p := range defaults {
+			if strings.TrimSpace(node.Attrs[p]) == "" {
+				n += int64(len(p) + len(g.Attrs[p]))
+			}
+		}
+	}
+	return n
 }
 
 // applyStylesheet resolves the model properties on g's nodes in place.
@@ -70,9 +97,32 @@ func (ExpandGoal) Apply(g *pipeline.Graph) (*pipeline.Graph, error) {
 	if !needsGoal(g) {
 		return g, nil
 	}
+	if err := checkGoal(g, g.TextSize()); err != nil {
+		return g, err
+	}
 	out := g.Clone()
 	expandGoal(out)
 	return out, nil
+}
+
+// checkGoal refuses a $goal expansion that would take g, of the given size,
+// over pipeline.MaxExpandedSize, computing the size instead of producing
+// the text: a long goal in many prompts is an amplification bomb.
+func checkGoal(g *pipeline.Graph, size int64) error {
+	if !g.Attrs.Has("goal") {
+		return nil
+	}
+	goal := g.Goal()
+	for _, n := range g.Nodes {
+		size += pipeline.GoalGrowth(n.Attrs["prompt"], goal)
+	}
+	return pipeline.CheckExpanded("expanding $goal", size, goalFix(goal))
+}
+
+func goalFix(goal string) string {
+	return fmt.Sprintf("the goal (%s) is copied into every prompt (or label standing in for one) for each $goal: "+
+		"shorten the goal, or use $goal in fewer prompts (a node [prompt=…] default block repeats it in every node)",
+		pipeline.FormatBytes(int64(len(goal))))
 }
 
 func needsGoal(g *pipeline.Graph) bool {
@@ -100,14 +150,27 @@ func expandGoal(g *pipeline.Graph) {
 }
 
 // applyBuiltins runs the built-in transforms on a copy of g, cloning once
-// for both instead of once per transform (a 10k-node graph is a lot to copy).
-func applyBuiltins(g *pipeline.Graph) *pipeline.Graph {
+// for both instead of once per transform (a 10k-node graph is a lot to
+// copy). size is g.TextSize(); each transform checks what it would add
+// before it adds it.
+func applyBuiltins(g *pipeline.Graph, size int64) (*pipeline.Graph, error) {
 	sheet, defaults := stylesheetOf(g)
-	if len(sheet.Rules) == 0 && len(defaults) == 0 && !needsGoal(g) {
-		return g
+	styled := len(sheet.Rules) > 0 || len(defaults) > 0
+	if !styled && !needsGoal(g) {
+		return g, nil
+	}
+	if styled {
+		if err := checkStylesheet(g, size, sheet, defaults); err != nil {
+			return g, err
+		}
+	}
+	// The stylesheet never touches prompts or the goal, so $goal's growth
+	// is the same before and after it.
+	if err := checkGoal(g, size+sheetGrowth(g, sheet, defaults)); err != nil {
+		return g, err
 	}
 	out := g.Clone()
 	applyStylesheet(out, sheet, defaults)
 	expandGoal(out)
-	return out
+	return out, nil
 }

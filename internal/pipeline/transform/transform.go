@@ -61,8 +61,26 @@ func (r *Registry) Transforms() []Transform {
 
 // Apply runs every transform in order and returns the final graph. On an
 // error it returns the graph as the failing transform received it.
+//
+// The prepared graph's text is bounded by pipeline.MaxExpandedSize: the
+// parsed graph is checked first (default blocks copy their values to every
+// node and edge), each built-in transform computes what it would add before
+// adding it, and a custom transform's result is checked after it. Going
+// over is an *pipeline.ExpansionError.
 func (r *Registry) Apply(g *pipeline.Graph) (*pipeline.Graph, error) {
-	g = applyBuiltins(g) // Builtins(), in that order
+	size := g.AttrTextSize()
+	if err := pipeline.CheckExpanded("the node and edge default blocks", size,
+		"a node [...] or edge [...] default block copies its values to every node or edge after it: put long text only on the nodes that need it"); err != nil {
+		return g, err
+	}
+	size += g.LabelGoalGrowth()
+	if err := pipeline.CheckExpanded("expanding $goal in labels", size, goalFix(g.Goal())); err != nil {
+		return g, err
+	}
+	g, err := applyBuiltins(g, size) // Builtins(), in that order
+	if err != nil {
+		return g, err
+	}
 	for _, t := range r.custom {
 		next, err := t.Apply(g)
 		if err != nil {
@@ -70,6 +88,9 @@ func (r *Registry) Apply(g *pipeline.Graph) (*pipeline.Graph, error) {
 		}
 		if next == nil {
 			return g, fmt.Errorf("transform %s returned no graph", t.Name())
+		}
+		if err := pipeline.CheckExpanded("transform "+t.Name(), next.TextSize(), "make the transform produce less text"); err != nil {
+			return g, err
 		}
 		g = next
 	}
