@@ -164,7 +164,8 @@ func (w *Watcher) admit(req Request, group string, action Action, chat string, l
 }
 
 // hostError turns a Host error into the answer: a *RejectError is a final
-// rejection with its diagnostics, anything else a retryable failure.
+// rejection with its diagnostics (quarantined too when it is abusive, see
+// RejectError.abuse), anything else a retryable failure.
 func hostError(req Request, err error) (verdict, bool) {
 	if err == nil {
 		return verdict{}, false
@@ -173,6 +174,7 @@ func hostError(req Request, err error) (verdict, bool) {
 	if errors.As(err, &rej) {
 		v := rejected(req, rej.Reason)
 		v.resp.Diagnostics = rej.Diagnostics
+		v.quarantine = rej.abuse()
 		return v, true
 	}
 	return failed(req, "the host could not do this right now: "+err.Error()), true
@@ -235,6 +237,17 @@ func (w *Watcher) handleClaimed(ctx context.Context, group string, root *os.Root
 		w.finish(group, root, p, claimed, verdict{resp: prev}, log)
 		return
 	}
+	tried := previousAttempts(w.attemptPath(group, p))
+	if tried.Attempts >= poisonAttempts {
+		log.Error("ipc: the host died while handling this request before; it is quarantined, not handled again",
+			"request_id", id, "attempts", tried.Attempts, "last_attempt", tried.Last)
+		v := poisoned(req, tried)
+		w.record(hctx, group, id, &v, log)
+		w.finish(group, root, p, claimed, v, log)
+		return
+	}
+	att, stopWatching := w.beginAttempt(ctx, group, p, tried)
+	defer stopWatching()
 	if w.onHandle != nil {
 		w.onHandle(group, req)
 	}
@@ -244,13 +257,19 @@ func (w *Watcher) handleClaimed(ctx context.Context, group string, root *os.Root
 		}
 	}
 	v := w.dispatch(hctx, group, req)
+	w.record(hctx, group, id, &v, log)
+	att.done()
+	w.finish(group, root, p, claimed, v, log)
+}
+
+// record stamps a verdict and, when it is final, records the answer.
+func (w *Watcher) record(ctx context.Context, group, id string, v *verdict, log *slog.Logger) {
 	w.stamp(&v.resp)
 	if v.final {
-		if err := w.cfg.Processed.Record(hctx, group, id, v.resp); err != nil {
+		if err := w.cfg.Processed.Record(ctx, group, id, v.resp); err != nil {
 			log.Error("ipc: cannot record processed request", "request_id", id, "err", err)
 		}
 	}
-	w.finish(group, root, p, claimed, v, log)
 }
 
 // finish answers, then quarantines or removes the claimed file. The answer
@@ -268,6 +287,7 @@ func (w *Watcher) finish(group string, root *os.Root, p pending, claimed string,
 	if w.onFinish != nil {
 		defer w.onFinish(group, p.name)
 	}
+	w.clearAttempts(group, p) // before the file goes: see attempt.done
 	if v.quarantine == "" {
 		if err := os.RemoveAll(claimed); err != nil {
 			log.Error("ipc: cannot remove handled request", "err", err)

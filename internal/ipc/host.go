@@ -100,6 +100,20 @@ func (e *RejectError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// abuse returns why the rejected request is abusive rather than merely
+// wrong, or "": a pipeline refused for asking for more text than the host
+// prepares (pipeline.RuleExpansionLimit) is an amplification bomb — a small
+// file built to make the host allocate gigabytes — and is quarantined like a
+// malformed file, not just answered.
+func (e *RejectError) abuse() string {
+	for _, d := range e.Diagnostics {
+		if d.Rule == pipeline.RuleExpansionLimit {
+			return "amplification: " + d.Message
+		}
+	}
+	return ""
+}
+
 // RejectDiagnostics is the RejectError for a pipeline whose diagnostics
 // include errors: the reason counts them, all diagnostics travel along.
 func RejectDiagnostics(diags []pipeline.Diagnostic) *RejectError {

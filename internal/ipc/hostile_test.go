@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"nanohost/internal/pipeline"
 )
 
 // These tests play a hostile or broken agent: it controls everything in
@@ -81,6 +84,32 @@ func TestOversizedDOTIsRejected(t *testing.T) {
 	r := e.response("team", "bigdot")
 	if r.Status != Rejected || !strings.Contains(r.Reason, "the limit is 1048576") {
 		t.Fatalf("response = %+v", r)
+	}
+}
+
+// A pipeline refused by the expansion limit is an amplification bomb, not a
+// mistake: the agent gets the diagnostic, and the file is quarantined and
+// the group's chat told, as for other hostile files.
+func TestExpansionBombIsQuarantined(t *testing.T) {
+	e := newEnv(t).start()
+	bomb := fmt.Sprintf("digraph B {\n graph [goal=%q]\n node [prompt=%q]\n start [shape=Mdiamond, prompt=\"\"]\n exit [shape=Msquare, prompt=\"\"]\n start -> a -> b -> c -> exit\n}\n",
+		strings.Repeat("g", 400_000), strings.Repeat("$goal", 100))
+	e.submit("team", "bomb", startBody(bomb))
+	r := e.response("team", "bomb")
+	if r.Status != Rejected || len(r.Diagnostics) != 1 || r.Diagnostics[0].Rule != pipeline.RuleExpansionLimit {
+		t.Fatalf("response = %+v", r)
+	}
+	reason, err := os.ReadFile(filepath.Join(e.root, dirErrors, "team", "tasks-bomb.json.reason"))
+	if err != nil || !strings.HasPrefix(string(reason), "amplification: expanding $goal would make the pipeline") {
+		t.Errorf("quarantine reason %q (%v)", reason, err)
+	}
+	if notes := e.host.chatNotes(); len(notes) != 1 || notes[0].Chat != "C-team" {
+		t.Errorf("chat notes %+v", notes)
+	}
+	// An ordinary validation error is answered, not quarantined.
+	e.submit("team", "broken", startBody(noExitDOT))
+	if r := e.response("team", "broken"); r.Status != Rejected || e.exists(filepath.Join(dirErrors, "team", "tasks-broken.json")) {
+		t.Errorf("a graph with a lint error: %+v, quarantined %v", r, e.exists(filepath.Join(dirErrors, "team", "tasks-broken.json")))
 	}
 }
 

@@ -336,7 +336,9 @@ func (w *Watcher) work(ctx context.Context, wk *worker) {
 
 // recoverClaimed handles files a previous run claimed but did not finish.
 // Each is offered once more; the processed-request log answers those that
-// were handled, and the Host dedupes starts by request id.
+// were handled, and the Host dedupes starts by request id. A file whose
+// handling killed the host poisonAttempts times is quarantined instead
+// (poison.go).
 func (w *Watcher) recoverClaimed(ctx context.Context, group string) {
 	proc := w.processingDir(group)
 	claimed, err := listClaimed(proc)
@@ -390,6 +392,7 @@ func (w *Watcher) scan(ctx context.Context, group string) {
 			w.log.Warn("ipc: cannot claim request", "group", group, "file", p.name, "err", err)
 			continue
 		}
+		w.clearAttempts(group, p) // a new request: no attempt of an earlier file of this name counts
 		w.handleClaimed(ctx, group, root, p, claimed)
 	}
 	if len(waiting) >= maxListed {
