@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"nanohost/internal/container"
+	"nanohost/internal/web"
 )
 
 // Metrics are the host's Prometheus collectors, on their own registry so
@@ -123,9 +124,14 @@ func (h *Host) Health(ctx context.Context) Health {
 // API on every other path (web.go).
 func (h *Host) Handler() http.Handler { return h.withDashboard(h.opsHandler()) }
 
-// opsHandler serves /healthz and /metrics (the token, when configured, is
-// required as a bearer token).
+// opsHandler serves /healthz and /metrics under the same host rule as the
+// dashboard (web.HostGuard: loopback names only without a token), and with
+// the token, when configured, required as a bearer token.
 func (h *Host) opsHandler() http.Handler {
+	return web.HostGuard(h.cfg.HTTP.Listen, h.cfg.HTTP.Token.Reveal(), h.opsEndpoints())
+}
+
+func (h *Host) opsEndpoints() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		hs := h.Health(r.Context())

@@ -59,3 +59,38 @@ func TestHealthAndMetricsEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// Without a token, /healthz and /metrics answer only requests naming a
+// loopback host, like every dashboard route: a DNS-rebinding page
+// (evil.example resolving to 127.0.0.1) must not read run counts or metrics.
+func TestHealthAndMetricsApplyTheLoopbackHostRule(t *testing.T) {
+	th := launch(t, hostSetup{answer: succeed})
+	addr := th.HTTPAddr()
+	_, port, _ := strings.Cut(addr, ":")
+	for _, path := range []string{"/healthz", "/metrics", "/pipelines"} {
+		for host, want := range map[string]int{
+			"evil.example":         http.StatusMisdirectedRequest,
+			"evil.example:" + port: http.StatusMisdirectedRequest,
+			"localhost:" + port:    http.StatusOK,
+			addr:                   http.StatusOK,
+		} {
+			req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = host
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("GET %s with Host %s: %d, want %d: %.200s", path, host, resp.StatusCode, want, body)
+			}
+			if want != http.StatusOK && strings.Contains(string(body), "nanohost_") {
+				t.Errorf("GET %s with Host %s leaked metrics", path, host)
+			}
+		}
+	}
+}
