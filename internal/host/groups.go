@@ -63,9 +63,16 @@ func (t *groupTable) configGroups() []config.Group {
 	return append(gs, config.Group{Folder: "main", Name: "Console", Chat: "console", Main: !hasMain})
 }
 
-// register stores g and prepares data/groups/<folder>/ (with CLAUDE.md) and
-// data/ipc/<folder>/.
+// register stores g, updating a group of that folder (the configuration
+// is the authority on its groups), and prepares data/groups/<folder>/
+// (with CLAUDE.md) and data/ipc/<folder>/.
 func (t *groupTable) register(ctx context.Context, g config.Group) error {
+	return t.save(ctx, g, true)
+}
+
+// save stores g — creating it, or with update also updating an existing
+// group of that folder — and prepares its folders.
+func (t *groupTable) save(ctx context.Context, g config.Group, update bool) error {
 	if err := ipc.ValidGroupName(g.Folder); err != nil {
 		return err
 	}
@@ -76,13 +83,34 @@ func (t *groupTable) register(ctx context.Context, g config.Group) error {
 	}
 	sg := store.Group{Folder: g.Folder, Name: nonEmpty(g.Name, g.Folder), ChatID: g.Chat, Trigger: nonEmpty(g.Trigger, "@mention"), IsMain: g.Main}
 	err := t.h.store.CreateGroup(ctx, sg)
-	if errors.Is(err, store.ErrExists) {
+	if errors.Is(err, store.ErrExists) && update {
 		err = t.h.store.UpdateGroup(ctx, sg)
 	}
 	if err != nil {
 		return err
 	}
 	return t.prepareFolders(sg)
+}
+
+// registerConflict says why a /register of g would clash with a group that
+// exists — its chat already has a group, or its folder is taken — or "".
+// It is checked before anything is written, so a refusal changes nothing:
+// registering from chat never renames a chat or moves a group.
+func (t *groupTable) registerConflict(g config.Group) string {
+	if err := ipc.ValidGroupName(g.Folder); err != nil {
+		return err.Error() + "."
+	}
+	chat := normalizeChat(g.Chat)
+	if owner, taken := t.byChatID(chat); taken {
+		if chat == "console" {
+			return fmt.Sprintf("the console is a single chat, and it already belongs to group %s: a chat belongs to one group. Register a Slack channel (/register slack:<channel id> %s) instead.", owner.Folder, g.Folder)
+		}
+		return fmt.Sprintf("chat %s already belongs to group %s: a chat belongs to one group. Pick another chat, or change group %s in the configuration.", g.Chat, owner.Folder, owner.Folder)
+	}
+	if existing, taken := t.get(g.Folder); taken {
+		return fmt.Sprintf("a group named %s already exists (its chat is %s): choose another folder name.", g.Folder, existing.ChatID)
+	}
+	return ""
 }
 
 func (t *groupTable) prepareFolders(g store.Group) error {
@@ -247,8 +275,12 @@ func (t *groupTable) handleAdmin(ctx context.Context, ch channels.Channel, in ch
 		reply(fmt.Sprintf("%q does not name a channel: use slack:<channel id> or console:<name>.", cg.Chat))
 		return true
 	}
-	if err := t.register(ctx, cg); err != nil {
-		reply("Could not register the group: " + err.Error())
+	if conflict := t.registerConflict(cg); conflict != "" {
+		reply("✗ Not registered, nothing changed: " + conflict)
+		return true
+	}
+	if err := t.save(ctx, cg, false); err != nil {
+		reply("✗ Could not register the group: " + err.Error())
 		return true
 	}
 	if err := t.reload(ctx); err != nil {

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -212,5 +213,49 @@ func TestRegisterOnSlackNeedsAStarter(t *testing.T) {
 	waitBot(t, fake, opsChat, "Registered group web on slack:C0NEW")
 	if g, err := th.store.GetGroup(context.Background(), "web"); err != nil || g.ChatID != newChat {
 		t.Fatalf("group registered by a member of a starters user group = %+v, %v", g, err)
+	}
+}
+
+// /register at the console names the conflict and changes nothing: the
+// console is one chat, the main group's, so it cannot be another group's
+// home (it used to be renamed to the new group's name, and the answer was
+// a misleading "not found").
+func TestRegisterRefusalsNameTheConflictAndChangeNothing(t *testing.T) {
+	th := startTestHost(t, "", succeed)
+	ctx := context.Background()
+	before, err := th.store.GetChat(ctx, "console")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typeAt := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(th.typing, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	typeAt("/register console:lab lab")
+	eventually(t, 10*time.Second, "the refusal is shown", func() bool {
+		return strings.Contains(th.screen.String(), "✗ Not registered, nothing changed: the console is a single chat, and it already belongs to group main")
+	})
+	typeAt("/register slack:C0NEW main")
+	eventually(t, 10*time.Second, "the folder refusal is shown", func() bool {
+		return strings.Contains(th.screen.String(), "✗ Not registered, nothing changed: a group named main already exists (its chat is console): choose another folder name.")
+	})
+	if strings.Contains(th.screen.String(), "not found") {
+		t.Errorf("a refusal still says 'not found':\n%s", th.screen.String())
+	}
+	after, err := th.store.GetChat(ctx, "console")
+	if err != nil || after.Name != before.Name || after.GroupFolder != "main" {
+		t.Errorf("the console chat changed: %+v → %+v (%v)", before, after, err)
+	}
+	groups, err := th.store.ListGroups(ctx)
+	if err != nil || len(groups) != 1 || groups[0].Folder != "main" || groups[0].ChatID != "console" {
+		t.Errorf("groups after the refusals: %+v (%v)", groups, err)
+	}
+	if _, err := th.store.GetChat(ctx, "C0NEW"); err == nil {
+		t.Error("a refused /register saved its chat")
+	}
+	if _, err := os.Stat(filepath.Join(th.DataDir(), "groups", "lab")); err == nil {
+		t.Error("a refused /register made the group's folder")
 	}
 }
