@@ -104,7 +104,11 @@ func (d *delivery) observe(e engine.Event) {
 		}
 	case engine.EventStageCompleted, engine.EventStageFailed:
 		if e.Duration > 0 {
-			d.h.metrics.NodeDuration.WithLabelValues(string(e.Status)).Observe(e.Duration.Seconds())
+			status := string(e.Status)
+			if e.Status.IsCustom() {
+				status = "custom" // agents choose these words: one label keeps the series bounded
+			}
+			d.h.metrics.NodeDuration.WithLabelValues(status).Observe(e.Duration.Seconds())
 		}
 	case engine.EventInterviewStarted:
 		_ = d.h.store.UpdateRunStatus(ctx, d.run.ID, store.RunWaiting)

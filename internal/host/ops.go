@@ -36,7 +36,7 @@ func NewMetrics() *Metrics {
 		ActiveRuns: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nanohost_active_runs", Help: "Pipeline runs executing in this process (queued for a run slot included)."}),
 		NodeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "nanohost_node_duration_seconds", Help: "How long pipeline stages took, by outcome.",
+			Name: "nanohost_node_duration_seconds", Help: "How long pipeline stages took, by outcome (a custom outcome word counts as custom).",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2.5, 12)}, []string{"status"}),
 		ContainersRunning: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nanohost_containers_running", Help: "Agent and tool containers running now."}),

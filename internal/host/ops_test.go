@@ -1,13 +1,17 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"nanohost/internal/config"
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/store"
 )
 
 func get(t *testing.T, url, token string) (int, string) {
@@ -93,4 +97,44 @@ func TestHealthAndMetricsApplyTheLoopbackHostRule(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Custom outcome words are the agent's choice: in nanohost_node_duration_seconds
+// they all count as status="custom", so a chatty agent cannot grow the
+// number of series.
+func TestCustomOutcomesShareOneMetricLabel(t *testing.T) {
+	words := map[string]string{"a": "needs_dod", "b": "has_dod", "c": "yes"}
+	th := startTestHost(t, "", func(ctx context.Context, req engine.Request) (engine.Result, error) {
+		if w, ok := words[req.NodeID]; ok {
+			return engine.Result{Text: "[outcome:" + w + "]"}, nil
+		}
+		return succeed(ctx, req)
+	})
+	dot := "digraph C { start [shape=Mdiamond]; exit [shape=Msquare]; a [prompt=\"a\"]; b [prompt=\"b\"]; c [prompt=\"c\"]; start -> a -> b -> c -> exit }"
+	th.writeRequest(t, "tasks", "custom", map[string]any{"type": "start_pipeline", "dot": dot})
+	resp := th.response(t, "custom")
+	runID, _ := resp["run_id"].(string)
+	eventually(t, 10*time.Second, "the run succeeds", func() bool {
+		r, err := th.store.GetRun(context.Background(), runID)
+		return err == nil && r.Status == store.RunSuccess
+	})
+	_, body := get(t, "http://"+th.HTTPAddr()+"/metrics", "")
+	if !strings.Contains(body, `nanohost_node_duration_seconds_count{status="custom"} 3`) {
+		t.Errorf("/metrics lacks the three custom outcomes under one label:\n%s", grepLines(body, "nanohost_node_duration_seconds_count"))
+	}
+	for _, w := range words {
+		if strings.Contains(body, `status="`+w+`"`) {
+			t.Errorf("/metrics has a series for the word %s", w)
+		}
+	}
+}
+
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
