@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"nanohost/internal/pipeline/corpustest"
+	"nanohost/internal/pipeline/pipelinetest"
 )
 
 // nanohostBin is the nanohost binary built once for the CLI tests, which run
@@ -433,25 +434,12 @@ func TestValidateOutcomeTypoWarnsAndFractionalWeightFails(t *testing.T) {
 	}
 }
 
-// expansionBombDOT is issue 13's amplification bomb: a 500 KB goal, a node
-// default prompt of 100 × $goal and 1,000 nodes — about 50 GB once expanded.
-func expansionBombDOT() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "digraph Bomb {\n    graph [goal=%q]\n    node [prompt=%q]\n", strings.Repeat("G", 500_000), strings.Repeat("$goal ", 100))
-	b.WriteString("    start [shape=Mdiamond, prompt=\"\"]\n    exit [shape=Msquare, prompt=\"\"]\n    start")
-	for i := range 1000 {
-		fmt.Fprintf(&b, " -> n%d", i)
-	}
-	b.WriteString(" -> exit\n}\n")
-	return b.String()
-}
-
 // `pipeline validate` refuses the bomb with a diagnostic naming the limit,
 // in bounded memory. The process runs under a 2 GiB address-space limit
 // (so a regression dies instead of eating the machine) and its peak RSS,
 // from the kernel's rusage, must stay under 300 MB.
 func TestValidateExpansionBombInBoundedMemory(t *testing.T) {
-	path := writeDOT(t, "bomb.dot", expansionBombDOT())
+	path := writeDOT(t, "bomb.dot", pipelinetest.ExpansionBomb())
 	cmd := exec.Command("/bin/sh", "-c", `ulimit -v 2097152 && exec "$0" "$@"`, nanohostBin, "pipeline", "validate", "--json", path)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

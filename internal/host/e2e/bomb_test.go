@@ -13,23 +13,19 @@ import (
 	"testing"
 	"time"
 
+	"nanohost/internal/pipeline/pipelinetest"
 	"nanohost/internal/store"
 )
 
-// expansionBombDOT is issue 13's amplification bomb: a 500 KB goal, a node
-// default prompt of 100 × $goal and 1,000 nodes — a 520 KB start_pipeline
-// request that asks for about 50 GB once $goal is expanded. It used to get
-// the host OOM-killed, and since the claimed request was handled again at
-// every start, to crash-loop it.
-func expansionBombDOT() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "digraph Bomb {\n    graph [goal=%q]\n    node [prompt=%q]\n", strings.Repeat("G", 500_000), strings.Repeat("$goal ", 100))
-	b.WriteString("    start [shape=Mdiamond, prompt=\"\"]\n    exit [shape=Msquare, prompt=\"\"]\n    start")
-	for i := range 1000 {
-		fmt.Fprintf(&b, " -> n%d", i)
-	}
-	b.WriteString(" -> exit\n}\n")
-	return b.String()
+// idleServeSetup prepares a directory for `nanohost serve` with the console
+// and script agents that just succeed: the binary, the directory and the
+// configuration file.
+func idleServeSetup(t *testing.T) (bin, dir, conf string) {
+	t.Helper()
+	requireDocker(t)
+	bin, dir = nanohostBinary(t), t.TempDir()
+	script := writeScript(t, dir, map[string]any{"default": "[outcome:success]"})
+	return bin, dir, consoleServeConfig(t, dir, script)
 }
 
 // An agent drops the bomb into a running `nanohost serve`: the host stays
@@ -38,11 +34,7 @@ func expansionBombDOT() string {
 // goes on answering requests.
 func TestExpansionBombOverIPCIsQuarantinedAndTheHostStaysUp(t *testing.T) {
 	t.Parallel()
-	requireDocker(t)
-	bin := nanohostBinary(t)
-	dir := t.TempDir()
-	script := writeScript(t, dir, map[string]any{"default": "[outcome:success]"})
-	conf := consoleServeConfig(t, dir, script)
+	bin, dir, conf := idleServeSetup(t)
 	data := filepath.Join(dir, "data")
 	// A 4 GiB address-space limit: should the bound ever break, the host
 	// dies of it instead of taking the machine's memory.
@@ -57,7 +49,7 @@ func TestExpansionBombOverIPCIsQuarantinedAndTheHostStaysUp(t *testing.T) {
 	p.screen.waitFor(t, "Dashboard: http://127.0.0.1:", 1, time.Second)
 	dashboard := regexp.MustCompile(`Dashboard: (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(p.screen.text())[1]
 
-	bomb := expansionBombDOT()
+	bomb := pipelinetest.ExpansionBomb()
 	writeIPCRequest(t, data, "main", "tasks", "bomb-1", map[string]any{"type": "start_pipeline", "dot": bomb})
 	resp := readResponse(t, data, "main", "bomb-1")
 	diags, _ := resp["diagnostics"].([]any)
@@ -126,11 +118,7 @@ func peakRSS(t *testing.T, pid int) int64 {
 // chat, and serves on.
 func TestPoisonRequestLeftByCrashesIsQuarantinedAtStart(t *testing.T) {
 	t.Parallel()
-	requireDocker(t)
-	bin := nanohostBinary(t)
-	dir := t.TempDir()
-	script := writeScript(t, dir, map[string]any{"default": "[outcome:success]"})
-	conf := consoleServeConfig(t, dir, script)
+	bin, dir, conf := idleServeSetup(t)
 	data := filepath.Join(dir, "data")
 	processing := filepath.Join(data, "ipc", ".processing", "main")
 	for _, d := range []string{filepath.Join(processing, "tasks"), filepath.Join(processing, ".attempts")} {

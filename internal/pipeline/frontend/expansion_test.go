@@ -7,22 +7,9 @@ import (
 	"testing"
 
 	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/pipelinetest"
 	"nanohost/internal/pipeline/transform"
 )
-
-// expansionBomb is issue 13's amplification bomb: a 500 KB goal, a node
-// default prompt of 100 × $goal, and 1,000 nodes — a 520 KB file that
-// expands to about 50 GB.
-func expansionBomb() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "digraph Bomb {\n    graph [goal=%q]\n    node [prompt=%q]\n", strings.Repeat("G", 500_000), strings.Repeat("$goal ", 100))
-	b.WriteString("    start [shape=Mdiamond, prompt=\"\"]\n    exit [shape=Msquare, prompt=\"\"]\n    start")
-	for i := range 1000 {
-		fmt.Fprintf(&b, " -> n%d", i)
-	}
-	b.WriteString(" -> exit\n}\n")
-	return b.String()
-}
 
 // wantExpansionRefused checks that Prepare refused src with one
 // expansion_limit diagnostic naming the step and the limit.
@@ -42,8 +29,8 @@ func wantExpansionRefused(t *testing.T, src, step string, opts Options) {
 }
 
 func TestExpansionBombIsRefusedBeforeExpanding(t *testing.T) {
-	wantExpansionRefused(t, expansionBomb(), "expanding $goal", Options{})
-	_, ds, _ := Prepare("p.dot", []byte(expansionBomb()), Options{})
+	wantExpansionRefused(t, pipelinetest.ExpansionBomb(), "expanding $goal", Options{})
+	_, ds, _ := Prepare("p.dot", []byte(pipelinetest.ExpansionBomb()), Options{})
 	if !strings.Contains(ds[0].Message, "46.6 GiB") || !strings.Contains(ds[0].Fix, "shorten the goal") {
 		t.Errorf("diagnostic %s", ds[0])
 	}
@@ -120,7 +107,7 @@ func TestExpansionUnderTheLimitIsPrepared(t *testing.T) {
 
 // The bomb is refused in microseconds, not by running out of memory.
 func BenchmarkPrepareExpansionBomb(b *testing.B) {
-	src := []byte(expansionBomb())
+	src := []byte(pipelinetest.ExpansionBomb())
 	b.SetBytes(int64(len(src)))
 	b.ReportAllocs()
 	for b.Loop() {
