@@ -121,7 +121,7 @@ func TestClauseOffsetsPointIntoSource(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"outcome=success", "a && b", `context.x="y z"`, "!x", "a==b", "&&&", `"`, "context..x=1"} {
+	for _, s := range []string{"outcome=success", "a && b", `context.x="y z"`, "!x", "a==b", "&&&", `"`, "context..x=1", "outcome=Needs-DoD", "tool.verify.output=pass && outcome!=succeeded"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
