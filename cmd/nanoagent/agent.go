@@ -46,6 +46,9 @@ func newAgent(o options) (agent, error) {
 		}
 		return &commandAgent{command: o.command}, nil
 	case "script":
+		if o.scriptData != nil {
+			return parseScriptAgent(o.scriptData, "the script from the first request")
+		}
 		return loadScriptAgent(o.script)
 	}
 	return nil, fmt.Errorf("unknown agent %q (want claude, command or script)", o.agent)

@@ -27,9 +27,13 @@ func loadScriptAgent(path string) (agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent=script: %w (mount a script file there or pass --script)", err)
 	}
+	return parseScriptAgent(data, path)
+}
+
+func parseScriptAgent(data []byte, from string) (agent, error) {
 	s, err := script.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("agent=script: %s: %w", path, err)
+		return nil, fmt.Errorf("agent=script: %s: %w", from, err)
 	}
 	return &scriptAgent{s: s}, nil
 }

@@ -30,6 +30,7 @@ type options struct {
 	workdir        string
 	watch          string
 	pollInterval   time.Duration
+	scriptData     []byte // agent=script on the stream transport: the script from the first request
 }
 
 func parseOptions(args []string) (options, error) {
@@ -80,6 +81,7 @@ type runner struct {
 	nonce      string
 	secrets    map[string]string
 	executions map[string]int
+	stream     bool // the stream transport (stream.go): status files ride in the result
 }
 
 // maxRequestBytes bounds what the runner reads for one request.
@@ -95,17 +97,24 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout io.W
 	if err := makeUndumpable(); err != nil {
 		log.Warn("cannot make the runner undumpable", "err", err)
 	}
+	first, rest, err := readFirstRequest(stdin)
+	if err != nil {
+		return err
+	}
+	stream := first.Transport == protocol.TransportStream
+	if stream && first.Script != nil {
+		opts.scriptData = first.Script
+	}
 	ag, err := newAgent(opts)
 	if err != nil {
 		return err
 	}
-	first, err := readFirstRequest(stdin)
-	if err != nil {
-		return err
+	r := &runner{agent: ag, out: &lockedWriter{w: stdout}, log: log, opts: opts, nonce: first.Nonce,
+		secrets: first.Secrets, executions: map[string]int{}, stream: stream}
+	first.Nonce, first.Secrets, first.Script = "", nil, nil
+	if stream {
+		return r.serveStream(ctx, first, rest)
 	}
-	r := &runner{agent: ag, out: stdout, log: log, opts: opts, nonce: first.Nonce,
-		secrets: first.Secrets, executions: map[string]int{}}
-	first.Nonce, first.Secrets = "", nil
 	if err := r.answer(ctx, first); err != nil {
 		return err
 	}
@@ -115,25 +124,31 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout io.W
 	return r.serveInbox(ctx)
 }
 
-// readFirstRequest decodes the one JSON request the host writes on stdin.
-func readFirstRequest(stdin io.Reader) (protocol.Request, error) {
+// readFirstRequest decodes the one JSON request the host writes on stdin,
+// and returns the rest of stdin (the stream transport's frames follow it).
+func readFirstRequest(stdin io.Reader) (protocol.Request, io.Reader, error) {
 	var req protocol.Request
-	if err := json.NewDecoder(io.LimitReader(stdin, maxRequestBytes)).Decode(&req); err != nil {
-		return req, fmt.Errorf("read the first request from stdin: %w", err)
+	dec := json.NewDecoder(io.LimitReader(stdin, maxRequestBytes))
+	if err := dec.Decode(&req); err != nil {
+		return req, nil, fmt.Errorf("read the first request from stdin: %w", err)
+	}
+	rest := io.MultiReader(dec.Buffered(), stdin)
+	if req.Transport != "" && req.Transport != protocol.TransportStream {
+		return req, nil, fmt.Errorf("first request asks for transport %q, which this nanoagent (%s) does not know: rebuild the agent image", req.Transport, version)
 	}
 	if err := checkRequest(req); err != nil {
-		return req, err
+		return req, nil, err
 	}
 	if len(req.Nonce) < 16 {
-		return req, errors.New("first request has no nonce: results could not be authenticated")
+		return req, nil, errors.New("first request has no nonce: results could not be authenticated")
 	}
-	return req, nil
+	return req, rest, nil
 }
 
 func checkRequest(req protocol.Request) error {
-	if req.Version > protocol.Version {
+	if req.Version > protocol.StreamVersion {
 		return fmt.Errorf("request speaks protocol v%d but this nanoagent (%s) only knows v%d: rebuild the agent image",
-			req.Version, version, protocol.Version)
+			req.Version, version, protocol.StreamVersion)
 	}
 	if req.DispatchID <= 0 {
 		return fmt.Errorf("request has no dispatch_id")
@@ -173,6 +188,12 @@ func (r *runner) call(ctx context.Context, req protocol.Request) protocol.Result
 		res.Status, res.Error = protocol.StatusError, err.Error()
 		var te *transientError
 		res.Transient = errors.As(err, &te)
+	}
+	if r.stream {
+		res.OutcomeFile, err = readOutcomeFile(outcomeFile)
+		if err != nil {
+			res.OutcomeError = err.Error()
+		}
 	}
 	return res
 }

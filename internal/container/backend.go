@@ -336,7 +336,7 @@ func (b *Backend) toResult(req engine.Request, s *session, res protocol.Result) 
 		}
 		return out, err
 	}
-	outcome, err := b.statusFile(req, s.ipc, res.DispatchID)
+	outcome, err := b.statusFile(req, s.link, res)
 	if err != nil {
 		return out, err
 	}
@@ -346,8 +346,8 @@ func (b *Backend) toResult(req engine.Request, s *session, res protocol.Result) 
 
 // statusFile validates a status file the agent wrote for this dispatch,
 // stores it as the stage's status.json and returns it as the outcome.
-func (b *Backend) statusFile(req engine.Request, ipc *ipcDir, dispatchID int64) (*engine.Outcome, error) {
-	data, ok, err := ipc.readOutcome(dispatchID)
+func (b *Backend) statusFile(req engine.Request, link agentLink, res protocol.Result) (*engine.Outcome, error) {
+	data, ok, err := link.outcome(res)
 	if err != nil || !ok {
 		return nil, err
 	}

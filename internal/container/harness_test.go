@@ -24,7 +24,8 @@ import (
 type harness struct {
 	t      testing.TB
 	b      *Backend
-	d      *Docker
+	d      *Docker // nil on Kubernetes
+	rt     Runtime
 	cfg    Config
 	events *eventLog
 	logs   *syncBuffer
@@ -33,9 +34,15 @@ type harness struct {
 func newHarness(t testing.TB, mutate func(*Config)) *harness {
 	t.Helper()
 	d := testDocker(t)
-	h := &harness{t: t, d: d, events: &eventLog{}, logs: &syncBuffer{}}
+	return newHarnessOn(t, d, d, mutate)
+}
+
+// newHarnessOn is a harness on rt (d is rt when it is Docker).
+func newHarnessOn(t testing.TB, rt Runtime, d *Docker, mutate func(*Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, d: d, rt: rt, events: &eventLog{}, logs: &syncBuffer{}}
 	h.cfg = Config{
-		Runtime:   d,
+		Runtime:   rt,
 		Image:     containertest.Image,
 		HostID:    "test-" + randomHex(6),
 		StateDir:  t.TempDir(),
@@ -81,7 +88,7 @@ func (h *harness) close() {
 	defer cancel()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		left, err := h.d.List(ctx, map[string]string{LabelHost: h.cfg.HostID})
+		left, err := h.rt.List(ctx, map[string]string{LabelHost: h.cfg.HostID})
 		if err != nil {
 			h.t.Errorf("list containers: %v", err)
 			return
@@ -91,7 +98,7 @@ func (h *harness) close() {
 		}
 		if time.Now().After(deadline) {
 			for _, c := range left {
-				h.d.Remove(ctx, c.ID)
+				h.rt.Remove(ctx, c.ID)
 			}
 			h.t.Errorf("%d container(s) left behind after Close: %v", len(left), left)
 			return
@@ -123,7 +130,7 @@ func (h *harness) running(extra map[string]string) []Info {
 	for k, v := range extra {
 		labels[k] = v
 	}
-	list, err := h.d.List(context.Background(), labels)
+	list, err := h.rt.List(context.Background(), labels)
 	if err != nil {
 		h.t.Fatalf("list: %v", err)
 	}

@@ -20,7 +20,7 @@ type session struct {
 	h      *Handle
 	log    *slog.Logger
 	nonce  string
-	ipc    *ipcDir
+	link   agentLink // follow-ups, status files and IPC after the first request
 	redact redactor
 
 	results chan protocol.Result // closed when stdout ends (the container is gone)
@@ -56,15 +56,16 @@ func (e *goneError) Unwrap() error { return errSessionGone }
 // retryable reports whether running the node again may help.
 func (e *goneError) retryable() bool { return e.code == 0 || e.code >= 128 || e.code < 0 }
 
-// startSession starts the container and sends the first request on stdin.
-// On error the caller still owns release and ipc.
-func startSession(ctx context.Context, rt Runtime, spec Spec, ipc *ipcDir, first protocol.Request,
+// startSession starts the container and sends the first request on stdin;
+// link makes the transport for what follows. On error the caller still owns
+// release and whatever link would have taken over.
+func startSession(ctx context.Context, rt Runtime, spec Spec, link func(*Handle) agentLink, first protocol.Request,
 	release func(), log *slog.Logger, redact redactor) (*session, error) {
 	h, err := rt.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{rt: rt, h: h, log: log.With("container", h.Name), nonce: first.Nonce, ipc: ipc, redact: redact,
+	s := &session{rt: rt, h: h, log: log.With("container", h.Name), nonce: first.Nonce, link: link(h), redact: redact,
 		results: make(chan protocol.Result, 4), gone: make(chan struct{}), stderr: newTailBuffer(16 << 10),
 		errDone: make(chan struct{}),
 		release: release, lastUsed: time.Now()}
@@ -88,6 +89,9 @@ func (s *session) sendFirst(req protocol.Request) error {
 	if _, err := s.h.Stdin.Write(append(data, '\n')); err != nil {
 		return err
 	}
+	if s.link.keepsStdin() {
+		return nil
+	}
 	// Close stdin: nothing else ever travels there, so nothing in the
 	// container can later read a request from the pipe.
 	return s.h.Stdin.Close()
@@ -98,6 +102,7 @@ func (s *session) readStdout() {
 	defer close(s.results)
 	sc := protocol.NewScanner(s.h.Stdout, s.nonce)
 	sc.Noise = func(line string) { s.log.Debug("agent stdout outside a result", "line", s.redact.String(line)) }
+	sc.IPC = s.link.relay
 	for {
 		res, err := sc.Next()
 		if err != nil {
@@ -120,15 +125,9 @@ func (s *session) alive() bool {
 	}
 }
 
-// send delivers a follow-up request through the IPC input directory,
-// tagged so the runner knows the host wrote it.
-func (s *session) send(req protocol.Request) error {
-	data, err := protocol.EncodeInputFile(s.nonce, req)
-	if err != nil {
-		return err
-	}
-	return s.ipc.writeInput(protocol.InputFileName(req.DispatchID), data)
-}
+// send delivers a follow-up request, tagged so the runner knows the host
+// wrote it.
+func (s *session) send(req protocol.Request) error { return s.link.send(req) }
 
 // await returns the result for dispatchID. Results for other dispatches are
 // stale (an earlier, abandoned dispatch): they are logged and dropped.
@@ -175,7 +174,7 @@ func (s *session) goneError(ctx context.Context) error {
 // then makes sure the container is gone. Safe to call more than once.
 func (s *session) close(graceful bool, reason string) {
 	if graceful && s.alive() {
-		if err := s.ipc.writeInput(protocol.CloseFile, nil); err == nil {
+		if err := s.link.sendClose(); err == nil {
 			s.waitGone(5 * time.Second)
 		}
 	}
@@ -217,7 +216,7 @@ func (s *session) stop(reason string) {
 		if err := s.rt.Remove(ctx, s.h.ID); err != nil {
 			s.log.Warn("remove agent container", "err", err)
 		}
-		s.ipc.remove()
+		s.link.remove()
 		s.log.Debug("agent container stopped", "reason", reason)
 		if s.onStop != nil {
 			s.onStop(reason)

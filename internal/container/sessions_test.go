@@ -171,7 +171,7 @@ func TestStaleResultIsDroppedAndTheAwaitedOneReturned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := live.ipc.writeInput(protocol.InputFileName(1), stale); err != nil {
+	if err := live.link.(*fileLink).dir.writeInput(protocol.InputFileName(1), stale); err != nil {
 		t.Fatal(err)
 	}
 

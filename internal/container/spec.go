@@ -39,27 +39,25 @@ func (b *Backend) startAgent(ctx context.Context, req engine.Request, first prot
 		return nil, err
 	}
 	name := containerName(req.RunID, req.NodeID)
-	ipc, err := newIPCDir(filepath.Join(b.cfg.StateDir, "ipc", safeName(req.RunID), name), uid, gid)
-	if err != nil {
-		return nil, err
-	}
 	spec, err := b.agentSpec(req, env, name, thread, uid, gid)
 	if err != nil {
-		ipc.remove()
-		return nil, err
-	}
-	spec.Mounts = append(spec.Mounts, Mount{Source: ipc.path, Target: protocol.IPCDir})
-
-	release, err := b.acquireSlot(ctx, req.RunID)
-	if err != nil {
-		ipc.remove()
 		return nil, err
 	}
 	first.Nonce, first.Secrets = protocol.NewNonce(), b.cfg.Secrets
-	s, err := startSession(ctx, b.cfg.Runtime, spec, ipc, first, release, b.log.With("run", req.RunID, "node", req.NodeID), b.redact)
+	log := b.log.With("run", req.RunID, "node", req.NodeID)
+	link, cleanup, err := b.transport(&spec, &first, uid, gid, log)
+	if err != nil {
+		return nil, err
+	}
+	release, err := b.acquireSlot(ctx, req.RunID)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	s, err := startSession(ctx, b.cfg.Runtime, spec, link, first, release, log, b.redact)
 	if err != nil {
 		release()
-		ipc.remove()
+		cleanup()
 		return nil, startError(req.NodeID, err)
 	}
 	ev := Event{Kind: EventStarted, Container: s.h.Name, ID: s.h.ID, RunID: req.RunID, NodeID: req.NodeID, Thread: thread}

@@ -81,6 +81,13 @@ type Request struct {
 	// never in a file, an argument, the environment or a label.
 	Nonce   string            `json:"nonce,omitempty"`
 	Secrets map[string]string `json:"secrets,omitempty"`
+
+	// Transport, in the first request, is TransportStream for a container
+	// that shares no filesystem with the host (stream.go); "" = files.
+	Transport string `json:"transport,omitempty"`
+	// Script, in the first request of a script-mode agent on the stream
+	// transport, is the script itself (there is no file to mount).
+	Script []byte `json:"script,omitempty"`
 }
 
 // Usage is what one agent call cost.
@@ -102,6 +109,11 @@ type Result struct {
 	Transient bool `json:"transient,omitempty"`
 	// Truncated says Result was cut to the runner's size cap.
 	Truncated bool `json:"truncated,omitempty"`
+	// OutcomeFile is the status file the agent wrote for this dispatch, on
+	// the stream transport (the host cannot read the container's files);
+	// OutcomeError says why the runner could not read one that is there.
+	OutcomeFile  []byte `json:"outcome_file,omitempty"`
+	OutcomeError string `json:"outcome_error,omitempty"`
 }
 
 // NewNonce returns a fresh random nonce (128 bits, hex).

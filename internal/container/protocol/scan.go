@@ -24,6 +24,9 @@ type Scanner struct {
 	// Noise, when set, is called with (a prefix of) each line that is not
 	// part of a valid block, and with the reason a block was dropped.
 	Noise func(line string)
+	// IPC, when set, receives the authentic IPC blocks of the stream
+	// transport (stream.go), in order; without it they are noise.
+	IPC func(IPCFile)
 }
 
 // Default bounds: a result line may be large (the agent's whole answer), but
@@ -57,6 +60,12 @@ func (s *Scanner) Next() (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
+		if tag, isIPC := markerTag(line, ipcStartPrefix); isIPC && s.IPC != nil {
+			if err := s.readIPC(tag); err != nil {
+				return Result{}, err
+			}
+			continue
+		}
 		tag, isStart := markerTag(line, startPrefix)
 		if !isStart {
 			if len(line) > 0 {
@@ -77,38 +86,9 @@ func (s *Scanner) Next() (Result, error) {
 // readBlock reads the lines after a start marker up to its end marker and
 // checks that the tag authenticates the block's dispatch id.
 func (s *Scanner) readBlock(tag string) (Result, bool, error) {
-	end := []byte(EndMarker(tag))
-	var body []byte
-	tooBig := false
-	for {
-		line, err := s.readLine()
-		if errors.Is(err, errLineTooLong) {
-			tooBig = true
-			continue
-		}
-		if err != nil {
-			if err == io.EOF {
-				s.noise("[stdout ended inside a result block]")
-			}
-			return Result{}, false, err
-		}
-		if bytes.Equal(line, end) {
-			break
-		}
-		if t, ok := markerTag(line, startPrefix); ok { // a restarted block: forget the partial one
-			tag, end, body, tooBig = t, []byte(EndMarker(t)), body[:0], false
-			continue
-		}
-		if len(body)+len(line) > s.MaxBlock {
-			tooBig = true
-			continue
-		}
-		body = append(body, line...)
-		body = append(body, '\n')
-	}
-	if tooBig {
-		s.noise(fmt.Sprintf("[dropped a result block larger than %d bytes]", s.MaxBlock))
-		return Result{}, false, nil
+	tag, body, ok, err := s.readBody(tag, startPrefix, endPrefix)
+	if !ok || err != nil {
+		return Result{}, false, err
 	}
 	var res Result
 	if err := json.Unmarshal(body, &res); err != nil {
@@ -120,6 +100,65 @@ func (s *Scanner) readBlock(tag string) (Result, bool, error) {
 		return Result{}, false, nil
 	}
 	return res, true, nil
+}
+
+// readIPC reads an IPC block and hands it to s.IPC when its tag
+// authenticates its sequence number.
+func (s *Scanner) readIPC(tag string) error {
+	tag, body, ok, err := s.readBody(tag, ipcStartPrefix, ipcEndPrefix)
+	if !ok || err != nil {
+		return err
+	}
+	var f IPCFile
+	if err := json.Unmarshal(body, &f); err != nil {
+		s.noise(fmt.Sprintf("[dropped an IPC block with invalid JSON: %v]", err))
+		return nil
+	}
+	if !hmac.Equal([]byte(tag), []byte(IPCTag(s.nonce, f.Seq))) {
+		s.noise(fmt.Sprintf("[dropped IPC block %d with a forged tag]", f.Seq))
+		return nil
+	}
+	s.IPC(f)
+	return nil
+}
+
+// readBody reads a block's lines up to the end marker of its tag. A start
+// marker inside restarts the block (with its own tag, returned); ok is false
+// for a block too big to keep.
+func (s *Scanner) readBody(tag, startPrefix, endPrefix string) (_ string, body []byte, ok bool, err error) {
+	end := []byte(endPrefix + tag + markerSuffix)
+	tooBig := false
+	for {
+		line, err := s.readLine()
+		if errors.Is(err, errLineTooLong) {
+			tooBig = true
+			continue
+		}
+		if err != nil {
+			if err == io.EOF {
+				s.noise("[stdout ended inside a block]")
+			}
+			return "", nil, false, err
+		}
+		if bytes.Equal(line, end) {
+			break
+		}
+		if t, ok := markerTag(line, startPrefix); ok { // a restarted block: forget the partial one
+			tag, end, body, tooBig = t, []byte(endPrefix+t+markerSuffix), body[:0], false
+			continue
+		}
+		if len(body)+len(line) > s.MaxBlock {
+			tooBig = true
+			continue
+		}
+		body = append(body, line...)
+		body = append(body, '\n')
+	}
+	if tooBig {
+		s.noise(fmt.Sprintf("[dropped a block larger than %d bytes]", s.MaxBlock))
+		return "", nil, false, nil
+	}
+	return tag, body, true, nil
 }
 
 // markerTag returns the tag of a marker line with the given prefix.

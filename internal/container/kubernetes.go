@@ -1,0 +1,461 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/remotecommand"
+)
+
+// Kubernetes is the Runtime over a Kubernetes cluster: one bare pod per
+// container, labelled like our Docker containers (orphans are found by label
+// selector), the first request and every later frame over the attach stream
+// (the pod may run on any node, so the Backend uses the protocol's stream
+// transport: see Remote), exit code and OOMKilled from the pod status by a
+// watch, the log for a bounded tail, and delete for both kill and remove.
+type Kubernetes struct {
+	cfg KubernetesConfig
+	log *slog.Logger
+}
+
+// KubernetesConfig configures the Kubernetes runtime.
+type KubernetesConfig struct {
+	// Client talks to the API server (required). REST is the configuration
+	// it was made from, needed to attach (nil only for unit tests on a fake
+	// clientset, where Start cannot attach).
+	Client kubernetes.Interface
+	REST   *rest.Config
+	// Namespace holds the pods (default "default").
+	Namespace string
+	// PullPolicy is the containers' imagePullPolicy (default IfNotPresent).
+	PullPolicy corev1.PullPolicy
+	// NodeSelector and Tolerations steer the pods onto nodes.
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
+	// CPURequest and MemoryRequest are what the scheduler reserves for each
+	// container (capped by its limits; default "100m" and "256Mi"): the
+	// limits come from the backend's Limits.
+	CPURequest, MemoryRequest string
+	// ServiceAccount runs the pods (default: the namespace's default). Its
+	// token is never mounted.
+	ServiceAccount string
+	// Volumes says how the host directories the backend mounts (the
+	// workspace, extra mounts) reach the pods.
+	Volumes VolumeMapping
+	// StartTimeout bounds scheduling and starting a pod (default 5m).
+	StartTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+// VolumeMapping maps host directories to pod volumes. With a Claim, the
+// PersistentVolumeClaim holds the tree of HostRoot on the host (e.g. both
+// see the same NFS export): a mount of HostRoot/groups/main becomes the
+// claim with subPath groups/main. Without one, each host directory is a
+// hostPath volume of the same path — right for a one-node cluster on the
+// host itself, or nodes that mount the same share at the same path.
+type VolumeMapping struct {
+	Claim    string
+	HostRoot string
+}
+
+// Defaults of the Kubernetes runtime.
+const (
+	DefaultKubernetesNamespace = "default"
+	DefaultCPURequest          = "100m"
+	DefaultMemoryRequest       = "256Mi"
+	DefaultPodStartTimeout     = 5 * time.Minute
+)
+
+// NewKubernetes checks the configuration and returns the runtime.
+func NewKubernetes(cfg KubernetesConfig) (*Kubernetes, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("kubernetes runtime: no client configured")
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = DefaultKubernetesNamespace
+	}
+	switch cfg.PullPolicy {
+	case "":
+		cfg.PullPolicy = corev1.PullIfNotPresent
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		return nil, fmt.Errorf("kubernetes runtime: image pull policy %q: want Always, IfNotPresent or Never", cfg.PullPolicy)
+	}
+	if cfg.CPURequest == "" {
+		cfg.CPURequest = DefaultCPURequest
+	}
+	if cfg.MemoryRequest == "" {
+		cfg.MemoryRequest = DefaultMemoryRequest
+	}
+	if cfg.Volumes.Claim != "" && cfg.Volumes.HostRoot == "" {
+		return nil, errors.New("kubernetes runtime: a workspace claim needs the host directory it holds (workspace_host_root)")
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = DefaultPodStartTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Kubernetes{cfg: cfg, log: cfg.Logger.With("component", "kubernetes")}, nil
+}
+
+// KubeClient connects to a cluster: the kubeconfig file when given, else
+// the in-cluster service account when running in a pod, else the usual
+// kubeconfig ($KUBECONFIG, ~/.kube/config). context picks a kubeconfig
+// context ("" = its current one).
+func KubeClient(kubeconfig, context string) (kubernetes.Interface, *rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig == "" && context == "" {
+		cfg, err = rest.InClusterConfig()
+	}
+	if cfg == nil {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = kubeconfig
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+			&clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubernetes client configuration: %w (set runtime.kubernetes.kubeconfig, or run nanohost in a pod)", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return cs, cfg, nil
+}
+
+// Remote: a pod may run on any node, so nothing of the host's is mounted
+// but the volumes VolumeMapping provides.
+func (k *Kubernetes) Remote() bool { return true }
+
+// Namespace is where the runtime's pods live.
+func (k *Kubernetes) Namespace() string { return k.cfg.Namespace }
+
+// Client is the API client (diagnostics, tests).
+func (k *Kubernetes) Client() kubernetes.Interface { return k.cfg.Client }
+
+func (k *Kubernetes) pods() podsAPI { return k.cfg.Client.CoreV1().Pods(k.cfg.Namespace) }
+
+type podsAPI = interface {
+	Create(context.Context, *corev1.Pod, metav1.CreateOptions) (*corev1.Pod, error)
+	Get(context.Context, string, metav1.GetOptions) (*corev1.Pod, error)
+	List(context.Context, metav1.ListOptions) (*corev1.PodList, error)
+	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
+	Delete(context.Context, string, metav1.DeleteOptions) error
+	GetLogs(string, *corev1.PodLogOptions) *rest.Request
+}
+
+// Start creates the pod, waits for its container to run and attaches to
+// its stdio. A container without stdin waits (gateScript) until the attach
+// stream exists, then gets a newline and EOF.
+func (k *Kubernetes) Start(ctx context.Context, spec Spec) (*Handle, error) {
+	pod, err := k.podFor(spec)
+	if err != nil {
+		return nil, fmt.Errorf("pod for %s: %w", spec.Name, err)
+	}
+	created, err := k.pods().Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("create pod %s: %w", pod.Name, err)
+	}
+	name := created.Name
+	if err := k.waitRunning(ctx, name, spec.Image); err != nil {
+		k.removeQuietly(name)
+		return nil, err
+	}
+	h, err := k.attach(name)
+	if err != nil {
+		k.removeQuietly(name)
+		return nil, err
+	}
+	if !spec.Stdin {
+		_, err := h.Stdin.Write([]byte("\n"))
+		if err == nil {
+			err = h.Stdin.Close()
+		}
+		h.Stdin = nil
+		if err != nil {
+			h.Close()
+			k.removeQuietly(name)
+			return nil, fmt.Errorf("start pod %s: %w", name, err)
+		}
+	}
+	return h, nil
+}
+
+// waitRunning watches the pod until its container runs. A missing image,
+// a container that cannot be created, or a pod still unscheduled after
+// StartTimeout is an error that says why.
+func (k *Kubernetes) waitRunning(ctx context.Context, name, image string) error {
+	ctx, cancel := context.WithTimeout(ctx, k.cfg.StartTimeout)
+	defer cancel()
+	var last *corev1.Pod
+	err := k.watchPod(ctx, name, func(p *corev1.Pod) (bool, error) {
+		last = p
+		return podStarted(p, image)
+	})
+	if err != nil && ctx.Err() != nil && last != nil {
+		return fmt.Errorf("pod %s did not start in %s: %s", name, k.cfg.StartTimeout, pendingReason(last))
+	}
+	return err
+}
+
+// podStarted reports whether the container runs (or already ended), or why
+// it never will.
+func podStarted(p *corev1.Pod, image string) (bool, error) {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != podContainer {
+			continue
+		}
+		if cs.State.Running != nil || cs.State.Terminated != nil {
+			return true, nil
+		}
+		if w := cs.State.Waiting; w != nil {
+			switch w.Reason {
+			case "ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "InvalidImageName":
+				return false, fmt.Errorf("pod %s: %w: %s (%s: %s; import it into the nodes, or set the image pull policy)",
+					p.Name, ErrImageNotFound, image, w.Reason, w.Message)
+			case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+				return false, fmt.Errorf("pod %s: %s: %s", p.Name, w.Reason, w.Message)
+			}
+		}
+	}
+	if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		return true, nil
+	}
+	return false, nil
+}
+
+// pendingReason says why a pod is not running yet.
+func pendingReason(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Status != corev1.ConditionTrue && c.Message != "" {
+			return fmt.Sprintf("%s: %s", nonEmpty(c.Reason, string(c.Type)), c.Message)
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil {
+			return strings.TrimSpace(w.Reason + " " + w.Message)
+		}
+	}
+	return "phase " + string(p.Status.Phase)
+}
+
+// watchPod calls done with the pod now and at every change until it says
+// stop, returns an error, or ctx ends. A deleted pod is an error.
+func (k *Kubernetes) watchPod(ctx context.Context, name string, done func(*corev1.Pod) (bool, error)) error {
+	for {
+		p, err := k.pods().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod %s was deleted", name)
+		}
+		if err != nil {
+			return fmt.Errorf("get pod %s: %w", name, err)
+		}
+		if stop, err := done(p); stop || err != nil {
+			return err
+		}
+		w, err := k.pods().Watch(ctx, metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
+			ResourceVersion: p.ResourceVersion,
+		})
+		if err != nil {
+			return fmt.Errorf("watch pod %s: %w", name, err)
+		}
+		stop, err := k.follow(ctx, w, name, done)
+		w.Stop()
+		if stop || err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// The watch ended (a server timeout): look again and watch anew.
+	}
+}
+
+func (k *Kubernetes) follow(ctx context.Context, w watch.Interface, name string, done func(*corev1.Pod) (bool, error)) (bool, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return false, nil
+			}
+			switch ev.Type {
+			case watch.Deleted:
+				return true, fmt.Errorf("pod %s was deleted", name)
+			case watch.Error:
+				return false, nil
+			}
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				if stop, err := done(p); stop || err != nil {
+					return true, err
+				}
+			}
+		}
+	}
+}
+
+// attach connects to the container's stdin, stdout and stderr (WebSocket,
+// or SPDY on an older API server).
+func (k *Kubernetes) attach(name string) (*Handle, error) {
+	if k.cfg.REST == nil {
+		return nil, fmt.Errorf("attach pod %s: no REST configuration to attach with", name)
+	}
+	req := k.cfg.Client.CoreV1().RESTClient().Post().Namespace(k.cfg.Namespace).Resource("pods").Name(name).
+		SubResource("attach").VersionedParams(&corev1.PodAttachOptions{
+		Container: podContainer, Stdin: true, Stdout: true, Stderr: true,
+	}, scheme.ParameterCodec)
+	ws, err := remotecommand.NewWebSocketExecutor(k.cfg.REST, "GET", req.URL().String())
+	if err != nil {
+		return nil, fmt.Errorf("attach pod %s: %w", name, err)
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(k.cfg.REST, "POST", req.URL())
+	if err != nil {
+		return nil, fmt.Errorf("attach pod %s: %w", name, err)
+	}
+	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("attach pod %s: %w", name, err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	errR, errW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: inR, Stdout: outW, Stderr: errW})
+		if err != nil && ctx.Err() == nil {
+			k.log.Debug("attach stream ended", "pod", name, "err", err)
+		}
+		// Writers to a stream that is gone must not block forever.
+		inR.CloseWithError(errors.New("the pod's attach stream has ended"))
+		outW.Close()
+		errW.Close()
+	}()
+	var once sync.Once
+	return &Handle{ID: name, Name: name, Stdin: inW, Stdout: outR, Stderr: errR,
+		close: func() { once.Do(func() { cancel(); inW.Close() }) }}, nil
+}
+
+// Wait watches the pod until its container has ended.
+func (k *Kubernetes) Wait(ctx context.Context, id string) (Exit, error) {
+	var exit Exit
+	err := k.watchPod(ctx, id, func(p *corev1.Pod) (bool, error) {
+		var done bool
+		exit, done = podExit(p)
+		if !done && p.Status.Phase == corev1.PodFailed {
+			return true, fmt.Errorf("pod %s failed: %s %s", id, p.Status.Reason, p.Status.Message)
+		}
+		return done, nil
+	})
+	if err != nil {
+		return Exit{}, fmt.Errorf("wait pod %s: %w", id, err)
+	}
+	return exit, nil
+}
+
+// podExit is how the container ended, once it has.
+func podExit(p *corev1.Pod) (Exit, bool) {
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; cs.Name == podContainer && t != nil {
+			return Exit{Code: int(t.ExitCode), OOMKilled: t.Reason == "OOMKilled"}, true
+		}
+	}
+	return Exit{}, false
+}
+
+// Kill deletes the pod at once: Kubernetes has no signal to send to a
+// container, and a killed container of ours is never restarted.
+func (k *Kubernetes) Kill(ctx context.Context, id string) error {
+	zero := int64(0)
+	err := k.pods().Delete(ctx, id, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("kill pod %s: %w", id, err)
+	}
+	return nil
+}
+
+// Remove deletes the pod and waits until it is gone.
+func (k *Kubernetes) Remove(ctx context.Context, id string) error {
+	if err := k.Kill(ctx, id); err != nil {
+		return fmt.Errorf("remove %w", err)
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := k.pods().Get(ctx, id, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("remove pod %s: still there: %w", id, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func (k *Kubernetes) removeQuietly(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := k.Kill(ctx, name); err != nil {
+		k.log.Warn("delete pod", "pod", name, "err", err)
+	}
+}
+
+// List returns the pods carrying all the labels.
+func (k *Kubernetes) List(ctx context.Context, want map[string]string) ([]Info, error) {
+	sel := map[string]string{}
+	for key, v := range want {
+		sel[key] = labelValue(v)
+	}
+	list, err := k.pods().List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel).String()})
+	if err != nil {
+		return nil, fmt.Errorf("list pods in namespace %s: %w", k.cfg.Namespace, err)
+	}
+	out := make([]Info, 0, len(list.Items))
+	for i := range list.Items {
+		p := &list.Items[i]
+		out = append(out, Info{ID: p.Name, Name: p.Name, Labels: podLabels(p),
+			State: strings.ToLower(string(p.Status.Phase)), Created: p.CreationTimestamp.Time})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out, nil
+}
+
+// LogTail is the end of the container's log (stdout and stderr together),
+// at most max bytes: what a container said before it died when the attach
+// stream missed it.
+func (k *Kubernetes) LogTail(ctx context.Context, id string, max int) (string, error) {
+	tail := int64(200)
+	limit := int64(max)
+	data, err := k.pods().GetLogs(id, &corev1.PodLogOptions{Container: podContainer, TailLines: &tail, LimitBytes: &limit}).DoRaw(ctx)
+	if err != nil {
+		return "", fmt.Errorf("logs of pod %s: %w", id, err)
+	}
+	return string(data), nil
+}
+
+var _ Runtime = (*Kubernetes)(nil)
