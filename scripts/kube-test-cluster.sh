@@ -176,6 +176,10 @@ healthy() {
 		kubectl get node "$node_name" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
 }
 
+untainted() {
+	[ -z "$(kubectl get node "$node_name" -o jsonpath='{.spec.taints}')" ]
+}
+
 pki() {
 	local d="$state/pki"
 	mkdir -p "$d"
@@ -416,7 +420,7 @@ up() {
 	start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$state/controller-manager.kubeconfig" \
 		--bind-address 127.0.0.1 --secure-port "$cm_port" --leader-elect=false \
 		--service-account-private-key-file "$state/pki/sa.key" --root-ca-file "$state/pki/ca.crt" \
-		--use-service-account-credentials=false
+		--use-service-account-credentials=true
 	start kube-scheduler "$bin/kube-scheduler" --kubeconfig "$state/scheduler.kubeconfig" \
 		--bind-address 127.0.0.1 --secure-port "$sched_port" --leader-elect=false
 	wait_for containerd 30 ctr --address "$sock" version
@@ -425,6 +429,8 @@ up() {
 		--root-dir "$state/kubelet" --cert-dir "$state/kubelet/pki" \
 		--hostname-override "$node_name" --node-ip "$node_ip"
 	wait_for "the node" 90 healthy
+	# The node lifecycle controller lifts the not-ready taint once the node is Ready.
+	wait_for "the node's not-ready taint to go" 60 untainted
 	# Pods need their namespace's default service account before they are admitted.
 	wait_for "the default service account" 30 kubectl -n default get serviceaccount default
 	if [ -n "${NANOHOST_TEST_IMAGE:-}" ] && docker image inspect "$NANOHOST_TEST_IMAGE" >/dev/null 2>&1; then

@@ -303,11 +303,14 @@ func (k *Kubernetes) follow(ctx context.Context, w watch.Interface, name string,
 			}
 			switch ev.Type {
 			case watch.Deleted:
+				if p, ok := ev.Object.(*corev1.Pod); ok && p.Name != name {
+					continue
+				}
 				return true, fmt.Errorf("pod %s was deleted", name)
 			case watch.Error:
 				return false, nil
 			}
-			if p, ok := ev.Object.(*corev1.Pod); ok {
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.Name == name {
 				if stop, err := done(p); stop || err != nil {
 					return true, err
 				}

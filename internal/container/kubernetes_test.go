@@ -1,0 +1,349 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/yaml"
+
+	"nanohost/internal/container/protocol"
+	"nanohost/internal/pipeline/engine"
+)
+
+// Unit tests on client-go's fake clientset: the pod we ask for and the
+// error paths. (The fake never runs a pod; behaviour is tested on the real
+// cluster in kubernetes_cluster_test.go.)
+
+func fakeKube(t *testing.T, mutate func(*KubernetesConfig)) (*Kubernetes, *fake.Clientset) {
+	t.Helper()
+	cs := fake.NewClientset()
+	cfg := KubernetesConfig{Client: cs, Namespace: "agents", StartTimeout: 5 * time.Second}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	k, err := NewKubernetes(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, cs
+}
+
+// agentPodSpec is the Spec the backend makes for a full-fidelity agent on
+// the stream transport.
+func agentPodSpec(t *testing.T, k *Kubernetes) Spec {
+	t.Helper()
+	b, err := NewBackend(Config{Runtime: k, HostID: "h1", StateDir: t.TempDir(), Workspace: t.TempDir(),
+		Agent: AgentConfig{Kind: "script", ScriptFile: writeScript(t, `{"default": "ok"}`)}, Secrets: map[string]string{"API_KEY": "sk-very-secret-value"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := engine.Request{Kind: engine.KindCodergen, RunID: "run 1/ä", NodeID: "Plan_Step", Fidelity: "full", ThreadKey: "main"}
+	env, err := b.runEnv(req.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := b.agentSpec(req, env, containerName(req.RunID, req.NodeID), "main", 1000, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := protocol.Request{Nonce: "n", Secrets: b.cfg.Secrets}
+	if _, err := streamSpec(&spec, &first); err != nil {
+		t.Fatal(err)
+	}
+	if first.Transport != protocol.TransportStream || string(first.Script) != `{"default": "ok"}` {
+		t.Errorf("first request %+v: want the stream transport with the script in it", first)
+	}
+	return spec
+}
+
+func TestPodSpecIsLockedDown(t *testing.T) {
+	k, _ := fakeKube(t, func(c *KubernetesConfig) { c.PullPolicy = corev1.PullNever })
+	spec := agentPodSpec(t, k)
+	pod, err := k.podFor(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range checkPodHardening(pod) {
+		t.Error(p)
+	}
+	c := pod.Spec.Containers[0]
+	if c.ImagePullPolicy != corev1.PullNever {
+		t.Errorf("imagePullPolicy %q, want the configured Never", c.ImagePullPolicy)
+	}
+	if errs := validation.IsDNS1123Label(pod.Name); len(errs) > 0 {
+		t.Errorf("pod name %q: %v", pod.Name, errs)
+	}
+	for key, v := range pod.Labels {
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			t.Errorf("label %s=%q: %v", key, v, errs)
+		}
+	}
+	if got := podLabels(pod)[LabelRun]; got != "run 1/ä" {
+		t.Errorf("exact run label %q, want it back from the annotation", got)
+	}
+	yml, _ := yaml.Marshal(pod)
+	if strings.Contains(string(yml), "sk-very-secret-value") {
+		t.Error("the secret is in the pod spec")
+	}
+	if len(c.Command) != 0 || strings.Join(c.Args, " ") != "run --agent script" {
+		t.Errorf("command %q args %q: the agent runs the image's entrypoint (nanoagent) with the runner's flags", c.Command, c.Args)
+	}
+}
+
+// checkPodHardening lists what a pod lacks of item 2 of the Kubernetes
+// runtime's security (docs/kubernetes.md).
+func checkPodHardening(p *corev1.Pod) []string {
+	var bad []string
+	fail := func(format string, a ...any) { bad = append(bad, fmt.Sprintf(format, a...)) }
+	ps := p.Spec.SecurityContext
+	if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot || ps.RunAsUser == nil || *ps.RunAsUser != 1000 {
+		fail("pod securityContext %+v: want runAsNonRoot and runAsUser 1000", ps)
+	}
+	if ps == nil || ps.SeccompProfile == nil || ps.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		fail("pod seccompProfile is not RuntimeDefault")
+	}
+	if a := p.Spec.AutomountServiceAccountToken; a == nil || *a {
+		fail("the service-account token is mounted")
+	}
+	if s := p.Spec.EnableServiceLinks; s == nil || *s {
+		fail("service links put cluster addresses in the environment")
+	}
+	if p.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		fail("restartPolicy %q, want Never", p.Spec.RestartPolicy)
+	}
+	if len(p.Spec.Containers) != 1 {
+		fail("%d containers, want 1", len(p.Spec.Containers))
+		return bad
+	}
+	c := p.Spec.Containers[0]
+	sc := c.SecurityContext
+	switch {
+	case sc == nil:
+		fail("the container has no securityContext")
+		return bad
+	case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+		fail("allowPrivilegeEscalation is not false")
+	case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
+		fail("the root filesystem is writable")
+	case sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) > 0:
+		fail("capabilities %+v, want drop ALL", sc.Capabilities)
+	case sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot:
+		fail("the container may run as root")
+	case sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
+		fail("the container's seccompProfile is not RuntimeDefault")
+	}
+	if c.Resources.Limits.Memory().IsZero() || c.Resources.Limits.Cpu().IsZero() {
+		fail("limits %v: want CPU and memory", c.Resources.Limits)
+	}
+	for _, e := range c.Env {
+		if e.Name != "HOME" && e.Name != "TZ" {
+			fail("environment variable %s in the pod spec", e.Name)
+		}
+	}
+	scratch := map[string]bool{}
+	for _, v := range p.Spec.Volumes {
+		if v.Projected != nil || v.Secret != nil {
+			fail("volume %s carries a token or a secret", v.Name)
+		}
+		if v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory && v.EmptyDir.SizeLimit != nil {
+			scratch[v.Name] = true
+		}
+	}
+	for _, want := range []string{"/tmp", "/home/agent"} {
+		found := false
+		for _, m := range c.VolumeMounts {
+			found = found || m.MountPath == want && scratch[m.Name]
+		}
+		if !found {
+			fail("%s is not a size-limited memory-backed emptyDir", want)
+		}
+	}
+	return bad
+}
+
+func TestPodVolumesMapHostDirectories(t *testing.T) {
+	spec := Spec{Name: "x", Image: "img", User: "1000:1000", Mounts: []Mount{
+		{Source: "/data/groups/main", Target: protocol.WorkspaceDir},
+		{Source: "/elsewhere/skills", Target: "/workspace/skills", ReadOnly: true},
+	}, Tmpfs: map[string]string{"/tmp": "rw,size=64m"}}
+
+	k, _ := fakeKube(t, nil)
+	pod, err := k.podFor(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := pod.Spec.Volumes[0]; v.HostPath == nil || v.HostPath.Path != "/data/groups/main" {
+		t.Errorf("without a claim the workspace is a hostPath of the same path: %+v", v)
+	}
+	if q := pod.Spec.Volumes[2].EmptyDir.SizeLimit; q == nil || q.String() != "64Mi" {
+		t.Errorf("tmpfs size=64m became %v, want 64Mi", q)
+	}
+
+	k, _ = fakeKube(t, func(c *KubernetesConfig) { c.Volumes = VolumeMapping{Claim: "groups", HostRoot: "/data"} })
+	pod, err = k.podFor(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pod.Spec.Volumes) != 2 || pod.Spec.Volumes[0].PersistentVolumeClaim == nil || pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "groups" {
+		t.Fatalf("volumes %+v: want the claim (the read-only mount outside its root left out) and the tmpfs", pod.Spec.Volumes)
+	}
+	if m := pod.Spec.Containers[0].VolumeMounts[0]; m.SubPath != "groups/main" || m.MountPath != protocol.WorkspaceDir {
+		t.Errorf("workspace mount %+v, want subPath groups/main", m)
+	}
+
+	spec.Mounts = append(spec.Mounts, Mount{Source: "/var/state/sessions", Target: "/home/agent/.claude"})
+	if _, err := k.podFor(spec); err == nil || !strings.Contains(err.Error(), "workspace_host_root") {
+		t.Errorf("a writable mount outside the claim: %v, want an error naming the setting", err)
+	}
+}
+
+func TestPodWithoutStdinWaitsForTheAttach(t *testing.T) {
+	k, _ := fakeKube(t, nil)
+	pod, err := k.podFor(Spec{Name: "tool", Image: "img", User: "1000:1000", Entrypoint: []string{"/bin/sh", "-c"}, Cmd: []string{"exit 3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pod.Spec.Containers[0]
+	if !c.Stdin || !c.StdinOnce || c.Command[0] != "/bin/sh" || c.Command[2] != gateScript ||
+		strings.Join(c.Args, "|") != "/bin/sh|-c|exit 3" {
+		t.Errorf("tool container command %q args %q: want the gate before the command", c.Command, c.Args)
+	}
+}
+
+// setStatus makes the fake pod look as the kubelet would report it.
+func setStatus(t *testing.T, cs *fake.Clientset, ns, name string, st corev1.ContainerState) {
+	t.Helper()
+	ctx := context.Background()
+	for range 100 {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podContainer, State: st}}
+			if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Error(err)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("pod %s never created", name)
+}
+
+func TestStartReportsAMissingImageWithoutRetrying(t *testing.T) {
+	k, cs := fakeKube(t, nil)
+	go setStatus(t, cs, "agents", "nanohost-x", corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+		Reason: "ErrImageNeverPull", Message: `Container image "img:1" is not present with pull policy of Never`}})
+	_, err := k.Start(context.Background(), Spec{Name: "nanohost-x", Image: "img:1", User: "1000:1000"})
+	if !errors.Is(err, ErrImageNotFound) || !strings.Contains(err.Error(), "import it into the nodes") {
+		t.Fatalf("Start = %v, want ErrImageNotFound with the fix", err)
+	}
+	if engine.IsTransient(startError("n", err)) {
+		t.Error("a missing image is retried")
+	}
+	if _, err := cs.CoreV1().Pods("agents").Get(context.Background(), "nanohost-x", metav1.GetOptions{}); err == nil {
+		t.Error("the pod that cannot start is left behind")
+	}
+}
+
+func TestStartGivesUpOnAnUnschedulablePodSayingWhy(t *testing.T) {
+	k, cs := fakeKube(t, func(c *KubernetesConfig) { c.StartTimeout = 300 * time.Millisecond })
+	go func() {
+		ctx := context.Background()
+		for range 100 {
+			if p, err := cs.CoreV1().Pods("agents").Get(ctx, "big", metav1.GetOptions{}); err == nil {
+				p.Status.Phase = corev1.PodPending
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+					Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient memory."}}
+				cs.CoreV1().Pods("agents").UpdateStatus(ctx, p, metav1.UpdateOptions{})
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	_, err := k.Start(context.Background(), Spec{Name: "big", Image: "img", User: "1000:1000"})
+	if err == nil || !strings.Contains(err.Error(), "Insufficient memory") {
+		t.Fatalf("Start = %v, want the scheduler's reason", err)
+	}
+}
+
+func TestWaitReadsExitCodeAndOOMKilledFromThePodStatus(t *testing.T) {
+	k, cs := fakeKube(t, nil)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Pods("agents").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "agents"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		setStatus(t, cs, "agents", "p", corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}})
+	}()
+	exit, err := k.Wait(ctx, "p")
+	if err != nil || exit != (Exit{Code: 137, OOMKilled: true}) {
+		t.Fatalf("Wait = %+v, %v; want 137 OOMKilled", exit, err)
+	}
+	if err := k.Remove(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Wait(ctx, "p"); err == nil || !strings.Contains(err.Error(), "deleted") {
+		t.Errorf("Wait on a deleted pod = %v", err)
+	}
+	if err := k.Kill(ctx, "p"); err != nil {
+		t.Errorf("Kill of a pod already gone = %v, want nil", err)
+	}
+}
+
+func TestListFindsPodsByTheirExactLabels(t *testing.T) {
+	k, cs := fakeKube(t, nil)
+	ctx := context.Background()
+	long := strings.Repeat("node-", 20) + "ü"
+	for i, run := range []string{long, "other"} {
+		pod, err := k.podFor(Spec{Name: fmt.Sprintf("p%d", i), Image: "img", User: "1000:1000",
+			Labels: map[string]string{LabelManaged: "true", LabelRun: run}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.CoreV1().Pods("agents").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := k.List(ctx, map[string]string{LabelManaged: "true", LabelRun: long})
+	if err != nil || len(got) != 1 || got[0].Name != "p0" || got[0].Labels[LabelRun] != long {
+		t.Fatalf("List = %+v, %v; want p0 with its exact run label", got, err)
+	}
+}
+
+func TestNewKubernetesRefusesBadSettings(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  KubernetesConfig
+		want string
+	}{
+		{KubernetesConfig{}, "no client"},
+		{KubernetesConfig{Client: fake.NewClientset(), PullPolicy: "Sometimes"}, "want Always, IfNotPresent or Never"},
+		{KubernetesConfig{Client: fake.NewClientset(), Volumes: VolumeMapping{Claim: "c"}}, "workspace_host_root"},
+	} {
+		if _, err := NewKubernetes(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewKubernetes(%+v) = %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// writePodYAML writes a pod as `kubectl get pod -o yaml` shows it.
+func writePodYAML(t testing.TB, pod *corev1.Pod, path string) {
+	p := pod.DeepCopy()
+	p.APIVersion, p.Kind = "v1", "Pod"
+	p.ManagedFields = nil
+	data, err := yaml.Marshal(p)
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		t.Error(err)
+	}
+}
