@@ -4,6 +4,8 @@
 # Docker-backed and browser tests skip (loudly) when no Docker engine or
 # Chromium is available, unless NANOHOST_REQUIRE_DOCKER=1 /
 # NANOHOST_REQUIRE_BROWSER=1 (set by .ci/run) turn that into a failure.
+# The Kubernetes runtime's cluster tests run when the test cluster is up
+# (scripts/kube-test-cluster.sh up; NANOHOST_REQUIRE_KUBERNETES=1 in CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go vet ./...

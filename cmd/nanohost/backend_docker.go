@@ -49,6 +49,21 @@ func init() {
 }
 
 func newDockerBackend(o backendOptions) (engine.Backend, error) {
+	return newPipelineContainerBackend(o, func(ctx context.Context) (container.Runtime, error) {
+		docker, err := container.NewDocker()
+		if err != nil {
+			return nil, err
+		}
+		if err := docker.Ping(ctx); err != nil {
+			return nil, fmt.Errorf("%w (is Docker running, and may this user use it?)", err)
+		}
+		return docker, nil
+	})
+}
+
+// newPipelineContainerBackend is the container backend of `--backend docker` and
+// `--backend kubernetes`, on the runtime runtime makes.
+func newPipelineContainerBackend(o backendOptions, runtime func(context.Context) (container.Runtime, error)) (engine.Backend, error) {
 	fs := o.Flags
 	str := func(name string) string { v, _ := fs.GetString(name); return v }
 
@@ -96,14 +111,11 @@ func newDockerBackend(o backendOptions) (engine.Backend, error) {
 		return nil, err
 	}
 
-	docker, err := container.NewDocker()
-	if err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := docker.Ping(ctx); err != nil {
-		return nil, fmt.Errorf("%w (is Docker running, and may this user use it?)", err)
+	rt, err := runtime(ctx)
+	if err != nil {
+		return nil, err
 	}
 	hostID, err := container.LoadHostID(stateDir)
 	if err != nil {
@@ -112,7 +124,7 @@ func newDockerBackend(o backendOptions) (engine.Backend, error) {
 	maxC, _ := fs.GetInt("max-containers")
 	idle, _ := fs.GetDuration("idle-timeout")
 	b, err := container.NewBackend(container.Config{
-		Runtime: docker, Image: str("image"), HostID: hostID, StateDir: stateDir,
+		Runtime: rt, Image: str("image"), HostID: hostID, StateDir: stateDir,
 		Workspace: workspace, ExtraMounts: mounts, Agent: agent, Secrets: secretsFromEnv(fs),
 		Limits: limits, Network: str("network"), MaxContainers: maxC, IdleTimeout: idle,
 	})

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"nanohost/internal/container/containertest"
+	"nanohost/internal/container/protocol"
 	"nanohost/internal/pipeline/engine"
 )
 
@@ -203,4 +204,53 @@ func readFile(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// An agent in a pod runs `nanoagent ipc start-pipeline`: the request
+// travels over the attach stream into the group's host-side tasks/ queue,
+// and the host's answer in responses/ travels back to the agent.
+func TestKubernetesAgentIPCRequestReachesTheHostAndGetsItsAnswer(t *testing.T) {
+	groupIPC := t.TempDir()
+	for _, d := range []string{"tasks", "messages", "responses"} {
+		os.Mkdir(filepath.Join(groupIPC, d), 0o755)
+	}
+	h, _ := newKubeHarness(t, func(c *Config) {
+		c.Agent = AgentConfig{Kind: "command", Command: `printf 'digraph P { s [shape=Mdiamond]; e [shape=Msquare]; s -> e }' > /tmp/p.dot; ` +
+			`nanoagent ipc start-pipeline /tmp/p.dot --goal relay --timeout 60s`}
+		for _, d := range []string{"tasks", "messages", "responses"} {
+			c.ExtraMounts = append(c.ExtraMounts, Mount{Source: filepath.Join(groupIPC, d), Target: protocol.IPCDir + "/" + d})
+		}
+	})
+	// The host's side: answer the request the way the IPC watcher does.
+	answered := make(chan string, 1)
+	go func() {
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			files, _ := filepath.Glob(filepath.Join(groupIPC, "tasks", "*.json"))
+			if len(files) == 1 {
+				data, _ := os.ReadFile(files[0])
+				os.Remove(files[0])
+				var req struct {
+					Type      string `json:"type"`
+					RequestID string `json:"request_id"`
+					Goal      string `json:"goal"`
+					DOT       string `json:"dot"`
+				}
+				json.Unmarshal(data, &req)
+				answered <- req.Type + " " + req.Goal
+				resp := `{"v":1,"request_id":"` + req.RequestID + `","type":"start_pipeline","status":"accepted","run_id":"run-from-pod","chat":"C1","at":"2026-01-01T00:00:00Z"}`
+				writeInto(filepath.Join(groupIPC, "responses"), req.RequestID+".json", []byte(resp))
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		answered <- "no request"
+	}()
+	res := h.mustRun(codergenReq("kube-ipc", "asker", "compact"))
+	if got := <-answered; got != "start_pipeline relay" {
+		t.Fatalf("the host got %q, want the agent's start_pipeline", got)
+	}
+	if !strings.Contains(res.Text, "run-from-pod") {
+		t.Errorf("the agent's answer %q does not show the host's answer (the run id)", res.Text)
+	}
 }

@@ -33,6 +33,9 @@ func (b *Backend) runTool(ctx context.Context, req engine.Request) (engine.Resul
 	}
 	spec := b.baseSpec(req, env, containerName(req.RunID, req.NodeID), uid, gid)
 	spec.Labels[LabelKind] = "tool"
+	if isRemote(b.cfg.Runtime) {
+		spec.Mounts = withoutIPCQueues(spec.Mounts) // no runner in a tool container relays them
+	}
 	spec.Entrypoint, spec.Cmd = []string{"/bin/sh", "-c"}, []string{req.ToolCommand}
 
 	release, err := b.acquireSlot(ctx, req.RunID)

@@ -357,3 +357,15 @@ func streamSpec(spec *Spec, first *protocol.Request) (map[string]string, error) 
 	first.Transport, first.Version = protocol.TransportStream, protocol.StreamVersion
 	return dirs, nil
 }
+
+// withoutIPCQueues drops the group's IPC queues from a tool container on a
+// remote runtime: only an agent's runner relays IPC over the stream.
+func withoutIPCQueues(mounts []Mount) []Mount {
+	out := mounts[:0:0]
+	for _, m := range mounts {
+		if !strings.HasPrefix(m.Target, protocol.IPCDir+"/") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
