@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -253,4 +254,30 @@ func TestKubernetesAgentIPCRequestReachesTheHostAndGetsItsAnswer(t *testing.T) {
 	if !strings.Contains(res.Text, "run-from-pod") {
 		t.Errorf("the agent's answer %q does not show the host's answer (the run id)", res.Text)
 	}
+}
+
+// BenchmarkColdNodeKubernetes compares a fresh-container node on the test
+// cluster (create pod → scheduled → running → attach → first answer) with
+// the same node on Docker, alternating in each iteration.
+func BenchmarkColdNodeKubernetes(b *testing.B) {
+	kube, _ := newKubeHarness(b, nil)
+	docker := newHarness(b, nil)
+	var onKube, onDocker []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		run := fmt.Sprintf("bench-kube-%d", i)
+		start := time.Now()
+		kube.mustRun(codergenReq(run, "n", "compact"))
+		onKube = append(onKube, time.Since(start))
+		start = time.Now()
+		docker.mustRun(codergenReq(run, "n", "compact"))
+		onDocker = append(onDocker, time.Since(start))
+		kube.b.CloseRun(run)
+		docker.b.CloseRun(run)
+	}
+	b.StopTimer()
+	m := func(d []time.Duration) float64 { return float64(percentile(d, 50)) }
+	b.ReportMetric(m(onKube)/1e6, "kube-p50-ms")
+	b.ReportMetric(m(onDocker)/1e6, "docker-p50-ms")
+	b.ReportMetric(m(onKube)/m(onDocker), "ratio")
 }
