@@ -467,4 +467,11 @@ func TestValidateExpansionBombInBoundedMemory(t *testing.T) {
 	if peak > 300e6 {
 		t.Errorf("peak RSS %.0f MB, want under 300 MB", float64(peak)/1e6)
 	}
+	// parse and render refuse it the same way, with the fix.
+	for _, cmd := range []string{"parse", "render"} {
+		r := runNanohost(t, "", "pipeline", cmd, path)
+		if r.code != 2 || r.stdout != "" || !strings.HasPrefix(r.stderr, path+": expanding $goal would make the pipeline 46.6 GiB") || !strings.Contains(r.stderr, "(fix: the goal (488.3 KiB) is copied") {
+			t.Errorf("pipeline %s: exit %d, stderr %.300q", cmd, r.code, r.stderr)
+		}
+	}
 }

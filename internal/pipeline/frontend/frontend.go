@@ -92,7 +92,13 @@ func (e *TransformError) Error() string {
 	if file == "" {
 		file = "<input>"
 	}
-	return file + ": " + e.Err.Error()
+	msg := file + ": " + e.Err.Error()
+	// Say how to stay under the limit, as a syntax error says how to fix it.
+	var ee *pipeline.ExpansionError
+	if errors.As(e.Err, &ee) && ee.Fix != "" {
+		msg += " (fix: " + ee.Fix + ")"
+	}
+	return msg
 }
 
 func (e *TransformError) Unwrap() error { return e.Err }
