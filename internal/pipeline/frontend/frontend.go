@@ -12,6 +12,8 @@ import (
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/dot"
 	"nanohost/internal/pipeline/lint"
+	"nanohost/internal/pipeline/mask"
+	"nanohost/internal/pipeline/persona"
 	"nanohost/internal/pipeline/transform"
 )
 
@@ -28,6 +30,12 @@ type Options struct {
 	// transforms run (so $goal expands to it): a goal given when the run is
 	// started, not written in the source.
 	Goal string
+	// Personas are what persona="…" may name (a group's personas/ folder
+	// over the built-ins); nil means the built-in personas.
+	Personas *persona.Catalog
+	// Masks are what masks="…" may name (nanohost.yaml masks:, --masks);
+	// nil means none is defined.
+	Masks mask.Set
 }
 
 // Prepare parses src, applies the transforms and validates the result.
@@ -46,7 +54,7 @@ func Prepare(file string, src []byte, opts Options) (*pipeline.Graph, []pipeline
 	if err != nil {
 		return nil, []pipeline.Diagnostic{diagnosticOf(file, err)}, err
 	}
-	r := lint.NewRegistry(lint.Options{KnownTypes: opts.KnownTypes, Source: src, Rules: opts.Rules})
+	r := lint.NewRegistry(lint.Options{KnownTypes: opts.KnownTypes, Source: src, Rules: opts.Rules, Personas: opts.Personas, Masks: opts.Masks})
 	return g, r.Validate(g), nil
 }
 
@@ -64,7 +72,9 @@ func Parse(file string, src []byte, opts Options) (*pipeline.Graph, error) {
 		}
 		g.Attrs["goal"] = opts.Goal
 	}
-	out, err := transform.NewRegistry(opts.Transforms...).Apply(g)
+	tr := transform.NewRegistry(opts.Transforms...)
+	tr.Personas = opts.Personas
+	out, err := tr.Apply(g)
 	if err != nil {
 		return nil, &TransformError{File: file, Err: err}
 	}

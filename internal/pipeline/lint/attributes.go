@@ -136,6 +136,9 @@ var Attributes = []Attribute{
 	// nanohost: force a fresh container (host-orchestration.md); who may answer a human gate.
 	{Key: "isolated", Scope: NodeScope, Kind: KindBool, Example: "true"},
 	{Key: "approvers", Scope: NodeScope, Example: `"U123,U456"`},
+	// nanohost: who works the node and what it may use (walk-framework.md; persona_known, mask_known, mask_valid_for).
+	{Key: "persona", Scope: NodeScope, Example: "seeker"},
+	{Key: "masks", Scope: NodeScope, Example: `"recall,forge"`},
 
 	// Edge (spec §2.7, Appendix A; freeform from host-orchestration.md).
 	{Key: "condition", Scope: EdgeScope, Example: `"outcome=success"`},

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/mask"
+	"nanohost/internal/pipeline/persona"
 )
 
 // Rule is one lint check (spec §7.4).
@@ -55,6 +57,12 @@ type Options struct {
 	Source []byte
 	// Rules are custom rules, run after the built-ins.
 	Rules []Rule
+	// Personas are the personas persona_known accepts; nil means the
+	// built-in ones.
+	Personas *persona.Catalog
+	// Masks are the masks mask_known and mask_valid_for check nodes
+	// against; nil means none is defined.
+	Masks mask.Set
 }
 
 // Registry is a set of rules: the built-ins, then custom rules in

@@ -5,18 +5,22 @@ import (
 
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/lint/didyoumean"
+	"nanohost/internal/pipeline/mask"
+	"nanohost/internal/pipeline/persona"
 )
 
 // checker carries what the option-dependent rules need.
 type checker struct {
 	loc        *locator
 	knownTypes []string
+	personas   *persona.Catalog
+	masks      mask.Set
 }
 
 // builtinRules returns the built-in rules in a fixed order: the §7.2 rules,
 // then nanohost's extra checks.
 func builtinRules(opts Options) []Rule {
-	c := &checker{loc: newLocator(opts.Source), knownTypes: opts.KnownTypes}
+	c := &checker{loc: newLocator(opts.Source), knownTypes: opts.KnownTypes, personas: persona.OrBuiltin(opts.Personas), masks: opts.Masks}
 	if len(c.knownTypes) == 0 {
 		c.knownTypes = DefaultKnownTypes
 	}
@@ -39,6 +43,9 @@ func builtinRules(opts Options) []Rule {
 		RuleFunc("attr_value", c.attrValue),
 		RuleFunc("attr_unknown", c.attrUnknown),
 		RuleFunc("dead_end", deadEnd),
+		RuleFunc("persona_known", c.personaKnown),
+		RuleFunc("mask_known", c.maskKnown),
+		RuleFunc("mask_valid_for", c.maskValidFor),
 	}
 }
 

@@ -5,31 +5,35 @@ import (
 	"strings"
 
 	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/persona"
 	"nanohost/internal/pipeline/stylesheet"
 )
 
 // ApplyStylesheet resolves llm_model, llm_provider and reasoning_effort on
 // every node (spec §8.5): an explicit node attribute wins, then the most
-// specific matching model_stylesheet rule, then a graph-level attribute of the
-// same name.
+// specific matching model_stylesheet rule, then the node's persona
+// (personas.go), then a graph-level attribute of the same name.
 //
 // A stylesheet that does not parse is skipped, not reported: validation's
 // stylesheet_syntax rule reports it with its position, and the engine refuses
 // the graph then.
-type ApplyStylesheet struct{}
+type ApplyStylesheet struct {
+	// Personas resolve persona="…" defaults; nil means the built-in ones.
+	Personas *persona.Catalog
+}
 
 func (ApplyStylesheet) Name() string { return "stylesheet" }
 
-func (ApplyStylesheet) Apply(g *pipeline.Graph) (*pipeline.Graph, error) {
+func (a ApplyStylesheet) Apply(g *pipeline.Graph) (*pipeline.Graph, error) {
 	sheet, defaults := stylesheetOf(g)
-	if len(sheet.Rules) == 0 && len(defaults) == 0 {
+	if len(sheet.Rules) == 0 && len(defaults) == 0 && !hasPersonas(g) {
 		return g, nil
 	}
-	if err := checkStylesheet(g, g.TextSize(), sheet, defaults); err != nil {
+	if err := checkStylesheet(g, g.TextSize(), sheet, defaults, a.Personas); err != nil {
 		return g, err
 	}
 	out := g.Clone()
-	applyStylesheet(out, sheet, defaults)
+	applyStylesheet(out, sheet, defaults, a.Personas)
 	return out, nil
 }
 
@@ -52,9 +56,9 @@ func stylesheetOf(g *pipeline.Graph) (*stylesheet.Sheet, []string) {
 // checkStylesheet refuses a stylesheet (and graph-level model defaults)
 // that would take g, of the given size, over pipeline.MaxExpandedSize —
 // before anything is applied.
-func checkStylesheet(g *pipeline.Graph, size int64, sheet *stylesheet.Sheet, defaults []string) error {
-	return pipeline.CheckExpanded("applying the model_stylesheet", size+sheetGrowth(g, sheet, defaults),
-		"shorten the values in model_stylesheet (and graph-level llm_model, llm_provider, reasoning_effort): each is copied to every node it selects")
+func checkStylesheet(g *pipeline.Graph, size int64, sheet *stylesheet.Sheet, defaults []string, personas *persona.Catalog) error {
+	return pipeline.CheckExpanded("applying the model_stylesheet", size+sheetGrowth(g, sheet, defaults)+personaGrowth(g, personas),
+		"shorten the values in model_stylesheet (and graph-level llm_model, llm_provider, reasoning_effort, and the personas' defaults): each is copied to every node it selects")
 }
 
 // sheetGrowth bounds the text applyStylesheet adds: what the sheet sets,
@@ -73,8 +77,9 @@ func sheetGrowth(g *pipeline.Graph, sheet *stylesheet.Sheet, defaults []string) 
 }
 
 // applyStylesheet resolves the model properties on g's nodes in place.
-func applyStylesheet(g *pipeline.Graph, sheet *stylesheet.Sheet, defaults []string) {
+func applyStylesheet(g *pipeline.Graph, sheet *stylesheet.Sheet, defaults []string, personas *persona.Catalog) {
 	sheet.Apply(g)
+	applyPersonaDefaults(g, personas)
 	for _, n := range g.Nodes {
 		for _, p := range defaults {
 			if strings.TrimSpace(n.Attrs[p]) == "" {
@@ -153,24 +158,24 @@ func expandGoal(g *pipeline.Graph) {
 // for both instead of once per transform (a 10k-node graph is a lot to
 // copy). size is g.TextSize(); each transform checks what it would add
 // before it adds it.
-func applyBuiltins(g *pipeline.Graph, size int64) (*pipeline.Graph, error) {
+func applyBuiltins(g *pipeline.Graph, size int64, personas *persona.Catalog) (*pipeline.Graph, error) {
 	sheet, defaults := stylesheetOf(g)
-	styled := len(sheet.Rules) > 0 || len(defaults) > 0
+	styled := len(sheet.Rules) > 0 || len(defaults) > 0 || hasPersonas(g)
 	if !styled && !needsGoal(g) {
 		return g, nil
 	}
 	if styled {
-		if err := checkStylesheet(g, size, sheet, defaults); err != nil {
+		if err := checkStylesheet(g, size, sheet, defaults, personas); err != nil {
 			return g, err
 		}
 	}
-	// The stylesheet never touches prompts or the goal, so $goal's growth
-	// is the same before and after it.
-	if err := checkGoal(g, size+sheetGrowth(g, sheet, defaults)); err != nil {
+	// The stylesheet and personas never touch prompts or the goal, so
+	// $goal's growth is the same before and after them.
+	if err := checkGoal(g, size+sheetGrowth(g, sheet, defaults)+personaGrowth(g, personas)); err != nil {
 		return g, err
 	}
 	out := g.Clone()
-	applyStylesheet(out, sheet, defaults)
+	applyStylesheet(out, sheet, defaults, personas)
 	expandGoal(out)
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/persona"
 )
 
 // Transform rewrites a graph. Apply must not modify g: it returns a new graph
@@ -39,6 +40,9 @@ func Builtins() []Transform {
 // custom ones in registration order. The zero value is ready to use.
 type Registry struct {
 	custom []Transform
+	// Personas resolve the defaults of nodes with persona="…" (model,
+	// reasoning effort, retries, fidelity); nil means the built-in personas.
+	Personas *persona.Catalog
 }
 
 // NewRegistry returns a registry with the built-ins and the given custom transforms.
@@ -56,7 +60,9 @@ func (r *Registry) Register(t Transform) { r.custom = append(r.custom, t) }
 
 // Transforms returns every transform in run order.
 func (r *Registry) Transforms() []Transform {
-	return append(Builtins(), r.custom...)
+	builtins := Builtins()
+	builtins[0] = ApplyStylesheet{Personas: r.Personas}
+	return append(builtins, r.custom...)
 }
 
 // Apply runs every transform in order and returns the final graph. On an
@@ -77,7 +83,7 @@ func (r *Registry) Apply(g *pipeline.Graph) (*pipeline.Graph, error) {
 	if err := pipeline.CheckExpanded("expanding $goal in labels", size, goalFix(g.Goal())); err != nil {
 		return g, err
 	}
-	g, err := applyBuiltins(g, size) // Builtins(), in that order
+	g, err := applyBuiltins(g, size, r.Personas) // Builtins(), in that order
 	if err != nil {
 		return g, err
 	}
