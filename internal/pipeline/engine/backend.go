@@ -50,6 +50,11 @@ type Request struct {
 	ThreadKey string
 	// Isolated forces a fresh session whatever the fidelity.
 	Isolated bool
+	// Persona names who works the node ("" for none); its preamble is
+	// already in Prompt. Masks names the masks it wears, in equip order:
+	// the backend grants their folders and skills to this execution only.
+	Persona string
+	Masks   []string
 
 	Model           string
 	Provider        string

@@ -68,6 +68,9 @@ func callBackend(ctx context.Context, st *Stage, kind RequestKind, prompt, toolC
 	if r.cfg.Backend == nil {
 		return agentReply{}, errors.New("no backend configured for agent stages")
 	}
+	if kind == KindCodergen {
+		prompt = identityPrompt(st, prompt)
+	}
 	if err := writeStageFile(filepath.Join(st.StageDir, "prompt.md"), []byte(prompt)); err != nil {
 		return agentReply{}, fmt.Errorf("write prompt.md: %w", err)
 	}
@@ -174,6 +177,7 @@ func (r *run) request(st *Stage, kind RequestKind, prompt, toolCommand string) R
 	req := Request{
 		Kind: kind, RunID: r.runID, NodeID: n.ID, Node: n, Attempt: st.Attempt, Visit: st.Visit, Execution: st.Execution,
 		Prompt: prompt, Fidelity: string(mode), Isolated: isTrue(n.Attrs["isolated"]),
+		Persona: personaName(n, identity{persona: st.Persona}), Masks: maskNames(n, identity{masks: st.Masks}),
 		Model: n.Attrs.String("llm_model", n.Attrs["model"]), Provider: n.Attrs.String("llm_provider", n.Attrs["provider"]),
 		ReasoningEffort: n.Attrs["reasoning_effort"], ToolCommand: toolCommand, StageDir: st.StageDir,
 	}

@@ -77,6 +77,13 @@ func (c *Context) ApplyUpdates(updates map[string]any) {
 	c.mu.Unlock()
 }
 
+// Delete removes key.
+func (c *Context) Delete(key string) {
+	c.mu.Lock()
+	delete(c.values, key)
+	c.mu.Unlock()
+}
+
 // Snapshot returns a copy of all values.
 func (c *Context) Snapshot() map[string]any {
 	c.mu.RLock()

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/mask"
+	"nanohost/internal/pipeline/persona"
 )
 
 // GraphLoader turns DOT source into a validated, transformed graph (the
@@ -32,6 +34,10 @@ type Config struct {
 	Observers   []Observer  // get every event, in order
 	Registry    *Registry   // nil: the built-in handlers
 	Loader      GraphLoader // nil: Resume and manager loops report that they need one
+	// Personas are what nodes' persona="…" names (identity.go); nil means
+	// the built-in ones. Masks are what masks="…" names; nil means none.
+	Personas *persona.Catalog
+	Masks    mask.Set
 
 	// LogsRoot is the run directory; "" means data/runs/<run id>.
 	LogsRoot string

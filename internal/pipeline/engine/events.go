@@ -68,6 +68,11 @@ type Event struct {
 	Answer   *Answer        `json:"answer,omitempty"`
 	Decision *Decision      `json:"decision,omitempty"`
 	Data     map[string]any `json:"data,omitempty"`
+
+	// Persona and Masks are who worked the visit (stage events): the node's
+	// persona name and the masks it wore, in equip order.
+	Persona string   `json:"persona,omitempty"`
+	Masks   []string `json:"masks,omitempty"`
 }
 
 // Decision explains one edge selection.

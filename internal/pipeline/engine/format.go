@@ -63,6 +63,18 @@ func EventVerbosity(e Event) Verbosity {
 	return VerbosityVerbose
 }
 
+// wornBy says who works a stage: " as seeker wearing recall, forge".
+func wornBy(e Event) string {
+	s := ""
+	if e.Persona != "" {
+		s += " as " + e.Persona
+	}
+	if len(e.Masks) > 0 {
+		s += " wearing " + strings.Join(e.Masks, ", ")
+	}
+	return s
+}
+
 // FormatEvent renders e as a line of the live log in the host document's
 // format ("  → Implement (3/5)", "  ✓ Implement — 2m 30s", …); "" when the
 // event has nothing to show. Channels (terminal, Slack) share this wording.
@@ -96,9 +108,9 @@ func FormatEvent(e Event) string {
 			return ""
 		}
 		if e.Index > 0 {
-			return fmt.Sprintf("  → %s (%d/%d)%s", name, e.Index, e.Total, branch)
+			return fmt.Sprintf("  → %s (%d/%d)%s%s", name, e.Index, e.Total, wornBy(e), branch)
 		}
-		return fmt.Sprintf("  → %s%s", name, branch)
+		return fmt.Sprintf("  → %s%s%s", name, wornBy(e), branch)
 	case EventStageCompleted:
 		if handler == TypeStart || handler == TypeExit {
 			return ""

@@ -23,7 +23,12 @@ import (
 // diagnostic, so every test graph is one a user could run.
 func prepare(t testing.TB, src string, extraTypes ...string) (*pipeline.Graph, []byte) {
 	t.Helper()
-	var opts frontend.Options
+	return prepareWith(t, src, frontend.Options{}, extraTypes...)
+}
+
+// prepareWith is prepare with front-end options (personas, masks).
+func prepareWith(t testing.TB, src string, opts frontend.Options, extraTypes ...string) (*pipeline.Graph, []byte) {
+	t.Helper()
 	if len(extraTypes) > 0 {
 		opts.KnownTypes = append(engine.BuiltinTypes(), extraTypes...)
 	}
@@ -172,6 +177,7 @@ type runOpts struct {
 	configure   func(*engine.Config)
 	ctx         context.Context
 	file        string // the pipeline's path ("" = test.dot in a temp dir)
+	front       frontend.Options
 }
 
 type runOut struct {
@@ -184,7 +190,7 @@ type runOut struct {
 // runGraph runs src in a temp run directory with backoff off.
 func runGraph(t testing.TB, src string, o runOpts, extraTypes ...string) runOut {
 	t.Helper()
-	g, source := prepare(t, src, extraTypes...)
+	g, source := prepareWith(t, src, o.front, extraTypes...)
 	rec := &recorder{}
 	if o.backend == nil {
 		o.backend = &script.Script{}

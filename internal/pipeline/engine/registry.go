@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/mask"
+	"nanohost/internal/pipeline/persona"
 )
 
 // Handler executes one node (spec §4.1). It returns the node's outcome; an
@@ -45,6 +47,10 @@ type Stage struct {
 	PrevNode string
 	// Branch names the parallel branch this stage runs in ("" at top level).
 	Branch string
+	// Persona is who works the node (nil: none); Masks are the masks it
+	// wears, first = outermost (identity.go).
+	Persona *persona.Persona
+	Masks   []*mask.Mask
 
 	w *walker
 	// next, when set by a handler (parallel), is where the walk continues

@@ -49,19 +49,34 @@ func (w *walker) execute(ctx context.Context, node *pipeline.Node, incoming *pip
 		Visit: visit, Incoming: incoming, PrevNode: prev, Branch: w.branch, w: w,
 	}
 	w.cx.Set(KeyCurrentNode, node.ID)
+	id, idErr := r.resolveIdentity(node)
+	st.Persona, st.Masks = id.persona, id.masks
+	who, wearing := personaName(node, id), maskNames(node, id)
 	w.emit(Event{Type: EventStageStarted, NodeID: node.ID, Label: node.Label(), Index: index, Total: r.total,
-		Data: map[string]any{"handler": typ, "visit": visit}})
+		Persona: who, Masks: wearing, Data: map[string]any{"handler": typ, "visit": visit}})
 	began := r.cfg.Now()
-	out, attempts, err := w.runWithRetry(ctx, st, h, typ)
+	takeOff := equipMasks(w.cx, id.masks)
+	var (
+		out      Outcome
+		attempts = 1
+		err      error
+	)
+	if idErr != nil {
+		out = Outcome{Status: StatusFail, FailureReason: idErr.Error()}
+	} else {
+		out, attempts, err = w.runWithRetry(ctx, st, h, typ)
+	}
 	if err != nil {
+		takeOff(Outcome{})
 		return st, out, err
 	}
 	dur := r.cfg.Now().Sub(began)
 	w.record(st, typ, out, attempts, dur)
+	takeOff(out)
 	w.last = &out
 
 	ev := Event{NodeID: node.ID, Label: node.Label(), Index: index, Total: r.total, Status: out.Status,
-		Duration: dur, Attempt: attempts, Data: map[string]any{"handler": typ}}
+		Duration: dur, Attempt: attempts, Persona: who, Masks: wearing, Data: map[string]any{"handler": typ}}
 	if st.usage != (Usage{}) {
 		u := st.usage
 		ev.Usage = &u
@@ -134,7 +149,7 @@ func (w *walker) record(st *Stage, typ string, out Outcome, attempts int, dur ti
 	r.usage = r.usage.Add(st.usage)
 	if typ != TypeStart && typ != TypeExit && typ != TypeConditional {
 		r.history = append(r.history, fidelity.Stage{
-			NodeID: id, Label: st.Node.Label(), Status: string(out.Status), Notes: out.Notes,
+			NodeID: id, Label: st.Node.Label(), Persona: personaTitle(st.Persona), Status: string(out.Status), Notes: out.Notes,
 			FailureReason: out.FailureReason, Response: truncate(st.response, maxContextResponse),
 			Duration: dur, Attempts: attempts,
 		})

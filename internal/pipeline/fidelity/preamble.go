@@ -14,6 +14,7 @@ import (
 type Stage struct {
 	NodeID        string        `json:"node_id"`
 	Label         string        `json:"label,omitempty"`
+	Persona       string        `json:"persona,omitempty"` // who worked it (its persona's title)
 	Status        string        `json:"status"`
 	Notes         string        `json:"notes,omitempty"`
 	FailureReason string        `json:"failure_reason,omitempty"`
@@ -168,6 +169,9 @@ func stageLine(s Stage, st style) string {
 	b.WriteString("- " + oneLine(s.NodeID))
 	if s.Label != "" && s.Label != s.NodeID {
 		b.WriteString(" (" + clip(oneLine(s.Label), 80) + ")")
+	}
+	if s.Persona != "" {
+		b.WriteString(" by " + clip(oneLine(s.Persona), 40))
 	}
 	status := s.Status
 	if status == "" {
