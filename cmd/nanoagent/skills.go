@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Claude Code discovers personal skills only as ~/.claude/skills/<name>/SKILL.md
@@ -17,20 +18,92 @@ import (
 // has not always followed symlinked skill directories, and a copy is a real
 // directory however HOME and ~/.claude are mounted.
 
-// hostSkillsDir is where the host mounts skills/ in agent containers.
-const hostSkillsDir = "/workspace/skills"
+// hostSkillsDir is where the host mounts skills/ in agent containers;
+// maskSkillsDir is where it mounts the skills of the masks the node wears,
+// one folder per mask (internal/pipeline/mask.SkillRoot).
+const (
+	hostSkillsDir = "/workspace/skills"
+	maskSkillsDir = "/workspace/mask-skills"
+)
+
+// maskManifest, in the skills directory, lists the skills installed for
+// the masks of the node this container runs. ~/.claude may outlive the
+// container (Claude Code's sessions are kept per group), so the next
+// container takes those skills off before it installs its own: a mask's
+// skill is the agent's for its node only.
+const maskManifest = ".nanohost-mask-skills"
 
 // installHostSkills copies the mounted skills ($NANOAGENT_SKILLS_DIR, else
-// /workspace/skills) into $HOME/.claude/skills. Without them the agent still
-// works, so a failure is only reported on stderr.
+// /workspace/skills) and the masks' skills ($NANOAGENT_MASK_SKILLS_DIR,
+// else /workspace/mask-skills) into $HOME/.claude/skills. Without them the
+// agent still works, so a failure is only reported on stderr.
 func installHostSkills(stderr io.Writer) {
 	home := os.Getenv("HOME")
 	if home == "" {
 		return
 	}
-	if err := installSkills(envOr("NANOAGENT_SKILLS_DIR", hostSkillsDir), filepath.Join(home, ".claude", "skills")); err != nil {
+	dst := filepath.Join(home, ".claude", "skills")
+	if err := removeMaskSkills(dst); err != nil {
+		fmt.Fprintln(stderr, "nanoagent: an earlier node's mask skills could not be removed:", err)
+	}
+	if err := installSkills(envOr("NANOAGENT_SKILLS_DIR", hostSkillsDir), dst); err != nil {
 		fmt.Fprintln(stderr, "nanoagent: skills not installed for the agent:", err)
 	}
+	if err := installMaskSkills(envOr("NANOAGENT_MASK_SKILLS_DIR", maskSkillsDir), dst); err != nil {
+		fmt.Fprintln(stderr, "nanoagent: mask skills not installed for the agent:", err)
+	}
+}
+
+// removeMaskSkills takes off the skills the manifest in dst lists.
+func removeMaskSkills(dst string) error {
+	data, err := os.ReadFile(filepath.Join(dst, maskManifest))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, name := range strings.Fields(string(data)) {
+		if name != filepath.Base(name) || name == "." || name == ".." {
+			continue // not a name this runner wrote
+		}
+		errs = append(errs, os.RemoveAll(filepath.Join(dst, name)))
+	}
+	errs = append(errs, os.Remove(filepath.Join(dst, maskManifest)))
+	return errors.Join(errs...)
+}
+
+// installMaskSkills installs each mask's skills (src/<mask>/<skill>) and
+// records them in the manifest.
+func installMaskSkills(src, dst string) error {
+	masks, err := os.ReadDir(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read mask skills: %w", err)
+	}
+	var names []string
+	for _, m := range masks {
+		dir := filepath.Join(src, m.Name())
+		skills, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		if err := installSkills(dir, dst); err != nil {
+			return err
+		}
+		for _, s := range skills {
+			if fi, err := os.Stat(filepath.Join(dir, s.Name(), "SKILL.md")); err == nil && fi.Mode().IsRegular() {
+				names = append(names, s.Name())
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(dst, maskManifest), []byte(strings.Join(names, "\n")+"\n"), 0o644)
 }
 
 // installSkills copies every skill in src (a directory holding a SKILL.md)

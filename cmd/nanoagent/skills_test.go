@@ -86,3 +86,45 @@ func TestInstallSkillsWithoutMountedSkillsDoesNothing(t *testing.T) {
 		t.Error("a skills directory was created with no skills to put in it")
 	}
 }
+
+// A mask's skill is installed for the node wearing the mask and taken off
+// by the next container that shares ~/.claude, whatever it wears.
+func TestMaskSkillsAreInstalledForTheirNodeOnly(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("NANOAGENT_SKILLS_DIR", repoSkills)
+	masks := t.TempDir()
+	t.Setenv("NANOAGENT_MASK_SKILLS_DIR", masks)
+	for _, f := range []string{"recall/rca-search/SKILL.md", "recall/rca-search/queries.md", "recall/notaskill/readme.md"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(masks, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(masks, f), []byte("---\nname: rca-search\n---\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	skills := filepath.Join(home, ".claude", "skills")
+	var stderr bytes.Buffer
+	installHostSkills(&stderr)
+	for _, f := range []string{"attractor/SKILL.md", "rca-search/SKILL.md", "rca-search/queries.md"} {
+		if _, err := os.Stat(filepath.Join(skills, f)); err != nil {
+			t.Errorf("%s not installed: %v (%s)", f, err, stderr.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(skills, "notaskill")); err == nil {
+		t.Error("a folder without SKILL.md was installed as a skill")
+	}
+
+	// The next node wears no mask: same ~/.claude, nothing mounted.
+	t.Setenv("NANOAGENT_MASK_SKILLS_DIR", filepath.Join(t.TempDir(), "absent"))
+	installHostSkills(&stderr)
+	if _, err := os.Stat(filepath.Join(skills, "rca-search")); err == nil {
+		t.Error("the mask's skill outlived its node")
+	}
+	if _, err := os.Stat(filepath.Join(skills, "attractor", "SKILL.md")); err != nil {
+		t.Errorf("the host's skill went with it: %v", err)
+	}
+	if stderr.Len() > 0 {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+}

@@ -61,6 +61,7 @@ type thread struct {
 	key       threadKey
 	mu        sync.Mutex // held for a whole dispatch
 	live      *session
+	wearing   string // the masks live was started with (masks.go)
 	sessionID string
 	loaded    bool // sessionID was looked up in the state directory
 	idle      *time.Timer
@@ -189,6 +190,12 @@ func (b *Backend) runInThread(ctx context.Context, req engine.Request, preq prot
 		t.live.stop("died while idle")
 		t.live = nil
 	}
+	if t.live != nil && t.wearing != wearing(req) {
+		// Another node's masks (or none): their folders must not reach this
+		// one. The agent session goes on in a new container.
+		t.live.close(true, "the next node wears other masks")
+		t.live = nil
+	}
 	if t.live != nil {
 		preq.Prompt = joinPrompt(req.Preamble, req.Prompt)
 		if err := t.live.send(preq); err != nil {
@@ -203,7 +210,7 @@ func (b *Backend) runInThread(ctx context.Context, req engine.Request, preq prot
 		if err != nil {
 			return engine.Result{}, err
 		}
-		t.live = s
+		t.live, t.wearing = s, wearing(req)
 	}
 	s := t.live
 	res, err := s.await(ctx, preq.DispatchID)

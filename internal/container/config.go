@@ -33,6 +33,10 @@ type Config struct {
 	Group     string
 	// ExtraMounts are additional mounts, already validated by a MountPolicy.
 	ExtraMounts []Mount
+	// MaskMounts are the folders and skills each mask grants (MaskMounts),
+	// by mask name, mounted only for a node wearing the mask. Every mask a
+	// node may wear needs an entry, even an empty one.
+	MaskMounts map[string][]Mount
 
 	Agent AgentConfig
 	// Secrets go to the agent process's environment only, via stdin.

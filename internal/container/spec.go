@@ -81,7 +81,10 @@ func startError(node string, err error) error {
 // agentSpec is the container for an agent: nanoagent as entrypoint, the
 // workspace and IPC directory mounted, everything else read-only or tmpfs.
 func (b *Backend) agentSpec(req engine.Request, env RunEnv, name, thread string, uid, gid int) (Spec, error) {
-	spec := b.baseSpec(req, env, name, uid, gid)
+	spec, err := b.baseSpec(req, env, name, uid, gid)
+	if err != nil {
+		return Spec{}, err
+	}
 	spec.Labels[LabelKind] = "agent"
 	if thread != "" {
 		spec.Labels[LabelThread] = thread
@@ -114,8 +117,13 @@ func (b *Backend) agentSpec(req engine.Request, env RunEnv, name, thread string,
 	return spec, nil
 }
 
-// baseSpec is what agent and tool containers share.
-func (b *Backend) baseSpec(req engine.Request, env RunEnv, name string, uid, gid int) Spec {
+// baseSpec is what agent and tool containers share: the workspace, the
+// run's extra mounts and the node's masks' mounts.
+func (b *Backend) baseSpec(req engine.Request, env RunEnv, name string, uid, gid int) (Spec, error) {
+	masks, err := b.maskMounts(req)
+	if err != nil {
+		return Spec{}, err
+	}
 	spec := Spec{
 		Name:  name,
 		Image: b.cfg.Image,
@@ -126,7 +134,7 @@ func (b *Backend) baseSpec(req engine.Request, env RunEnv, name string, uid, gid
 			LabelRun: req.RunID, LabelGroup: env.Group, LabelNode: req.NodeID,
 		},
 		WorkingDir: protocol.WorkspaceDir,
-		Mounts:     append([]Mount{{Source: env.Workspace, Target: protocol.WorkspaceDir}}, env.ExtraMounts...),
+		Mounts:     append(append([]Mount{{Source: env.Workspace, Target: protocol.WorkspaceDir}}, env.ExtraMounts...), masks...),
 		Tmpfs: map[string]string{
 			"/tmp":        "rw,nosuid,nodev,size=" + b.cfg.TmpfsSize + ",mode=1777",
 			b.cfg.HomeDir: fmt.Sprintf("rw,nosuid,nodev,size=%s,mode=0700,uid=%d,gid=%d", b.cfg.TmpfsSize, uid, gid),
@@ -138,7 +146,7 @@ func (b *Backend) baseSpec(req engine.Request, env RunEnv, name string, uid, gid
 	if b.cfg.TZ != "" {
 		spec.Env = append(spec.Env, "TZ="+b.cfg.TZ)
 	}
-	return spec
+	return spec, nil
 }
 
 var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)

@@ -31,7 +31,10 @@ func (b *Backend) runTool(ctx context.Context, req engine.Request) (engine.Resul
 	if err != nil {
 		return engine.Result{}, err
 	}
-	spec := b.baseSpec(req, env, containerName(req.RunID, req.NodeID), uid, gid)
+	spec, err := b.baseSpec(req, env, containerName(req.RunID, req.NodeID), uid, gid)
+	if err != nil {
+		return engine.Result{}, err
+	}
 	spec.Labels[LabelKind] = "tool"
 	if isRemote(b.cfg.Runtime) {
 		spec.Mounts = withoutIPCQueues(spec.Mounts) // no runner in a tool container relays them
