@@ -46,6 +46,8 @@ func (c *Config) Check() []Problem {
 	ps = append(ps, c.checkRuntime()...)
 	ps = append(ps, c.checkSlack()...)
 	ps = append(ps, c.checkGroups()...)
+	_, maskProblems := c.MaskMounts()
+	ps = append(ps, maskProblems...)
 	if !oneOf(c.Pipelines.DefaultVerbosity, "minimal", "standard", "verbose") {
 		add(true, "pipelines.default_verbosity", fmt.Sprintf("%q is not a verbosity", c.Pipelines.DefaultVerbosity), "use minimal, standard or verbose")
 	}

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"time"
+
+	"nanohost/internal/pipeline/mask"
 )
 
 // Config is the whole host configuration.
@@ -25,6 +27,11 @@ type Config struct {
 	IPC       IPC       `yaml:"ipc"`
 	Pipelines Pipelines `yaml:"pipelines"`
 	Groups    []Group   `yaml:"groups"`
+	// Masks are the capabilities pipeline nodes may wear (masks="a,b"):
+	// read-only folders and skills through the mount allowlist, context
+	// keys and a prompt line, each valid for the node ids/classes it lists
+	// (internal/pipeline/mask).
+	Masks map[string]mask.Mask `yaml:"masks,omitempty"`
 
 	// AgentSecrets names environment variables passed to agents (only into
 	// the agent process, never into the container's config).

@@ -29,7 +29,11 @@ func Parse(name string, data []byte) (Set, error) {
 		return nil, fmt.Errorf("masks %s: %w", name, ErrNoMasks)
 	}
 	s := FromMap(f.Masks)
-	if err := errors.Join(s.Check()...); err != nil {
+	var errs []error
+	for _, p := range s.Check() {
+		errs = append(errs, p)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("masks %s: %w", name, err)
 	}
 	return s, nil

@@ -143,61 +143,93 @@ var (
 // change routing or history behind the author's back.
 var reservedKeys = []string{"outcome", "preferred_label", "current_node", "last_stage", "last_response"}
 
+// Problem is one thing wrong with a mask's definition and how to fix it.
+// Field is relative to the mask ("mounts[1]", "context.outcome"; "" for
+// the mask as a whole).
+type Problem struct {
+	Mask    string
+	Field   string
+	Message string
+	Fix     string
+}
+
+// Path is where the problem is in a configuration: masks.<name>[.<field>].
+func (p Problem) Path() string {
+	if p.Field == "" {
+		return "masks." + p.Mask
+	}
+	if strings.HasPrefix(p.Field, "[") {
+		return "masks." + p.Mask + p.Field
+	}
+	return "masks." + p.Mask + "." + p.Field
+}
+
+func (p Problem) Error() string { return p.Path() + ": " + p.Message + " (fix: " + p.Fix + ")" }
+
 // Check says everything wrong with the mask's definition (not its host
-// folders, which only the host can check), each error with its fix.
-func (m *Mask) Check() []error {
-	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+// folders, which only the host can check), each problem with its fix.
+func (m *Mask) Check() []Problem {
+	var ps []Problem
+	add := func(field, msg, fix string) {
+		ps = append(ps, Problem{Mask: m.Name, Field: field, Message: msg, Fix: fix})
+	}
 	if !nameRE.MatchString(m.Name) {
-		add("name %q: use lower-case letters, digits, '-' and '_' (it names a folder in the container)", m.Name)
+		add("", fmt.Sprintf("name %q is not usable", m.Name), "use lower-case letters, digits, '-' and '_' (it names a folder in the container)")
 	}
 	if len(m.Nodes) == 0 && len(m.Classes) == 0 {
-		add(`valid for no node: list the node ids it is for under nodes: (or classes:), e.g. nodes: [recall]; nodes: ["*"] allows any node`)
+		add("nodes", "valid for no node", `list the node ids it is for under nodes: (or classes:), e.g. nodes: [recall]; nodes: ["*"] allows any node`)
 	}
-	for _, n := range append(slices.Clone(m.Nodes), m.Classes...) {
+	for i, n := range m.Nodes {
 		if strings.TrimSpace(n) == "" {
-			add("an empty entry in nodes or classes: remove it")
+			add(fmt.Sprintf("nodes[%d]", i), "is empty", "remove it")
+		}
+	}
+	for i, n := range m.Classes {
+		if strings.TrimSpace(n) == "" {
+			add(fmt.Sprintf("classes[%d]", i), "is empty", "remove it")
 		}
 	}
 	if strings.ContainsAny(m.Preamble, "\r\n") {
-		add("preamble is more than one line: a mask adds one line to the prompt (say the rest in a skill)")
+		add("preamble", "is more than one line", "a mask adds one line to the prompt: say the rest in a skill")
 	}
 	if len(m.Preamble) > 500 {
-		add("preamble is %d characters: keep it to one line of at most 500", len(m.Preamble))
+		add("preamble", fmt.Sprintf("is %d characters", len(m.Preamble)), "keep it to one line of at most 500")
 	}
 	names := map[string]bool{}
 	for i, spec := range m.Mounts {
+		field := fmt.Sprintf("mounts[%d]", i)
 		mt, err := m.ParseMount(spec)
 		switch {
 		case err != nil:
-			add("mounts[%d]: %v", i, err)
+			add(field, err.Error(), "write HOST[:NAME], read-only, e.g. ~/rca-db:prior-rca")
 		case names[mt.Name]:
-			add("mounts[%d]: a second folder named %q: give it its own NAME (HOST:NAME)", i, mt.Name)
+			add(field, fmt.Sprintf("a second folder named %q", mt.Name), "give it its own NAME (HOST:NAME)")
 		}
 		names[mt.Name] = true
 	}
 	skills := map[string]bool{}
 	for i, dir := range m.Skills {
+		field := fmt.Sprintf("skills[%d]", i)
 		name := SkillName(dir)
 		switch {
 		case strings.TrimSpace(dir) == "":
-			add("skills[%d]: empty path: name a folder holding a SKILL.md", i)
+			add(field, "is empty", "name a folder holding a SKILL.md")
 		case !folderRE.MatchString(name):
-			add("skills[%d]: folder name %q: use letters, digits, '-', '_' and '.'", i, name)
+			add(field, fmt.Sprintf("folder name %q is not usable", name), "use letters, digits, '-', '_' and '.' (skills install by folder name)")
 		case skills[name]:
-			add("skills[%d]: a second skill folder named %q: skills install by folder name", i, name)
+			add(field, fmt.Sprintf("a second skill folder named %q", name), "skills install by folder name: rename one folder")
 		}
 		skills[name] = true
 	}
 	for _, k := range slices.Sorted(maps.Keys(m.Context)) {
 		switch {
 		case !keyRE.MatchString(k):
-			add("context key %q: use letters, digits and '_', dotted segments allowed (e.g. prior_rca_available)", k)
+			add("context", fmt.Sprintf("key %q is not a context key", k), "use letters, digits and '_', dotted segments allowed (e.g. prior_rca_available)")
 		case slices.Contains(reservedKeys, k) || strings.HasPrefix(k, "internal.") || strings.HasPrefix(k, "graph."):
-			add("context key %q belongs to the engine: choose another name", k)
+			add("context", fmt.Sprintf("key %q belongs to the engine", k), "choose another name")
 		}
 	}
-	return errs
+	return ps
 }
 
 // Set is the masks nodes may wear, by name.
@@ -212,15 +244,13 @@ func (s Set) Lookup(name string) (*Mask, bool) {
 // Names lists the masks' names, sorted.
 func (s Set) Names() []string { return slices.Sorted(maps.Keys(s)) }
 
-// Check checks every mask, each error prefixed with "masks.<name>".
-func (s Set) Check() []error {
-	var errs []error
+// Check checks every mask.
+func (s Set) Check() []Problem {
+	var ps []Problem
 	for _, name := range s.Names() {
-		for _, err := range s[name].Check() {
-			errs = append(errs, fmt.Errorf("masks.%s: %w", name, err))
-		}
+		ps = append(ps, s[name].Check()...)
 	}
-	return errs
+	return ps
 }
 
 // FromMap names each mask after its key: what decoding a `masks:` map gives.
