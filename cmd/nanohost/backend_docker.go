@@ -102,6 +102,14 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 		}
 		mounts = append(mounts, mount)
 	}
+	grants, refused := container.MaskMounts(policy, o.Masks)
+	if len(refused) > 0 {
+		errs := make([]error, len(refused))
+		for i, e := range refused {
+			errs[i] = e
+		}
+		return nil, fmt.Errorf("--masks: %w (allow the folders in %s, or change the masks)", errors.Join(errs...), str("mount-allowlist"))
+	}
 	agent, err := dockerAgent(str("agent"), str("agent-command"), o.Script)
 	if err != nil {
 		return nil, err
@@ -125,7 +133,7 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	idle, _ := fs.GetDuration("idle-timeout")
 	b, err := container.NewBackend(container.Config{
 		Runtime: rt, Image: str("image"), HostID: hostID, StateDir: stateDir,
-		Workspace: workspace, ExtraMounts: mounts, Agent: agent, Secrets: secretsFromEnv(fs),
+		Workspace: workspace, ExtraMounts: mounts, MaskMounts: grants, Agent: agent, Secrets: secretsFromEnv(fs),
 		Limits: limits, Network: str("network"), MaxContainers: maxC, IdleTimeout: idle,
 	})
 	if err != nil {

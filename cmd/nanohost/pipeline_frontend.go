@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"nanohost/internal/pipeline"
-	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/pipeline/render"
 )
@@ -217,6 +216,7 @@ func newPipelineValidateCmd() *cobra.Command {
 	var (
 		asJSON     bool
 		knownTypes []string
+		idFlags    identityFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "validate FILE",
@@ -224,7 +224,9 @@ func newPipelineValidateCmd() *cobra.Command {
 		Long: `Validate an Attractor DOT pipeline the way the engine does before it runs one:
 parse, apply the transforms, then run every lint rule (start and exit nodes,
 reachability, edge conditions, the model stylesheet, attribute types and
-values, misspelt attribute names, retry targets, goal gates, prompts).
+values, misspelt attribute names, retry targets, goal gates, prompts, the
+personas nodes name and the masks they wear: --personas DIR adds custom
+personas to the built-in eight, --masks FILE defines the masks).
 
 Each problem is printed compiler style,
   FILE:line:col: severity [rule] message (fix: ...)
@@ -239,15 +241,21 @@ Exit status: 0 no errors (warnings allowed); 2 at least one error;
 1 the file could not be read.`,
 		Example: `  nanohost pipeline validate feature.dot
   nanohost pipeline validate feature.dot --json | jq '.diagnostics[] | select(.severity == "error")'
-  nanohost pipeline validate --known-type deploy feature.dot   # a custom handler type`,
+  nanohost pipeline validate --known-type deploy feature.dot   # a custom handler type
+  nanohost pipeline validate --personas personas/ --masks masks.yaml triage.dot`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, src, err := readPipelineSource(cmd, args[0])
 			if err != nil {
 				return err
 			}
+			ids, err := idFlags.load()
+			if err != nil {
+				return exitCode(exitInvalid, err)
+			}
 			// The engine's registry is the authority on handler types.
-			opts := frontend.Options{KnownTypes: append(engine.BuiltinTypes(), knownTypes...)}
+			opts := ids.frontendOptions()
+			opts.KnownTypes = append(opts.KnownTypes, knownTypes...)
 			_, ds, prepErr := frontend.Prepare(name, src, opts)
 			valid := prepErr == nil && !pipeline.HasErrors(ds)
 			out := cmd.OutOrStdout()
@@ -267,6 +275,7 @@ Exit status: 0 no errors (warnings allowed); 2 at least one error;
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.Flags().StringSliceVar(&knownTypes, "known-type", nil, "a custom handler `type` to accept besides the built-in ones (repeatable)")
+	idFlags.register(cmd.Flags())
 	return cmd
 }
 

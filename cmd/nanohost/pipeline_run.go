@@ -24,6 +24,7 @@ import (
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/pipeline/interview"
+	"nanohost/internal/pipeline/mask"
 	"nanohost/internal/pipeline/script"
 )
 
@@ -35,6 +36,7 @@ const (
 // backendOptions is what a backend factory gets from the command line.
 type backendOptions struct {
 	Script   string         // --script
+	Masks    mask.Set       // --masks: the backend grants their folders to the nodes wearing them
 	LogsRoot string         // the run directory
 	Flags    *pflag.FlagSet // the command's flags, for backend-specific ones (see addBackendFlags)
 }
@@ -112,6 +114,7 @@ type runFlags struct {
 	logs        string
 	noBackoff   bool
 	asJSON      bool
+	identityFlags
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet, withLogs bool) {
@@ -124,6 +127,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, withLogs bool) {
 	}
 	fs.BoolVar(&f.noBackoff, "no-backoff", false, "retry at once instead of backing off")
 	fs.BoolVar(&f.asJSON, "json", false, "print only the result, as JSON")
+	f.identityFlags.register(fs)
 }
 
 func backendNames() []string {
@@ -148,6 +152,10 @@ agent text ("[outcome:success]" tags are parsed) or an object
    "notes", "failure_reason", "response", "delay_ms", "exit_code",
    "error", "transient", "usage": {"input_tokens", "output_tokens", "cost_usd"}};
 unlisted nodes succeed. "sim" is the spec's simulation mode.
+
+Nodes may name the built-in personas (herald, seeker, sentinel, weaver,
+challenger, abyss, bulwark, specter) and the custom ones in --personas DIR,
+and wear the masks of --masks FILE (docs/personas.md).
 
 Human gates ask on the terminal unless --answers A.json (a list of answers:
 a key, label or target id as a string, {"timeout": true}, {"skip": true}
@@ -179,7 +187,11 @@ func newPipelineRunCmd() *cobra.Command {
 			if err != nil {
 				return exitCode(exitInvalid, err)
 			}
-			g, ds, err := frontend.Prepare(name, src, frontendOptions())
+			ids, err := f.load()
+			if err != nil {
+				return exitCode(exitInvalid, err)
+			}
+			g, ds, err := frontend.Prepare(name, src, ids.frontendOptions())
 			if err != nil || pipeline.HasErrors(ds) {
 				writeDiagnostics(cmd.ErrOrStderr(), name, ds)
 				return exitCode(exitInvalid, nil)
@@ -195,7 +207,7 @@ func newPipelineRunCmd() *cobra.Command {
 			if err != nil {
 				return exitCode(exitInvalid, err)
 			}
-			return execute(cmd, &f, runID, logs, func(ctx context.Context, eng *engine.Engine) (*engine.RunResult, error) {
+			return execute(cmd, &f, ids, runID, logs, func(ctx context.Context, eng *engine.Engine) (*engine.RunResult, error) {
 				return eng.Run(ctx, g, src, name)
 			})
 		},
@@ -212,7 +224,8 @@ func newPipelineResumeCmd() *cobra.Command {
 		Long: `Resume the run in LOGS_DIR from its checkpoint: the graph comes from the DOT
 source stored in the checkpoint, completed nodes are not run again, and the
 event numbering continues. The node that was running when the run stopped
-runs again from its start. The flags are those of 'nanohost pipeline run'.
+runs again from its start. The flags are those of 'nanohost pipeline run';
+give the same --personas and --masks the run started with.
 
 Exit status: 0 the run succeeded; 1 it failed (or was stopped); 2 the run
 directory holds no resumable run, or another process is executing it.`,
@@ -224,7 +237,11 @@ directory holds no resumable run, or another process is executing it.`,
 			if err != nil {
 				return exitCode(exitInvalid, err)
 			}
-			return execute(cmd, &f, cp.RunID, logs, func(ctx context.Context, eng *engine.Engine) (*engine.RunResult, error) {
+			ids, err := f.load()
+			if err != nil {
+				return exitCode(exitInvalid, err)
+			}
+			return execute(cmd, &f, ids, cp.RunID, logs, func(ctx context.Context, eng *engine.Engine) (*engine.RunResult, error) {
 				return eng.Resume(ctx, logs)
 			})
 		},
@@ -233,14 +250,11 @@ directory holds no resumable run, or another process is executing it.`,
 	return cmd
 }
 
-func frontendOptions() frontend.Options {
-	return frontend.Options{KnownTypes: engine.BuiltinTypes()}
-}
-
-// loadGraph is the engine's GraphLoader: the front end, refusing graphs
-// with errors (for resumes and manager-loop children).
-func loadGraph(file string, src []byte) (*pipeline.Graph, error) {
-	g, ds, err := frontend.Prepare(file, src, frontendOptions())
+// loadGraph is the engine's GraphLoader: the front end with these personas
+// and masks, refusing graphs with errors (for resumes and manager-loop
+// children).
+func (id identities) loadGraph(file string, src []byte) (*pipeline.Graph, error) {
+	g, ds, err := frontend.Prepare(file, src, id.frontendOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -257,8 +271,8 @@ func loadGraph(file string, src []byte) (*pipeline.Graph, error) {
 }
 
 // execute builds the engine from the flags, runs start and reports.
-func execute(cmd *cobra.Command, f *runFlags, runID, logs string, start func(context.Context, *engine.Engine) (*engine.RunResult, error)) error {
-	backend, err := newBackend(cmd, f, logs)
+func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string, start func(context.Context, *engine.Engine) (*engine.RunResult, error)) error {
+	backend, err := newBackend(cmd, f, ids, logs)
 	if err != nil {
 		return exitCode(exitInvalid, err)
 	}
@@ -275,7 +289,8 @@ func execute(cmd *cobra.Command, f *runFlags, runID, logs string, start func(con
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	eng := engine.New(engine.Config{
-		Backend: backend, Interviewer: iv, Observers: observers, Loader: loadGraph,
+		Backend: backend, Interviewer: iv, Observers: observers, Loader: ids.loadGraph,
+		Personas: ids.personas, Masks: ids.masks,
 		LogsRoot: logs, RunID: runID, NoBackoff: f.noBackoff,
 	})
 	res, err := start(ctx, eng)
@@ -296,7 +311,7 @@ func execute(cmd *cobra.Command, f *runFlags, runID, logs string, start func(con
 	return nil
 }
 
-func newBackend(cmd *cobra.Command, f *runFlags, logs string) (engine.Backend, error) {
+func newBackend(cmd *cobra.Command, f *runFlags, ids identities, logs string) (engine.Backend, error) {
 	name := backendName(f)
 	factory, ok := backendFactories[name]
 	if !ok {
@@ -305,7 +320,7 @@ func newBackend(cmd *cobra.Command, f *runFlags, logs string) (engine.Backend, e
 	if f.script != "" && !backendTakesScript[name] {
 		return nil, fmt.Errorf("--script only applies to --backend script, not %s", name)
 	}
-	b, err := factory(backendOptions{Script: f.script, LogsRoot: logs, Flags: cmd.Flags()})
+	b, err := factory(backendOptions{Script: f.script, Masks: ids.masks, LogsRoot: logs, Flags: cmd.Flags()})
 	if err != nil {
 		return nil, fmt.Errorf("backend %s: %w", name, err)
 	}

@@ -213,9 +213,14 @@ func newContainerBackend(cfg *config.Config, docker *container.Docker, metrics *
 	if err != nil {
 		return nil, err
 	}
+	// config check refused the start if a mask's folders are not allowed.
+	grants, problems := cfg.MaskMounts()
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("masks: %s", problems[0])
+	}
 	b, err := container.NewBackend(container.Config{
 		Runtime: docker, Image: cfg.Runtime.Image, HostID: hostID, StateDir: stateDir,
-		Agent: agent, Secrets: secrets,
+		Agent: agent, Secrets: secrets, MaskMounts: grants,
 		Limits:        container.Limits{MemoryBytes: mem, CPUs: cfg.Runtime.CPUs, Pids: cfg.Runtime.Pids},
 		Network:       cfg.Runtime.Network,
 		MaxContainers: cfg.Runtime.MaxContainers,

@@ -54,7 +54,12 @@ func (h *Host) handleCommand(ctx context.Context, ch channels.Channel, in channe
 	case channels.CmdRunDOT, channels.CmdRunNamed:
 		h.commandRun(ctx, ch, in, g, cmd, reply, private)
 	case channels.CmdValidate:
-		_, diags, _ := frontend.Prepare("pipeline.dot", []byte(cmd.DOT), h.frontendOptions(""))
+		opts, err := h.frontendOptions(g.Folder, "")
+		if err != nil {
+			reply("✗ " + err.Error())
+			return
+		}
+		_, diags, _ := frontend.Prepare("pipeline.dot", []byte(cmd.DOT), opts)
 		reply(channels.FormatDiagnostics("pipeline.dot", diags))
 	case channels.CmdList:
 		reply(h.listText(ctx, g))

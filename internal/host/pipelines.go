@@ -75,7 +75,11 @@ func (m *runManager) start(ctx context.Context, spec startSpec) (store.Run, []pi
 	}
 	src := spec.Source
 	file := nonEmpty(spec.File, "pipeline.dot")
-	g, diags, err := frontend.Prepare(file, src, m.h.frontendOptions(spec.Goal))
+	opts, err := m.h.frontendOptions(spec.Group, spec.Goal)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	g, diags, err := frontend.Prepare(file, src, opts)
 	if err != nil || lint.Err(diags) != nil {
 		return store.Run{}, diags, ipc.RejectDiagnostics(diags)
 	}
@@ -152,6 +156,11 @@ func (m *runManager) execute(ctx context.Context, ar *activeRun, run store.Run, 
 		go d.pointFrom(ar.askedIn, name)
 	}
 	m.h.backend.BindRun(run.ID, container.RunEnv{Group: run.GroupFolder, Workspace: m.h.GroupDir(run.GroupFolder), ExtraMounts: m.h.groupMounts(run.GroupFolder)})
+	ids, err := m.h.identitiesFor(run.GroupFolder)
+	if err != nil {
+		m.settle(ar, run, nil, err, d)
+		return
+	}
 	eng := engine.New(engine.Config{
 		Backend: m.h.backend,
 		Interviewer: m.h.desk.Interviewer(gate.Target{
@@ -159,7 +168,9 @@ func (m *runManager) execute(ctx context.Context, ar *activeRun, run store.Run, 
 		}),
 		Observers: []engine.Observer{d},
 		Registry:  m.h.registry,
-		Loader:    m.h.loadGraph,
+		Loader:    m.h.loaderFor(run.GroupFolder),
+		Personas:  ids.personas,
+		Masks:     ids.masks,
 		LogsRoot:  run.LogsRoot,
 		RunID:     run.ID,
 		Logger:    m.h.log.With("run", run.ID),
@@ -338,29 +349,29 @@ func (m *runManager) resumeRun(ctx context.Context, eng *engine.Engine, run stor
 	if err != nil {
 		return nil, err
 	}
-	g, err := m.h.prepareGraph(cp.GraphFile, []byte(cp.GraphDOT), run.Goal)
+	g, err := m.h.prepareGraph(run.GroupFolder, cp.GraphFile, []byte(cp.GraphDOT), run.Goal)
 	if err != nil {
 		return nil, fmt.Errorf("load the pipeline of run %s: %w", run.ID, err)
 	}
 	return eng.ResumeGraph(ctx, g, []byte(cp.GraphDOT), run.LogsRoot)
 }
 
-// frontendOptions validate pipelines against the handler types this
-// host's engine knows; goal, when set, replaces the pipeline's own.
-func (h *Host) frontendOptions(goal string) frontend.Options {
-	return frontend.Options{KnownTypes: h.registry.KnownTypes(), Goal: goal}
+// loaderFor is the engine's loader for a group's run (child pipelines of
+// manager loops): the front end, failing on errors.
+func (h *Host) loaderFor(group string) engine.GraphLoader {
+	return func(file string, src []byte) (*pipeline.Graph, error) {
+		return h.prepareGraph(group, file, src, "")
+	}
 }
 
-// loadGraph is the engine's loader (child pipelines of manager loops): the
-// front end, failing on errors.
-func (h *Host) loadGraph(file string, src []byte) (*pipeline.Graph, error) {
-	return h.prepareGraph(file, src, "")
-}
-
-// prepareGraph runs the front end with goal as the pipeline's goal (""
-// keeps the source's), failing on errors.
-func (h *Host) prepareGraph(file string, src []byte, goal string) (*pipeline.Graph, error) {
-	g, diags, err := frontend.Prepare(file, src, h.frontendOptions(goal))
+// prepareGraph runs the front end for a group's pipeline with goal as its
+// goal ("" keeps the source's), failing on errors.
+func (h *Host) prepareGraph(group, file string, src []byte, goal string) (*pipeline.Graph, error) {
+	opts, err := h.frontendOptions(group, goal)
+	if err != nil {
+		return nil, err
+	}
+	g, diags, err := frontend.Prepare(file, src, opts)
 	if err != nil {
 		return nil, err
 	}

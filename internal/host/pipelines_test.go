@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"nanohost/internal/config"
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
@@ -40,16 +41,21 @@ func typeWarnings(diags []pipeline.Diagnostic) []pipeline.Diagnostic {
 func TestPipelinesAreValidatedAgainstTheEngineRegistry(t *testing.T) {
 	reg := engine.NewRegistry()
 	reg.Register("deploy", deployHandler)
-	withDeploy := &Host{registry: reg}
-	_, diags, err := frontend.Prepare("deploy.dot", []byte(deployDOT), withDeploy.frontendOptions(""))
+	withDeploy := &Host{registry: reg, cfg: config.Defaults()}
+	opts, err := withDeploy.frontendOptions("main", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, diags, err := frontend.Prepare("deploy.dot", []byte(deployDOT), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w := typeWarnings(diags); len(w) != 0 {
 		t.Errorf("a registered custom type drew warnings: %v", w)
 	}
-	builtin := &Host{registry: engine.NewRegistry()}
-	_, diags, _ = frontend.Prepare("deploy.dot", []byte(deployDOT), builtin.frontendOptions(""))
+	builtin := &Host{registry: engine.NewRegistry(), cfg: config.Defaults()}
+	opts, _ = builtin.frontendOptions("main", "")
+	_, diags, _ = frontend.Prepare("deploy.dot", []byte(deployDOT), opts)
 	if w := typeWarnings(diags); len(w) != 1 {
 		t.Errorf("an unregistered type drew %v; want one type_known warning", w)
 	}

@@ -46,7 +46,7 @@ func (m *runManager) resume(ctx context.Context, run store.Run) error {
 		m.launch(run, nil, true, "")
 	case errors.Is(err, fs.ErrNotExist):
 		// It stopped before its first checkpoint: start it again.
-		g, err := m.h.prepareGraph(run.FileName, []byte(run.SourceDOT), run.Goal)
+		g, err := m.h.prepareGraph(run.GroupFolder, run.FileName, []byte(run.SourceDOT), run.Goal)
 		if err != nil {
 			m.finish(ctx, run.ID, store.RunFail, "cannot restart: "+err.Error(), run.Usage)
 			return err
