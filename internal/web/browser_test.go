@@ -126,7 +126,7 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 		"plan":  {{Text: hostile, DelayMS: 1200}},
 		"build": {{Text: "Built it. [outcome:success]", DelayMS: 1200}},
 	}}
-	hf := newHostFixture(t, "browser-token", slow)
+	hf := newHostFixture(t, "browser-token", slow, withNotesMask)
 	f := hf.fixture
 	// History, so the runs page has something besides the live run.
 	id0 := f.start(linearDOT)
@@ -170,7 +170,7 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 		t.Fatalf("the broken pipeline was recorded as a run: %d runs", len(runs.Runs))
 	}
 	err = chromedp.Do(ctx,
-		chromedp.SetValue(chromedp.CSS(`#start-form textarea`), collideDOT),
+		chromedp.SetValue(chromedp.CSS(`#start-form textarea`), personaDOT),
 		chromedp.SetValue(chromedp.CSS(`#start-form input[name=goal]`), "ship the browser test"),
 		chromedp.SetValue(chromedp.CSS(`#start-form select[name=verbosity]`), "verbose"),
 		chromedp.Click(chromedp.CSS(`#start-form button[type=submit]`)),
@@ -207,7 +207,7 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, "the plan node's response", `[...document.querySelectorAll('#node-files pre')].some(p => p.textContent.includes('<script>alert("pwned")</script>'))`)
-	waitJS(t, ctx, "the plan node's timing", `/^started \d\d:\d\d:\d\d · took \d+(ms|s) · success$/.test(document.querySelector('#node-timing').textContent)`)
+	waitJS(t, ctx, "the plan node's worker and timing", `/^as seeker · wearing notes · started \d\d:\d\d:\d\d · took \d+(ms|s) · success$/.test(document.querySelector('#node-timing').textContent)`)
 	injected, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#node-files script, #node-files img, #log script, #log img').length`))
 	if err != nil || injected != 0 {
 		t.Fatalf("agent text became markup: %d elements (%v)", injected, err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"nanohost/internal/config"
 	"nanohost/internal/container"
 	"nanohost/internal/host"
+	"nanohost/internal/pipeline/mask"
 	"nanohost/internal/pipeline/script"
 	"nanohost/internal/store"
 	"nanohost/internal/web"
@@ -440,4 +442,43 @@ func TestHostWebFreeTextAnswers(t *testing.T) {
 	if !strings.Contains(e.Error, "takes one of its choices, not free text") {
 		t.Errorf("text to a button-only gate: %+v", e)
 	}
+}
+
+// personaDOT's plan is worked by the Seeker wearing the notes mask.
+var personaDOT = strings.Replace(collideDOT, `prompt="Plan $goal"`, `prompt="Plan $goal", persona=seeker, masks="notes"`, 1)
+
+func withNotesMask(c *config.Config) {
+	c.Masks = map[string]mask.Mask{"notes": {Title: "Mask of Notes", Nodes: []string{"plan"}, Preamble: "Read the team's notes first."}}
+}
+
+// The node panel says who worked a visit: its persona and its masks.
+func TestHostNodeDetailsShowPersonaAndMasks(t *testing.T) {
+	hf := newHostFixture(t, "host-token", &script.Script{}, withNotesMask)
+	f := hf.fixture
+	id := f.start(personaDOT)
+	f.waitGate(id)
+	type visit struct {
+		Persona string   `json:"persona"`
+		Masks   []string `json:"masks"`
+	}
+	plan := decode[struct {
+		Last  *visit             `json:"last_visit"`
+		Files map[string]fileDTO `json:"files"`
+	}](t, f.do("GET", "/pipelines/"+id+"/nodes/plan", ""), 200)
+	if plan.Last == nil || plan.Last.Persona != "seeker" || !slices.Equal(plan.Last.Masks, []string{"notes"}) {
+		t.Errorf("plan's last visit = %+v", plan.Last)
+	}
+	if p := plan.Files["prompt.md"].Content; !strings.HasPrefix(p, "## Persona: Seeker\n") || !strings.Contains(p, "- Mask of Notes — Read the team's notes first.") {
+		t.Errorf("plan's prompt.md = %q", p)
+	}
+	review := decode[struct {
+		Last *visit `json:"last_visit"`
+	}](t, f.do("GET", "/pipelines/"+id+"/nodes/review", ""), 200)
+	if review.Last == nil || review.Last.Persona != "" || len(review.Last.Masks) != 0 {
+		t.Errorf("review's last visit = %+v", review.Last)
+	}
+}
+
+type fileDTO struct {
+	Content string `json:"content"`
 }

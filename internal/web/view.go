@@ -29,6 +29,9 @@ type nodeTiming struct {
 	// Message is the outcome's notes, or why the attempt failed.
 	Message string        `json:"message,omitempty"`
 	Usage   *engine.Usage `json:"usage,omitempty"`
+	// Persona and Masks are who worked the visit (the walker identity).
+	Persona string   `json:"persona,omitempty"`
+	Masks   []string `json:"masks,omitempty"`
 }
 
 // runView is what a run's events say about it: each node's state for the
@@ -81,7 +84,7 @@ func (v *runView) apply(e engine.Event) {
 	case engine.EventStageStarted:
 		v.States[e.NodeID] = render.StateRunning
 		v.Attempts[e.NodeID]++
-		v.Timings[e.NodeID] = nodeTiming{StartedAt: e.Time, Attempt: 1}
+		v.Timings[e.NodeID] = nodeTiming{StartedAt: e.Time, Attempt: 1, Persona: e.Persona, Masks: e.Masks}
 		if e.Branch == "" {
 			v.Path = append(v.Path, e.NodeID)
 			v.Current = e.NodeID
