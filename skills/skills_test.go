@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,6 +21,8 @@ import (
 	"nanohost/internal/pipeline/cond"
 	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/pipeline/lint"
+	"nanohost/internal/pipeline/mask"
+	"nanohost/internal/pipeline/persona"
 )
 
 // skillDirs returns every directory here with a SKILL.md.
@@ -101,9 +104,10 @@ func TestSkillFrontMatter(t *testing.T) {
 }
 
 // requireClean fails on any diagnostic: a taught graph must not even warn.
-func requireClean(t *testing.T, name string, src []byte) {
+// masks are the masks the skill teaches an operator to define.
+func requireClean(t *testing.T, name string, src []byte, masks mask.Set) {
 	t.Helper()
-	g, diags, err := frontend.Prepare(name, src, frontend.Options{})
+	g, diags, err := frontend.Prepare(name, src, frontend.Options{Masks: masks})
 	if err != nil {
 		t.Fatalf("%s does not parse: %v", name, err)
 	}
@@ -127,7 +131,7 @@ func TestWorkflowsValidateWithoutWarnings(t *testing.T) {
 		md := readFile(t, filepath.Join(dir, "SKILL.md"))
 		for _, f := range files {
 			t.Run(f, func(t *testing.T) {
-				requireClean(t, f, []byte(readFile(t, f)))
+				requireClean(t, f, []byte(readFile(t, f)), nil)
 				if !strings.Contains(md, filepath.Base(f)) {
 					t.Errorf("SKILL.md does not mention %s: an example the agent is not told about is never used", filepath.Base(f))
 				}
@@ -139,6 +143,7 @@ func TestWorkflowsValidateWithoutWarnings(t *testing.T) {
 func TestDOTSnippetsInSkillsValidate(t *testing.T) {
 	for _, dir := range skillDirs(t) {
 		path := filepath.Join(dir, "SKILL.md")
+		masks := taughtMasks(t, path)
 		n := 0
 		for _, b := range fencedBlocks(readFile(t, path)) {
 			if b.lang != "dot" {
@@ -146,10 +151,61 @@ func TestDOTSnippetsInSkillsValidate(t *testing.T) {
 			}
 			n++
 			name := path + "#L" + strconv.Itoa(b.line) // the dot block opening at that line
-			t.Run(name, func(t *testing.T) { requireClean(t, name, []byte(b.body)) })
+			t.Run(name, func(t *testing.T) { requireClean(t, name, []byte(b.body), masks) })
 		}
 		if dir == "attractor" && n < 3 {
 			t.Errorf("%s teaches only %d complete graphs", path, n)
+		}
+	}
+}
+
+// taughtMasks reads the ```yaml blocks of a skill that define masks (as an
+// operator would in nanohost.yaml): each must be a valid definition, and
+// the skill's graphs may wear them.
+func taughtMasks(t *testing.T, path string) mask.Set {
+	t.Helper()
+	out := mask.Set{}
+	for _, b := range fencedBlocks(readFile(t, path)) {
+		if b.lang != "yaml" || !strings.HasPrefix(b.body, "masks:") {
+			continue
+		}
+		s, err := mask.Parse(path+"#L"+strconv.Itoa(b.line), []byte(b.body))
+		if err != nil {
+			t.Errorf("the skill teaches a mask definition the host rejects: %v", err)
+			continue
+		}
+		maps.Copy(out, s)
+	}
+	return out
+}
+
+// TestPersonaFilesInSkillsParse checks ```markdown blocks with front matter
+// with the parser the host reads a group's personas/ folder with.
+func TestPersonaFilesInSkillsParse(t *testing.T) {
+	for _, dir := range skillDirs(t) {
+		path := filepath.Join(dir, "SKILL.md")
+		n := 0
+		for _, b := range fencedBlocks(readFile(t, path)) {
+			if b.lang != "markdown" || !strings.HasPrefix(b.body, "---\n") {
+				continue
+			}
+			n++
+			if _, err := persona.Parse("example.md", []byte(b.body)); err != nil {
+				t.Errorf("%s#L%d: the skill teaches a persona file the host rejects: %v", path, b.line, err)
+			}
+		}
+		if dir == "attractor" && n == 0 {
+			t.Errorf("%s teaches no persona file", path)
+		}
+	}
+}
+
+// TestSkillTeachesEveryBuiltinPersona keeps the persona table in step with the host.
+func TestSkillTeachesEveryBuiltinPersona(t *testing.T) {
+	md := readFile(t, filepath.Join("attractor", "SKILL.md"))
+	for _, name := range persona.Builtin().Names() {
+		if !strings.Contains(md, "| `"+name+"` |") {
+			t.Errorf("the skill's persona table lacks %s", name)
 		}
 	}
 }

@@ -78,7 +78,7 @@ func TestDockerBackendRunsTheInvestigationCircuit(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	res := decodeRun(t, r)
-	want := []string{"start", "recall", "triage", "resolve", "investigate", "resolve", "investigate", "correlate", "review", "report", "done"}
+	want := []string{"start", "recall", "triage", "resolve", "investigate", "resolve", "investigate", "correlate", "review", "approve", "report", "done"}
 	if !slices.Equal(res.Path, want) {
 		t.Errorf("path = %v, want %v", res.Path, want)
 	}
@@ -177,5 +177,72 @@ func TestDockerBackendKeepsRunsOutOfTheWorkspace(t *testing.T) {
 	viaLink := runNanohostIn(t, ws, append(base, "--logs", filepath.Join(link, "runs", "r2"))...)
 	if viaLink.code != 2 || !strings.Contains(viaLink.stderr, "inside the agents' workspace") {
 		t.Errorf("--logs through a symlink into the workspace: exit %d, stderr %q; want it refused", viaLink.code, viaLink.stderr)
+	}
+}
+
+// The shadow court and the investigation's court path in real containers,
+// answered by script agents.
+func TestDockerBackendRunsTheShadowCourt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := writeFile(t, dir, "court.json", `{"nodes": {
+		"verdict": ["Remanded. [context:court.verdict=remand] [outcome:remand]", "Affirmed. [context:court.verdict=affirm] [outcome:affirm]"]}}`)
+	logs := filepath.Join(dir, "court")
+	r, _ := dockerRun(t, courtDOT(t), "--script", s, "--logs", logs, "--json")
+	res := decodeRun(t, r)
+	want := []string{"start", "indict", "discover", "defend", "hearing", "verdict", "discover", "defend", "hearing", "verdict", "done"}
+	if r.code != 0 || !slices.Equal(res.Path, want) || res.Context["court.verdict"] != "affirm" {
+		t.Fatalf("exit %d path %v context %v\n%s", r.code, res.Path, res.Context, r.stderr)
+	}
+	if p, _ := os.ReadFile(filepath.Join(logs, "defend", "prompt.md")); !strings.HasPrefix(string(p), "## Persona: Abyss\n") {
+		t.Errorf("defend/prompt.md starts %q", p)
+	}
+
+	ex := func(name string) string { return repoFile(t, "examples", name) }
+	r, _ = dockerRun(t, ex("investigation-circuit.dot"), "--script", ex("investigation-circuit.court.script.json"),
+		"--answers", ex("investigation-circuit.answers.json"), "--logs", filepath.Join(dir, "investigation"), "--json")
+	res = decodeRun(t, r)
+	if r.code != 0 || res.Context["court.verdict"] != "affirm" || !slices.Contains(res.Path, "indict") || res.Attempts["verdict"] != 2 {
+		t.Errorf("investigation: exit %d path %v context %v", r.code, res.Path, res.Context)
+	}
+}
+
+// --masks with --backend docker: the mask's folder passes --mount-allowlist
+// and is mounted read-only in the container of the node wearing it only.
+func TestDockerBackendMountsAMasksFolderForItsNodeOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	prior := filepath.Join(dir, "rca-db")
+	if err := os.Mkdir(prior, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, prior, "rca-1.md", "holdover timeout\n")
+	allow := writeFile(t, dir, "allow.json", `{"allowed_roots": [{"path": "`+dir+`"}]}`)
+	masks := writeFile(t, dir, "masks.yaml", "masks:\n  recall:\n    nodes: [probe]\n    mounts: [\""+prior+":prior-rca\"]\n")
+	dot := writeFile(t, dir, "p.dot", `digraph p {
+		start  [shape=Mdiamond]
+		probe  [shape=parallelogram, masks="recall", tool_command="cat /workspace/masks/recall/prior-rca/rca-1.md && ! touch /workspace/masks/recall/prior-rca/x 2>/dev/null"]
+		after  [shape=parallelogram, tool_command="test ! -e /workspace/masks"]
+		done   [shape=Msquare]
+		start -> probe
+		probe -> after [condition="outcome=success"]
+		after -> done  [condition="outcome=success"]
+	}`)
+	s := writeFile(t, dir, "s.json", `{}`)
+	logs := filepath.Join(dir, "run")
+	r, _ := dockerRun(t, dot, "--script", s, "--masks", masks, "--mount-allowlist", allow, "--logs", logs, "--json")
+	res := decodeRun(t, r)
+	if r.code != 0 || !slices.Equal(res.Path, []string{"start", "probe", "after", "done"}) {
+		t.Fatalf("exit %d path %v (%s)\n%s", r.code, res.Path, res.FailureReason, r.stderr)
+	}
+	if out, _ := os.ReadFile(filepath.Join(logs, "probe", "stdout.txt")); string(out) != "holdover timeout\n" {
+		t.Errorf("probe/stdout.txt = %q", out)
+	}
+
+	// A folder the allowlist does not allow stops the run before it starts.
+	outside := writeFile(t, dir, "outside.yaml", "masks:\n  recall:\n    nodes: [probe]\n    mounts: [\""+t.TempDir()+"\"]\n")
+	r, _ = dockerRun(t, dot, "--script", s, "--masks", outside, "--mount-allowlist", allow, "--logs", filepath.Join(dir, "run2"), "--json")
+	if r.code != 2 || !strings.Contains(r.stderr, "mask recall: mounts[0]") || !strings.Contains(r.stderr, "not under an allowed root") {
+		t.Errorf("refused mask folder: exit %d\n%s", r.code, r.stderr)
 	}
 }

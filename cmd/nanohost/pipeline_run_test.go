@@ -315,7 +315,7 @@ func TestInvestigationCircuitExample(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	res := decodeRun(t, r)
-	want := []string{"start", "recall", "triage", "resolve", "investigate", "resolve", "investigate", "correlate", "review", "report", "done"}
+	want := []string{"start", "recall", "triage", "resolve", "investigate", "resolve", "investigate", "correlate", "review", "approve", "report", "done"}
 	if !slices.Equal(res.Path, want) {
 		t.Errorf("path = %v", res.Path)
 	}
@@ -324,8 +324,8 @@ func TestInvestigationCircuitExample(t *testing.T) {
 	}
 
 	// The investigate loop is bounded: an agent that never converges is taken
-	// to review after its 3rd visit, and a reviewer who overturns the triage
-	// sends it back to F1. A recall hit skips straight to review.
+	// to review after its 3rd visit, and a person who overturns the triage at
+	// the sign-off sends it back to F1.
 	never := writeFile(t, dir, "never.json", `{"nodes": {
 		"recall": ["[preferred_label:miss] [outcome:success]", "[preferred_label:hit] [outcome:success]"],
 		"triage": ["[preferred_label:investigate] [outcome:success]", "environment issue [preferred_label:skip] [outcome:success]"],
@@ -335,7 +335,7 @@ func TestInvestigationCircuitExample(t *testing.T) {
 	res = decodeRun(t, runNanohost(t, "", "pipeline", "run", ex("investigation-circuit.dot"), "--script", never, "--answers", answers,
 		"--logs", filepath.Join(dir, "r2"), "--json"))
 	want = []string{"start", "recall", "triage", "resolve", "investigate", "resolve", "investigate", "resolve", "investigate",
-		"review", "triage", "review", "report", "done"}
+		"review", "approve", "triage", "review", "approve", "report", "done"}
 	if !slices.Equal(res.Path, want) || res.Status != "success" {
 		t.Errorf("bounded loop path = %v (%s)", res.Path, res.FailureReason)
 	}
