@@ -1,6 +1,8 @@
 package frontend
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"nanohost/internal/pipeline/persona"
@@ -56,4 +58,17 @@ func TestPersonaDefaultsPrecedence(t *testing.T) {
 	if len(ds) != 1 || ds[0].Rule != "persona_known" || g.Node("a").Attrs["llm_model"] != "" {
 		t.Errorf("unknown persona: %s, attrs %v", lines(ds), g.Node("a").Attrs)
 	}
+}
+
+// A persona's defaults are copied to every node naming it: a persona file
+// an agent wrote with a 60 KB model name, on 300 nodes, is 18 MB of text.
+func TestExpansionLimitCountsPersonaDefaults(t *testing.T) {
+	big := persona.Builtin().With(&persona.Persona{Name: "big", Title: "Big", Preamble: "x", Model: strings.Repeat("m", 60_000)})
+	var b strings.Builder
+	b.WriteString("digraph G {\n    node [persona=big]\n    start [shape=Mdiamond, persona=\"\"]\n    exit [shape=Msquare, persona=\"\"]\n    start")
+	for i := range 300 {
+		fmt.Fprintf(&b, " -> n%d", i)
+	}
+	b.WriteString(" -> exit\n}\n")
+	wantExpansionRefused(t, b.String(), "applying the model_stylesheet", Options{Personas: big})
 }

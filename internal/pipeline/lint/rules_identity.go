@@ -17,9 +17,9 @@ import (
 func (c *checker) personaKnown(g *pipeline.Graph) []pipeline.Diagnostic {
 	var out []pipeline.Diagnostic
 	for _, n := range g.Nodes {
-		name, ok := n.Attrs["persona"]
-		if !ok {
-			continue
+		name := n.Attrs["persona"]
+		if strings.TrimSpace(name) == "" {
+			continue // persona="" undoes a node [persona=…] default
 		}
 		if _, known := c.personas.Lookup(name); known {
 			continue
