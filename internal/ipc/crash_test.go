@@ -167,11 +167,11 @@ func TestPoisonRequestIsQuarantinedAfterKillingTheHostTwice(t *testing.T) {
 	if r.Status != Rejected || !strings.Contains(r.Reason, "the host stopped 2 times while handling this request") {
 		t.Fatalf("answer to the poison request: %+v", r)
 	}
-	if calls := e.host.callsOf("StartPipeline"); len(calls) != 1 || calls[0].Start.RequestID != "b-fine" {
-		t.Errorf("the host was asked to start %+v; only b-fine should reach it", calls)
-	}
 	if r := e.response("team", "b-fine"); r.Status != Accepted {
 		t.Errorf("the request behind the poison one: %+v", r)
+	}
+	if calls := e.host.callsOf("StartPipeline"); len(calls) != 1 || calls[0].Start.RequestID != "b-fine" {
+		t.Errorf("the host was asked to start %+v; only b-fine should reach it", calls)
 	}
 	reason, err := os.ReadFile(filepath.Join(e.root, dirErrors, "team", "tasks-a-poison.json.reason"))
 	if err != nil || !strings.HasPrefix(string(reason), "poison: the host died 2 times while handling this request") {
