@@ -15,6 +15,12 @@ type Backend interface {
 	Run(ctx context.Context, req Request) (Result, error)
 }
 
+// BackendFunc adapts a function to Backend.
+type BackendFunc func(ctx context.Context, req Request) (Result, error)
+
+// Run calls f.
+func (f BackendFunc) Run(ctx context.Context, req Request) (Result, error) { return f(ctx, req) }
+
 // RequestKind says which handler is asking.
 type RequestKind string
 
@@ -67,6 +73,9 @@ type Request struct {
 	// StageDir is {logs_root}/{node_id}; a backend may write files there
 	// (e.g. a validated status.json the agent produced).
 	StageDir string
+	// RunDir is the run's directory (the logs root of the run, above any
+	// restart-N stage root); a backend may keep run-wide records there.
+	RunDir string
 }
 
 // Usage is what an agent call cost.
@@ -93,6 +102,9 @@ type Result struct {
 	Output    string
 	SessionID string
 	Usage     Usage
+	// Changes is what the node's visit changed in the workspace so far, set
+	// by a backend that records it (nil otherwise); it may come with an error.
+	Changes *WorkspaceChanges
 }
 
 // RunCloser is implemented by backends that hold per-run resources (live

@@ -84,6 +84,9 @@ func callBackend(ctx context.Context, st *Stage, kind RequestKind, prompt, toolC
 	req := r.request(st, kind, prompt, toolCommand)
 	res, err := r.cfg.Backend.Run(ctx, req)
 	st.AddUsage(res.Usage)
+	if res.Changes != nil {
+		st.changes = res.Changes // the latest attempt's, which covers the visit
+	}
 	if err != nil {
 		return agentReply{}, fmt.Errorf("%s backend for %s: %w", kind, st.Node.ID, err)
 	}
@@ -179,7 +182,7 @@ func (r *run) request(st *Stage, kind RequestKind, prompt, toolCommand string) R
 		Prompt: prompt, Fidelity: string(mode), Isolated: isTrue(n.Attrs["isolated"]),
 		Persona: personaName(n, identity{persona: st.Persona}), Masks: maskNames(n, identity{masks: st.Masks}),
 		Model: n.Attrs.String("llm_model", n.Attrs["model"]), Provider: n.Attrs.String("llm_provider", n.Attrs["provider"]),
-		ReasoningEffort: n.Attrs["reasoning_effort"], ToolCommand: toolCommand, StageDir: st.StageDir,
+		ReasoningEffort: n.Attrs["reasoning_effort"], ToolCommand: toolCommand, StageDir: st.StageDir, RunDir: r.root,
 	}
 	if d, err := n.Attrs.Duration("timeout", 0); err == nil {
 		req.Timeout = d

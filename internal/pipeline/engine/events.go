@@ -35,6 +35,10 @@ const (
 	EventAgentResponse EventType = "AgentResponse"
 	// EventContextUpdated lists the context keys a stage changed.
 	EventContextUpdated EventType = "ContextUpdated"
+	// EventWorkspaceChanged says what a stage changed in the workspace
+	// (Changes), right after the stage's outcome; a stage whose changes
+	// were not recorded, or that changed nothing, has none.
+	EventWorkspaceChanged EventType = "WorkspaceChanged"
 )
 
 // Event is one thing that happened in a run. Seq increases by one per event
@@ -64,10 +68,12 @@ type Event struct {
 	WillRetry  bool          `json:"will_retry,omitempty"`
 	Usage      *Usage        `json:"usage,omitempty"`
 
-	Question *Question      `json:"question,omitempty"`
-	Answer   *Answer        `json:"answer,omitempty"`
-	Decision *Decision      `json:"decision,omitempty"`
-	Data     map[string]any `json:"data,omitempty"`
+	Question *Question `json:"question,omitempty"`
+	Answer   *Answer   `json:"answer,omitempty"`
+	Decision *Decision `json:"decision,omitempty"`
+	// Changes is a WorkspaceChanged event's summary.
+	Changes *WorkspaceChanges `json:"changes,omitempty"`
+	Data    map[string]any    `json:"data,omitempty"`
 
 	// Persona and Masks are who worked the visit (stage events): the node's
 	// persona name and the masks it wore, in equip order.

@@ -160,6 +160,8 @@ func FormatEvent(e Event) string {
 		return "    │ " + truncate(firstLine(e.Message), 200)
 	case EventContextUpdated:
 		return "    context: " + strings.Join(dataStrings(e.Data, "keys"), ", ")
+	case EventWorkspaceChanged:
+		return describeChanges(name, branch, e.Changes)
 	case EventCheckpointSaved:
 		return "    checkpoint after " + e.NodeID
 	}

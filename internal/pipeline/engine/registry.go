@@ -59,9 +59,10 @@ type Stage struct {
 	// branchNodes lists the nodes parallel branches completed, for completed_nodes.
 	branchNodes []string
 	usage       Usage
-	response    string // the Clean agent text, for the run history
-	freshDir    bool   // StageDir was created for this execution
-	dirReady    bool   // StageDir is a directory of its own (not a planted link)
+	changes     *WorkspaceChanges // what the visit changed in the workspace, when recorded
+	response    string            // the Clean agent text, for the run history
+	freshDir    bool              // StageDir was created for this execution
+	dirReady    bool              // StageDir is a directory of its own (not a planted link)
 }
 
 // Emit sends an event on behalf of the stage (RunID, Seq and Time are filled

@@ -90,6 +90,7 @@ func (w *walker) execute(ctx context.Context, node *pipeline.Node, incoming *pip
 		}
 	}
 	w.emit(ev)
+	w.emitChanges(st)
 	return st, out, nil
 }
 

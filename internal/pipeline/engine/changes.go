@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+)
+
+// WorkspaceChanges summarises what one visit of a node changed in the
+// workspace: the files added, modified and deleted, and the lines its text
+// diffs add and remove. A backend that records changes (internal/changes)
+// sets it on Result; the engine reports it in a WorkspaceChanged event. The
+// full record — every path and the unified diff — is in the stage
+// directory (changes.json, changes.diff).
+type WorkspaceChanges struct {
+	Files        int `json:"files"`
+	Added        int `json:"added"`
+	Modified     int `json:"modified"`
+	Deleted      int `json:"deleted"`
+	LinesAdded   int `json:"lines_added"`
+	LinesDeleted int `json:"lines_deleted"`
+	// Paths are the first few changed paths, in path order.
+	Paths []string `json:"paths,omitempty"`
+	// Overlapped names the stages that ran on the same workspace at some
+	// time during this one: their changes are in this change set too (the
+	// workspace cannot tell who wrote a file).
+	Overlapped []StageRef `json:"overlapped,omitempty"`
+	// Truncated: the diff was cut at its per-file or per-stage bound.
+	Truncated bool `json:"truncated,omitempty"`
+	// Error says why the changes could not be recorded (all counts are 0).
+	Error string `json:"error,omitempty"`
+}
+
+// StageRef names a stage of some run.
+type StageRef struct {
+	RunID  string `json:"run_id"`
+	NodeID string `json:"node_id"`
+}
+
+// Describe is the summary people read: "changed 3 files (+40 −7)".
+func (c *WorkspaceChanges) Describe() string {
+	if c == nil {
+		return ""
+	}
+	if c.Error != "" {
+		return "changes not recorded: " + c.Error
+	}
+	if c.Files == 0 {
+		return "changed no files"
+	}
+	noun := "files"
+	if c.Files == 1 {
+		noun = "file"
+	}
+	return fmt.Sprintf("changed %d %s (+%d −%d)", c.Files, noun, c.LinesAdded, c.LinesDeleted)
+}
+
+// maxEventPaths bounds the paths a WorkspaceChanged line names.
+const maxEventPaths = 3
+
+// describeChanges is a WorkspaceChanged event's line: the summary, the
+// first paths, and the stages that overlapped.
+func describeChanges(name, branch string, c *WorkspaceChanges) string {
+	if c == nil {
+		return ""
+	}
+	if c.Error != "" {
+		return "    ± " + name + ": workspace changes not recorded (" + c.Error + ")" + branch
+	}
+	line := "    ± " + name + " " + c.Describe()
+	if len(c.Paths) > 0 {
+		shown := c.Paths[:min(len(c.Paths), maxEventPaths)]
+		line += ": " + strings.Join(shown, ", ")
+		if c.Files > len(shown) {
+			line += fmt.Sprintf(" and %d more", c.Files-len(shown))
+		}
+	}
+	if len(c.Overlapped) > 0 {
+		names := make([]string, len(c.Overlapped))
+		for i, s := range c.Overlapped {
+			names[i] = s.NodeID
+		}
+		line += " (ran alongside " + strings.Join(names, ", ") + "; changes made by either are included)"
+	}
+	return line + branch
+}
+
+// emitChanges reports what the visit changed, when a backend recorded it:
+// a WorkspaceChanged event for changed files or a recording error, nothing
+// for a visit that changed nothing.
+func (w *walker) emitChanges(st *Stage) {
+	c := st.changes
+	if c == nil || (c.Files == 0 && c.Error == "") {
+		return
+	}
+	w.emit(Event{Type: EventWorkspaceChanged, NodeID: st.Node.ID, Label: st.Node.Label(), Changes: c})
+}

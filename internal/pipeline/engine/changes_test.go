@@ -1,0 +1,88 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"nanohost/internal/pipeline/engine"
+)
+
+// A backend that records workspace changes reports them on its results;
+// the engine says what a visit changed in a WorkspaceChanged event right
+// after the stage's outcome (the retry's summary, which covers the visit),
+// and nothing for a visit that changed nothing.
+func TestWorkspaceChangesAreReportedAfterTheStage(t *testing.T) {
+	var runDirs []string
+	calls := map[string]int{}
+	backend := backendFunc(func(_ context.Context, req engine.Request) (engine.Result, error) {
+		runDirs = append(runDirs, req.RunDir)
+		calls[req.NodeID]++
+		switch {
+		case req.NodeID == "build" && calls["build"] == 1:
+			return engine.Result{Text: "[outcome:retry]", Changes: &engine.WorkspaceChanges{Files: 1, Added: 1, LinesAdded: 2, Paths: []string{"a.go"}}}, nil
+		case req.NodeID == "build":
+			return engine.Result{Text: "[outcome:success]", Changes: &engine.WorkspaceChanges{
+				Files: 3, Added: 2, Deleted: 1, LinesAdded: 40, LinesDeleted: 7, Paths: []string{"a.go", "b.go", "c.go"}}}, nil
+		}
+		return engine.Result{Text: "[outcome:success]", Changes: &engine.WorkspaceChanges{}}, nil
+	})
+	out := runGraph(t, `digraph G {
+		start [shape=Mdiamond]
+		look  [prompt="look"]
+		build [prompt="build", max_retries=1]
+		done  [shape=Msquare]
+		start -> look -> build -> done
+	}`, runOpts{backend: backend})
+	wantStatus(t, out.res, "success")
+	for _, d := range runDirs {
+		if d != out.root {
+			t.Errorf("Request.RunDir = %q, want the run directory %q", d, out.root)
+		}
+	}
+	changed := out.rec.ofType(engine.EventWorkspaceChanged)
+	if len(changed) != 1 || changed[0].NodeID != "build" {
+		t.Fatalf("WorkspaceChanged events %+v, want one for build", changed)
+	}
+	c := changed[0].Changes
+	if c == nil || c.Files != 3 || c.LinesAdded != 40 {
+		t.Errorf("changes %+v, want the last attempt's summary", c)
+	}
+	all := out.rec.all()
+	for i, e := range all {
+		if e.Type == engine.EventWorkspaceChanged && (i == 0 || all[i-1].Type != engine.EventStageCompleted || all[i-1].NodeID != "build") {
+			t.Errorf("WorkspaceChanged does not follow build's StageCompleted: %v", all[i-1].Type)
+		}
+	}
+	if got, want := engine.FormatEvent(changed[0]), "    ± build changed 3 files (+40 −7): a.go, b.go, c.go"; got != want {
+		t.Errorf("log line %q, want %q", got, want)
+	}
+	if engine.EventVerbosity(changed[0]) != engine.VerbosityVerbose {
+		t.Error("workspace changes are for verbose threads")
+	}
+	// The typed field survives the trace's JSON.
+	data, _ := json.Marshal(changed[0])
+	var back engine.Event
+	if err := json.Unmarshal(data, &back); err != nil || back.Changes == nil || back.Changes.LinesDeleted != 7 {
+		t.Errorf("round trip: %v %+v", err, back.Changes)
+	}
+}
+
+func TestWorkspaceChangesLine(t *testing.T) {
+	cases := []struct {
+		c    engine.WorkspaceChanges
+		want string
+	}{
+		{engine.WorkspaceChanges{Files: 1, Modified: 1, LinesAdded: 1, Paths: []string{"x"}}, "    ± Fix changed 1 file (+1 −0): x"},
+		{engine.WorkspaceChanges{Files: 5, LinesAdded: 9, LinesDeleted: 2, Paths: []string{"a", "b", "c", "d", "e"}}, "    ± Fix changed 5 files (+9 −2): a, b, c and 2 more"},
+		{engine.WorkspaceChanges{Files: 1, Paths: []string{"x"}, Overlapped: []engine.StageRef{{RunID: "r", NodeID: "lint"}}},
+			"    ± Fix changed 1 file (+0 −0): x (ran alongside lint; changes made by either are included)"},
+		{engine.WorkspaceChanges{Error: "the workspace has more than 200000 files"}, "    ± Fix: workspace changes not recorded (the workspace has more than 200000 files)"},
+	}
+	for _, tc := range cases {
+		e := engine.Event{Type: engine.EventWorkspaceChanged, Label: "Fix", Changes: &tc.c}
+		if got := engine.FormatEvent(e); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}
