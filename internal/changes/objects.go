@@ -1,0 +1,89 @@
+package changes
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// objects is a content-addressed directory of file contents, named by
+// their SHA-256 (objects/ab/cdef…), written once and never changed: a blob
+// can be hard-linked into a run's record and read by anyone without locks.
+type objects struct{ dir string }
+
+func (o objects) path(sum [32]byte) string {
+	h := hex.EncodeToString(sum[:])
+	return filepath.Join(o.dir, h[:2], h[2:])
+}
+
+// put stores data under sum unless it is there already.
+func (o objects) put(sum [32]byte, data []byte) error {
+	p := o.path(sum)
+	if _, err := os.Lstat(p); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	if err := errors.Join(werr, tmp.Close()); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// read returns the blob sum, at most limit bytes of it.
+func (o objects) read(sum [32]byte, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(o.path(sum), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("object %x is larger than %d bytes", sum[:6], limit)
+	}
+	return data, nil
+}
+
+// linkFrom makes src's blob sum one of o's too: a hard link (blobs never
+// change), or a copy across file systems.
+func (o objects) linkFrom(src objects, sum [32]byte) error {
+	dst := o.path(sum)
+	if _, err := os.Lstat(dst); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	err := os.Link(src.path(sum), dst)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	data, rerr := src.read(sum, 1<<40)
+	if rerr != nil {
+		return rerr
+	}
+	return o.put(sum, data)
+}
+
+func (o objects) remove(sum [32]byte) {
+	os.Remove(o.path(sum))
+}
