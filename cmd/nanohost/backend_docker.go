@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"nanohost/internal/changes"
 	"nanohost/internal/container"
 	"nanohost/internal/pipeline/engine"
 )
@@ -36,6 +37,7 @@ func init() {
 		fs.StringArray("mount", nil, "extra read-only mount HOST[:NAME][:ro|rw] under /workspace/extra, checked against the allowlist (repeatable)")
 		fs.String("mount-allowlist", container.DefaultAllowlistPath(), "mount allowlist file")
 		fs.StringArray("secret-env", []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"}, "host environment variable handed to the agent process (never to the container's environment; repeatable)")
+		fs.Bool("record-changes", true, "record what each stage changed in the workspace: changes.json and changes.diff in its stage directory (--backend docker)")
 	})
 	backendFactories["docker"] = newDockerBackend
 	backendDefaultLogs["docker"] = dockerDefaultLogs
@@ -142,7 +144,14 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	if _, err := b.CleanupOrphans(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "warning: cleaning up containers of a crashed earlier run:", err)
 	}
-	return b, nil
+	if record, _ := fs.GetBool("record-changes"); !record {
+		return b, nil
+	}
+	tracker, err := changes.NewTracker(changes.Options{StateDir: stateDir})
+	if err != nil {
+		return nil, err
+	}
+	return tracker.Wrap(b, workspace), nil
 }
 
 // dockerDefaultLogs puts runs under the state directory: the default

@@ -338,7 +338,11 @@ func (s *store) land(f *flight) []engine.StageRef {
 var errNoWorkspace = errors.New("no workspace")
 
 func checkWorkspace(path string) (string, error) {
-	real, err := filepath.EvalSymlinks(path)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", errNoWorkspace, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", errNoWorkspace, err)
 	}

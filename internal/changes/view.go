@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -24,6 +25,9 @@ const (
 type Set struct {
 	Changes []Change
 	Diff    []byte
+	// Visit is the node visit a stage's record is of (0 when unknown, and
+	// for a run's record).
+	Visit int
 }
 
 // ErrNoRecord says a stage or run has no change record (it ran no agent or
@@ -54,7 +58,29 @@ func ReadSet(fsys fs.FS, dir string, withDiff bool) (Set, error) {
 			return Set{}, err
 		}
 	}
+	var vs visitState
+	if data, err := readFS(fsys, path.Join(dir, visitFile), maxStateFile); err == nil && json.Unmarshal(data, &vs) == nil {
+		s.Visit = vs.Visit
+	}
 	return s, nil
+}
+
+// EarlierVisits lists the visits whose records a stage directory keeps in
+// VisitDir(n) (a node visited again), in order.
+func EarlierVisits(fsys fs.FS, stageDir string) []int {
+	entries, err := fs.ReadDir(fsys, stageDir)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		n, ok := strings.CutPrefix(e.Name(), "visit-")
+		if v, err := strconv.Atoi(n); ok && err == nil && v > 0 && e.IsDir() {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func readFS(fsys fs.FS, name string, limit int64) ([]byte, error) {

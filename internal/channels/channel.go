@@ -193,6 +193,16 @@ type GatePrompt struct {
 	GateID   string
 	Nonce    string
 	Question engine.Question
+	// Links help decide (the run's changes since it started, on the
+	// dashboard); channels show them under the question.
+	Links []Link
+}
+
+// Link is a pointer shown with a message: its text, and where it leads
+// ("" when there is nowhere to go, e.g. no dashboard).
+type Link struct {
+	Text string
+	URL  string
 }
 
 // GateOutcome says how a gate ended.

@@ -1,6 +1,7 @@
 package channels
 
 import (
+	"strings"
 	"testing"
 
 	"nanohost/internal/pipeline/engine"
@@ -37,5 +38,17 @@ func TestChoiceValueInNamesOneOption(t *testing.T) {
 func TestCardTitleBeforeThePipelineIsKnown(t *testing.T) {
 	if got := CardText(StatusCard{RunID: "run-7", State: RunRunning}); got != "[Pipeline] run-7 — ▶ running — 0ms" {
 		t.Errorf("a card posted before the first event reads %q", got)
+	}
+}
+
+func TestPromptTextShowsLinks(t *testing.T) {
+	p := GatePrompt{Question: engine.Question{Text: "Ship it?"}, Links: []Link{
+		{Text: "Changes since the run started: 2 files (+4 −1)", URL: "http://127.0.0.1:8377/runs/r#changes"},
+		{Text: "no dashboard"},
+	}}
+	got := PromptText(p)
+	if !strings.Contains(got, "\n   Changes since the run started: 2 files (+4 −1): http://127.0.0.1:8377/runs/r#changes") ||
+		!strings.HasSuffix(got, "\n   no dashboard") {
+		t.Errorf("PromptText = %q", got)
 	}
 }

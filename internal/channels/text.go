@@ -113,6 +113,12 @@ func PromptText(p GatePrompt) string {
 	if p.Question.TimeoutSeconds > 0 {
 		b.WriteString("\n   (times out in " + FormatDuration(time.Duration(p.Question.TimeoutSeconds*float64(time.Second))) + ")")
 	}
+	for _, l := range p.Links {
+		b.WriteString("\n   " + l.Text)
+		if l.URL != "" {
+			b.WriteString(": " + l.URL)
+		}
+	}
 	return b.String()
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -55,6 +56,11 @@ func (c *Config) Check() []Problem {
 }
 
 func (c *Config) checkHTTP() []Problem {
+	if u := c.HTTP.PublicURL; u != "" {
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return []Problem{{"http.public_url", fmt.Sprintf("%q is not an http(s) URL", u), "use e.g. https://nanohost.example.com", true}}
+		}
+	}
 	if c.HTTP.Listen == "" {
 		return nil
 	}

@@ -6,7 +6,9 @@ package config
 
 import (
 	"log/slog"
+	"net"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"nanohost/internal/pipeline/mask"
@@ -54,6 +56,10 @@ type HTTP struct {
 	// Listen is the address; loopback by default. A non-loopback address requires Token.
 	Listen string `yaml:"listen"`
 	Token  Secret `yaml:"token"`
+	// PublicURL is the dashboard's address as people reach it (behind a
+	// proxy, on another host name), for links in chat; default
+	// http://<listen>.
+	PublicURL string `yaml:"public_url"`
 }
 
 // Runtime configures agent containers.
@@ -120,6 +126,10 @@ type Pipelines struct {
 	MaxConcurrentRuns int    `yaml:"max_concurrent_runs"`
 	// Dirs holds bundled workflows (`/pipeline run <name>` looks here after the group workspace).
 	Dirs []string `yaml:"dirs"`
+	// RecordChanges records what each agent and tool stage changed in the
+	// group's workspace (changes.json and changes.diff per stage; on by
+	// default).
+	RecordChanges bool `yaml:"record_changes"`
 }
 
 // Group is a registered chat with its own folder, agent and memory.
@@ -148,7 +158,7 @@ func Defaults() *Config {
 		},
 		Console:      Console{Enabled: "auto"},
 		IPC:          IPC{Rescan: 2 * time.Second, PipelinesPerHour: 30, MessagesPerMinute: 30, MaxRequestBytes: 2 << 20},
-		Pipelines:    Pipelines{DefaultVerbosity: "standard", MaxConcurrentRuns: 20},
+		Pipelines:    Pipelines{DefaultVerbosity: "standard", MaxConcurrentRuns: 20, RecordChanges: true},
 		AgentSecrets: []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
 	}
 }
@@ -159,6 +169,26 @@ func (c *Config) DatabasePath() string {
 		return c.Database
 	}
 	return filepath.Join(c.DataDir, "nanohost.db")
+}
+
+// DashboardURL is where people reach the dashboard: http.public_url, else
+// http://<http.listen> (a wildcard address as 127.0.0.1); "" when the HTTP
+// endpoint is off.
+func (c *Config) DashboardURL() string {
+	if c.HTTP.PublicURL != "" {
+		return strings.TrimRight(c.HTTP.PublicURL, "/")
+	}
+	if c.HTTP.Listen == "" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(c.HTTP.Listen)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // ConsoleEnabled reports whether the console channel should run.

@@ -88,6 +88,7 @@ var envOverrides = map[string]func(c *Config, v string) error{
 	"NANOHOST_LOG_FORMAT":     func(c *Config, v string) error { c.Log.Format = v; return nil },
 	"NANOHOST_HTTP_LISTEN":    func(c *Config, v string) error { c.HTTP.Listen = v; return nil },
 	"NANOHOST_HTTP_TOKEN":     func(c *Config, v string) error { c.HTTP.Token = Secret(v); return nil },
+	"NANOHOST_PUBLIC_URL":     func(c *Config, v string) error { c.HTTP.PublicURL = v; return nil },
 	"NANOHOST_IMAGE":          func(c *Config, v string) error { c.Runtime.Image = v; return nil },
 	"NANOHOST_AGENT":          func(c *Config, v string) error { c.Runtime.Agent = v; return nil },
 	"NANOHOST_AGENT_SCRIPT":   func(c *Config, v string) error { c.Runtime.Script = v; return nil },

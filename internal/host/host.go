@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"nanohost/internal/changes"
 	"nanohost/internal/channels"
 	"nanohost/internal/channels/gate"
 	"nanohost/internal/config"
@@ -99,6 +100,7 @@ type Host struct {
 	// (groups[].mounts), by folder.
 	extraMounts map[string][]container.Mount
 	desk        *gate.Desk
+	changes     *changes.Tracker // nil: pipelines.record_changes is off
 	runs        *runManager
 	chats       *chatRouter
 
@@ -159,6 +161,11 @@ func New(opts Options) (*Host, error) {
 	h.deliveryCtx, h.stopDelivery = context.WithCancel(context.Background())
 	h.groups = newGroupTable(h)
 	h.desk = gate.NewDesk(newStoreBook(opts.Store, opts.Logger), opts.Logger.With("component", "gates"))
+	tracker, err := newChangeTracker(h)
+	if err != nil {
+		return nil, err
+	}
+	h.changes = tracker
 	h.runs = newRunManager(h)
 	h.chats = newChatRouter(h)
 	return h, nil

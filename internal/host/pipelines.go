@@ -162,9 +162,10 @@ func (m *runManager) execute(ctx context.Context, ar *activeRun, run store.Run, 
 		return
 	}
 	eng := engine.New(engine.Config{
-		Backend: m.h.backend,
+		Backend: m.h.runBackend(run.GroupFolder),
 		Interviewer: m.h.desk.Interviewer(gate.Target{
 			Channel: d.channel, Chat: run.ChatID, Thread: d.reporter, StartedBy: run.StartedBy,
+			Links: m.h.gateLinks(run),
 		}),
 		Observers: []engine.Observer{d},
 		Registry:  m.h.registry,

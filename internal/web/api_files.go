@@ -131,6 +131,9 @@ type nodeJSON struct {
 	Last     *nodeTiming       `json:"last_visit,omitempty"`
 	Files    map[string]*file  `json:"files"`
 	RawLinks map[string]string `json:"raw"`
+	// Changes summarises what the latest visit changed in the workspace
+	// (absent without a record); Changes.Link has the diff.
+	Changes *nodeChangesJSON `json:"changes,omitempty"`
 }
 
 type file struct {
@@ -194,13 +197,20 @@ func (s *Server) getNode(w http.ResponseWriter, r *http.Request) {
 		out.Files[name] = &file{Content: string(data), Truncated: more}
 		out.RawLinks[name] = fmt.Sprintf("/pipelines/%s/nodes/%s/%s", run.ID, n.ID, name)
 	}
+	out.Changes = s.nodeChanges(run, n.ID, v)
 	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getNodeFile(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("file")
+	if slices.Contains(changeFiles, name) {
+		if run, n, ok := s.runNode(w, r); ok {
+			s.serveRecordFile(w, run, filepath.Join(s.stageDir(run, n.ID), name), name, n.ID+"-")
+		}
+		return
+	}
 	if !slices.Contains(nodeFiles, name) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no node file %q", name), "a node has prompt.md, response.md and status.json")
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no node file %q", name), "a node has prompt.md, response.md and status.json, and changes.json and changes.diff when it changed the workspace")
 		return
 	}
 	run, n, ok := s.runNode(w, r)

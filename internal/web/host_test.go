@@ -44,7 +44,13 @@ type hostFixture struct {
 
 func newHostFixture(t *testing.T, token string, agents *script.Script, configure ...func(*config.Config)) *hostFixture {
 	t.Helper()
-	dir := t.TempDir()
+	return newHostFixtureWith(t, token, t.TempDir(), scriptAgents{agents}, configure...)
+}
+
+// newHostFixtureWith runs the host in dir (its data directory) with the
+// given agent backend.
+func newHostFixtureWith(t *testing.T, token, dir string, agents host.AgentBackend, configure ...func(*config.Config)) *hostFixture {
+	t.Helper()
 	cfg := config.Defaults()
 	cfg.DataDir = dir
 	cfg.HTTP.Listen = "127.0.0.1:0"
@@ -59,7 +65,7 @@ func newHostFixture(t *testing.T, token string, agents *script.Script, configure
 	t.Cleanup(func() { st.Close() })
 	in, consoleIn := io.Pipe()
 	h, err := host.New(host.Options{
-		Config: cfg, Store: st, Backend: scriptAgents{agents},
+		Config: cfg, Store: st, Backend: agents,
 		Channels: []channels.Channel{console.New(in, io.Discard)},
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -54,10 +54,13 @@ type runView struct {
 	// Usage sums the stages' usage (the run's record has the total once it ends).
 	Usage engine.Usage
 	Ended bool
+	// Changes is each node's latest WorkspaceChanged summary (its visit's).
+	Changes map[string]*engine.WorkspaceChanges
 }
 
 func newRunView() *runView {
-	return &runView{States: map[string]string{}, Attempts: map[string]int{}, Timings: map[string]nodeTiming{}, Taken: map[edgeKey]bool{}}
+	return &runView{States: map[string]string{}, Attempts: map[string]int{}, Timings: map[string]nodeTiming{}, Taken: map[edgeKey]bool{},
+		Changes: map[string]*engine.WorkspaceChanges{}}
 }
 
 func (v *runView) clone() *runView {
@@ -67,6 +70,7 @@ func (v *runView) clone() *runView {
 	c.Timings = maps.Clone(v.Timings)
 	c.Taken = maps.Clone(v.Taken)
 	c.Path = slices.Clone(v.Path)
+	c.Changes = maps.Clone(v.Changes)
 	return &c
 }
 
@@ -85,6 +89,7 @@ func (v *runView) apply(e engine.Event) {
 		v.States[e.NodeID] = render.StateRunning
 		v.Attempts[e.NodeID]++
 		v.Timings[e.NodeID] = nodeTiming{StartedAt: e.Time, Attempt: 1, Persona: e.Persona, Masks: e.Masks}
+		delete(v.Changes, e.NodeID)
 		if e.Branch == "" {
 			v.Path = append(v.Path, e.NodeID)
 			v.Current = e.NodeID
@@ -107,6 +112,8 @@ func (v *runView) apply(e engine.Event) {
 		// A conditional node "completes" with the outcome it passes
 		// through; the node itself worked, so it is green.
 		v.stageDone(e, render.StateSuccess)
+	case engine.EventWorkspaceChanged:
+		v.Changes[e.NodeID] = e.Changes
 	case engine.EventInterviewStarted:
 		v.Waiting = true
 	case engine.EventInterviewCompleted, engine.EventInterviewTimeout:

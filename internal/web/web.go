@@ -221,6 +221,9 @@ func (s *Server) routes() []Route {
 		{Method: "GET", Path: "/pipelines/{id}/context", Handler: s.getContext},
 		{Method: "GET", Path: "/pipelines/{id}/nodes/{node}", Handler: s.getNode},
 		{Method: "GET", Path: "/pipelines/{id}/nodes/{node}/{file}", Handler: s.getNodeFile},
+		{Method: "GET", Path: "/pipelines/{id}/changes", Handler: s.getRunChanges},
+		{Method: "GET", Path: "/pipelines/{id}/changes/{file}", Handler: s.getRunChangeFile},
+		{Method: "GET", Path: "/pipelines/{id}/nodes/{node}/changes", Handler: s.getNodeChanges},
 		// Dashboard pages.
 		{Method: "GET", Path: "/{$}", Handler: s.runsPage},
 		{Method: "GET", Path: "/runs/{id}", Handler: s.runPage},

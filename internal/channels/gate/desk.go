@@ -44,6 +44,7 @@ type waiter struct {
 	ch   channels.Channel
 	// settled receives the gate once an answer wins.
 	settled chan Gate
+	links   func(ctx context.Context) []channels.Link
 	// final is how the gate ended, once it has. The prompt is posted in
 	// the background, so the settlement may come first: whichever of the
 	// two happens last edits the prompt (see show and posted).
@@ -79,6 +80,9 @@ type Target struct {
 	Thread ThreadPoster
 	// StartedBy is who started the run (for prevent_self_approval).
 	StartedBy string
+	// Links, when set, gives links to show with each prompt, computed when
+	// it is posted (the run's changes since it started).
+	Links func(ctx context.Context) []channels.Link
 }
 
 // InThread is a ThreadPoster posting straight into a known thread.
@@ -123,7 +127,7 @@ func (d *Desk) Ask(ctx context.Context, t Target, q engine.Question) (engine.Ans
 		Channel: t.Channel.Name(), Chat: t.Chat,
 		Question: q, StartedBy: t.StartedBy, OpenedAt: d.now(),
 	}
-	w := &waiter{gate: g, ch: t.Channel, settled: make(chan Gate, 1)}
+	w := &waiter{gate: g, ch: t.Channel, settled: make(chan Gate, 1), links: t.Links}
 	if err := d.open(ctx, w); err != nil {
 		return engine.Answer{}, err
 	}
@@ -150,6 +154,9 @@ func (d *Desk) post(ctx context.Context, thread ThreadPoster, w *waiter) {
 	w.gate.Thread = threadID
 	d.mu.Unlock()
 	prompt := channels.GatePrompt{RunID: g.RunID, GateID: g.GateID, Nonce: g.Nonce, Question: g.Question}
+	if w.links != nil {
+		prompt.Links = w.links(ctx)
+	}
 	msgID, err := thread.PostInThread(ctx, channels.Message{Text: g.Question.Text, Gate: &prompt})
 	if err != nil {
 		log.Error("gate prompt not posted; the gate stays open (web dashboard, timeout)", "err", err)

@@ -3,6 +3,7 @@ package slack
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -148,10 +149,22 @@ func renderPrompt(p channels.GatePrompt) rendered {
 	if q.Approvers != "" {
 		notes = append(notes, "Approvers: "+renderPrincipals(q.Approvers)+".")
 	}
+	for _, l := range p.Links {
+		notes = append(notes, renderLink(l))
+	}
 	if len(notes) > 0 {
 		blocks = append(blocks, slackgo.NewContextBlock("", mrkdwn(strings.Join(notes, " "))))
 	}
 	return rendered{text: escapeLimited("❓ "+q.Text, maxMessageText, "…"), blocks: blocks}
+}
+
+// renderLink shows a link's text, linked when it has a URL Slack can open.
+func renderLink(l channels.Link) string {
+	text := escapeMrkdwn(l.Text)
+	if u, err := url.Parse(l.URL); err == nil && (u.Scheme == "http" || u.Scheme == "https") && !strings.ContainsAny(l.URL, "<>|") {
+		return "<" + l.URL + "|" + text + ">"
+	}
+	return text
 }
 
 // renderPrincipals shows an approvers list with user mentions and group

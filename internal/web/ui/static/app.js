@@ -69,6 +69,90 @@
     return Math.floor(s / 3600) + 'h ' + Math.floor((s % 3600) / 60) + 'm';
   }
 
+  // ---- workspace changes: files, each a collapsible, highlighted diff ----
+  // The server sends each diff line as [class, text] tokens; they become
+  // spans with textContent, like every other piece of agent output.
+  function plural(n, word) { return n + ' ' + word + (n === 1 ? '' : 's'); }
+
+  function changesSummary(t) {
+    return plural(t.files, 'file') + ' (+' + t.lines_added + ' \u2212' + t.lines_deleted + ')';
+  }
+
+  var changeMarks = { added: 'A', modified: 'M', deleted: 'D' };
+  var noDiffText = {
+    'binary': 'binary file, not diffed', 'too large': 'too large to diff', 'content unavailable': 'content not available',
+    'special file': 'not a regular file', "over the stage's diff limit": "over the stage's diff limit: see the raw diff"
+  };
+
+  function diffTable(f) {
+    var table = el('table', { 'class': 'diff' });
+    var body = el('tbody');
+    f.hunks.forEach(function (h) {
+      var hr = el('tr', { 'class': 'hunk' });
+      // An empty range is written with the line before it, as diff does.
+      var range = function (start, n) { return (n ? start : start - 1) + ',' + n; };
+      hr.appendChild(el('td', { colspan: '3' }, '@@ -' + range(h.old_start, h.old_lines) + ' +' + range(h.new_start, h.new_lines) + ' @@' + (h.section ? ' ' + h.section : '')));
+      body.appendChild(hr);
+      h.lines.forEach(function (l) {
+        var tr = el('tr', { 'class': l.op === '+' ? 'add' : l.op === '-' ? 'del' : 'ctx' });
+        tr.appendChild(el('td', { 'class': 'ln' }, l.old ? String(l.old) : ''));
+        tr.appendChild(el('td', { 'class': 'ln' }, l.new ? String(l.new) : ''));
+        var code = el('td', { 'class': 'code' });
+        code.appendChild(el('span', { 'class': 'op' }, l.op === ' ' ? ' ' : l.op));
+        (l.tokens && l.tokens.length ? l.tokens : [['', l.text]]).forEach(function (t) {
+          code.appendChild(t[0] ? el('span', { 'class': 'tk-' + t[0] }, t[1]) : document.createTextNode(t[1]));
+        });
+        if (l.no_eol) code.appendChild(el('span', { 'class': 'noeol', title: 'No newline at end of file' }, '\u2424'));
+        tr.appendChild(code);
+        body.appendChild(tr);
+      });
+    });
+    table.appendChild(body);
+    return table;
+  }
+
+  // renderChanges fills box with a change set (GET …/changes).
+  function renderChanges(box, set) {
+    box.replaceChildren();
+    if (!set.files.length) {
+      box.appendChild(el('p', { 'class': 'muted' }, 'No files changed.'));
+      return;
+    }
+    if (set.overlapped && set.overlapped.length) {
+      box.appendChild(el('p', { 'class': 'notice' }, 'Ran alongside ' + set.overlapped.map(function (o) {
+        return o.node_id + (o.run_id !== set.run_id ? ' (run ' + o.run_id + ')' : '');
+      }).join(', ') + ' on the same workspace: changes made by either are included.'));
+    }
+    var lines = 0;
+    set.files.forEach(function (f) { f.hunks && f.hunks.forEach(function (h) { lines += h.lines.length; }); });
+    set.files.forEach(function (f) {
+      var d = el('details', { 'class': 'change ' + f.change, 'data-path': f.path });
+      // Small change sets open whole; big ones open as a list.
+      if (lines <= 400) d.open = true;
+      var s = el('summary');
+      s.appendChild(el('span', { 'class': 'chg ' + f.change, title: f.change }, changeMarks[f.change] || '?'));
+      s.appendChild(el('code', { 'class': 'path' }, f.path + (f.kind === 'symlink' ? ' \u2192 ' + f.target : '')));
+      var notes = [];
+      if (f.lines_added || f.lines_deleted) notes.push('+' + (f.lines_added || 0) + ' \u2212' + (f.lines_deleted || 0));
+      if (f.old_mode) notes.push(f.old_mode + ' \u2192 ' + f.mode);
+      if (f.binary) notes.push('binary');
+      if (f.no_diff && f.no_diff !== 'binary') notes.push(noDiffText[f.no_diff] || f.no_diff);
+      if (f.diff_truncated) notes.push('diff cut short');
+      notes.push(f.bytes + ' B');
+      s.appendChild(el('span', { 'class': 'stat' }, notes.join(' \u00b7 ')));
+      d.appendChild(s);
+      if (f.hunks && f.hunks.length) d.appendChild(diffTable(f));
+      box.appendChild(d);
+    });
+    var raw = el('p', { 'class': 'raw-links' });
+    Object.keys(set.raw || {}).forEach(function (name) {
+      raw.appendChild(el('a', { href: set.raw[name] }, name));
+      raw.appendChild(document.createTextNode(' '));
+    });
+    if (set.truncated) raw.appendChild(el('span', { 'class': 'muted' }, 'Some diffs were cut at their size limit; the raw diff has what was recorded.'));
+    box.appendChild(raw);
+  }
+
   // ---- runs list: refresh the table while runs are live ----
   // refreshRuns replaces the table with the server's current one; it
   // resolves when done (highlighting the run named by mark, if any).
@@ -373,10 +457,64 @@
           files.appendChild(d);
         });
         if (!any) files.appendChild(el('p', { 'class': 'muted' }, n.prompt_attr ? 'Not run yet. Prompt: ' + n.prompt_attr : 'No files for this node (yet).'));
+        if (n.changes) {
+          var cd = el('details', { open: '', 'class': 'node-changes' });
+          cd.appendChild(el('summary', {}, 'Changes' + (n.changes.visit > 1 ? ' (visit ' + n.changes.visit + ')' : '') + ' \u00b7 ' + changesSummary(n.changes.summary)));
+          var cbox = el('div', { 'class': 'changes' }, 'Loading\u2026');
+          cd.appendChild(cbox);
+          files.appendChild(cd);
+          loadNodeChanges(cbox, n.changes.link, '');
+        }
         panel.hidden = false;
         if (window.matchMedia('(max-width: 800px)').matches) panel.scrollIntoView({ behavior: 'smooth' });
       }).catch(function (err) { notice('Could not load node ' + id + ': ' + err.message, 'error'); });
     }
+
+    // A node's changes; earlier visits of a node visited again are a click away.
+    function loadNodeChanges(box, link, visit) {
+      getJSON(link + (visit ? '?visit=' + visit : '')).then(function (set) {
+        renderChanges(box, set);
+        if (set.earlier_visits && set.earlier_visits.length) {
+          var nav = el('p', { 'class': 'visits' }, 'Visits: ');
+          set.earlier_visits.concat(['latest']).forEach(function (v) {
+            var current = v === 'latest' ? !visit : String(v) === String(visit);
+            var b = el('button', { type: 'button', 'class': 'link' + (current ? ' current' : '') }, String(v));
+            b.disabled = current;
+            b.addEventListener('click', function () { loadNodeChanges(box, link, v === 'latest' ? '' : v); });
+            nav.appendChild(b);
+            nav.appendChild(document.createTextNode(' '));
+          });
+          box.insertBefore(nav, box.firstChild);
+        }
+      }).catch(function (err) { box.textContent = 'Could not load the changes: ' + err.message; });
+    }
+
+    // The run's changes since it started: the summary always, the diffs
+    // when opened (the gate prompt in chat links to #changes).
+    var runChanges = $('#run-changes');
+    var scrollToChanges = location.hash === '#changes';
+    function refreshRunChanges() {
+      var full = runChanges.open;
+      getJSON(base + '/changes' + (full ? '' : '?diff=0')).then(function (set) {
+        $('#changes').hidden = false;
+        $('#run-changes-summary').textContent = '\u00b7 ' + changesSummary(set.summary);
+        if (!full) return;
+        renderChanges($('#run-changes-body'), set);
+        if (scrollToChanges) {
+          scrollToChanges = false;
+          $('#changes').scrollIntoView();
+        }
+      }).catch(function () {});
+    }
+    runChanges.addEventListener('toggle', function () { if (runChanges.open) refreshRunChanges(); });
+    if (scrollToChanges) runChanges.open = true; // its toggle loads it
+    else refreshRunChanges();
+    window.addEventListener('hashchange', function () {
+      if (location.hash !== '#changes') return;
+      scrollToChanges = true;
+      if (runChanges.open) refreshRunChanges();
+      else runChanges.open = true;
+    });
 
     $('#graph').addEventListener('click', function (ev) {
       var g = ev.target.closest('g.node');
@@ -428,12 +566,15 @@
           refreshGraph();
           refreshRun();
           break;
+        case 'WorkspaceChanged':
+          refreshRunChanges();
+          break;
         case 'InterviewStarted': case 'InterviewCompleted': case 'InterviewTimeout':
           refreshQuestions();
           refreshRun();
           break;
       }
-      if (selectedNode && e.node_id === selectedNode && /^Stage/.test(e.type)) {
+      if (selectedNode && e.node_id === selectedNode && /^(Stage|WorkspaceChanged)/.test(e.type)) {
         showNode(selectedNode);
       }
     };
@@ -442,6 +583,7 @@
       refreshGraph();
       refreshRun();
       refreshQuestions();
+      refreshRunChanges();
     });
   }
 

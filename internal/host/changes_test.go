@@ -1,0 +1,92 @@
+package host
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"nanohost/internal/changes"
+	"nanohost/internal/config"
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/store"
+)
+
+const reviewDOT = `digraph Review {
+    start     [shape=Mdiamond]
+    implement [prompt="Implement it"]
+    review    [shape=hexagon, label="Ship it?"]
+    exit      [shape=Msquare]
+    start -> implement -> review
+    review -> exit [label="[A] Approve"]
+    review -> implement [label="[R] Rework"]
+}`
+
+// A run's stages record what they changed in the group's workspace: the
+// stage directory has changes.json and changes.diff, a verbose thread says
+// "± implement changed 2 files (+4 −1)", and the gate prompt links the
+// changes since the run started on the dashboard.
+func TestRunRecordsWorkspaceChangesAndTheGateLinksThem(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "data", "groups", "main")
+	th := launch(t, hostSetup{dir: dir, answer: func(_ context.Context, req engine.Request) (engine.Result, error) {
+		if req.NodeID == "implement" {
+			os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
+			os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("new notes\n"), 0o644)
+		}
+		return engine.Result{Text: "done [outcome:success]"}, nil
+	}, configure: func(c *config.Config) { c.HTTP.PublicURL = "https://nano.example.com/" }})
+	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("old notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	th.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": reviewDOT, "verbosity": "verbose"})
+	id, _ := th.response(t, "run-1")["run_id"].(string)
+	eventually(t, 10*time.Second, "the gate prompt with its link", func() bool { return strings.Contains(th.screen.String(), "#changes") })
+
+	screen := th.screen.String()
+	if !strings.Contains(screen, "± implement changed 2 files (+4 −1): main.go, notes.txt") {
+		t.Errorf("the verbose thread does not say what implement changed:\n%s", screen)
+	}
+	link := "Changes since the run started: 2 files (+4 −1): https://nano.example.com/runs/" + id + "#changes"
+	if !strings.Contains(screen, link) {
+		t.Errorf("the gate prompt does not link the run's changes (%q):\n%s", link, screen)
+	}
+	run, err := th.store.GetRun(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := os.ReadFile(filepath.Join(run.LogsRoot, "implement", changes.ListFile))
+	if err != nil || !regexp.MustCompile(`"path": "main.go",\s+"change": "added"`).Match(list) {
+		t.Errorf("implement's changes.json: %s %v", list, err)
+	}
+	if diff, _ := os.ReadFile(filepath.Join(run.LogsRoot, "implement", changes.DiffFile)); !strings.Contains(string(diff), "-old notes\n+new notes\n") {
+		t.Errorf("implement's changes.diff:\n%s", diff)
+	}
+	if _, err := io.WriteString(th.typing, "A\n"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the run succeeds", func() bool {
+		r, err := th.store.GetRun(context.Background(), id)
+		return err == nil && r.Status == store.RunSuccess
+	})
+}
+
+// With pipelines.record_changes off, stages record nothing.
+func TestRecordChangesOff(t *testing.T) {
+	th := launch(t, hostSetup{answer: succeed, configure: func(c *config.Config) { c.Pipelines.RecordChanges = false }})
+	th.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": goalDOT})
+	id, _ := th.response(t, "run-1")["run_id"].(string)
+	var run store.Run
+	eventually(t, 10*time.Second, "the run succeeds", func() bool {
+		r, err := th.store.GetRun(context.Background(), id)
+		run = r
+		return err == nil && r.Status == store.RunSuccess
+	})
+	if _, err := os.Stat(filepath.Join(run.LogsRoot, "a", changes.ListFile)); err == nil {
+		t.Error("a stage recorded its changes with pipelines.record_changes off")
+	}
+}
