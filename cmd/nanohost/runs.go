@@ -39,6 +39,8 @@ var runsFlags struct {
 	after    int64
 	follow   bool
 	interval time.Duration
+	changes  bool
+	visit    int
 }
 
 var runsCmd = &cobra.Command{
@@ -91,17 +93,42 @@ cancelled.`,
 }
 
 var runsShowCmd = &cobra.Command{
-	Use:   "show RUN",
-	Short: "Show a run: metadata, the path it took through the graph, gates and cost",
+	Use:   "show RUN [NODE]",
+	Short: "Show a run: metadata, the path it took through the graph, gates and cost; --changes: what it changed",
 	Long: `show prints a run's metadata, its path through the pipeline (each stage's
 outcome and duration, retries and human gates, in order, from its events), its
 gates and its cost. --json prints {"run", "path", "gates", "events"} with the
-run's DOT source included.`,
+run's DOT source included.
+
+--changes prints what the run's stages changed in the workspace instead: the
+files since the run started, which stage visit changed what, and the unified
+diff (coloured on a terminal). With NODE, the changes of that node's latest
+visit (--visit N for an earlier one). --json prints {"run_id", "node_id",
+"visit", "summary", "changes", "stages", "diff"}. The records are read from
+the run's logs directory, so this works on the host's machine.`,
 	Example: `  nanohost runs show pipeline-1709123456-abc123
-  nanohost runs show pipeline-1709123456-abc123 --json | jq -r .run.source_dot > replay.dot`,
-	Args: cobra.ExactArgs(1),
+  nanohost runs show pipeline-1709123456-abc123 --json | jq -r .run.source_dot > replay.dot
+  nanohost runs show pipeline-1709123456-abc123 --changes
+  nanohost runs show pipeline-1709123456-abc123 --changes implement | less -R
+  nanohost runs show pipeline-1709123456-abc123 --changes fix --visit 1 --json | jq -r .diff | git apply --stat`,
+	Args: cobra.RangeArgs(1, 2),
 	RunE: func(cmd *cobra.Command, args []string) error {
+		node := ""
+		if len(args) == 2 {
+			node = args[1]
+		}
+		switch {
+		case node != "" && !runsFlags.changes:
+			return exitCode(exitRunsUsage, fmt.Errorf("NODE (%s) goes with --changes: runs show %s --changes %s", node, args[0], node))
+		case runsFlags.visit != 0 && node == "":
+			return exitCode(exitRunsUsage, errors.New("--visit needs a NODE: runs show RUN --changes NODE --visit N"))
+		case runsFlags.visit < 0:
+			return exitCode(exitRunsUsage, fmt.Errorf("--visit %d: visits count from 1", runsFlags.visit))
+		}
 		return withStore(cmd, func(ctx context.Context, st *store.Store) error {
+			if runsFlags.changes {
+				return showChanges(ctx, cmd.OutOrStdout(), st, args[0], node)
+			}
 			return showRun(ctx, cmd.OutOrStdout(), st, args[0])
 		})
 	},
@@ -135,6 +162,8 @@ func init() {
 	runsListCmd.Flags().StringVar(&runsFlags.group, "group", "", "only runs of this group folder")
 	runsListCmd.Flags().StringVar(&runsFlags.chat, "chat", "", "only runs started in this chat id")
 	runsListCmd.Flags().IntVar(&runsFlags.limit, "limit", 20, "at most this many runs (1-1000)")
+	runsShowCmd.Flags().BoolVar(&runsFlags.changes, "changes", false, "print what the run's stages (or NODE) changed in the workspace, with the diff")
+	runsShowCmd.Flags().IntVar(&runsFlags.visit, "visit", 0, "with --changes NODE: an earlier visit of the node (default the latest)")
 	runsEventsCmd.Flags().Int64Var(&runsFlags.after, "after", 0, "only events with seq greater than this")
 	runsEventsCmd.Flags().BoolVarP(&runsFlags.follow, "follow", "f", false, "keep printing new events until the run finishes")
 	runsEventsCmd.Flags().DurationVar(&runsFlags.interval, "interval", 500*time.Millisecond, "how often --follow polls the database")
