@@ -23,11 +23,11 @@ import (
 
 // changesView is `runs show --changes --json`.
 type changesView struct {
-	RunID   string           `json:"run_id"`
-	NodeID  string           `json:"node_id,omitempty"`
-	Visit   int              `json:"visit,omitempty"`
-	Summary changes.Totals   `json:"summary"`
-	Changes []changes.Change `json:"changes"`
+	RunID   string              `json:"run_id"`
+	NodeID  string              `json:"node_id,omitempty"`
+	Visit   int                 `json:"visit,omitempty"`
+	Summary engine.ChangeCounts `json:"summary"`
+	Changes []changes.Change    `json:"changes"`
 	// Stages lists, for the run's record, what each stage visit changed.
 	Stages []stageChanges `json:"stages,omitempty"`
 	Diff   string         `json:"diff"`
@@ -137,7 +137,7 @@ func writeChanges(w io.Writer, v changesView, color bool) {
 			title += fmt.Sprintf(" (visit %d)", v.Visit)
 		}
 	}
-	fmt.Fprintf(w, "%s: %s\n", title, v.Summary.Describe())
+	fmt.Fprintf(w, "%s: %s\n", title, v.Summary)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, c := range v.Changes {
 		note := fmt.Sprintf("+%d −%d", c.LinesAdded, c.LinesDeleted)

@@ -104,9 +104,7 @@ func render(files []fileChange, lim Limits) rendered {
 			out.summary.Paths = append(out.summary.Paths, c.Path)
 		}
 	}
-	t := Summary(out.changes)
-	s := &out.summary
-	s.Files, s.Added, s.Modified, s.Deleted, s.LinesAdded, s.LinesDeleted = t.Files, t.Added, t.Modified, t.Deleted, t.LinesAdded, t.LinesDeleted
+	out.summary.ChangeCounts = Summary(out.changes)
 	return out
 }
 

@@ -3,12 +3,9 @@ package changes
 import (
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // objects is a content-addressed directory of file contents, named by
@@ -30,37 +27,12 @@ func (o objects) put(sum [32]byte, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	if err := errors.Join(werr, tmp.Close()); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	return writeAtomicMode(p, data, 0o600)
 }
 
 // read returns the blob sum, at most limit bytes of it.
 func (o objects) read(sum [32]byte, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(o.path(sum), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("object %x is larger than %d bytes", sum[:6], limit)
-	}
-	return data, nil
+	return readBounded(o.path(sum), limit)
 }
 
 // linkFrom makes src's blob sum one of o's too: a hard link (blobs never

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -152,15 +153,20 @@ func readBounded(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readRegular(f, path, limit)
+}
+
+// readRegular reads an open file that must be regular, at most limit bytes.
+func readRegular(f fs.File, name string, limit int64) ([]byte, error) {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
+		return nil, fmt.Errorf("%s is not a regular file", name)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+		return nil, fmt.Errorf("%s is larger than %d bytes", name, limit)
 	}
 	return data, nil
 }
@@ -168,13 +174,15 @@ func readBounded(path string, limit int64) ([]byte, error) {
 // writeAtomic replaces path with data through a temporary file and a
 // rename: readers (the dashboard, the CLI) never see half a record, and
 // whatever was at path is replaced, never written through.
-func writeAtomic(path string, data []byte) error {
+func writeAtomic(path string, data []byte) error { return writeAtomicMode(path, data, 0o644) }
+
+func writeAtomicMode(path string, data []byte, perm os.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
 	_, werr := tmp.Write(data)
-	if err := errors.Join(werr, tmp.Close(), os.Chmod(tmp.Name(), 0o644)); err != nil {
+	if err := errors.Join(werr, tmp.Close(), os.Chmod(tmp.Name(), perm)); err != nil {
 		os.Remove(tmp.Name())
 		return err
 	}

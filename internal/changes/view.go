@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
+
+	"nanohost/internal/pipeline/engine"
 )
 
 // What the surfaces (dashboard, CLI, chat) read back from a change record.
@@ -89,21 +90,7 @@ func readFS(fsys fs.FS, name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", name, limit)
-	}
-	return data, nil
+	return readRegular(f, name, limit)
 }
 
 // Section is a change's part of the diff ("" when it has none or the
@@ -116,10 +103,10 @@ func (s Set) Section(c Change) []byte {
 	return s.Diff[c.DiffOffset:end]
 }
 
-// Summary totals a change list the way a stage's WorkspaceChanged event
+// Summary counts a change list the way a stage's WorkspaceChanged event
 // does (without the overlaps, which only the event knows).
-func Summary(list []Change) Totals {
-	var t Totals
+func Summary(list []Change) engine.ChangeCounts {
+	var t engine.ChangeCounts
 	for _, c := range list {
 		t.Files++
 		switch c.Change {
@@ -134,25 +121,6 @@ func Summary(list []Change) Totals {
 		t.LinesDeleted += c.LinesDeleted
 	}
 	return t
-}
-
-// Totals count a change list.
-type Totals struct {
-	Files        int `json:"files"`
-	Added        int `json:"added"`
-	Modified     int `json:"modified"`
-	Deleted      int `json:"deleted"`
-	LinesAdded   int `json:"lines_added"`
-	LinesDeleted int `json:"lines_deleted"`
-}
-
-// Describe reads "3 files (+40 −7)".
-func (t Totals) Describe() string {
-	noun := "files"
-	if t.Files == 1 {
-		noun = "file"
-	}
-	return fmt.Sprintf("%d %s (+%d −%d)", t.Files, noun, t.LinesAdded, t.LinesDeleted)
 }
 
 // FileDiff is one file's section of a diff, parsed.

@@ -57,7 +57,7 @@ func (h *Host) gateLinks(run store.Run) func(ctx context.Context) []channels.Lin
 		if len(set.Changes) == 0 {
 			return nil
 		}
-		link := channels.Link{Text: "Changes since the run started: " + changes.Summary(set.Changes).Describe()}
+		link := channels.Link{Text: "Changes since the run started: " + changes.Summary(set.Changes).String()}
 		if base := h.cfg.DashboardURL(); base != "" {
 			link.URL = base + "/runs/" + url.PathEscape(run.ID) + "#changes"
 		}

@@ -32,9 +32,9 @@ type changeSetJSON struct {
 	Scope string `json:"scope"`
 	// Visit is the node visit the record is of; EarlierVisits are the
 	// node's earlier visits whose records are kept (?visit=N shows one).
-	Visit         int            `json:"visit,omitempty"`
-	EarlierVisits []int          `json:"earlier_visits,omitempty"`
-	Summary       changes.Totals `json:"summary"`
+	Visit         int                 `json:"visit,omitempty"`
+	EarlierVisits []int               `json:"earlier_visits,omitempty"`
+	Summary       engine.ChangeCounts `json:"summary"`
 	// Overlapped names the stages that ran on the workspace during this
 	// visit: their changes are in this record too.
 	Overlapped []engine.StageRef `json:"overlapped,omitempty"`
@@ -53,10 +53,10 @@ type fileChangeJSON struct {
 
 // nodeChangesJSON is the summary GET /pipelines/{id}/nodes/{node} shows.
 type nodeChangesJSON struct {
-	Visit      int               `json:"visit,omitempty"`
-	Summary    changes.Totals    `json:"summary"`
-	Overlapped []engine.StageRef `json:"overlapped,omitempty"`
-	Link       string            `json:"link"`
+	Visit      int                 `json:"visit,omitempty"`
+	Summary    engine.ChangeCounts `json:"summary"`
+	Overlapped []engine.StageRef   `json:"overlapped,omitempty"`
+	Link       string              `json:"link"`
 }
 
 // openLogs opens the run's logs root as a root nothing can be followed out of.
@@ -168,11 +168,7 @@ func (s *Server) getRunChangeFile(w http.ResponseWriter, r *http.Request) {
 
 // serveRecordFile serves one record file raw, never sniffed into HTML.
 func (s *Server) serveRecordFile(w http.ResponseWriter, run store.Run, rel, name, prefix string) {
-	known := false
-	for _, f := range changeFiles {
-		known = known || f == name
-	}
-	if !known {
+	if !slices.Contains(changeFiles, name) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no change record file %q", name), "the record is changes.json and changes.diff")
 		return
 	}
@@ -186,16 +182,7 @@ func (s *Server) serveRecordFile(w http.ResponseWriter, run store.Run, rel, name
 		s.internalError(w, "read the change record", err)
 		return
 	}
-	ct := "text/plain; charset=utf-8"
-	if name == changes.ListFile {
-		ct = "application/json; charset=utf-8"
-	}
-	w.Header().Set("Content-Type", ct)
-	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", prefix+name))
-	if more {
-		w.Header().Set("X-Truncated", fmt.Sprintf("first %d bytes", maxRawFile))
-	}
-	_, _ = w.Write(data)
+	writeRaw(w, prefix+name, data, more)
 }
 
 // nodeChanges is the summary of a node's latest change record, or nil.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
@@ -227,14 +228,19 @@ func (s *Server) getNodeFile(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, "read node file", err)
 		return
 	}
-	// Agent text is hostile: plain text, never sniffed into HTML.
+	writeRaw(w, n.ID+"-"+name, data, more)
+}
+
+// writeRaw answers with a run file as it is: agent text is hostile, so it
+// is plain text (a .json file JSON), never sniffed into HTML.
+func writeRaw(w http.ResponseWriter, filename string, data []byte, truncated bool) {
 	ct := "text/plain; charset=utf-8"
-	if name == "status.json" {
+	if strings.HasSuffix(filename, ".json") {
 		ct = "application/json; charset=utf-8"
 	}
 	w.Header().Set("Content-Type", ct)
-	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", n.ID+"-"+name))
-	if more {
+	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", filename))
+	if truncated {
 		w.Header().Set("X-Truncated", fmt.Sprintf("first %d bytes", maxRawFile))
 	}
 	_, _ = w.Write(data)

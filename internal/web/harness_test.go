@@ -375,6 +375,12 @@ func (f *fixture) waitStatus(id string, want ...store.RunStatus) store.Run {
 // waitGate polls until the run has an open gate and returns it.
 func (f *fixture) waitGate(id string) store.Gate {
 	f.t.Helper()
+	return f.waitGateWhere(id, func(store.Gate) bool { return true })
+}
+
+// waitGateWhere polls until the run has an open gate for which ok holds.
+func (f *fixture) waitGateWhere(id string, ok func(store.Gate) bool) store.Gate {
+	f.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		gates, err := f.st.RunGates(context.Background(), id)
@@ -382,13 +388,13 @@ func (f *fixture) waitGate(id string) store.Gate {
 			f.t.Fatal(err)
 		}
 		for _, g := range gates {
-			if g.Status == store.GateOpen {
+			if g.Status == store.GateOpen && ok(g) {
 				return g
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	f.t.Fatalf("run %s asked no question within 20s", id)
+	f.t.Fatalf("run %s asked no (new) question within 20s", id)
 	return store.Gate{}
 }
 

@@ -12,12 +12,7 @@ import (
 // full record — every path and the unified diff — is in the stage
 // directory (changes.json, changes.diff).
 type WorkspaceChanges struct {
-	Files        int `json:"files"`
-	Added        int `json:"added"`
-	Modified     int `json:"modified"`
-	Deleted      int `json:"deleted"`
-	LinesAdded   int `json:"lines_added"`
-	LinesDeleted int `json:"lines_deleted"`
+	ChangeCounts
 	// Paths are the first few changed paths, in path order.
 	Paths []string `json:"paths,omitempty"`
 	// Overlapped names the stages that ran on the same workspace at some
@@ -28,6 +23,26 @@ type WorkspaceChanges struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Error says why the changes could not be recorded (all counts are 0).
 	Error string `json:"error,omitempty"`
+}
+
+// ChangeCounts count a change set: its files by kind of change, and the
+// lines its text diffs add and remove.
+type ChangeCounts struct {
+	Files        int `json:"files"`
+	Added        int `json:"added"`
+	Modified     int `json:"modified"`
+	Deleted      int `json:"deleted"`
+	LinesAdded   int `json:"lines_added"`
+	LinesDeleted int `json:"lines_deleted"`
+}
+
+// String reads "3 files (+40 −7)".
+func (c ChangeCounts) String() string {
+	noun := "files"
+	if c.Files == 1 {
+		noun = "file"
+	}
+	return fmt.Sprintf("%d %s (+%d −%d)", c.Files, noun, c.LinesAdded, c.LinesDeleted)
 }
 
 // StageRef names a stage of some run.
@@ -47,11 +62,7 @@ func (c *WorkspaceChanges) Describe() string {
 	if c.Files == 0 {
 		return "changed no files"
 	}
-	noun := "files"
-	if c.Files == 1 {
-		noun = "file"
-	}
-	return fmt.Sprintf("changed %d %s (+%d −%d)", c.Files, noun, c.LinesAdded, c.LinesDeleted)
+	return "changed " + c.ChangeCounts.String()
 }
 
 // maxEventPaths bounds the paths a WorkspaceChanged line names.

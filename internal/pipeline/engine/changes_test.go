@@ -20,10 +20,11 @@ func TestWorkspaceChangesAreReportedAfterTheStage(t *testing.T) {
 		calls[req.NodeID]++
 		switch {
 		case req.NodeID == "build" && calls["build"] == 1:
-			return engine.Result{Text: "[outcome:retry]", Changes: &engine.WorkspaceChanges{Files: 1, Added: 1, LinesAdded: 2, Paths: []string{"a.go"}}}, nil
+			return engine.Result{Text: "[outcome:retry]", Changes: &engine.WorkspaceChanges{
+				ChangeCounts: engine.ChangeCounts{Files: 1, Added: 1, LinesAdded: 2}, Paths: []string{"a.go"}}}, nil
 		case req.NodeID == "build":
 			return engine.Result{Text: "[outcome:success]", Changes: &engine.WorkspaceChanges{
-				Files: 3, Added: 2, Deleted: 1, LinesAdded: 40, LinesDeleted: 7, Paths: []string{"a.go", "b.go", "c.go"}}}, nil
+				ChangeCounts: engine.ChangeCounts{Files: 3, Added: 2, Deleted: 1, LinesAdded: 40, LinesDeleted: 7}, Paths: []string{"a.go", "b.go", "c.go"}}}, nil
 		}
 		return engine.Result{Text: "[outcome:success]", Changes: &engine.WorkspaceChanges{}}, nil
 	})
@@ -73,9 +74,9 @@ func TestWorkspaceChangesLine(t *testing.T) {
 		c    engine.WorkspaceChanges
 		want string
 	}{
-		{engine.WorkspaceChanges{Files: 1, Modified: 1, LinesAdded: 1, Paths: []string{"x"}}, "    ± Fix changed 1 file (+1 −0): x"},
-		{engine.WorkspaceChanges{Files: 5, LinesAdded: 9, LinesDeleted: 2, Paths: []string{"a", "b", "c", "d", "e"}}, "    ± Fix changed 5 files (+9 −2): a, b, c and 2 more"},
-		{engine.WorkspaceChanges{Files: 1, Paths: []string{"x"}, Overlapped: []engine.StageRef{{RunID: "r", NodeID: "lint"}}},
+		{engine.WorkspaceChanges{ChangeCounts: engine.ChangeCounts{Files: 1, Modified: 1, LinesAdded: 1}, Paths: []string{"x"}}, "    ± Fix changed 1 file (+1 −0): x"},
+		{engine.WorkspaceChanges{ChangeCounts: engine.ChangeCounts{Files: 5, LinesAdded: 9, LinesDeleted: 2}, Paths: []string{"a", "b", "c", "d", "e"}}, "    ± Fix changed 5 files (+9 −2): a, b, c and 2 more"},
+		{engine.WorkspaceChanges{ChangeCounts: engine.ChangeCounts{Files: 1}, Paths: []string{"x"}, Overlapped: []engine.StageRef{{RunID: "r", NodeID: "lint"}}},
 			"    ± Fix changed 1 file (+0 −0): x (ran alongside lint; changes made by either are included)"},
 		{engine.WorkspaceChanges{Error: "the workspace has more than 200000 files"}, "    ± Fix: workspace changes not recorded (the workspace has more than 200000 files)"},
 	}
