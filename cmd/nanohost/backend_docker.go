@@ -37,7 +37,7 @@ func init() {
 		fs.StringArray("mount", nil, "extra read-only mount HOST[:NAME][:ro|rw] under /workspace/extra, checked against the allowlist (repeatable)")
 		fs.String("mount-allowlist", container.DefaultAllowlistPath(), "mount allowlist file")
 		fs.StringArray("secret-env", []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"}, "host environment variable handed to the agent process (never to the container's environment; repeatable)")
-		fs.Bool("record-changes", true, "record what each stage changed in the workspace: changes.json and changes.diff in its stage directory (--backend docker)")
+		fs.Bool("record-changes", true, "record what each stage changed in the workspace: changes.json and changes.diff in its stage directory (--backend docker, kubernetes)")
 	})
 	backendFactories["docker"] = newDockerBackend
 	backendDefaultLogs["docker"] = dockerDefaultLogs
