@@ -17,6 +17,8 @@ type Message struct {
 	BotID    string // set for the bot's own messages
 	Text     string
 	Blocks   json.RawMessage
+	// Metadata is the message metadata the app attached, as posted.
+	Metadata json.RawMessage
 	// Revisions are the earlier versions, oldest first (one per chat.update).
 	Revisions []Revision
 	PostedAt  time.Time

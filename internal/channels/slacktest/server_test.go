@@ -163,3 +163,64 @@ func TestSocketModeAcksAreHeldToSlacksRules(t *testing.T) {
 		t.Errorf("the slash command's response in its ack = %+v, want it shown to the user", e)
 	}
 }
+
+// Slack gives each envelope to one of the app's connections. An app that
+// answers a refresh by closing its connection and only then opening a new
+// one has a moment with none: a slash command sent then fails for the
+// person (dispatch_failed), and an event waits for Slack's retries, which
+// run out. An app that opens the new connection first loses nothing.
+func TestRefreshLosesWhatFindsNoConnection(t *testing.T) {
+	s := slacktest.New()
+	defer s.Close()
+	s.AddChannel("C1", "general")
+	s.AddUser("U1", "Ana")
+	s.EventRetryDelays = []time.Duration{0, 50 * time.Millisecond, 50 * time.Millisecond}
+	root, err := s.Say("C1", "U1", "root") // no connection yet: lost after its retries
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	old := socketClient(t, s)
+	s.AskReconnect()
+	var disconnect struct{ Type, Reason string }
+	_ = old.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := old.ReadJSON(&disconnect); err != nil || disconnect.Type != "disconnect" || disconnect.Reason != "refresh_requested" {
+		t.Fatalf("read %+v, %v; want a refresh_requested disconnect", disconnect, err)
+	}
+	// Overlapping: the new connection first; the old one still carries
+	// envelopes until the new one said hello, then nothing more.
+	fresh := socketClient(t, s)
+	s.SlashCommand("C1", "U1", "status")
+	var env wireEnvelope
+	_ = fresh.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := fresh.ReadJSON(&env); err != nil || env.Type != "slash_commands" {
+		t.Fatalf("the command did not come over the new connection: %+v, %v", env, err)
+	}
+	if err := fresh.WriteJSON(map[string]any{"envelope_id": env.EnvelopeID}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Close, then reopen: the gap loses what falls into it.
+	old.Close()
+	fresh.Close()
+	if !s.WaitFor(5*time.Second, func() bool { return s.LiveConnections() == 0 }) {
+		t.Fatal("the closed connections are still counted")
+	}
+	s.SlashCommand("C1", "U1", "list")
+	if _, err := s.Reply("C1", root, "U1", "in the gap"); err != nil {
+		t.Fatal(err)
+	}
+	if !s.WaitFor(5*time.Second, func() bool { return len(s.Undelivered()) == 3 }) {
+		t.Fatalf("undelivered = %+v", s.Undelivered())
+	}
+	reasons := map[string]int{}
+	for _, u := range s.Undelivered() {
+		reasons[u.Type+" "+u.Reason]++
+	}
+	if reasons["slash_commands dispatch_failed"] != 1 || reasons["events_api retries_exhausted"] != 2 {
+		t.Errorf("undelivered %v; want the command failed (dispatch_failed) and both events dropped after their retries", reasons)
+	}
+	if !s.Acked(env.EnvelopeID) {
+		t.Error("the command sent while both connections overlapped was not delivered")
+	}
+}

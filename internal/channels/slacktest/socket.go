@@ -5,18 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
 )
 
+// maxEventRetries is how many times Slack retries an event nobody acked.
+const maxEventRetries = 3
+
 // envelope is one Socket Mode request sent to the app.
 type envelope struct {
 	ID      string
-	Type    string // events_api, slash_commands, interactive, disconnect
+	Type    string // events_api, slash_commands, interactive
 	Payload json.RawMessage
-	Retry   int
+	// Retry is retry_attempt (0 for the first delivery) and RetryReason
+	// why the previous attempt failed.
+	Retry       int
+	RetryReason string
 	// EventID is the Events API event id (retries keep it).
 	EventID string
 	// AcceptsPayload is accepts_response_payload: whether the ack may carry
@@ -25,6 +32,15 @@ type envelope struct {
 	AcceptsPayload bool
 	conn           *sockConn
 	sentAt         time.Time
+	// state is sent (waiting for its ack), acked or failed.
+	state string
+	timer *time.Timer
+}
+
+func (e *envelope) stopTimer() {
+	if e.timer != nil {
+		e.timer.Stop()
+	}
 }
 
 // Ack records how fast the app acknowledged an envelope.
@@ -39,11 +55,35 @@ type Ack struct {
 // Latency is the time from sending the envelope to receiving its ack.
 func (a Ack) Latency() time.Duration { return a.Acked.Sub(a.Sent) }
 
+// Undelivered is something a person did that never reached the app, as
+// Slack handles it: a slash command or click with no connection to take
+// it (the person sees dispatch_failed) or not acknowledged in time
+// (operation_timeout), an event whose retries ran out, an event the app
+// is not subscribed to.
+type Undelivered struct {
+	EnvelopeID string
+	Type       string // events_api, slash_commands, interactive
+	EventID    string // events_api
+	// Reason is dispatch_failed, operation_timeout, retries_exhausted or
+	// not_subscribed.
+	Reason  string
+	Detail  string
+	Payload json.RawMessage
+	At      time.Time
+}
+
+// sockConn is one Socket Mode connection of the app.
 type sockConn struct {
+	n    int // its number: the n-th connection opened
 	ws   *websocket.Conn
 	wmu  sync.Mutex
 	once sync.Once
 	done chan struct{}
+	// refreshed is set once Slack asked the app to replace the connection
+	// (refresh_requested, warning); superseded once a newer connection said
+	// hello after that: Slack sends it nothing new.
+	refreshed  bool
+	superseded bool
 }
 
 func (c *sockConn) write(v any) error {
@@ -73,19 +113,34 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &sockConn{ws: ws, done: make(chan struct{})}
+	s.mu.Lock()
+	delay := s.HelloDelay
+	s.dials++
+	s.notifyLocked()
+	s.mu.Unlock()
+	time.Sleep(delay)
+	// Under sendMu, so that every envelope written to a superseded
+	// connection went out before this hello.
 	s.sendMu.Lock()
 	s.mu.Lock()
-	s.conns[c] = true
-	s.current = c
+	if len(s.conns) >= s.MaxConnections {
+		s.mu.Unlock()
+		s.sendMu.Unlock()
+		_ = c.write(disconnectMessage("too_many_websockets"))
+		c.close()
+		return
+	}
 	s.hellos++
+	c.n = s.hellos
+	for old := range s.conns {
+		old.superseded = old.superseded || old.refreshed
+	}
+	s.conns[c] = true
+	live := len(s.conns)
 	s.mu.Unlock()
-	err = c.write(map[string]any{"type": "hello", "num_connections": 1,
+	err = c.write(map[string]any{"type": "hello", "num_connections": live,
 		"debug_info":      map[string]any{"host": "fake-applink", "approximate_connection_time": 18060},
 		"connection_info": map[string]any{"app_id": s.AppID}})
-	if err == nil {
-		// What waited for a connection goes first, before anything new.
-		s.flushPendingLocked()
-	}
 	s.sendMu.Unlock()
 	if err != nil {
 		s.dropConn(c)
@@ -96,6 +151,10 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	go s.pinger(c)
 	s.readAcks(c)
+}
+
+func disconnectMessage(reason string) map[string]any {
+	return map[string]any{"type": "disconnect", "reason": reason, "debug_info": map[string]any{"host": "fake-applink"}}
 }
 
 func (s *Server) pinger(c *sockConn) {
@@ -113,8 +172,7 @@ func (s *Server) pinger(c *sockConn) {
 	}
 }
 
-// readAcks reads the app's acks until the connection ends, then requeues
-// the Events API envelopes it left unacknowledged (Slack retries those).
+// readAcks reads the app's acks until the connection ends.
 func (s *Server) readAcks(c *sockConn) {
 	defer s.dropConn(c)
 	for {
@@ -142,19 +200,24 @@ func (s *Server) takeAck(data []byte, now time.Time) {
 		s.protocolErrorLocked("unreadable ack %q: %v", data, err)
 		return
 	}
-	env, ok := s.unacked[ack.EnvelopeID]
+	env, sent := s.envs[ack.EnvelopeID]
 	switch {
 	case ack.EnvelopeID == "":
 		s.protocolErrorLocked("ack without an envelope_id: %s", data)
 		return
-	case !ok && s.envs[ack.EnvelopeID] != nil:
-		s.protocolErrorLocked("envelope %s acked twice", ack.EnvelopeID)
-		return
-	case !ok:
+	case !sent:
 		s.protocolErrorLocked("ack for envelope %s, which was never sent", ack.EnvelopeID)
 		return
+	case env.state == "acked":
+		s.protocolErrorLocked("envelope %s acked twice", ack.EnvelopeID)
+		return
+	case env.state == "failed":
+		s.protocolErrorLocked("envelope %s acked after Slack gave up on it (%s after it was sent, over %s)", env.ID, now.Sub(env.sentAt), s.AckTimeout)
+		return
 	}
-	delete(s.unacked, ack.EnvelopeID)
+	delete(s.unacked, env.ID)
+	env.stopTimer()
+	env.state = "acked"
 	hasPayload := len(ack.Payload) > 0 && string(ack.Payload) != "null"
 	s.acks = append(s.acks, Ack{EnvelopeID: env.ID, Type: env.Type, Sent: env.sentAt, Acked: now, Payload: ack.Payload})
 	switch {
@@ -202,103 +265,202 @@ func (s *Server) respondToCommandLocked(env *envelope, payload json.RawMessage) 
 		Blocks: rawOrNil(blocks), At: time.Now(), InAck: true})
 }
 
+// dropConn forgets a closed connection. What it carried unacknowledged
+// has failed: Slack retries events (a bounded number of times); a slash
+// command or a click is lost, and the person who sent it sees an error.
 func (s *Server) dropConn(c *sockConn) {
 	c.close()
 	s.mu.Lock()
-	delete(s.conns, c)
-	if s.current == c {
-		s.current = nil
+	defer s.mu.Unlock()
+	if !s.conns[c] {
+		return
 	}
-	// Slack retries Events API deliveries nobody acknowledged.
-	for id, env := range s.unacked {
-		if env.conn == c && env.Type == "events_api" {
-			delete(s.unacked, id)
-			retry := *env
-			retry.ID = s.nextIDLocked("env-")
-			retry.Retry++
-			retry.Payload = env.Payload
-			s.envs[retry.ID] = &retry
-			s.pending = append(s.pending, &retry)
+	delete(s.conns, c)
+	for _, env := range s.unacked {
+		if env.conn == c {
+			s.failLocked(env, "connection_failed")
 		}
 	}
 	s.notifyLocked()
-	s.mu.Unlock()
 }
 
-// send delivers an envelope now, or when the app next connects.
+// pickLocked chooses the connection for the next envelope: Slack gives
+// each envelope to one of the app's connections, preferring those it has
+// not asked to refresh, and never one a newer connection superseded. It
+// takes turns, so every connection carries traffic.
+func (s *Server) pickLocked() *sockConn {
+	var fresh, refreshed []*sockConn
+	for c := range s.conns {
+		switch {
+		case c.superseded:
+		case c.refreshed:
+			refreshed = append(refreshed, c)
+		default:
+			fresh = append(fresh, c)
+		}
+	}
+	pool := fresh
+	if len(pool) == 0 {
+		pool = refreshed
+	}
+	if len(pool) == 0 {
+		return nil
+	}
+	slices.SortFunc(pool, func(a, b *sockConn) int { return a.n - b.n })
+	s.turn++
+	return pool[s.turn%len(pool)]
+}
+
+// send delivers an envelope on one of the app's connections. With none to
+// take it, it fails at once (a slash command or click: dispatch_failed).
 func (s *Server) send(env *envelope) {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
 	s.mu.Lock()
-	s.envs[env.ID] = env
-	c := s.current
-	if c == nil {
-		s.pending = append(s.pending, env)
+	if s.closed {
 		s.mu.Unlock()
 		return
 	}
-	s.mu.Unlock()
-	s.writeEnvelope(c, env)
-}
-
-func (s *Server) writeEnvelope(c *sockConn, env *envelope) {
-	s.mu.Lock()
-	env.conn, env.sentAt = c, time.Now()
-	if env.Type != "disconnect" {
-		s.unacked[env.ID] = env
+	s.envs[env.ID] = env
+	c := s.pickLocked()
+	if c == nil {
+		s.failLocked(env, "dispatch_failed")
+		s.notifyLocked()
+		s.mu.Unlock()
+		return
 	}
+	env.conn, env.sentAt, env.state = c, time.Now(), "sent"
+	s.unacked[env.ID] = env
+	id := env.ID
+	env.timer = time.AfterFunc(s.AckTimeout, func() { s.ackTimedOut(id) })
 	s.mu.Unlock()
 	wire := map[string]any{"envelope_id": env.ID, "type": env.Type, "payload": env.Payload,
-		"accepts_response_payload": env.AcceptsPayload, "retry_attempt": env.Retry, "retry_reason": ""}
-	if env.Retry > 0 {
-		wire["retry_reason"] = "timeout"
-	}
-	if env.Type == "disconnect" {
-		wire = map[string]any{"type": "disconnect", "reason": "refresh_requested", "debug_info": map[string]any{"host": "fake-applink"}}
-	}
+		"accepts_response_payload": env.AcceptsPayload, "retry_attempt": env.Retry, "retry_reason": env.RetryReason}
 	if err := c.write(wire); err != nil {
-		// The connection died under us; readAcks will requeue events.
-		s.mu.Lock()
-		if env.Type != "events_api" {
-			delete(s.unacked, env.ID)
-			s.pending = append(s.pending, env)
-		}
-		s.mu.Unlock()
+		// The connection died under us: it never got there.
 		c.close()
+		s.dropConn(c)
 	}
 }
 
-// flushPendingLocked sends the envelopes that waited for a connection; the
-// caller holds sendMu.
-func (s *Server) flushPendingLocked() {
-	for {
-		s.mu.Lock()
-		c := s.current
-		if c == nil || len(s.pending) == 0 {
-			s.mu.Unlock()
-			return
-		}
-		env := s.pending[0]
-		s.pending = s.pending[1:]
-		s.mu.Unlock()
-		s.writeEnvelope(c, env)
-	}
-}
-
-// Disconnect drops the app's websocket without warning (a network failure).
-func (s *Server) Disconnect() {
+func (s *Server) ackTimedOut(id string) {
 	s.mu.Lock()
-	c := s.current
-	s.mu.Unlock()
-	if c != nil {
+	defer s.mu.Unlock()
+	if env, ok := s.unacked[id]; ok {
+		s.failLocked(env, "timeout")
+		s.notifyLocked()
+	}
+}
+
+// failLocked handles an envelope that did not get through (reason: no
+// connection took it, it was not acked in time, its connection dropped).
+// Events are retried up to three times with retry_attempt and retry_reason
+// set; a slash command or click is lost.
+func (s *Server) failLocked(env *envelope, reason string) {
+	delete(s.unacked, env.ID)
+	env.stopTimer()
+	env.state = "failed"
+	if env.Type != "events_api" {
+		visible := "operation_timeout"
+		if reason == "dispatch_failed" {
+			visible = "dispatch_failed"
+		}
+		s.lostLocked(env, visible, "")
+		return
+	}
+	if env.Retry >= maxEventRetries || env.Retry >= len(s.EventRetryDelays) {
+		s.lostLocked(env, "retries_exhausted", fmt.Sprintf("event %s not acked after %d retries (last: %s)", env.EventID, env.Retry, reason))
+		return
+	}
+	if reason == "dispatch_failed" {
+		reason = "connection_failed"
+	}
+	retry := &envelope{ID: s.nextIDLocked("env-"), Type: env.Type, Payload: env.Payload, EventID: env.EventID,
+		Retry: env.Retry + 1, RetryReason: reason}
+	time.AfterFunc(s.EventRetryDelays[env.Retry], func() { s.send(retry) })
+}
+
+func (s *Server) lostLocked(env *envelope, reason, detail string) {
+	s.lost = append(s.lost, Undelivered{EnvelopeID: env.ID, Type: env.Type, EventID: env.EventID, Reason: reason, Detail: detail,
+		Payload: env.Payload, At: time.Now()})
+}
+
+// Undelivered lists what never reached the app, in order.
+func (s *Server) Undelivered() []Undelivered {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Undelivered(nil), s.lost...)
+}
+
+// Disconnect drops every websocket of the app without warning (a network
+// failure).
+func (s *Server) Disconnect() {
+	for _, c := range s.liveConns() {
 		c.close()
 	}
 }
 
-// AskReconnect sends Slack's "disconnect" request (refresh_requested),
-// after which the app must open a new connection.
-func (s *Server) AskReconnect() {
-	s.send(&envelope{ID: s.newID("env-"), Type: "disconnect"})
+func (s *Server) liveConns() []*sockConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*sockConn, 0, len(s.conns))
+	for c := range s.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// AskReconnect sends Slack's "disconnect" request with reason
+// refresh_requested on every connection of the app, as Slack does every
+// few hours. The connection keeps carrying envelopes until the app opens
+// a newer one (then Slack sends it nothing more) and is closed
+// DisconnectGrace later: an app that closes first and reconnects after
+// leaves a window in which commands and clicks fail.
+func (s *Server) AskReconnect() { s.requestDisconnect("refresh_requested") }
+
+// WarnDisconnect sends a "disconnect" warning on every connection: Slack
+// will close it soon. It is handled as AskReconnect.
+func (s *Server) WarnDisconnect() { s.requestDisconnect("warning") }
+
+func (s *Server) requestDisconnect(reason string) {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	for _, c := range s.liveConns() {
+		s.mu.Lock()
+		already := c.refreshed
+		c.refreshed = true
+		s.mu.Unlock()
+		if already {
+			continue
+		}
+		if c.write(disconnectMessage(reason)) != nil {
+			c.close()
+			continue
+		}
+		time.AfterFunc(s.DisconnectGrace, c.close)
+	}
+}
+
+// DisableSocketMode turns Socket Mode off in the app's settings: every
+// connection gets a link_disabled disconnect and is closed, and
+// apps.connections.open answers link_disabled until EnableSocketMode.
+func (s *Server) DisableSocketMode() {
+	s.mu.Lock()
+	s.linkOff = true
+	s.mu.Unlock()
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	for _, c := range s.liveConns() {
+		_ = c.write(disconnectMessage("link_disabled"))
+		c.close()
+	}
+}
+
+// EnableSocketMode turns Socket Mode back on.
+func (s *Server) EnableSocketMode() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.linkOff = false
 }
 
 // Connections counts the websocket connections the app has opened.
@@ -308,11 +470,25 @@ func (s *Server) Connections() int {
 	return s.hellos
 }
 
+// Dials counts the websockets the app opened, hello or not.
+func (s *Server) Dials() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dials
+}
+
 // Connected reports whether the app has a live websocket.
 func (s *Server) Connected() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.current != nil
+	return len(s.conns) > 0
+}
+
+// LiveConnections counts the app's open websockets.
+func (s *Server) LiveConnections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
 }
 
 // Acks returns the acknowledgements received, in order.
@@ -326,12 +502,32 @@ func (s *Server) Acks() []Ack {
 func (s *Server) Acked(envelopeID string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, a := range s.acks {
-		if a.EnvelopeID == envelopeID {
-			return true
+	env, ok := s.envs[envelopeID]
+	return ok && env.state == "acked"
+}
+
+// EventDeliveries lists the envelopes that carried an event (its first
+// delivery and Slack's retries), with their retry_attempt and retry_reason.
+func (s *Server) EventDeliveries(eventID string) []Delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Delivery
+	for _, env := range s.envs {
+		if env.EventID == eventID && env.Type == "events_api" {
+			out = append(out, Delivery{EnvelopeID: env.ID, RetryAttempt: env.Retry, RetryReason: env.RetryReason, State: env.state})
 		}
 	}
-	return false
+	return out
+}
+
+// Delivery is one attempt to deliver an envelope.
+type Delivery struct {
+	EnvelopeID   string
+	RetryAttempt int
+	RetryReason  string
+	// State is sent (waiting for the ack), acked or failed; "" if it never
+	// found a connection.
+	State string
 }
 
 func (s *Server) newID(prefix string) string {
@@ -340,17 +536,37 @@ func (s *Server) newID(prefix string) string {
 	return s.nextIDLocked(prefix)
 }
 
-// sendEvent wraps an inner event in an Events API callback and sends it.
+// sendEvent wraps an inner event in an Events API callback and sends it,
+// if the app is subscribed to it (Slack sends nothing otherwise). It
+// returns the event id.
 func (s *Server) sendEvent(inner map[string]any) string {
-	eventID := s.newID("Ev")
+	channel, _ := inner["channel"].(string)
+	eventType, _ := inner["type"].(string)
+	s.mu.Lock()
+	kind := s.chans[channel].kind
+	inner["channel_type"] = kind
+	if eventType == "app_mention" {
+		delete(inner, "channel_type")
+	}
+	ok, why := s.app.delivers(eventType, kind)
+	eventID := s.nextIDLocked("Ev")
+	envID := s.nextIDLocked("env-")
+	s.mu.Unlock()
 	payload, _ := json.Marshal(map[string]any{
 		"token": "verification-token", "team_id": s.TeamID, "api_app_id": s.AppID, "type": "event_callback",
 		"event_id": eventID, "event_time": time.Now().Unix(), "event": inner,
 		"authorizations": []map[string]any{{"team_id": s.TeamID, "user_id": s.BotUserID, "is_bot": true}},
 	})
-	env := &envelope{ID: s.newID("env-"), Type: "events_api", Payload: payload, EventID: eventID}
+	env := &envelope{ID: envID, Type: "events_api", Payload: payload, EventID: eventID}
+	if !ok {
+		s.mu.Lock()
+		s.lostLocked(env, "not_subscribed", why)
+		s.notifyLocked()
+		s.mu.Unlock()
+		return eventID
+	}
 	s.send(env)
-	return env.ID
+	return eventID
 }
 
 // ReplayEvent sends an Events API envelope again as a Slack retry would:
@@ -362,7 +578,8 @@ func (s *Server) ReplayEvent(envelopeID string) (string, error) {
 	if !ok || env.Type != "events_api" {
 		return "", fmt.Errorf("no events_api envelope %s", envelopeID)
 	}
-	retry := &envelope{ID: s.newID("env-"), Type: env.Type, Payload: env.Payload, EventID: env.EventID, Retry: env.Retry + 1}
+	retry := &envelope{ID: s.newID("env-"), Type: env.Type, Payload: env.Payload, EventID: env.EventID,
+		Retry: env.Retry + 1, RetryReason: "timeout"}
 	s.send(retry)
 	return retry.ID, nil
 }
@@ -399,7 +616,7 @@ func (s *Server) userMessage(channel, thread, user, text string) (string, error)
 		return "", err
 	}
 	s.sendEvent(map[string]any{"type": "message", "channel": channel, "user": user, "text": text, "ts": m.TS,
-		"thread_ts": emptyToNil(thread), "event_ts": m.TS, "channel_type": "channel", "client_msg_id": s.newID("cm-")})
+		"thread_ts": emptyToNil(thread), "event_ts": m.TS, "client_msg_id": s.newID("cm-")})
 	return m.TS, nil
 }
 
@@ -413,16 +630,21 @@ func (s *Server) Mention(channel, user, text string) (ts string, err error) {
 	}
 	s.sendEvent(map[string]any{"type": "app_mention", "channel": channel, "user": user, "text": full, "ts": m.TS, "event_ts": m.TS})
 	s.sendEvent(map[string]any{"type": "message", "channel": channel, "user": user, "text": full, "ts": m.TS,
-		"event_ts": m.TS, "channel_type": "channel", "client_msg_id": s.newID("cm-")})
+		"event_ts": m.TS, "client_msg_id": s.newID("cm-")})
 	return m.TS, nil
 }
 
 // SlashCommand sends "/pipeline text" as typed by user in channel and
-// returns the envelope id.
+// returns the envelope id. If no connection takes it, Slack tells the user
+// dispatch_failed (see Undelivered).
 func (s *Server) SlashCommand(channel, user, text string) string {
 	s.mu.Lock()
-	name := s.chans[channel]
+	name := s.chans[channel].name
+	if s.chans[channel].kind == "im" {
+		name = "directmessage"
+	}
 	trigger := s.nextIDLocked("trigger-")
+	envID := s.nextIDLocked("env-")
 	s.mu.Unlock()
 	payload, _ := json.Marshal(map[string]any{
 		"token": "verification-token", "team_id": s.TeamID, "team_domain": "fake", "channel_id": channel,
@@ -430,9 +652,8 @@ func (s *Server) SlashCommand(channel, user, text string) string {
 		"api_app_id": s.AppID, "is_enterprise_install": "false",
 		"response_url": s.URL + "/response/" + trigger, "trigger_id": trigger,
 	})
-	env := &envelope{ID: s.newID("env-"), Type: "slash_commands", Payload: payload, AcceptsPayload: true}
-	s.send(env)
-	return env.ID
+	s.send(&envelope{ID: envID, Type: "slash_commands", Payload: payload, AcceptsPayload: true})
+	return envID
 }
 
 // Click clicks the button with actionID on a message, as user, and returns
@@ -458,10 +679,15 @@ func (s *Server) ClickButton(channel, msgTS, user string, b Button) (string, err
 		return "", errors.New("no message " + msgTS + " in " + channel)
 	}
 	s.mu.Lock()
+	interactive := s.app.Interactivity
 	trigger := s.nextIDLocked("trigger-")
 	actionTS := s.nextTSLocked()
-	name := s.chans[channel]
+	name := s.chans[channel].name
+	envID := s.nextIDLocked("env-")
 	s.mu.Unlock()
+	if !interactive {
+		return "", errors.New("the app has interactivity turned off: Slack does not deliver button clicks")
+	}
 	container := map[string]any{"type": "message", "message_ts": msgTS, "channel_id": channel, "is_ephemeral": false}
 	message := map[string]any{"type": "message", "ts": msgTS, "text": m.Text, "user": m.User, "bot_id": m.BotID, "blocks": m.Blocks}
 	if m.ThreadTS != "" {
@@ -478,7 +704,6 @@ func (s *Server) ClickButton(channel, msgTS, user string, b Button) (string, err
 		"actions": []map[string]any{{"type": "button", "action_id": b.ActionID, "block_id": b.BlockID, "value": b.Value,
 			"text": map[string]any{"type": "plain_text", "text": b.Text}, "action_ts": actionTS}},
 	})
-	env := &envelope{ID: s.newID("env-"), Type: "interactive", Payload: payload}
-	s.send(env)
-	return env.ID, nil
+	s.send(&envelope{ID: envID, Type: "interactive", Payload: payload})
+	return envID, nil
 }

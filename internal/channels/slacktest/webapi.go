@@ -3,7 +3,10 @@ package slacktest
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,34 +44,60 @@ func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.calls[method]++
 	f, faulted := s.takeFaultLocked(method)
+	wait, limited := s.limits.take(method, r.Form.Get("channel"), time.Now())
+	if limited && !faulted {
+		s.limits.refused++
+		s.notifyLocked()
+	}
 	s.mu.Unlock()
-	if faulted {
-		writeFault(w, f)
+	switch {
+	case faulted && f.Stored:
+		s.serveMethod(method, httptest.NewRecorder(), r)
+		s.writeFault(w, f)
+	case faulted:
+		s.writeFault(w, f)
+	case limited:
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		http.Error(w, "rate limited", http.StatusTooManyRequests)
+	default:
+		s.serveMethod(method, w, r)
+	}
+}
+
+// serveMethod does what a Web API method does, as the app's token allows.
+func (s *Server) serveMethod(method string, w http.ResponseWriter, r *http.Request) {
+	if method == "apps.connections.open" {
+		s.openConnection(w, r)
 		return
 	}
-	want := s.BotToken
-	if method == "apps.connections.open" {
-		want = s.AppToken
-	}
-	if tok := token(r); tok != want {
+	if token(r) != s.BotToken {
 		slackError(w, "invalid_auth")
+		return
+	}
+	s.mu.Lock()
+	w.Header().Set("X-OAuth-Scopes", strings.Join(s.app.BotScopes, ","))
+	s.mu.Unlock()
+	if needed := s.neededScope(method, r); needed != "" {
+		s.mu.Lock()
+		provided := strings.Join(s.app.BotScopes, ",")
+		s.mu.Unlock()
+		writeJSON(w, map[string]any{"ok": false, "error": "missing_scope", "needed": needed, "provided": provided})
 		return
 	}
 	switch method {
 	case "auth.test":
 		writeJSON(w, map[string]any{"ok": true, "url": "https://fake.slack.test/", "team": "Fake", "user": "nanohost",
 			"team_id": s.TeamID, "user_id": s.BotUserID, "bot_id": s.BotID})
-	case "apps.connections.open":
-		s.mu.Lock()
-		ticket := s.nextIDLocked("ticket-")
-		s.mu.Unlock()
-		writeJSON(w, map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(s.URL, "http") + "/link/?ticket=" + ticket})
 	case "chat.postMessage":
 		s.postMessage(w, r)
 	case "chat.update":
 		s.updateMessage(w, r)
 	case "chat.postEphemeral":
 		s.postEphemeral(w, r)
+	case "conversations.replies":
+		s.replies(w, r)
+	case "conversations.history":
+		s.history(w, r)
 	case "usergroups.users.list":
 		s.mu.Lock()
 		members, ok := s.groups[r.Form.Get("usergroup")]
@@ -94,6 +123,46 @@ func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// openConnection is apps.connections.open: a websocket URL for the app
+// token, while Socket Mode is on.
+func (s *Server) openConnection(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case token(r) != s.AppToken:
+		slackError(w, "invalid_auth")
+	case !slices.Contains(s.AppTokenScopes, "connections:write"):
+		writeJSON(w, map[string]any{"ok": false, "error": "missing_scope", "needed": "connections:write",
+			"provided": strings.Join(s.AppTokenScopes, ",")})
+	case s.linkOff || !s.app.SocketMode:
+		slackError(w, "link_disabled")
+	default:
+		ticket := s.nextIDLocked("ticket-")
+		writeJSON(w, map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(s.URL, "http") + "/link/?ticket=" + ticket})
+	}
+}
+
+// neededScope is the bot scope a call needs and the app lacks ("" if none).
+func (s *Server) neededScope(method string, r *http.Request) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var scope string
+	switch method {
+	case "chat.postMessage", "chat.update", "chat.postEphemeral":
+		scope = "chat:write"
+	case "conversations.replies", "conversations.history":
+		scope = historyScope(s.chans[r.Form.Get("channel")].kind)
+	case "usergroups.users.list":
+		scope = "usergroups:read"
+	case "users.info":
+		scope = "users:read"
+	}
+	if scope == "" || s.app.hasScope(scope) {
+		return ""
+	}
+	return scope
+}
+
 func (s *Server) takeFaultLocked(method string) (Fault, bool) {
 	for _, key := range []string{method, "*"} {
 		if q := s.faults[key]; len(q) > 0 {
@@ -104,15 +173,24 @@ func (s *Server) takeFaultLocked(method string) (Fault, bool) {
 	return Fault{}, false
 }
 
-func writeFault(w http.ResponseWriter, f Fault) {
-	if f.Status == 0 {
+func (s *Server) writeFault(w http.ResponseWriter, f Fault) {
+	switch {
+	case f.Drop:
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+		http.Error(w, "dropped", http.StatusGatewayTimeout)
+	case f.Status == 0:
 		slackError(w, f.Error)
-		return
+	default:
+		if f.Status == http.StatusTooManyRequests && f.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
+		}
+		http.Error(w, http.StatusText(f.Status), f.Status)
 	}
-	if f.Status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
-	}
-	http.Error(w, http.StatusText(f.Status), f.Status)
 }
 
 // checkContent applies Slack's limits to a message's text and blocks.
@@ -139,10 +217,15 @@ func checkContent(text, blocks string) (code string, details []string) {
 }
 
 // content reads a message's text and blocks, answering Slack's error (and
-// ok=false) when they break its limits.
-func content(w http.ResponseWriter, r *http.Request) (text, blocks string, ok bool) {
+// ok=false) when they break its limits. Such a refusal is also a protocol
+// error: an app that sends what Slack refuses shows people less than it
+// meant to (or nothing).
+func (s *Server) content(w http.ResponseWriter, r *http.Request) (text, blocks string, ok bool) {
 	text, blocks = r.Form.Get("text"), r.Form.Get("blocks")
 	if code, details := checkContent(text, blocks); code != "" {
+		s.mu.Lock()
+		s.protocolErrorLocked("%s refused: %s %v", strings.TrimPrefix(r.URL.Path, "/api/"), code, details)
+		s.mu.Unlock()
 		slackError(w, code, details...)
 		return "", "", false
 	}
@@ -151,7 +234,11 @@ func content(w http.ResponseWriter, r *http.Request) (text, blocks string, ok bo
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	channel, thread := r.Form.Get("channel"), r.Form.Get("thread_ts")
-	text, blocks, ok := content(w, r)
+	text, blocks, ok := s.content(w, r)
+	if !ok {
+		return
+	}
+	metadata, ok := readMetadata(w, r)
 	if !ok {
 		return
 	}
@@ -169,14 +256,14 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	m := &Message{Channel: channel, TS: s.nextTSLocked(), ThreadTS: thread, User: s.BotUserID, BotID: s.BotID,
-		Text: text, Blocks: rawOrNil(blocks), PostedAt: time.Now()}
+		Text: text, Blocks: rawOrNil(blocks), Metadata: metadata, PostedAt: time.Now()}
 	s.messages[channel] = append(s.messages[channel], m)
 	s.notifyLocked()
 	echo := s.EchoBotMessages
 	s.mu.Unlock()
 	if echo {
 		s.sendEvent(map[string]any{"type": "message", "channel": channel, "user": s.BotUserID, "bot_id": s.BotID,
-			"text": text, "ts": m.TS, "thread_ts": emptyToNil(thread), "event_ts": m.TS, "channel_type": "channel"})
+			"text": text, "ts": m.TS, "thread_ts": emptyToNil(thread), "event_ts": m.TS})
 	}
 	writeJSON(w, map[string]any{"ok": true, "channel": channel, "ts": m.TS,
 		"message": map[string]any{"type": "message", "text": text, "ts": m.TS, "thread_ts": emptyToNil(thread), "user": s.BotUserID, "bot_id": s.BotID}})
@@ -184,7 +271,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) updateMessage(w http.ResponseWriter, r *http.Request) {
 	channel, ts := r.Form.Get("channel"), r.Form.Get("ts")
-	text, blocks, ok := content(w, r)
+	text, blocks, ok := s.content(w, r)
 	if !ok {
 		return
 	}
@@ -207,7 +294,7 @@ func (s *Server) updateMessage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) postEphemeral(w http.ResponseWriter, r *http.Request) {
 	channel, user := r.Form.Get("channel"), r.Form.Get("user")
-	text, blocks, ok := content(w, r)
+	text, blocks, ok := s.content(w, r)
 	if !ok {
 		return
 	}
@@ -225,6 +312,122 @@ func (s *Server) postEphemeral(w http.ResponseWriter, r *http.Request) {
 		Blocks: rawOrNil(blocks), At: time.Now()})
 	s.notifyLocked()
 	writeJSON(w, map[string]any{"ok": true, "message_ts": s.nextTSLocked()})
+}
+
+// readMetadata reads a message's metadata ({"event_type", "event_payload"}),
+// answering invalid_metadata_format when it is not that.
+func readMetadata(w http.ResponseWriter, r *http.Request) (json.RawMessage, bool) {
+	raw := r.Form.Get("metadata")
+	if raw == "" {
+		return nil, true
+	}
+	var m struct {
+		EventType    string         `json:"event_type"`
+		EventPayload map[string]any `json:"event_payload"`
+	}
+	if err := json.Unmarshal([]byte(raw), &m); err != nil || m.EventType == "" || m.EventPayload == nil {
+		slackError(w, "invalid_metadata_format")
+		return nil, false
+	}
+	return json.RawMessage(raw), true
+}
+
+// replies is conversations.replies: a thread's root and replies, oldest
+// first, paged with limit and cursor, filtered by oldest/latest.
+func (s *Server) replies(w http.ResponseWriter, r *http.Request) {
+	channel, root := r.Form.Get("channel"), r.Form.Get("ts")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.chans[channel]; !ok {
+		slackError(w, "channel_not_found")
+		return
+	}
+	parent := s.findLocked(channel, root)
+	if parent == nil || parent.ThreadTS != "" {
+		slackError(w, "thread_not_found")
+		return
+	}
+	list := []*Message{parent}
+	for _, m := range s.messages[channel] {
+		if m.ThreadTS == root {
+			list = append(list, m)
+		}
+	}
+	s.writeMessagesLocked(w, r, list)
+}
+
+// history is conversations.history: the top-level messages, newest first.
+func (s *Server) history(w http.ResponseWriter, r *http.Request) {
+	channel := r.Form.Get("channel")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.chans[channel]; !ok {
+		slackError(w, "channel_not_found")
+		return
+	}
+	var list []*Message
+	for _, m := range slices.Backward(s.messages[channel]) {
+		if m.ThreadTS == "" {
+			list = append(list, m)
+		}
+	}
+	s.writeMessagesLocked(w, r, list)
+}
+
+// writeMessagesLocked answers a page of list as conversations.* does; a
+// message's metadata is included only with include_all_metadata.
+func (s *Server) writeMessagesLocked(w http.ResponseWriter, r *http.Request, list []*Message) {
+	oldest, latest := r.Form.Get("oldest"), r.Form.Get("latest")
+	var kept []*Message
+	for _, m := range list {
+		if (oldest == "" || tsAfter(m.TS, oldest)) && (latest == "" || tsAfter(latest, m.TS)) {
+			kept = append(kept, m)
+		}
+	}
+	limit, _ := strconv.Atoi(r.Form.Get("limit"))
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	start, _ := strconv.Atoi(r.Form.Get("cursor"))
+	start = min(max(start, 0), len(kept))
+	end := min(start+limit, len(kept))
+	withMetadata := r.Form.Get("include_all_metadata") == "1" || r.Form.Get("include_all_metadata") == "true"
+	out := make([]map[string]any, 0, end-start)
+	for _, m := range kept[start:end] {
+		msg := map[string]any{"type": "message", "ts": m.TS, "text": m.Text, "user": m.User}
+		if m.BotID != "" {
+			msg["bot_id"] = m.BotID
+		}
+		if m.ThreadTS != "" {
+			msg["thread_ts"] = m.ThreadTS
+		}
+		if len(m.Blocks) > 0 {
+			msg["blocks"] = m.Blocks
+		}
+		if withMetadata && len(m.Metadata) > 0 {
+			msg["metadata"] = m.Metadata
+		}
+		out = append(out, msg)
+	}
+	resp := map[string]any{"ok": true, "messages": out, "has_more": end < len(kept)}
+	if end < len(kept) {
+		resp["response_metadata"] = map[string]any{"next_cursor": strconv.Itoa(end)}
+	}
+	writeJSON(w, resp)
+}
+
+// tsAfter reports whether Slack timestamp a ("1700000000.000123") is
+// later than b (the fraction may be shorter or missing).
+func tsAfter(a, b string) bool {
+	as, af, _ := strings.Cut(a, ".")
+	bs, bf, _ := strings.Cut(b, ".")
+	ai, _ := strconv.ParseInt(as, 10, 64)
+	bi, _ := strconv.ParseInt(bs, 10, 64)
+	if ai != bi {
+		return ai > bi
+	}
+	pad := func(f string) string { return (f + "000000")[:6] }
+	return pad(af) > pad(bf)
 }
 
 // postableLocked says why the bot cannot post in channel ("" if it can).
