@@ -146,6 +146,11 @@ type Message struct {
 	// LogRef says where the full text lives (a path under the run's logs),
 	// for the truncation note.
 	LogRef string
+	// RunID and Seq name the run event the message reports (Seq 0: none).
+	// A channel that cannot tell whether a post landed (its answer was
+	// lost) looks for a message with them before posting it again.
+	RunID string
+	Seq   int64
 
 	Card     *StatusCard
 	Gate     *GatePrompt

@@ -298,7 +298,7 @@ func (r *Reporter) handle(ctx context.Context, it item) bool {
 		return true // left for the next reporter
 	}
 	if m, ok := EventMessage(e, r.cfg.Verbosity); ok && !r.startCheckpoint(e) {
-		m.LogRef = r.cfg.LogRef
+		m.LogRef, m.RunID, m.Seq = r.cfg.LogRef, r.cfg.RunID, e.Seq
 		if _, err := r.postThread(ctx, m); err != nil {
 			// The channel retried what can be retried. Posting what
 			// follows would tell the story out of order, and moving the

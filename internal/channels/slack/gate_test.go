@@ -209,7 +209,7 @@ func TestFreeformGateTakesAThreadReply(t *testing.T) {
 }
 
 func TestSelfApprovalCanBeTurnedOff(t *testing.T) {
-	h := newHarness(t, func(c *slack.Config) { c.Policy.PreventSelfApproval = true })
+	h := newHarness(t, withConfig(func(c *slack.Config) { c.Policy.PreventSelfApproval = true }))
 	_, a, prompt := h.gateRun("run-self", alice, reviewQuestion("run-self", "review-1"))
 	h.click(prompt, alice, "Approve")
 	h.waitEphemeral(opsChat, alice, "you started this run, and self-approval is turned off")
@@ -293,6 +293,7 @@ func TestManyLongChoicesFitSlacksButtonLimits(t *testing.T) {
 // limit the gate is open and its timeout runs; the prompt, once posted,
 // shows at once how the gate ended.
 func TestRateLimitedPromptDoesNotHoldUpTheGate(t *testing.T) {
+	t.Parallel() // waits on timers, not the CPU
 	h := newHarness(t)
 	r := h.startReporter(opsChat, "run-rl", channels.VerbosityStandard)
 	thread, err := r.Thread(h.ctx)
@@ -346,6 +347,12 @@ func (l *logRecords) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
+func (l *logRecords) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 // find returns the records whose fields include every one of want.
 func (l *logRecords) find(want map[string]any) []map[string]any {
 	l.mu.Lock()
@@ -372,7 +379,7 @@ func (l *logRecords) find(want map[string]any) []map[string]any {
 // that won.
 func TestEveryDecisionIsLogged(t *testing.T) {
 	logs := &logRecords{}
-	h := newHarness(t, func(c *slack.Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	h := newHarness(t, withConfig(func(c *slack.Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) }))
 	_, a, prompt := h.gateRun("run-log", alice, reviewQuestion("run-log", "review-1"))
 	h.click(prompt, mallory, "Approve")
 	h.waitEphemeral(opsChat, mallory, "not allowed to answer gates")

@@ -2,7 +2,9 @@ package slack_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -41,9 +43,46 @@ type harness struct {
 	mu sync.Mutex
 	// hostDelay makes the host slow to handle each event.
 	hostDelay time.Duration
+	// delivered counts what reached the host, by event id.
+	delivered map[string]int
 }
 
-type harnessOption func(*slack.Config)
+// harnessOption adjusts the channel's configuration or the fake Slack
+// before the channel connects.
+type harnessOption func(*harnessSetup)
+
+type harnessSetup struct {
+	cfg  *slack.Config
+	fake *slacktest.Server
+	// mayLose: the test makes Slack lose things on purpose; otherwise the
+	// harness fails a test in which anything a person did never reached
+	// the channel (dispatch_failed, events whose retries ran out).
+	mayLose bool
+}
+
+// withConfig changes the channel's configuration.
+func withConfig(f func(*slack.Config)) harnessOption {
+	return func(s *harnessSetup) { f(s.cfg) }
+}
+
+// withFake prepares the fake Slack before the channel connects.
+func withFake(f func(*slacktest.Server)) harnessOption {
+	return func(s *harnessSetup) { f(s.fake) }
+}
+
+// mayLose lets the test lose envelopes on purpose.
+func mayLose() harnessOption { return func(s *harnessSetup) { s.mayLose = true } }
+
+// fastSend is a quick pace: most tests are about order and retries, not
+// Slack's rate limits.
+func fastSend() slack.SendConfig {
+	rates := make(map[string]float64)
+	for method := range slack.DefaultMethodRates {
+		rates[method] = 600_000
+	}
+	return slack.SendConfig{PerSecond: 1000, Burst: 100, MethodRates: rates,
+		InitialBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+}
 
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
@@ -66,19 +105,19 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 			Starters:  []string{alice},
 			Approvers: []string{alice, "group:" + sreGroup},
 		},
-		// Fast delivery: the tests are about order and retries, not pace.
-		Send:   slack.SendConfig{PerSecond: 1000, Burst: 100, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
+		Send:   fastSend(),
 		Logger: logger,
 	}
+	setup := &harnessSetup{cfg: &cfg, fake: fake}
 	for _, o := range opts {
-		o(&cfg)
+		o(setup)
 	}
 	ch, err := slack.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, ctx: ctx, fake: fake, ch: ch, desk: gate.NewDesk(gate.NewMemBook(), cfg.Logger),
-		inbound: make(chan channels.Inbound, 100)}
+		inbound: make(chan channels.Inbound, 1000), delivered: make(map[string]int)}
 	runDone := make(chan error, 1)
 	go func() { runDone <- ch.Run(ctx, h.deliver) }()
 	t.Cleanup(func() {
@@ -91,6 +130,11 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		h.checkAcks()
 		for _, p := range fake.ProtocolErrors() {
 			t.Errorf("fake Slack: %s", p)
+		}
+		if !setup.mayLose {
+			for _, u := range fake.Undelivered() {
+				t.Errorf("fake Slack: %s envelope %s never reached the channel: %s %s", u.Type, u.EnvelopeID, u.Reason, u.Detail)
+			}
 		}
 		fake.Close()
 	})
@@ -114,6 +158,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func (h *harness) deliver(in channels.Inbound) {
 	h.mu.Lock()
 	delay := h.hostDelay
+	h.delivered[in.EventID]++
 	h.mu.Unlock()
 	time.Sleep(delay)
 	switch {
@@ -126,6 +171,27 @@ func (h *harness) deliver(in channels.Inbound) {
 		}
 	}
 	h.inbound <- in
+}
+
+// waitDelivered waits until n inbound events reached the host.
+func (h *harness) waitDelivered(n int) {
+	h.t.Helper()
+	eventually(h.t, fmt.Sprintf("%d inbound events reach the host", n), func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		total := 0
+		for _, c := range h.delivered {
+			total += c
+		}
+		return total >= n
+	})
+}
+
+// deliveredCounts is how many times each event id reached the host.
+func (h *harness) deliveredCounts() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.delivered)
 }
 
 // checkAcks asserts Slack's 3-second rule held for every envelope.

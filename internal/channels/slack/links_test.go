@@ -18,7 +18,7 @@ func TestGatePromptShowsItsLinks(t *testing.T) {
 			{Text: "Changes since the run started: 2 files (+4 −1)", URL: "https://nano.example.com/runs/r#changes"},
 			{Text: "<!channel> *bold*", URL: "javascript:alert(1)"},
 		}}
-	data, err := json.Marshal(renderPrompt(p).blocks)
+	data, err := json.Marshal(renderPromptPages(p)[0].blocks)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,13 +56,15 @@ func TestManifestGivesTheChannelWhatItUses(t *testing.T) {
 		"usergroups:read":   "usergroups.users.list (group:S… in the policy)",
 		"users:read":        "users.info (who answered a gate)",
 		"app_mentions:read": "app_mention events",
-		"channels:history":  "message.channels events (thread replies)",
+		"channels:history":  "message.channels events (thread replies) and conversations.replies/history (finding a post whose answer was lost)",
+		"groups:history":    "message.groups events: thread replies in private channels (G… ids in the policy)",
+		"im:history":        "message.im events: messages in direct messages with the bot (D… ids in the policy)",
 	} {
 		if !slices.Contains(m.OAuthConfig.Scopes.Bot, scope) {
 			t.Errorf("the manifest lacks the bot scope %s, needed for %s", scope, why)
 		}
 	}
-	for _, event := range []string{"app_mention", "message.channels"} {
+	for _, event := range []string{"app_mention", "message.channels", "message.groups", "message.im"} {
 		if !slices.Contains(m.Settings.EventSubscriptions.BotEvents, event) {
 			t.Errorf("the manifest does not subscribe to %s", event)
 		}

@@ -4,30 +4,21 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf16"
-)
 
-// Slack's size limits (characters) for the parts nanohost posts.
-const (
-	maxSectionText = 3000
-	maxMessageText = 4000 // Slack truncates longer messages in clients
-	maxHeaderText  = 150
-	maxButtonText  = 75
-	maxFieldText   = 2000
+	"github.com/slack-go/slack/slackutilsx"
 )
-
-// mrkdwnEscaper escapes the three characters mrkdwn gives meaning to; with
-// < and > escaped, no <!channel>, <@U…>, <#C…> or <url|label> markup in
-// agent text can ping anyone or disguise a link.
-var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 // broadcastWords are the bare words some clients turn into pings; a word
 // joiner after the @ keeps them readable but inert.
 var broadcastWords = regexp.MustCompile(`(?i)@(channel|here|everyone)\b`)
 
 // escapeMrkdwn makes untrusted text (agent output, pipeline labels, user
-// input echoed back) safe to place in mrkdwn.
+// input echoed back) safe to place in mrkdwn: slack-go's EscapeMessage
+// escapes the three characters mrkdwn gives meaning to (with < and >
+// escaped, no <!channel>, <@U…>, <#C…> or <url|label> markup can ping
+// anyone or disguise a link).
 func escapeMrkdwn(s string) string {
-	s = mrkdwnEscaper.Replace(s)
+	s = slackutilsx.EscapeMessage(s)
 	return broadcastWords.ReplaceAllString(s, "@\u2060$1")
 }
 

@@ -65,11 +65,13 @@ func TestMentionOnlyForUserIDs(t *testing.T) {
 	}
 }
 
+func noGates(string) string { return "" }
+
 func TestGateButtonsRoundTripAndRejectTampering(t *testing.T) {
 	p := channels.GatePrompt{RunID: "run-1", GateID: "review-1", Nonce: "abc123"}
 	p.Question.Options = []engine.Option{{Key: "A", Label: "[A] Approve", To: "ship"}}
 	// Read the button back as Slack receives it.
-	raw, err := json.Marshal(renderPrompt(p).blocks)
+	raw, err := json.Marshal(renderPromptPages(p)[0].blocks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,14 +91,14 @@ func TestGateButtonsRoundTripAndRejectTampering(t *testing.T) {
 			actionID, value = b.Elements[0].ActionID, b.Elements[0].Value
 		}
 	}
-	got, ok := decodeGateAction(actionID, value)
+	got, ok := decodeGateAction(actionID, value, noGates)
 	if !ok || got != (channels.GateAnswer{RunID: "run-1", GateID: "review-1", Nonce: "abc123", Option: 1}) {
 		t.Fatalf("decode(%q, %q) = %+v, %v", actionID, value, got, ok)
 	}
-	if _, ok := decodeGateAction(actionID, strings.Replace(value, "abc123", "zzz999", 1)); ok {
+	if _, ok := decodeGateAction(actionID, strings.Replace(value, "abc123", "zzz999", 1), noGates); ok {
 		t.Error("a value whose nonce disagrees with its action_id was accepted")
 	}
-	if _, ok := decodeGateAction("some.other.button", value); ok {
+	if _, ok := decodeGateAction("some.other.button", value, noGates); ok {
 		t.Error("a button that is not a gate button was accepted")
 	}
 }

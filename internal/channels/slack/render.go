@@ -16,28 +16,35 @@ import (
 // gateActionPrefix starts the action_id of every gate button.
 const gateActionPrefix = "nanohost.gate."
 
-// maxButtonsPerBlock is Slack's limit on elements in an actions block.
-const maxButtonsPerBlock = 25
-
 // rendered is a message ready for the Web API: the notification text and
 // the blocks people see.
 type rendered struct {
 	text   string
 	blocks []slackgo.Block
+	// fallback is what to send if Slack refuses the blocks anyway: a gate
+	// prompt's buttons with the least text, else the text alone.
+	fallback *rendered
 }
 
-// render turns a channel-neutral message into Block Kit. Every piece of
-// text that did not come from nanohost itself is escaped.
+// render turns a channel-neutral message into Block Kit held to Slack's
+// limits (fit). Every piece of text that did not come from nanohost itself
+// is escaped. A gate prompt renders with renderPromptPages.
 func render(m channels.Message) rendered {
+	var r rendered
 	switch {
 	case m.Card != nil:
-		return renderCard(*m.Card)
+		r = renderCard(*m.Card)
 	case m.Gate != nil:
-		return renderPrompt(*m.Gate)
+		r = renderPromptPages(*m.Gate)[0]
 	case m.Resolved != nil:
-		return renderResolution(*m.Resolved)
+		r = renderResolution(*m.Resolved)
+	default:
+		r = renderText(m)
 	}
-	return renderText(m)
+	if r.fallback == nil {
+		r.fallback = &rendered{text: r.text}
+	}
+	return fit(r)
 }
 
 func mrkdwn(text string) *slackgo.TextBlockObject {
@@ -55,8 +62,9 @@ func section(text string) *slackgo.SectionBlock {
 
 // ephemeralMessage is a reply shown to one user (plain text, escaped).
 func ephemeralMessage(text string) rendered {
-	return rendered{text: escapeLimited(text, maxMessageText, "…"),
-		blocks: []slackgo.Block{section(escapeLimited(text, maxSectionText, "…"))}}
+	plainText := escapeLimited(text, maxMessageText, "…")
+	return fit(rendered{text: plainText, blocks: []slackgo.Block{section(escapeLimited(text, maxSectionText, "…"))},
+		fallback: &rendered{text: plainText}})
 }
 
 func renderText(m channels.Message) rendered {
@@ -104,42 +112,141 @@ func renderCard(c channels.StatusCard) rendered {
 // gateButton is what a gate button carries in its value: enough to match a
 // click to exactly one option of one posting of one gate of one run. The
 // option goes by position, which names it even when two options share an
-// accelerator key, and keeps the value far below Slack's 2,000 characters
-// whatever the label. (Choice is read from buttons posted by older
-// versions, which carried the choice value.)
+// accelerator key, and keeps the value small whatever the label. A gate id
+// too long for the value (an author's node name can be) is left out: the
+// channel remembers it by the posting's nonce (see Channel.gateIDs).
+// (Choice is read from buttons posted by older versions, which carried the
+// choice value.)
 type gateButton struct {
 	Run    string `json:"r"`
-	Gate   string `json:"g"`
+	Gate   string `json:"g,omitempty"`
 	Nonce  string `json:"n"`
 	Option int    `json:"o,omitempty"`
 	Choice string `json:"c,omitempty"`
 }
 
-func renderPrompt(p channels.GatePrompt) rendered {
+// Gate prompt layout: up to buttonsPerPage buttons go in one message; more
+// follow in further messages in the thread, so every choice stays a
+// button. A button's label gets its share of the message's text budget,
+// never less than minLabel characters.
+const (
+	buttonsPerPage = 250
+	minLabel       = 24
+	// maxNoteText bounds the prompt's footnotes (freeform hint, timeout,
+	// approvers), whose parts come from the pipeline's author.
+	maxNoteText = 1500
+)
+
+// renderPromptPages renders a gate prompt: the question, a button per
+// choice (25 to an actions block), and notes on how else to answer. Choices
+// beyond one message's capacity go to follow-up pages.
+func renderPromptPages(p channels.GatePrompt) []rendered {
 	q := p.Question
-	blocks := []slackgo.Block{section(escapeLimited("❓ "+q.Text, maxSectionText, "…"))}
-	var buttons []slackgo.BlockElement
-	freeform := ""
+	question := escapeLimited("❓ "+q.Text, maxSectionText, "…")
+	notes := promptNotes(p)
+	var choices []int
 	for i, o := range q.Options {
-		if o.Freeform {
-			freeform = o.Label
-			continue
+		if !o.Freeform {
+			choices = append(choices, i)
 		}
-		value, _ := json.Marshal(gateButton{Run: p.RunID, Gate: p.GateID, Nonce: p.Nonce, Option: i + 1})
-		b := slackgo.NewButtonBlockElement(gateActionPrefix+p.Nonce+"."+strconv.Itoa(i), string(value),
-			plain(channels.OptionText(o.Label, o.Key), maxButtonText))
-		buttons = append(buttons, b)
 	}
-	for start := 0; start < len(buttons); start += maxButtonsPerBlock {
-		end := min(start+maxButtonsPerBlock, len(buttons))
-		blockID := gateActionPrefix + p.Nonce + ".b" + strconv.Itoa(start/maxButtonsPerBlock)
+	var pages []rendered
+	for start := 0; start == 0 || start < len(choices); start += buttonsPerPage {
+		chunk := choices[start:min(start+buttonsPerPage, len(choices))]
+		var head []slackgo.Block
+		if start == 0 {
+			head = []slackgo.Block{section(question)}
+			if notes != "" {
+				head = append(head, slackgo.NewContextBlock("", mrkdwn(notes)))
+			}
+		} else {
+			head = []slackgo.Block{section(escapeLimited(fmt.Sprintf("❓ %s — choices %d–%d of %d", cutRunes(q.Text, 100), start+1, start+len(chunk), len(choices)), maxSectionText, "…"))}
+		}
+		budget := maxBlocksText - blocksTextLen(head)
+		page := rendered{text: escapeLimited("❓ "+q.Text, maxMessageText, "…"),
+			blocks: append(head, promptButtons(p, chunk, len(pages), labelBudget(budget, len(chunk)))...)}
+		// If Slack refuses the blocks anyway: the same buttons, the least text.
+		page.fallback = &rendered{text: page.text, blocks: append([]slackgo.Block{section(escapeLimited("❓ "+q.Text, 300, "…"))},
+			promptButtons(p, chunk, len(pages), 12)...)}
+		pages = append(pages, page)
+	}
+	for i := range pages {
+		pages[i] = fit(pages[i])
+	}
+	return pages
+}
+
+// labelBudget is each of n buttons' share of budget characters, between
+// minLabel and Slack's maxButtonText.
+func labelBudget(budget, n int) int {
+	if n == 0 {
+		return maxButtonText
+	}
+	return min(maxButtonText, max(minLabel, budget/n))
+}
+
+// promptButtons renders the buttons of the options at positions choices,
+// in actions blocks of 25, labels cut to label characters.
+func promptButtons(p channels.GatePrompt, choices []int, page, label int) []slackgo.Block {
+	var buttons []slackgo.BlockElement
+	for _, i := range choices {
+		o := p.Question.Options[i]
+		text := channels.OptionText(o.Label, o.Key)
+		if strings.TrimSpace(text) == "" {
+			text = fmt.Sprintf("Choice %d", i+1)
+		}
+		if label < minLabel { // the least text: the key, or the position
+			text = o.Key
+			if text == "" {
+				text = fmt.Sprintf("Choice %d", i+1)
+			}
+		}
+		buttons = append(buttons, slackgo.NewButtonBlockElement(gateActionPrefix+p.Nonce+"."+strconv.Itoa(i),
+			buttonValue(p, i+1), plain(text, label)))
+	}
+	var blocks []slackgo.Block
+	for start := 0; start < len(buttons); start += maxActionElements {
+		end := min(start+maxActionElements, len(buttons))
+		blockID := fmt.Sprintf("%s%s.b%d.%d", gateActionPrefix, p.Nonce, page, start/maxActionElements)
 		blocks = append(blocks, slackgo.NewActionBlock(blockID, buttons[start:end]...))
 	}
+	return blocks
+}
+
+// buttonValue is a button's value, within Slack's 2,000 characters: the gate
+// id is left out when it would not fit (see gateButton).
+func buttonValue(p channels.GatePrompt, option int) string {
+	value, _ := json.Marshal(gateButton{Run: p.RunID, Gate: p.GateID, Nonce: p.Nonce, Option: option})
+	if len(value) > maxButtonValue {
+		value, _ = json.Marshal(gateButton{Run: p.RunID, Nonce: p.Nonce, Option: option})
+	}
+	return string(value)
+}
+
+// longGateID reports whether p's gate id does not fit in its buttons.
+func longGateID(p channels.GatePrompt) bool {
+	value, _ := json.Marshal(gateButton{Run: p.RunID, Gate: p.GateID, Nonce: p.Nonce, Option: len(p.Question.Options)})
+	return len(value) > maxButtonValue
+}
+
+// promptNotes says how else a gate is answered, when it times out, who
+// may answer and where to look (its links), within maxNoteText.
+func promptNotes(p channels.GatePrompt) string {
+	q := p.Question
 	var notes []string
-	if freeform != "" || (len(buttons) == 0 && channels.AcceptsText(q)) {
+	freeform := ""
+	buttons := 0
+	for _, o := range q.Options {
+		if o.Freeform {
+			freeform = o.Label
+		} else {
+			buttons++
+		}
+	}
+	if freeform != "" || (buttons == 0 && channels.AcceptsText(q)) {
 		hint := "Reply in this thread with text to answer"
 		if freeform != "" {
-			hint += " *" + escapeMrkdwn(freeform) + "*"
+			hint += " *" + escapeLimited(freeform, 200, "…") + "*"
 		}
 		notes = append(notes, hint+".")
 	}
@@ -147,15 +254,12 @@ func renderPrompt(p channels.GatePrompt) rendered {
 		notes = append(notes, "Times out in "+channels.FormatDuration(time.Duration(q.TimeoutSeconds*float64(time.Second)))+".")
 	}
 	if q.Approvers != "" {
-		notes = append(notes, "Approvers: "+renderPrincipals(q.Approvers)+".")
+		notes = append(notes, "Approvers: "+renderPrincipals(q.Approvers, maxNoteText-600)+".")
 	}
 	for _, l := range p.Links {
 		notes = append(notes, renderLink(l))
 	}
-	if len(notes) > 0 {
-		blocks = append(blocks, slackgo.NewContextBlock("", mrkdwn(strings.Join(notes, " "))))
-	}
-	return rendered{text: escapeLimited("❓ "+q.Text, maxMessageText, "…"), blocks: blocks}
+	return strings.Join(notes, " ")
 }
 
 // renderLink shows a link's text, linked when it has a URL Slack can open.
@@ -168,17 +272,31 @@ func renderLink(l channels.Link) string {
 }
 
 // renderPrincipals shows an approvers list with user mentions and group
-// mentions, everything else escaped.
-func renderPrincipals(list string) string {
+// mentions, everything else escaped, in at most limit characters (the
+// list comes from the pipeline's author): "and N more" ends a longer one.
+func renderPrincipals(list string, limit int) string {
 	var out []string
+	var parts []string
 	for p := range strings.SplitSeq(list, ",") {
-		p = strings.TrimSpace(p)
+		if p = strings.TrimSpace(p); p != "" {
+			parts = append(parts, p)
+		}
+	}
+	used := 0
+	for i, p := range parts {
+		var shown string
 		switch {
 		case strings.HasPrefix(p, "group:") && groupIDPattern.MatchString(strings.TrimPrefix(p, "group:")):
-			out = append(out, "<!subteam^"+strings.TrimPrefix(p, "group:")+">")
-		case p != "":
-			out = append(out, mention(p))
+			shown = "<!subteam^" + strings.TrimPrefix(p, "group:") + ">"
+		default:
+			shown = mention(cutRunes(p, 80))
 		}
+		if used+textLen(shown)+2 > limit-20 {
+			out = append(out, fmt.Sprintf("and %d more", len(parts)-i))
+			break
+		}
+		used += textLen(shown) + 2
+		out = append(out, shown)
 	}
 	return strings.Join(out, ", ")
 }
@@ -188,15 +306,15 @@ func renderResolution(r channels.GateResolution) rendered {
 	var outcome string
 	switch r.Outcome {
 	case channels.GateAnswered:
-		what := "*" + escapeMrkdwn(r.Choice) + "*"
+		what := "*" + escapeLimited(r.Choice, 200, "…") + "*"
 		if r.Text != "" {
-			what += ": " + escapeLimited(r.Text, maxSectionText-200, "…")
+			what += ": " + escapeLimited(r.Text, maxSectionText-400, "…")
 		}
 		outcome = fmt.Sprintf("✓ %s chose %s · %s", mention(r.By), what, r.At.UTC().Format("2006-01-02 15:04 UTC"))
 	case channels.GateTimedOut:
-		outcome = "⌛ Timed out. " + escapeMrkdwn(r.Note)
+		outcome = "⌛ Timed out. " + escapeLimited(r.Note, 1000, "…")
 	default:
-		outcome = "⊘ " + escapeMrkdwn(r.Note)
+		outcome = "⊘ " + escapeLimited(r.Note, 1000, "…")
 	}
 	blocks := []slackgo.Block{
 		section(escapeLimited("❓ "+q.Text, maxSectionText, "…")),
@@ -205,16 +323,27 @@ func renderResolution(r channels.GateResolution) rendered {
 	return rendered{text: escapeLimited(channels.ResolutionText(r), maxMessageText, "…"), blocks: blocks}
 }
 
+// renderSettledPage replaces a follow-up page of a settled prompt's
+// buttons.
+func renderSettledPage(r channels.GateResolution) rendered {
+	text := "These choices belong to the prompt above, which is settled."
+	return fit(rendered{text: text, blocks: []slackgo.Block{slackgo.NewContextBlock("", mrkdwn(text))}})
+}
+
 // decodeGateAction reads a gate button click; ok is false for buttons that
-// are not gate buttons or whose action_id and value disagree.
-func decodeGateAction(actionID, value string) (channels.GateAnswer, bool) {
+// are not gate buttons or whose action_id and value disagree. gateOf
+// recalls a gate id left out of the value (see gateButton).
+func decodeGateAction(actionID, value string, gateOf func(nonce string) string) (channels.GateAnswer, bool) {
 	rest, isGate := strings.CutPrefix(actionID, gateActionPrefix)
 	if !isGate {
 		return channels.GateAnswer{}, false
 	}
 	nonce, _, _ := strings.Cut(rest, ".")
 	var b gateButton
-	if err := json.Unmarshal([]byte(value), &b); err != nil || b.Nonce != nonce || b.Run == "" || b.Gate == "" || b.Option < 0 || (b.Option == 0 && b.Choice == "") {
+	if err := json.Unmarshal([]byte(value), &b); err == nil && b.Gate == "" && b.Nonce == nonce {
+		b.Gate = gateOf(nonce)
+	}
+	if b.Nonce != nonce || b.Run == "" || b.Gate == "" || b.Option < 0 || (b.Option == 0 && b.Choice == "") {
 		return channels.GateAnswer{}, false
 	}
 	return channels.GateAnswer{RunID: b.Run, GateID: b.Gate, Nonce: b.Nonce, Option: b.Option, Choice: b.Choice}, true

@@ -19,8 +19,9 @@ import (
 // Run connects over Socket Mode and delivers inbound events until ctx ends.
 // Every envelope is acknowledged as soon as it is read, before any work
 // (Slack wants an ack within 3 s); the work happens on another goroutine,
-// in order. Connections that drop are reopened with backoff; Run returns
-// only when ctx ends or Slack rejects the tokens.
+// in order. Two connections are kept open (see pool), so one always takes
+// what Slack sends while the other is replaced. Run returns only when ctx
+// ends or Slack refuses a token (the error names the setting to fix).
 func (c *Channel) Run(ctx context.Context, deliver func(channels.Inbound)) error {
 	c.mu.Lock()
 	if c.running {
@@ -32,7 +33,8 @@ func (c *Channel) Run(ctx context.Context, deliver func(channels.Inbound)) error
 	defer func() {
 		c.mu.Lock()
 		c.running = false
-		if c.status.State != StateInvalidAuth { // refused tokens stay visible to health checks
+		c.status.Open = 0
+		if s := c.status.State; s != StateInvalidAuth && s != StateMissingScope { // refusals stay visible to health checks
 			c.status.State, c.status.Since = StateDisconnected, time.Now()
 		}
 		c.mu.Unlock()
@@ -41,32 +43,23 @@ func (c *Channel) Run(ctx context.Context, deliver func(channels.Inbound)) error
 	if err := c.identify(ctx); err != nil {
 		return err
 	}
-	smc := socketmode.New(c.api, socketmode.OptionPingInterval(c.cfg.PingTimeout))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	work := newWorkQueue()
 	var wg sync.WaitGroup
 	wg.Go(func() { c.work(ctx, work, deliver) })
-	fatal := make(chan error, 1)
-	wg.Go(func() { fatal <- c.connect(ctx, smc) })
-	defer wg.Wait()
-
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-fatal:
-			cancel()
-			return err
-		case ev := <-smc.Events:
-			c.onSocketEvent(ctx, smc, ev, work)
-		}
-	}
+	err := newPool(c, func(s *socket, req socketmode.Request, raw json.RawMessage) {
+		c.onRequest(s, req, raw, work)
+	}).run(ctx)
+	cancel()
+	wg.Wait()
+	return err
 }
 
 // identify learns the bot's own user id (to ignore its own messages and
-// strip its mention), retrying while Slack is unreachable.
+// strip its mention), retrying while Slack is unreachable, and checks the
+// token's scopes against what the policy's channels need.
 func (c *Channel) identify(ctx context.Context) error {
 	backoff := c.cfg.Send.InitialBackoff
 	for {
@@ -75,118 +68,84 @@ func (c *Channel) identify(ctx context.Context) error {
 			c.mu.Lock()
 			c.botUser = resp.UserID
 			c.mu.Unlock()
+			c.checkScopes(resp.Header.Get("X-OAuth-Scopes"))
 			return nil
 		}
-		wait, retry, _ := retryAfter(err, backoff)
-		if !retry {
+		kind, after := classify(ctx, err)
+		switch {
+		case kind == failCanceled:
+			return nil
+		case !kind.retryable():
 			c.setState(StateInvalidAuth, err)
 			return fmt.Errorf("slack: auth.test with the bot token failed (%w): check slack.bot_token", err)
 		}
 		c.setState(StateConnecting, err)
-		if err := sleep(ctx, c.life, wait); err != nil {
+		if err := sleep(ctx, c.life, max(backoff, after)); err != nil {
 			return nil
 		}
 		backoff = min(backoff*2, c.cfg.Send.MaxBackoff)
 	}
 }
 
-// connect keeps the Socket Mode connection up. slack-go reconnects after a
-// dropped connection or a "disconnect" request by itself; RunContext
-// returns only when it gives up, and then we start it again after a pause,
-// unless the tokens were refused.
-func (c *Channel) connect(ctx context.Context, smc *socketmode.Client) error {
-	backoff := c.cfg.Send.InitialBackoff
-	for {
-		err := smc.RunContext(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if isAuthError(err) {
-			c.setState(StateInvalidAuth, err)
-			return fmt.Errorf("slack: Socket Mode refused the app token (%w): check slack.app_token (xapp-…, connections:write)", err)
-		}
-		c.setState(StateConnecting, err)
-		c.log.Warn("slack: socket mode stopped; reconnecting", "err", err, "wait", backoff)
-		if sleep(ctx, c.life, backoff) != nil {
-			return nil
-		}
-		backoff = min(backoff*2, c.cfg.Send.MaxBackoff)
-	}
-}
-
-func isAuthError(err error) bool {
-	if err == nil {
-		return false
-	}
-	var status slackgo.StatusCodeError
-	if errors.As(err, &status) && status.Code == 404 {
-		return true
-	}
-	switch err.Error() {
-	case "invalid_auth", "not_authed", "account_inactive", "token_revoked", "not_allowed_token_type":
-		return true
-	}
-	return false
-}
-
-// onSocketEvent runs on the socket's reading goroutine: it acks envelopes
-// at once and leaves the work to the worker.
-func (c *Channel) onSocketEvent(ctx context.Context, smc *socketmode.Client, ev socketmode.Event, work *workQueue) {
-	switch ev.Type {
-	case socketmode.EventTypeConnecting:
-		c.setState(StateConnecting, nil)
-	case socketmode.EventTypeConnectionError:
-		var err error
-		if ce, ok := ev.Data.(*slackgo.ConnectionErrorEvent); ok {
-			err = ce.ErrorObj
-		}
-		c.setState(StateConnecting, err)
-	case socketmode.EventTypeInvalidAuth:
-		c.setState(StateInvalidAuth, errors.New("invalid_auth"))
-	case socketmode.EventTypeConnected:
-		c.setState(StateConnected, nil)
-		c.log.Info("slack: connected over socket mode")
-	case socketmode.EventTypeEventsAPI, socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
-		j := job{ev: ev}
-		if ev.Request != nil {
-			j.answered = c.ack(ctx, smc, ev)
-		}
-		work.push(j)
-	case socketmode.EventTypeErrorBadMessage:
+// onRequest runs on a socket's reading goroutine: it acks envelopes at
+// once and leaves the work to the worker.
+func (c *Channel) onRequest(s *socket, req socketmode.Request, raw json.RawMessage, work *workQueue) {
+	ev, err := parseRequest(req)
+	if err != nil {
 		// Unparseable, but still an envelope: ack it so Slack does not
-		// retry it forever.
-		if bad, ok := ev.Data.(*socketmode.ErrorBadMessage); ok {
-			var env struct {
-				EnvelopeID string `json:"envelope_id"`
-			}
-			if json.Unmarshal(bad.Message, &env) == nil && env.EnvelopeID != "" {
-				_ = smc.AckCtx(ctx, env.EnvelopeID, nil)
-			}
-			c.log.Warn("slack: unreadable envelope", "err", bad.Cause)
+		// retry it.
+		if req.EnvelopeID != "" {
+			_ = s.ack(req.EnvelopeID, nil)
 		}
-	case socketmode.EventTypeIncomingError:
-		c.log.Warn("slack: websocket read error", "data", ev.Data)
+		c.log.Warn("slack: unreadable envelope", "type", req.Type, "err", err, "bytes", len(raw))
+		return
 	}
+	j := job{ev: ev}
+	j.answered = c.ack(s, ev)
+	j.chat, j.ts = slackTime(ev)
+	work.push(j)
 }
 
-// ack acknowledges an envelope. A slash command whose answer needs no I/O
-// (help, a parse error, a channel outside the policy) is answered in the
-// ack itself: that reaches the user even in a channel the bot was never
-// invited to, where chat.postEphemeral fails with not_in_channel. It
-// reports whether the ack carried the answer.
-func (c *Channel) ack(ctx context.Context, smc *socketmode.Client, ev socketmode.Event) (answered bool) {
+// parseRequest reads an envelope's payload into slack-go's types, as its
+// socketmode client does.
+func parseRequest(req socketmode.Request) (socketmode.Event, error) {
+	ev := socketmode.Event{Type: socketmode.EventType(req.Type), Request: &req}
+	var err error
+	switch req.Type {
+	case socketmode.RequestTypeEventsAPI:
+		ev.Data, err = slackevents.ParseEvent(req.Payload, slackevents.OptionNoVerifyToken())
+	case socketmode.RequestTypeSlashCommands:
+		var cmd slackgo.SlashCommand
+		err = json.Unmarshal(req.Payload, &cmd)
+		ev.Data = cmd
+	case socketmode.RequestTypeInteractive:
+		var cb slackgo.InteractionCallback
+		err = json.Unmarshal(req.Payload, &cb)
+		ev.Data = cb
+	default:
+		err = fmt.Errorf("unknown socket mode message type %q", req.Type)
+	}
+	return ev, err
+}
+
+// ack acknowledges an envelope on the socket that carried it. A slash
+// command whose answer needs no I/O (help, a parse error, a channel outside
+// the policy) is answered in the ack itself: that reaches the user even in
+// a channel the bot was never invited to, where chat.postEphemeral fails
+// with not_in_channel. It reports whether the ack carried the answer.
+func (c *Channel) ack(s *socket, ev socketmode.Event) (answered bool) {
 	id := ev.Request.EnvelopeID
 	if cmd, ok := ev.Data.(slackgo.SlashCommand); ok {
 		if reply, _, done := c.slashReply(cmd); done {
 			// An oversized payload is refused before sending; then a plain
 			// ack goes out and the worker answers with chat.postEphemeral.
-			if err := smc.AckCtx(ctx, id, commandResponse(reply)); err == nil {
+			if err := s.ack(id, commandResponse(reply)); err == nil {
 				return true
 			}
 		}
 	}
-	if err := smc.AckCtx(ctx, id, nil); err != nil {
-		c.log.Warn("slack: ack", "envelope", id, "err", err)
+	if err := s.ack(id, nil); err != nil {
+		c.log.Warn("slack: ack", "envelope", id, "socket", s.id, "err", err)
 	}
 	return false
 }
@@ -202,6 +161,10 @@ func commandResponse(text string) map[string]any {
 type job struct {
 	ev       socketmode.Event
 	answered bool
+	// chat and ts are where and when (Slack's clock) the person acted, for
+	// a message or a click; "" for a slash command.
+	chat, ts string
+	arrived  time.Time
 }
 
 // work handles acknowledged envelopes one by one, in arrival order.
@@ -313,7 +276,7 @@ func (c *Channel) fromInteraction(cb slackgo.InteractionCallback, envID string) 
 		return channels.Inbound{}, false
 	}
 	for _, a := range cb.ActionCallback.BlockActions {
-		answer, ok := decodeGateAction(a.ActionID, a.Value)
+		answer, ok := decodeGateAction(a.ActionID, a.Value, c.gateOf)
 		if !ok {
 			c.log.Info("slack: ignored a click on a button that is not a gate button", "action_id", a.ActionID, "user", cb.User.ID)
 			continue
@@ -370,42 +333,4 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
-}
-
-// workQueue is an unbounded FIFO between the socket reader (which must
-// never wait, or acks would be late) and the worker.
-type workQueue struct {
-	mu    sync.Mutex
-	items []job
-	wake  chan struct{}
-}
-
-func newWorkQueue() *workQueue { return &workQueue{wake: make(chan struct{}, 1)} }
-
-func (q *workQueue) push(j job) {
-	q.mu.Lock()
-	q.items = append(q.items, j)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (q *workQueue) pop(ctx context.Context) (job, bool) {
-	for {
-		q.mu.Lock()
-		if len(q.items) > 0 {
-			j := q.items[0]
-			q.items = q.items[1:]
-			q.mu.Unlock()
-			return j, true
-		}
-		q.mu.Unlock()
-		select {
-		case <-q.wake:
-		case <-ctx.Done():
-			return job{}, false
-		}
-	}
 }

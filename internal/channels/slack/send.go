@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/url"
-	"slices"
 	"sync"
 	"time"
 
@@ -21,10 +18,31 @@ type SendConfig struct {
 	PerSecond float64
 	// Burst is how many calls may go at once after a quiet spell; default 4.
 	Burst int
+	// MethodRates caps each Web API method's calls per minute across the
+	// workspace, as Slack's rate-limit tiers count them. A method missing
+	// here takes DefaultMethodRates'.
+	MethodRates map[string]float64
 	// InitialBackoff and MaxBackoff bound the waits between retries of a
 	// call that failed transiently (5xx, network); defaults 250ms and 30s.
 	InitialBackoff time.Duration
 	MaxBackoff     time.Duration
+	// CallTimeout bounds one Web API call (default 30s). A post that times
+	// out may still have landed: it is looked for before it is sent again.
+	CallTimeout time.Duration
+}
+
+// DefaultMethodRates are Slack's documented rate limits (calls per minute
+// per workspace) for the methods nanohost calls: chat.update and the
+// conversations reads are Tier 3, chat.postEphemeral and users.info Tier
+// 4, usergroups.users.list Tier 2, chat.postMessage "several hundred".
+var DefaultMethodRates = map[string]float64{
+	"chat.postMessage":      300,
+	"chat.update":           50,
+	"chat.postEphemeral":    100,
+	"conversations.replies": 50,
+	"conversations.history": 50,
+	"users.info":            100,
+	"usergroups.users.list": 20,
 }
 
 func (c SendConfig) withDefaults() SendConfig {
@@ -40,6 +58,17 @@ func (c SendConfig) withDefaults() SendConfig {
 	if c.MaxBackoff <= 0 {
 		c.MaxBackoff = 30 * time.Second
 	}
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = 30 * time.Second
+	}
+	rates := make(map[string]float64, len(DefaultMethodRates))
+	for method, perMinute := range DefaultMethodRates {
+		rates[method] = perMinute
+	}
+	for method, perMinute := range c.MethodRates {
+		rates[method] = perMinute
+	}
+	c.MethodRates = rates
 	return c
 }
 
@@ -51,6 +80,17 @@ const (
 	opEphemeral
 )
 
+// method is the Web API method an op calls.
+func (k opKind) method() string {
+	switch k {
+	case opUpdate:
+		return "chat.update"
+	case opEphemeral:
+		return "chat.postEphemeral"
+	}
+	return "chat.postMessage"
+}
+
 // op is one queued Web API call.
 type op struct {
 	kind   opKind
@@ -60,6 +100,10 @@ type op struct {
 	ts     string // opUpdate
 	user   string // opEphemeral
 	msg    rendered
+	// label is a post's metadata: its key finds it again (see landed).
+	label map[string]any
+	// since is when the first attempt went out.
+	since time.Time
 	// waiters get the result; coalesced updates share one call.
 	waiters []chan opResult
 }
@@ -74,7 +118,7 @@ type opResult struct {
 // has no bound so callers never block on it; queued edits of the same
 // message coalesce into one call instead of being dropped.
 type outbox struct {
-	api  *slackgo.Client
+	c    *Channel
 	chat string
 	cfg  SendConfig
 	log  *slog.Logger
@@ -84,12 +128,12 @@ type outbox struct {
 	queue []*op
 	wake  chan struct{}
 
-	pace pacer
+	pace *limiter
 }
 
-func newOutbox(life context.Context, api *slackgo.Client, chat string, cfg SendConfig, log *slog.Logger) *outbox {
-	o := &outbox{api: api, chat: chat, cfg: cfg, log: log.With("chat", chat), life: life,
-		wake: make(chan struct{}, 1), pace: newPacer(cfg.PerSecond, cfg.Burst)}
+func newOutbox(c *Channel, chat string) *outbox {
+	o := &outbox{c: c, chat: chat, cfg: c.cfg.Send, log: c.log.With("chat", chat), life: c.life,
+		wake: make(chan struct{}, 1), pace: newLimiter(c.cfg.Send.PerSecond, c.cfg.Send.Burst)}
 	go o.run()
 	return o
 }
@@ -165,97 +209,115 @@ func (o *outbox) run() {
 }
 
 // send makes the call, waiting out rate limits and retrying transient
-// failures until it succeeds, fails for good, or its caller gives up.
+// failures until it succeeds, fails for good, or its caller gives up. A
+// post whose fate a failure left unknown (a 5xx, a timeout, fatal_error:
+// Slack may have stored it) is looked for in the conversation before it is
+// sent again, and adopted if it is there: nothing is posted twice.
 func (o *outbox) send(call *op) (string, error) {
 	backoff := o.cfg.InitialBackoff
+	key := labelKey(call.label)
 	for attempt := 1; ; attempt++ {
-		if err := o.pace.wait(call.ctx, o.life); err != nil {
+		if call.kind == opPost && o.c.unsure.has(key) {
+			ts, err := o.landed(call)
+			switch {
+			case err == nil && ts != "":
+				o.c.unsure.remove(key)
+				o.log.Info("slack: a post whose answer was lost had landed; not posting it again", "key", key, "ts", ts)
+				return ts, nil
+			case err == nil:
+				o.c.unsure.remove(key) // not there: post it
+			default:
+				kind, _ := classify(call.ctx, err)
+				if kind == failCanceled {
+					return "", err
+				}
+				if kind.retryable() {
+					o.log.Warn("slack: could not check whether a post landed; asking again before posting", "key", key, "err", err, "wait", backoff)
+					if err := sleep(call.ctx, o.life, backoff); err != nil {
+						return "", err
+					}
+					backoff = min(backoff*2, o.cfg.MaxBackoff)
+					continue
+				}
+				// Slack will not say (no history scope, say): a message
+				// lost for good is worse than one shown twice.
+				o.c.unsure.remove(key)
+				o.log.Warn("slack: cannot check whether a post landed; posting it again, it may show twice", "key", key, "err", err)
+			}
+		}
+		if err := o.waitTurn(call.ctx, call.kind.method()); err != nil {
 			return "", err
+		}
+		if call.since.IsZero() {
+			call.since = time.Now()
 		}
 		ts, err := o.call(call)
 		if err == nil {
 			return ts, nil
 		}
-		wait, retry, limited := retryAfter(err, backoff)
-		if !retry {
-			if fallback, ok := plainFallback(call, err); ok {
-				o.log.Warn("slack: blocks rejected; sending the text alone", "err", err)
+		kind, after := classify(call.ctx, err)
+		wait := backoff
+		switch kind {
+		case failRateLimited:
+			wait = max(after, backoff, time.Second)
+		case failAmbiguous:
+			if call.kind == opPost {
+				o.c.unsure.add(key)
+			}
+		case failUnavailable:
+		case failScope:
+			return "", scopeError(call.kind.method(), err)
+		default:
+			if fallback, ok := blocksFallback(call, err); ok {
+				o.log.Warn("slack: blocks refused; sending the simplest form of the message", "err", err, "keeps_buttons", len(fallback.msg.blocks) > 0)
 				call = fallback
 				continue
 			}
 			return "", err
 		}
-		o.log.Warn("slack: call failed; retrying", "kind", call.kind, "attempt", attempt, "wait", wait, "err", err)
+		o.log.Warn("slack: call failed; retrying", "method", call.kind.method(), "attempt", attempt, "wait", wait, "err", err)
 		if err := sleep(call.ctx, o.life, wait); err != nil {
 			return "", err
 		}
-		if !limited {
+		if after == 0 {
 			backoff = min(backoff*2, o.cfg.MaxBackoff)
 		}
 	}
 }
 
+// waitTurn waits until the conversation's pace and the method's
+// workspace-wide rate allow one more call.
+func (o *outbox) waitTurn(ctx context.Context, method string) error {
+	if err := o.pace.wait(ctx, o.life); err != nil {
+		return err
+	}
+	return o.c.rates.wait(ctx, o.life, method)
+}
+
 func (o *outbox) call(call *op) (string, error) {
+	ctx, cancel := context.WithTimeout(call.ctx, o.cfg.CallTimeout)
+	defer cancel()
 	opts := []slackgo.MsgOption{slackgo.MsgOptionText(call.msg.text, false)}
 	if len(call.msg.blocks) > 0 {
 		opts = append(opts, slackgo.MsgOptionBlocks(call.msg.blocks...))
 	}
 	switch call.kind {
 	case opUpdate:
-		_, _, _, err := o.api.UpdateMessageContext(call.ctx, call.chat, call.ts, opts...)
+		_, _, _, err := o.c.api.UpdateMessageContext(ctx, call.chat, call.ts, opts...)
 		return call.ts, err
 	case opEphemeral:
 		if call.thread != "" {
 			opts = append(opts, slackgo.MsgOptionTS(call.thread))
 		}
-		return o.api.PostEphemeralContext(call.ctx, call.chat, call.user, opts...)
+		return o.c.api.PostEphemeralContext(ctx, call.chat, call.user, opts...)
 	}
-	opts = append(opts, slackgo.MsgOptionDisableLinkUnfurl(), slackgo.MsgOptionDisableMediaUnfurl())
+	opts = append(opts, slackgo.MsgOptionDisableLinkUnfurl(), slackgo.MsgOptionDisableMediaUnfurl(),
+		slackgo.MsgOptionMetadata(slackgo.SlackMetadata{EventType: metadataEventType, EventPayload: call.label}))
 	if call.thread != "" {
 		opts = append(opts, slackgo.MsgOptionTS(call.thread))
 	}
-	_, ts, err := o.api.PostMessageContext(call.ctx, call.chat, opts...)
+	_, ts, err := o.c.api.PostMessageContext(ctx, call.chat, opts...)
 	return ts, err
-}
-
-// retryAfter says whether err is worth retrying and after how long: a 429
-// for its Retry-After (limited), a transient failure for the backoff.
-func retryAfter(err error, backoff time.Duration) (wait time.Duration, retry, limited bool) {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return 0, false, false
-	}
-	var rl *slackgo.RateLimitedError
-	if errors.As(err, &rl) {
-		return max(rl.RetryAfter, time.Second), true, true
-	}
-	var status slackgo.StatusCodeError
-	if errors.As(err, &status) {
-		return backoff, status.Code >= 500 || status.Code == 408, false
-	}
-	var slackErr slackgo.SlackErrorResponse
-	if errors.As(err, &slackErr) {
-		return backoff, slices.Contains(transientSlackErrors, slackErr.Err), false
-	}
-	var netErr net.Error
-	var urlErr *url.Error
-	return backoff, errors.As(err, &netErr) || errors.As(err, &urlErr), false
-}
-
-// transientSlackErrors are ok:false answers that mean "try again later".
-var transientSlackErrors = []string{"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}
-
-// plainFallback retries a message Slack refused because of its blocks
-// (invalid, or too much text in them together) as plain text, so a
-// rendering bug costs formatting, not the message.
-func plainFallback(call *op, err error) (*op, bool) {
-	var slackErr slackgo.SlackErrorResponse
-	refused := errors.As(err, &slackErr) && (slackErr.Err == "invalid_blocks" || slackErr.Err == "msg_blocks_too_long")
-	if !refused || len(call.msg.blocks) == 0 {
-		return nil, false
-	}
-	fallback := *call
-	fallback.msg = rendered{text: call.msg.text}
-	return &fallback, true
 }
 
 func sleep(ctx, life context.Context, d time.Duration) error {
@@ -271,32 +333,17 @@ func sleep(ctx, life context.Context, d time.Duration) error {
 	}
 }
 
-// pacer is a token bucket: Burst calls at once, then PerSecond.
-type pacer struct {
-	rate   float64
-	burst  float64
-	tokens float64
-	last   time.Time
-}
-
-func newPacer(perSecond float64, burst int) pacer {
-	return pacer{rate: perSecond, burst: float64(burst), tokens: float64(burst), last: time.Now()}
-}
-
-// wait takes a token, sleeping until one is available. Only the outbox's
-// goroutine calls it.
-func (p *pacer) wait(ctx, life context.Context) error {
-	for {
-		now := time.Now()
-		p.tokens = min(p.burst, p.tokens+now.Sub(p.last).Seconds()*p.rate)
-		p.last = now
-		if p.tokens >= 1 {
-			p.tokens--
-			return nil
-		}
-		need := time.Duration((1 - p.tokens) / p.rate * float64(time.Second))
-		if err := sleep(ctx, life, need); err != nil {
-			return err
-		}
+// blocksFallback is the call again in its simplest form (see
+// rendered.fallback) when Slack refused its blocks: a rendering bug, or a
+// limit Slack does not document, costs formatting, never the message nor a
+// prompt's buttons.
+func blocksFallback(call *op, err error) (*op, bool) {
+	var slackErr slackgo.SlackErrorResponse
+	refused := errors.As(err, &slackErr) && (slackErr.Err == "invalid_blocks" || slackErr.Err == "msg_blocks_too_long")
+	if !refused || call.msg.fallback == nil {
+		return nil, false
 	}
+	fallback := *call
+	fallback.msg = *call.msg.fallback
+	return &fallback, true
 }

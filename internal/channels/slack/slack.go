@@ -7,11 +7,16 @@ package slack
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	slackgo "github.com/slack-go/slack"
@@ -55,6 +60,15 @@ type Channel struct {
 
 	seen  *lru
 	names *nameCache
+	// rates paces each Web API method across the workspace.
+	rates *methodRates
+	// unsure holds the keys of posts whose answer was lost: they may have
+	// landed, and are looked for before they are sent again.
+	unsure *lru
+	// instance and posts make keys for posts that report nothing of a run.
+	instance string
+	posts    atomic.Int64
+	prompts  promptMemory
 }
 
 var _ channels.Channel = (*Channel)(nil)
@@ -87,30 +101,61 @@ func New(cfg Config) (*Channel, error) {
 		cfg.PingTimeout = 30 * time.Second
 	}
 	cfg.Send = cfg.Send.withDefaults()
-	opts := []slackgo.Option{slackgo.OptionAppLevelToken(cfg.AppToken)}
+	httpClient := &http.Client{Timeout: cfg.Send.CallTimeout}
+	opts := []slackgo.Option{slackgo.OptionAppLevelToken(cfg.AppToken), slackgo.OptionHTTPClient(httpClient)}
 	if cfg.APIURL != "" {
 		opts = append(opts, slackgo.OptionAPIURL(cfg.APIURL))
 	}
 	api := slackgo.New(cfg.BotToken, opts...)
+	// Lookups (who is in a user group, a user's name) change nothing, so
+	// slack-go's own retries can take care of rate limits, 5xx and
+	// dropped connections; posts are retried by the outbox, which must
+	// first find out whether a failed one landed.
+	reads := slackgo.New(cfg.BotToken, append(opts, slackgo.OptionRetryConfig(readRetries(cfg.Send)))...)
 	log := cfg.Logger.With("channel", "slack")
 	life, cancel := context.WithCancel(context.Background())
 	c := &Channel{
 		cfg: cfg, api: api, log: log, life: life, close: cancel,
-		outbox: make(map[string]*outbox),
-		status: Status{State: StateDisconnected, Since: time.Now()},
-		seen:   newLRU(4096),
+		outbox:   make(map[string]*outbox),
+		status:   Status{State: StateDisconnected, Since: time.Now()},
+		seen:     newLRU(4096),
+		rates:    newMethodRates(cfg.Send.MethodRates),
+		unsure:   newLRU(4096),
+		instance: newInstanceID(),
 	}
 	c.auth = newAuthorizer(cfg.Policy, func(ctx context.Context, group string) ([]string, error) {
-		return api.GetUserGroupMembersContext(ctx, group)
+		if err := c.rates.wait(ctx, life, "usergroups.users.list"); err != nil {
+			return nil, err
+		}
+		return reads.GetUserGroupMembersContext(ctx, group)
 	}, log)
 	c.names = newNameCache(func(ctx context.Context, user string) (string, error) {
-		u, err := api.GetUserInfoContext(ctx, user)
+		if err := c.rates.wait(ctx, life, "users.info"); err != nil {
+			return "", err
+		}
+		u, err := reads.GetUserInfoContext(ctx, user)
 		if err != nil {
 			return "", err
 		}
 		return displayName(u), nil
 	})
 	return c, nil
+}
+
+// readRetries is slack-go's retry policy for lookups: 429s (Retry-After,
+// or a second when Slack leaves it out), 5xx and connection errors.
+func readRetries(send SendConfig) slackgo.RetryConfig {
+	cfg := slackgo.RetryConfig{MaxRetries: 3, RetryAfterDuration: time.Second,
+		BackoffInitial: send.InitialBackoff, BackoffMax: send.MaxBackoff}
+	cfg.Handlers = append(slackgo.AllBuiltinRetryHandlers(cfg), slackgo.NewServerErrorRetryHandler(cfg))
+	return cfg
+}
+
+// newInstanceID names this process's posts (see postLabel).
+func newInstanceID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Close stops delivery; queued calls fail with an error.
@@ -127,7 +172,14 @@ func (c *Channel) Post(ctx context.Context, chat, thread string, m channels.Mess
 	if err := c.checkChat(chat); err != nil {
 		return "", err
 	}
-	ts, err := c.outboxFor(chat).do(ctx, &op{kind: opPost, chat: chat, thread: thread, msg: render(m)})
+	if m.Gate != nil {
+		ts, err := c.postPrompt(ctx, chat, thread, m)
+		if err != nil {
+			return "", fmt.Errorf("slack: post gate prompt in %s: %w", chat, err)
+		}
+		return ts, nil
+	}
+	ts, err := c.outboxFor(chat).do(ctx, &op{kind: opPost, chat: chat, thread: thread, msg: render(m), label: c.postLabel(m)})
 	if err != nil {
 		return "", fmt.Errorf("slack: post in %s: %w", chat, err)
 	}
@@ -141,6 +193,9 @@ func (c *Channel) Update(ctx context.Context, chat, msgID string, m channels.Mes
 	}
 	if _, err := c.outboxFor(chat).do(ctx, &op{kind: opUpdate, chat: chat, ts: msgID, msg: render(m)}); err != nil {
 		return fmt.Errorf("slack: edit %s in %s: %w", msgID, chat, err)
+	}
+	if m.Resolved != nil {
+		c.settleFollowUps(ctx, chat, msgID, *m.Resolved)
 	}
 	return nil
 }
@@ -189,7 +244,7 @@ func (c *Channel) outboxFor(chat string) *outbox {
 	defer c.mu.Unlock()
 	o, ok := c.outbox[chat]
 	if !ok {
-		o = newOutbox(c.life, c.api, chat, c.cfg.Send, c.log)
+		o = newOutbox(c, chat)
 		c.outbox[chat] = o
 	}
 	return o
@@ -204,6 +259,14 @@ const (
 	StateConnected    ConnState = "connected"
 	// StateInvalidAuth means Slack refused the tokens; Run has returned.
 	StateInvalidAuth ConnState = "invalid_auth"
+	// StateMissingScope means a token lacks a scope nanohost needs: the app
+	// token connections:write (Run has returned), or the bot token a scope
+	// the policy's channels need (Status.MissingScopes; Run goes on, but
+	// some things cannot work until the app is reinstalled).
+	StateMissingScope ConnState = "missing_scope"
+	// StateLinkDisabled means Socket Mode is turned off in the app's
+	// settings; Run keeps trying.
+	StateLinkDisabled ConnState = "link_disabled"
 )
 
 // Status is the connection's health, for health checks.
@@ -212,19 +275,33 @@ type Status struct {
 	Since time.Time
 	// LastError is the last connection error, "" if none since connecting.
 	LastError string
-	// Connections counts the websocket connections opened so far.
+	// Connections counts the websocket connections Slack said hello on so far.
 	Connections int
+	// Open is how many websocket connections are up now.
+	Open int
+	// MissingScopes are the bot token's missing scopes seen so far, each
+	// with what it is needed for.
+	MissingScopes map[string]string
 }
 
 // State returns the connection's health.
 func (c *Channel) State() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.status
+	s := c.status
+	s.MissingScopes = maps.Clone(c.status.MissingScopes)
+	return s
 }
 
-// ConnState implements channels.ConnStater.
-func (c *Channel) ConnState() string { return string(c.State().State) }
+// ConnState implements channels.ConnStater: the socket's state, or
+// missing_scope while connected with a bot token that lacks a scope.
+func (c *Channel) ConnState() string {
+	s := c.State()
+	if s.State == StateConnected && len(s.MissingScopes) > 0 {
+		return string(StateMissingScope)
+	}
+	return string(s.State)
+}
 
 func (c *Channel) setState(s ConnState, err error) {
 	c.mu.Lock()
@@ -233,12 +310,46 @@ func (c *Channel) setState(s ConnState, err error) {
 		c.status.State, c.status.Since = s, time.Now()
 	}
 	if s == StateConnected {
-		c.status.Connections++
 		c.status.LastError = ""
 	}
 	if err != nil {
 		c.status.LastError = err.Error()
 	}
+}
+
+// socketUp counts a connection Slack said hello on.
+func (c *Channel) socketUp() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.status.Connections++
+}
+
+func (c *Channel) setSockets(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.status.Open = n
+}
+
+// scopeMissing records (and logs, once) that the bot token lacks scope,
+// needed for what.
+func (c *Channel) scopeMissing(scope, what string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.status.MissingScopes == nil {
+		c.status.MissingScopes = make(map[string]string)
+	}
+	if _, known := c.status.MissingScopes[scope]; !known {
+		c.log.Error("slack: the bot token lacks a scope: add it under OAuth & Permissions (docs/slack-app-manifest.yaml lists every scope and event nanohost uses) and reinstall the app",
+			"scope", scope, "needed_for", what)
+	}
+	c.status.MissingScopes[scope] = what
+}
+
+// scopeFound forgets a missing scope once a call needing it worked.
+func (c *Channel) scopeFound(scope string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.status.MissingScopes, scope)
 }
 
 // ErrAlreadyRunning is returned by a second concurrent Run.

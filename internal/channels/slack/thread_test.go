@@ -229,6 +229,7 @@ func TestReporterContinuesTheSameThreadAfterARestart(t *testing.T) {
 }
 
 func TestRateLimitsOutagesAndADisconnectLoseNothing(t *testing.T) {
+	t.Parallel() // waits on timers, not the CPU
 	h := newHarness(t)
 	// The root post meets three 429s (Retry-After: 1 s) and then two 503s.
 	h.fake.RateLimit("chat.postMessage", 3, 1)

@@ -85,3 +85,21 @@ func (l *lru) add(key string) bool {
 	}
 	return true
 }
+
+// has reports whether key is in the set.
+func (l *lru) has(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.keys[key]
+	return ok
+}
+
+// remove takes key out of the set.
+func (l *lru) remove(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.keys[key]; ok {
+		l.order.Remove(e)
+		delete(l.keys, key)
+	}
+}
