@@ -295,7 +295,7 @@ func (h *Host) runChannel(ctx context.Context, ch channels.Channel) {
 			h.log.Info("channel ended", "channel", ch.Name())
 			break
 		}
-		h.setChannelState(ch.Name(), "disconnected")
+		h.setChannelState(ch.Name(), connState(ch, false))
 		h.log.Warn("channel stopped; reconnecting", "channel", ch.Name(), "err", err, "in", backoff)
 		select {
 		case <-time.After(backoff):
@@ -337,25 +337,34 @@ func (h *Host) channelStates() map[string]string {
 // watchConnection follows a self-reconnecting channel's connection while
 // its Run is going.
 func (h *Host) watchConnection(ctx context.Context, ch channels.Channel) {
-	cr, ok := ch.(ConnectionReporter)
-	if !ok {
+	cr, reports := ch.(ConnectionReporter)
+	if _, states := ch.(channels.ConnStater); !reports && !states {
 		h.setChannelState(ch.Name(), "connected")
 		return
 	}
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		state := "disconnected"
-		if cr.Connected() {
-			state = "connected"
-		}
-		h.setChannelState(ch.Name(), state)
+		h.setChannelState(ch.Name(), connState(ch, reports && cr.Connected()))
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
 	}
+}
+
+// connState is a channel's state for /healthz: what it says itself
+// (channels.ConnStater: connecting, invalid_auth, missing_scope,
+// link_disabled…), else connected or disconnected.
+func connState(ch channels.Channel, connected bool) string {
+	if cs, ok := ch.(channels.ConnStater); ok {
+		return cs.ConnState()
+	}
+	if connected {
+		return "connected"
+	}
+	return "disconnected"
 }
 
 func (h *Host) hasChannel(name string) bool {
