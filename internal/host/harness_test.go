@@ -128,7 +128,8 @@ func launch(t *testing.T, s hostSetup) *testHost {
 		ch, err := slack.New(slack.Config{
 			BotToken: cfg.Slack.BotToken.Reveal(), AppToken: cfg.Slack.AppToken.Reveal(), APIURL: cfg.Slack.APIURL,
 			Policy: slack.Policy{Channels: p.Channels, Starters: p.Starters, Approvers: p.Approvers, PreventSelfApproval: p.PreventSelfApproval},
-			Send:   slack.SendConfig{PerSecond: 100, Burst: 50, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond},
+			Send: slack.SendConfig{PerSecond: 100, Burst: 50, MethodRates: slack.ScaledMethodRates(100),
+				InitialBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond},
 			Logger: quiet,
 		})
 		if err != nil {

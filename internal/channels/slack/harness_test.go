@@ -76,11 +76,7 @@ func mayLose() harnessOption { return func(s *harnessSetup) { s.mayLose = true }
 // fastSend is a quick pace: most tests are about order and retries, not
 // Slack's rate limits.
 func fastSend() slack.SendConfig {
-	rates := make(map[string]float64)
-	for method := range slack.DefaultMethodRates {
-		rates[method] = 600_000
-	}
-	return slack.SendConfig{PerSecond: 1000, Burst: 100, MethodRates: rates,
+	return slack.SendConfig{PerSecond: 1000, Burst: 100, MethodRates: slack.ScaledMethodRates(1000),
 		InitialBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 }
 

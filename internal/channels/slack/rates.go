@@ -31,6 +31,9 @@ func (l *limiter) wait(ctx, life context.Context) error {
 	return nil
 }
 
+// ready reports whether a token is available now.
+func (l *limiter) ready() bool { return l.l.Tokens() >= 1 }
+
 // methodRates holds one limiter per Web API method across the whole
 // workspace (Slack counts each method's calls per workspace, by tier), on
 // top of the per-conversation pace of the outboxes.
@@ -49,7 +52,21 @@ func newMethodRates(perMinute map[string]float64) *methodRates {
 // rates ≤ 0) are not limited. A limiter lets a sixth of a minute's calls
 // go at once, then paces them evenly.
 func (m *methodRates) wait(ctx, life context.Context, method string) error {
+	if l := m.limiter(method); l != nil {
+		return l.wait(ctx, life)
+	}
+	return nil
+}
+
+// ready reports whether a call of method could go now.
+func (m *methodRates) ready(method string) bool {
+	l := m.limiter(method)
+	return l == nil || l.ready()
+}
+
+func (m *methodRates) limiter(method string) *limiter {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	l, ok := m.limiters[method]
 	if !ok {
 		if perMinute := m.perMinute[method]; perMinute > 0 {
@@ -57,9 +74,5 @@ func (m *methodRates) wait(ctx, life context.Context, method string) error {
 		}
 		m.limiters[method] = l
 	}
-	m.mu.Unlock()
-	if l == nil {
-		return nil
-	}
-	return l.wait(ctx, life)
+	return l
 }

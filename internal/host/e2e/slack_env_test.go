@@ -70,7 +70,8 @@ func newSlackChannel(t *testing.T, cfg *config.Config, log *slog.Logger) *slack.
 	ch, err := slack.New(slack.Config{
 		BotToken: cfg.Slack.BotToken.Reveal(), AppToken: cfg.Slack.AppToken.Reveal(), APIURL: cfg.Slack.APIURL,
 		Policy: slack.Policy{Channels: p.Channels, Starters: p.Starters, Approvers: p.Approvers, PreventSelfApproval: p.PreventSelfApproval},
-		Send:   slack.SendConfig{PerSecond: 50, Burst: 20, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 300 * time.Millisecond},
+		Send: slack.SendConfig{PerSecond: 50, Burst: 20, MethodRates: slack.ScaledMethodRates(50),
+			InitialBackoff: 20 * time.Millisecond, MaxBackoff: 300 * time.Millisecond},
 		Logger: log.With("component", "slack"),
 	})
 	if err != nil {
