@@ -2,7 +2,9 @@ package slack
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -110,5 +112,47 @@ func BenchmarkRenderLongAgentText(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		render(m)
+	}
+}
+
+// BenchmarkRenderHugeGatePrompt measures rendering a gate at every limit:
+// 520 choices with long labels over three messages, a long question, node
+// id and approvers list, all held to Block Kit's limits.
+func BenchmarkRenderHugeGatePrompt(b *testing.B) {
+	p := channels.GatePrompt{RunID: "run-1", GateID: strings.Repeat("deploy<&>", 400), Nonce: "abc123"}
+	p.Question.Text = strings.Repeat("Ship it to <everyone> & everything? ", 200)
+	p.Question.Approvers = strings.Repeat("U0PEOPLE001,", 300)
+	for i := range 520 {
+		p.Question.Options = append(p.Question.Options, engine.Option{Key: strconv.Itoa(i),
+			Label: fmt.Sprintf("[%d] region %d %s", i, i, strings.Repeat("with a long explanation ", 20))})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		renderPromptPages(p)
+	}
+}
+
+// A button's value carries the gate id while it fits Slack's 2,000
+// characters, and leaves it out (the channel remembers it) past that.
+func TestButtonValueAtTheLimit(t *testing.T) {
+	p := channels.GatePrompt{RunID: "run-1", Nonce: "abc123"}
+	p.Question.Options = []engine.Option{{Key: "A", Label: "Approve"}}
+	base := len(buttonValue(p, 1, true))
+	p.GateID = strings.Repeat("g", maxButtonValue-base-len(`,"g":""`))
+	if v := buttonValue(p, 1, !longGateID(p)); len(v) != maxButtonValue || !strings.Contains(v, p.GateID) {
+		t.Errorf("at the limit: value of %d characters, gate id kept %v", len(v), strings.Contains(v, p.GateID))
+	}
+	p.GateID += "g"
+	if v := buttonValue(p, 1, !longGateID(p)); len(v) > maxButtonValue || strings.Contains(v, `"g"`) || !longGateID(p) {
+		t.Errorf("past the limit: value of %d characters %q", len(v), v[:min(len(v), 80)])
+	}
+	answer, ok := decodeGateAction(gateActionPrefix+"abc123.0", buttonValue(p, 1, false), func(nonce string) string {
+		if nonce == "abc123" {
+			return p.GateID
+		}
+		return ""
+	})
+	if !ok || answer.GateID != p.GateID || answer.Option != 1 {
+		t.Errorf("decoded %+v, %v; want the remembered gate id", answer.RunID, ok)
 	}
 }

@@ -25,6 +25,10 @@ const drainTime = time.Second
 // helloTimeout bounds the wait for Slack's hello on a new connection.
 const helloTimeout = 15 * time.Second
 
+// scopeRecheck is how often a missing scope is looked for again, so that
+// reinstalling the app clears the health state without a restart.
+const scopeRecheck = 5 * time.Minute
+
 // pool keeps the Socket Mode connections open. slack-go's socketmode
 // client closes its one connection before it opens the next on every
 // refresh Slack asks for (every few hours) and reports "connected" before
@@ -70,6 +74,8 @@ func (p *pool) run(ctx context.Context) error {
 	defer p.closeAll()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	scopes := time.NewTicker(scopeRecheck)
+	defer scopes.Stop()
 	for {
 		p.openIfNeeded(ctx)
 		p.publish()
@@ -77,6 +83,8 @@ func (p *pool) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-scopes.C:
+			go p.c.recheckScopes(ctx)
 		case <-timer.C:
 		case ev := <-p.events:
 			if err := p.on(ctx, ev); err != nil {

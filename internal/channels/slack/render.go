@@ -188,6 +188,7 @@ func labelBudget(budget, n int) int {
 // promptButtons renders the buttons of the options at positions choices,
 // in actions blocks of 25, labels cut to label characters.
 func promptButtons(p channels.GatePrompt, choices []int, page, label int) []slackgo.Block {
+	keepGate := !longGateID(p)
 	var buttons []slackgo.BlockElement
 	for _, i := range choices {
 		o := p.Question.Options[i]
@@ -202,7 +203,7 @@ func promptButtons(p channels.GatePrompt, choices []int, page, label int) []slac
 			}
 		}
 		buttons = append(buttons, slackgo.NewButtonBlockElement(gateActionPrefix+p.Nonce+"."+strconv.Itoa(i),
-			buttonValue(p, i+1), plain(text, label)))
+			buttonValue(p, i+1, keepGate), plain(text, label)))
 	}
 	var blocks []slackgo.Block
 	for start := 0; start < len(buttons); start += maxActionElements {
@@ -215,16 +216,21 @@ func promptButtons(p channels.GatePrompt, choices []int, page, label int) []slac
 
 // buttonValue is a button's value, within Slack's 2,000 characters: the gate
 // id is left out when it would not fit (see gateButton).
-func buttonValue(p channels.GatePrompt, option int) string {
-	value, _ := json.Marshal(gateButton{Run: p.RunID, Gate: p.GateID, Nonce: p.Nonce, Option: option})
-	if len(value) > maxButtonValue {
-		value, _ = json.Marshal(gateButton{Run: p.RunID, Nonce: p.Nonce, Option: option})
+func buttonValue(p channels.GatePrompt, option int, keepGate bool) string {
+	b := gateButton{Run: p.RunID, Nonce: p.Nonce, Option: option}
+	if keepGate {
+		b.Gate = p.GateID
 	}
+	value, _ := json.Marshal(b)
 	return string(value)
 }
 
-// longGateID reports whether p's gate id does not fit in its buttons.
+// longGateID reports whether p's gate id does not fit in its buttons'
+// values (measured with the widest option number).
 func longGateID(p channels.GatePrompt) bool {
+	if len(p.GateID) < maxButtonValue/6-100 { // even if every byte were escaped as \uXXXX
+		return false
+	}
 	value, _ := json.Marshal(gateButton{Run: p.RunID, Gate: p.GateID, Nonce: p.Nonce, Option: len(p.Question.Options)})
 	return len(value) > maxButtonValue
 }

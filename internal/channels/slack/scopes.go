@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"context"
 	"slices"
 	"strings"
 )
@@ -57,4 +58,18 @@ func (c *Channel) checkScopes(granted string) {
 			c.scopeMissing(scope, what)
 		}
 	}
+}
+
+// recheckScopes asks Slack for the bot token's scopes again while some are
+// missing.
+func (c *Channel) recheckScopes(ctx context.Context) {
+	if len(c.State().MissingScopes) == 0 {
+		return
+	}
+	resp, err := c.api.AuthTestContext(ctx)
+	if err != nil {
+		c.log.Debug("slack: scope recheck", "err", err)
+		return
+	}
+	c.checkScopes(resp.Header.Get("X-OAuth-Scopes"))
 }

@@ -123,10 +123,10 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 	// connection went out before this hello.
 	s.sendMu.Lock()
 	s.mu.Lock()
-	if len(s.conns) >= s.MaxConnections {
+	if refusal := s.refusalLocked(); refusal != "" {
 		s.mu.Unlock()
 		s.sendMu.Unlock()
-		_ = c.write(disconnectMessage("too_many_websockets"))
+		_ = c.write(disconnectMessage(refusal))
 		c.close()
 		return
 	}
@@ -151,6 +151,18 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	go s.pinger(c)
 	s.readAcks(c)
+}
+
+// refusalLocked is why Slack would not take a new connection now ("" if
+// it would).
+func (s *Server) refusalLocked() string {
+	switch {
+	case s.linkOff:
+		return "link_disabled"
+	case len(s.conns) >= s.MaxConnections:
+		return "too_many_websockets"
+	}
+	return ""
 }
 
 func disconnectMessage(reason string) map[string]any {
