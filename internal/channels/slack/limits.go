@@ -129,26 +129,13 @@ func shrinkBlocksText(blocks []slackgo.Block, budget int) {
 	}
 }
 
+// mrkdwnTexts are the blocks' mrkdwn text objects (sections, fields,
+// context), the ones shrinkBlocksText may cut.
 func mrkdwnTexts(blocks []slackgo.Block) []*slackgo.TextBlockObject {
 	var out []*slackgo.TextBlockObject
-	add := func(t *slackgo.TextBlockObject) {
-		if t != nil && t.Type == slackgo.MarkdownType {
+	for _, t := range textObjects(blocks) {
+		if t.Type == slackgo.MarkdownType {
 			out = append(out, t)
-		}
-	}
-	for _, b := range blocks {
-		switch b := b.(type) {
-		case *slackgo.SectionBlock:
-			add(b.Text)
-			for _, f := range b.Fields {
-				add(f)
-			}
-		case *slackgo.ContextBlock:
-			for _, e := range b.ContextElements.Elements {
-				if t, ok := e.(*slackgo.TextBlockObject); ok {
-					add(t)
-				}
-			}
 		}
 	}
 	return out
@@ -158,9 +145,18 @@ func mrkdwnTexts(blocks []slackgo.Block) []*slackgo.TextBlockObject {
 // msg_blocks_too_long counts).
 func blocksTextLen(blocks []slackgo.Block) int {
 	n := 0
+	for _, t := range textObjects(blocks) {
+		n += textLen(t.Text)
+	}
+	return n
+}
+
+// textObjects lists every text object of the block types nanohost posts.
+func textObjects(blocks []slackgo.Block) []*slackgo.TextBlockObject {
+	var out []*slackgo.TextBlockObject
 	add := func(t *slackgo.TextBlockObject) {
 		if t != nil {
-			n += textLen(t.Text)
+			out = append(out, t)
 		}
 	}
 	for _, b := range blocks {
@@ -188,7 +184,7 @@ func blocksTextLen(blocks []slackgo.Block) int {
 			}
 		}
 	}
-	return n
+	return out
 }
 
 // cutMrkdwn cuts escaped mrkdwn to limit characters, ending with "…". It

@@ -22,7 +22,12 @@ import (
 // has one to hand each envelope to: no command or click fails
 // (dispatch_failed, operation_timeout), and each is handled once.
 func TestSlackNoLostCommandsAcrossReconnect(t *testing.T) {
-	h := newHarness(t, withFake(func(f *slacktest.Server) { f.DisconnectGrace = 3 * time.Second }))
+	h := newHarness(t, withFake(func(f *slacktest.Server) {
+		f.DisconnectGrace = 3 * time.Second
+		// Opening a connection takes Slack a moment: a client that closes
+		// the old one first leaves that long a gap.
+		f.HelloDelay = 250 * time.Millisecond
+	}))
 	_, a, prompt := h.gateRun("run-refresh", alice, reviewQuestion("run-refresh", "review-1"))
 	before := h.fake.Connections()
 

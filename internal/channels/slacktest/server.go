@@ -1,9 +1,17 @@
 // Package slacktest is a fake Slack for tests: the Web API methods nanohost
-// uses and a Socket Mode websocket speaking Slack's wire protocol (hello,
-// pings, envelopes, acks), with an in-memory model of channels, messages,
-// threads, edits and ephemerals to assert on, and helpers to inject what
-// people do (slash commands, button clicks, thread replies, mentions) and
-// what goes wrong (disconnects, 429 storms, 5xx).
+// uses and Socket Mode websockets speaking Slack's wire protocol (hello,
+// pings, envelopes, acks, disconnects), with an in-memory model of
+// channels, private channels, DMs, messages, threads, edits, metadata and
+// ephemerals to assert on, and helpers to inject what people do (slash
+// commands, button clicks, thread replies, mentions) and what goes wrong.
+//
+// It is as strict as Slack where Slack loses things: an envelope no
+// connection takes fails (dispatch_failed), an unacknowledged event is
+// retried three times and dropped, a refreshed connection closes, a fault
+// can store the message and still fail, the app's scopes and event
+// subscriptions (docs/slack-app-manifest.yaml) are checked, and Block Kit
+// limits and (on request) rate limits are enforced. Undelivered and
+// ProtocolErrors say what went wrong.
 //
 // Point the real adapter at it with slack.OptionAPIURL(s.APIURL()).
 package slacktest
