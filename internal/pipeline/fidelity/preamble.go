@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -148,6 +149,7 @@ func render(mode Mode, st style, h History) string {
 	slices.Reverse(older)
 
 	var b strings.Builder
+	b.Grow(st.budget - room + len(stagesHeading) + 2*markerRoom)
 	b.WriteString(head)
 	if len(h.Stages) > 0 {
 		b.WriteString(stagesHeading)
@@ -166,9 +168,17 @@ func render(mode Mode, st style, h History) string {
 // stageLine is a stage's one-line summary: id, label, status, timing.
 func stageLine(s Stage, st style) string {
 	var b strings.Builder
-	b.WriteString("- " + oneLine(s.NodeID))
+	writeStageLine(&b, s, st)
+	return b.String()
+}
+
+func writeStageLine(b *strings.Builder, s Stage, st style) {
+	b.WriteString("- ")
+	b.WriteString(oneLine(s.NodeID))
 	if s.Label != "" && s.Label != s.NodeID {
-		b.WriteString(" (" + clip(oneLine(s.Label), 80) + ")")
+		b.WriteString(" (")
+		b.WriteString(clip(oneLine(s.Label), 80))
+		b.WriteString(")")
 	}
 	if s.Persona != "" {
 		b.WriteString(" by " + clip(oneLine(s.Persona), 40))
@@ -177,7 +187,8 @@ func stageLine(s Stage, st style) string {
 	if status == "" {
 		status = "unknown"
 	}
-	b.WriteString(": " + status)
+	b.WriteString(": ")
+	b.WriteString(status)
 	if st.timing && (s.Duration > 0 || s.Attempts > 1) {
 		var parts []string
 		if s.Duration > 0 {
@@ -188,28 +199,36 @@ func stageLine(s Stage, st style) string {
 		}
 		b.WriteString(" [" + strings.Join(parts, ", ") + "]")
 	}
-	return b.String()
 }
 
 // stageBlock is the stage line plus its detail lines, newline-terminated.
+// It is built once per stage and request, so it writes into one buffer.
 func stageBlock(s Stage, st style, reply int) string {
 	var b strings.Builder
-	b.WriteString(stageLine(s, st) + "\n")
+	b.Grow(64 + len(s.NodeID) + len(s.Label) + min(len(s.FailureReason), max(st.detail, 80)) + min(len(s.Notes), st.detail) + min(len(s.Response), reply))
+	writeStageLine(&b, s, st)
+	b.WriteByte('\n')
 	detail := st.detail
 	if detail == 0 && s.FailureReason != "" {
 		// Even the briefest mode says why something failed.
 		detail = 80
 	}
 	if detail > 0 && s.FailureReason != "" {
-		b.WriteString("  failure: " + clip(oneLine(s.FailureReason), detail) + "\n")
+		writeDetail(&b, "  failure: ", s.FailureReason, detail)
 	}
 	if st.detail > 0 && s.Notes != "" {
-		b.WriteString("  notes: " + clip(oneLine(s.Notes), st.detail) + "\n")
+		writeDetail(&b, "  notes: ", s.Notes, st.detail)
 	}
 	if reply > 0 && s.Response != "" {
-		b.WriteString("  response: " + clip(oneLine(s.Response), reply) + "\n")
+		writeDetail(&b, "  response: ", s.Response, reply)
 	}
 	return b.String()
+}
+
+func writeDetail(b *strings.Builder, label, text string, max int) {
+	b.WriteString(label)
+	b.WriteString(clip(oneLine(text), max))
+	b.WriteByte('\n')
 }
 
 func countLine(stages []Stage) string {
@@ -304,8 +323,46 @@ func formatValue(v any) string {
 	return string(data)
 }
 
-// oneLine collapses runs of whitespace (newlines included) to one space.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine collapses runs of whitespace (newlines included) to one space
+// and trims it. Most text is one line already: that is checked first,
+// without allocating.
+func oneLine(s string) string {
+	if isOneLine(s) {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// isOneLine reports whether oneLine would return s unchanged: no leading or
+// trailing space, no whitespace but single spaces.
+func isOneLine(s string) bool {
+	space := true // a leading space is not allowed
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if unicode.IsSpace(r) {
+				return false
+			}
+			space = false
+			i += n
+			continue
+		}
+		switch c {
+		case ' ':
+			if space {
+				return false
+			}
+			space = true
+		case '\t', '\n', '\v', '\f', '\r':
+			return false
+		default:
+			space = false
+		}
+		i++
+	}
+	return !space || s == ""
+}
 
 // clip cuts s to at most max bytes on a rune boundary, marking the cut with "…".
 func clip(s string, max int) string {

@@ -184,3 +184,17 @@ func BenchmarkPreambleSummaryHigh(b *testing.B) {
 		Preamble(SummaryHigh, h)
 	}
 }
+
+// oneLine's fast path (text already on one line comes back as it is) must
+// agree with the definition: whitespace runs collapsed, ends trimmed.
+func FuzzOneLine(f *testing.F) {
+	for _, s := range []string{"", " ", "plain text", " lead", "trail ", "two  spaces", "tab\there", "line\nbreak",
+		"nbsp\u00a0here", "nel\u0085", "é accents ü", "\u2028sep", "x", "a b c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := oneLine(s), strings.Join(strings.Fields(s), " "); got != want {
+			t.Fatalf("oneLine(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
