@@ -107,6 +107,14 @@ type Result struct {
 	Changes *WorkspaceChanges
 }
 
+// Simulated is implemented by backends that only pretend to run agents
+// (the spec's simulation mode). Their stages take the engine's no-work
+// path: no stage directory, no prompt.md, response.md or status.json.
+type Simulated interface {
+	Backend
+	Simulated()
+}
+
 // RunCloser is implemented by backends that hold per-run resources (live
 // agent sessions); the engine calls CloseRun when a run ends.
 type RunCloser interface {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,11 +19,17 @@ import (
 
 // File names inside a run directory.
 const (
+	// CheckpointFile is the latest snapshot of the run state (spec §5.6
+	// layout). It is rewritten at the start and the end of a run, at a human
+	// gate, when the run stops and every so often in between; the journal
+	// (EventsFile) holds every commit since.
 	CheckpointFile = "checkpoint.json"
 	ManifestFile   = "manifest.json"
-	EventsFile     = "events.jsonl"
+	// EventsFile is the run's journal: one JSON event per line, the commits
+	// among them (docs/journal.md).
+	EventsFile = "events.jsonl"
 	// SourceFile holds the DOT source the run started from, written once
-	// (a checkpoint is rewritten after every node and names it by sha256).
+	// (a checkpoint names it by sha256).
 	SourceFile = "pipeline.dot"
 )
 
@@ -39,8 +47,9 @@ const (
 	StateFail      = "fail"
 )
 
-// Checkpoint is the run state written after every node (spec §5.3, §5.6),
-// plus everything a resume needs.
+// Checkpoint is the run state (spec §5.3, §5.6) plus everything a resume
+// needs: a snapshot in checkpoint.json, or the state LoadCheckpoint
+// rebuilds from the latest snapshot and the journal's later commits.
 type Checkpoint struct {
 	Version   int       `json:"version"`
 	Timestamp time.Time `json:"timestamp"`
@@ -59,30 +68,37 @@ type Checkpoint struct {
 	FailureReason string `json:"failure_reason,omitempty"`
 
 	// Path lists the top-level node visits of the whole run, in order.
-	Path        []string          `json:"path"`
-	Attempts    Counts            `json:"attempts"`
-	Visits      Counts            `json:"visits"`
-	StageIndex  Counts            `json:"stage_index"`
-	GoalGates   map[string]Status `json:"goal_gate_outcomes"`
-	History     []fidelity.Stage  `json:"history"`
-	EventSeq    int64             `json:"event_seq"`
-	Usage       Usage             `json:"usage"`
-	Steps       int               `json:"steps"`
-	Restarts    int               `json:"restarts"`
-	StageRoot   string            `json:"stage_root"` // stage directories' parent, relative to the run directory
-	StartedAt   time.Time         `json:"started_at"`
-	GraphName   string            `json:"graph_name"`
-	GraphFile   string            `json:"graph_file"`
-	GraphSHA256 string            `json:"graph_sha256"`
+	Path       []string          `json:"path"`
+	Attempts   Counts            `json:"attempts"`
+	Visits     Counts            `json:"visits"`
+	StageIndex Counts            `json:"stage_index"`
+	GoalGates  map[string]Status `json:"goal_gate_outcomes"`
+	History    []fidelity.Stage  `json:"history"`
+	// EventSeq is the seq of the event that committed this state.
+	EventSeq    int64     `json:"event_seq"`
+	Usage       Usage     `json:"usage"`
+	Steps       int       `json:"steps"`
+	Restarts    int       `json:"restarts"`
+	StageRoot   string    `json:"stage_root"` // stage directories' parent, relative to the run directory
+	StartedAt   time.Time `json:"started_at"`
+	GraphName   string    `json:"graph_name"`
+	GraphFile   string    `json:"graph_file"`
+	GraphSHA256 string    `json:"graph_sha256"`
+	// Branches are the parallel branches that finished inside NextNode (a
+	// top-level parallel node) before the run stopped: a resume takes their
+	// results instead of running them again.
+	Branches []FinishedBranch `json:"finished_branches,omitempty"`
+	// JournalOffset is where in events.jsonl the records after this
+	// snapshot begin (only in checkpoint.json).
+	JournalOffset int64 `json:"journal_offset,omitempty"`
 	// GraphDOT is the pipeline source. Checkpoints do not carry it (it is in
 	// SourceFile, checked against GraphSHA256); LoadCheckpoint fills it in.
 	// Checkpoints of earlier versions embed it.
 	GraphDOT string `json:"graph_dot,omitempty"`
 }
 
-// Counts maps node ids to a number. It encodes without reflection: a
-// checkpoint holds several of these with an entry per visited node, and
-// it is written after every node.
+// Counts maps node ids to a number. It encodes without reflection, keys
+// sorted like encoding/json's.
 type Counts map[string]int
 
 // MarshalJSON writes the object with sorted keys, like encoding/json.
@@ -95,11 +111,16 @@ func (c Counts) MarshalJSON() ([]byte, error) {
 
 // appendCounts appends m as a JSON object with sorted keys.
 func appendCounts(b []byte, m map[string]int) []byte {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	if len(m) == 1 { // a journal record's usual count: no sorting to do
+		for k, v := range m {
+			b = append(b, '{')
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = strconv.AppendInt(b, int64(v), 10)
+			return append(b, '}')
+		}
 	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
@@ -110,54 +131,6 @@ func appendCounts(b []byte, m map[string]int) []byte {
 		b = strconv.AppendInt(b, int64(m[k]), 10)
 	}
 	return append(b, '}')
-}
-
-// appendCountsInOrder appends m as a JSON object whose keys come in the
-// order of keys (those m lacks are skipped): no sorting and no allocation,
-// for the per-node counts every checkpoint carries.
-func appendCountsInOrder(b []byte, m map[string]int, keys []string) []byte {
-	b = append(b, '{')
-	first := true
-	for _, k := range keys {
-		v, ok := m[k]
-		if !ok {
-			continue
-		}
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = appendJSONString(b, k)
-		b = append(b, ':')
-		b = strconv.AppendInt(b, int64(v), 10)
-	}
-	return append(b, '}')
-}
-
-// appendStrings appends ss as a JSON array ([] for nil).
-func appendStrings(b []byte, ss []string) []byte {
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, s)
-	}
-	return append(b, ']')
-}
-
-// appendJSONString appends s as a JSON string; node ids are identifiers,
-// so the fast path (nothing to escape) is the usual one.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // EdgeKey names an edge by its endpoints and its position among the
@@ -178,17 +151,98 @@ type Manifest struct {
 }
 
 // maxCheckpoint bounds the checkpoint file a resume reads: far above what a
-// run writes (its lists grow by a node id per step, its history is bounded),
-// but a child run's checkpoint sits in a stage directory agents can reach.
+// run writes, but a child run's checkpoint sits in a stage directory agents
+// can reach.
 const maxCheckpoint = 256 << 20
 
-// LoadCheckpoint reads {logsRoot}/checkpoint.json (a regular file, never
-// through a symbolic link).
+// LoadCheckpoint returns the state of the run in logsRoot as of its last
+// commit: the snapshot in checkpoint.json with the commits journaled after
+// it in events.jsonl applied (read only: a torn last record is skipped,
+// not cut). Files are read as regular files, never through a symbolic link.
 func LoadCheckpoint(logsRoot string) (*Checkpoint, error) {
+	cp, err := LoadState(logsRoot)
+	if err != nil {
+		return nil, err
+	}
+	return withSource(logsRoot, cp)
+}
+
+// LoadState is LoadCheckpoint without the pipeline source (GraphDOT is
+// empty): what a status page needs, read on every request.
+func LoadState(logsRoot string) (*Checkpoint, error) {
+	st, err := replayJournal(readOnlyJournal(logsRoot))
+	if err != nil {
+		return nil, err
+	}
+	st.cp.JournalOffset = 0
+	return st.cp, nil
+}
+
+// withSource fills in cp.GraphDOT from the run's SourceFile.
+func withSource(logsRoot string, cp *Checkpoint) (*Checkpoint, error) {
+	if cp.GraphDOT != "" {
+		return cp, nil
+	}
+	src, err := loadSource(logsRoot, cp.GraphSHA256)
+	if err != nil {
+		return nil, err
+	}
+	cp.GraphDOT = string(src)
+	return cp, nil
+}
+
+// clone copies cp deeply enough that changing either copy's lists and maps
+// leaves the other alone (context values are never changed in place).
+func (cp *Checkpoint) clone() *Checkpoint {
+	c := *cp
+	c.CompletedNodes = append([]string{}, cp.CompletedNodes...)
+	c.Path = append([]string{}, cp.Path...)
+	c.Logs = append([]string{}, cp.Logs...)
+	c.History = append([]fidelity.Stage{}, cp.History...)
+	c.Branches = slices.Clone(cp.Branches)
+	c.NodeRetries = cloneCounts(cp.NodeRetries)
+	c.Attempts = cloneCounts(cp.Attempts)
+	c.Visits = cloneCounts(cp.Visits)
+	c.StageIndex = cloneCounts(cp.StageIndex)
+	c.GoalGates = maps.Clone(cp.GoalGates)
+	if c.GoalGates == nil {
+		c.GoalGates = map[string]Status{}
+	}
+	c.Context = maps.Clone(cp.Context)
+	if c.Context == nil {
+		c.Context = map[string]any{}
+	}
+	if cp.Incoming != nil {
+		in := *cp.Incoming
+		c.Incoming = &in
+	}
+	return &c
+}
+
+func cloneCounts(c Counts) Counts {
+	if c == nil {
+		return Counts{}
+	}
+	return maps.Clone(c)
+}
+
+// NoRunError says a directory holds no pipeline run (no checkpoint); it
+// matches fs.ErrNotExist.
+type NoRunError struct{ Dir string }
+
+func (e *NoRunError) Error() string {
+	return fmt.Sprintf("no checkpoint at %s: is %s a pipeline run directory?", filepath.Join(e.Dir, CheckpointFile), e.Dir)
+}
+
+// Is makes errors.Is(err, fs.ErrNotExist) hold.
+func (e *NoRunError) Is(target error) bool { return target == fs.ErrNotExist }
+
+// readSnapshot reads {logsRoot}/checkpoint.json.
+func readSnapshot(logsRoot string) (*Checkpoint, error) {
 	path := filepath.Join(logsRoot, CheckpointFile)
 	data, err := readStageFile(path, maxCheckpoint)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no checkpoint at %s: is %s a pipeline run directory?", path, logsRoot)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &NoRunError{Dir: logsRoot}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint: %w", err)
@@ -199,13 +253,6 @@ func LoadCheckpoint(logsRoot string) (*Checkpoint, error) {
 	}
 	if cp.Version != checkpointVersion {
 		return nil, fmt.Errorf("checkpoint %s has version %d, this nanohost reads version %d", path, cp.Version, checkpointVersion)
-	}
-	if cp.GraphDOT == "" {
-		src, err := loadSource(logsRoot, cp.GraphSHA256)
-		if err != nil {
-			return nil, err
-		}
-		cp.GraphDOT = string(src)
 	}
 	return &cp, nil
 }

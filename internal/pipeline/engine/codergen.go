@@ -71,12 +71,16 @@ func callBackend(ctx context.Context, st *Stage, kind RequestKind, prompt, toolC
 	if kind == KindCodergen {
 		prompt = identityPrompt(st, prompt)
 	}
-	if err := writeStageFile(filepath.Join(st.StageDir, "prompt.md"), []byte(prompt)); err != nil {
-		return agentReply{}, fmt.Errorf("write prompt.md: %w", err)
+	// Without a stage directory (a simulated backend) the stage keeps no files.
+	files := st.dirReady
+	if files {
+		if err := writeStageFile(filepath.Join(st.StageDir, "prompt.md"), []byte(prompt)); err != nil {
+			return agentReply{}, fmt.Errorf("write prompt.md: %w", err)
+		}
 	}
 	// A status.json left by an earlier visit must not be taken for this one's.
 	statusPath := filepath.Join(st.StageDir, "status.json")
-	if !st.freshDir {
+	if files && !st.freshDir {
 		if err := os.Remove(statusPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return agentReply{}, fmt.Errorf("clear stale status.json: %w", err)
 		}
@@ -101,11 +105,16 @@ func callBackend(ctx context.Context, st *Stage, kind RequestKind, prompt, toolC
 	}
 	reply := agentReply{res: res, clean: parsed.Clean}
 	st.response = parsed.Clean
-	if err := writeStageFile(filepath.Join(st.StageDir, "response.md"), []byte(parsed.Clean)); err != nil {
-		return agentReply{}, fmt.Errorf("write response.md: %w", err)
+	if files {
+		if err := writeStageFile(filepath.Join(st.StageDir, "response.md"), []byte(parsed.Clean)); err != nil {
+			return agentReply{}, fmt.Errorf("write response.md: %w", err)
+		}
 	}
 	if parsed.Clean != "" {
 		st.Emit(Event{Type: EventAgentResponse, Label: st.Node.Label(), Message: truncate(parsed.Clean, maxEventText)})
+	}
+	if !files {
+		statusPath = ""
 	}
 	reply.out, reply.source = resolveOutcome(res, parsed, statusPath)
 	if reply.out.FailureReason == "" && (reply.out.Status == StatusFail || reply.out.Status == StatusRetry) {
@@ -130,12 +139,14 @@ func resolveOutcome(res Result, parsed agenttext.Parsed, statusPath string) (Out
 	if res.Outcome != nil {
 		return *res.Outcome, "backend"
 	}
-	data, err := readStageFile(statusPath, maxStatusFile)
-	switch {
-	case err == nil:
-		return statusFileOutcome(data), "status_file"
-	case !errors.Is(err, fs.ErrNotExist):
-		return Outcome{Status: StatusFail, FailureReason: "the agent's status.json cannot be used: " + err.Error()}, "status_file"
+	if statusPath != "" { // "": no stage directory to look in
+		data, err := readStageFile(statusPath, maxStatusFile)
+		switch {
+		case err == nil:
+			return statusFileOutcome(data), "status_file"
+		case !errors.Is(err, fs.ErrNotExist):
+			return Outcome{Status: StatusFail, FailureReason: "the agent's status.json cannot be used: " + err.Error()}, "status_file"
+		}
 	}
 	if parsed.Status != "" {
 		s, err := ParseStatus(parsed.Status)
@@ -189,9 +200,13 @@ func (r *run) request(st *Stage, kind RequestKind, prompt, toolCommand string) R
 	} else {
 		st.Warn(err.Error() + "; running without a timeout")
 	}
-	if mode == fidelity.Full {
+	_, simulated := r.cfg.Backend.(Simulated)
+	switch {
+	case mode == fidelity.Full:
 		req.ThreadKey = fidelity.ThreadKey(r.g, st.Incoming, n, st.PrevNode)
-	} else {
+	case simulated:
+		// No agent reads it: the simulation's no-work path skips the preamble.
+	default:
 		req.Preamble = fidelity.Preamble(mode, fidelity.History{
 			RunID: r.runID, Goal: r.g.Goal(), Stages: r.historySnapshot(), Context: st.Context.Snapshot(),
 		})
@@ -208,10 +223,13 @@ func (r *run) takeDegrade() bool {
 	return d
 }
 
+// historySnapshot is the run's history as it is now, without copying it:
+// the history only ever grows at its end (appendBounded), and the capped
+// capacity keeps a later append from writing where this slice can see.
 func (r *run) historySnapshot() []fidelity.Stage {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]fidelity.Stage(nil), r.history...)
+	return r.history[:len(r.history):len(r.history)]
 }
 
 // withUpdates returns base plus extra (extra wins), without changing base.

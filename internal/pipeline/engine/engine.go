@@ -11,6 +11,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
 	mrand "math/rand/v2"
 	"os"
@@ -45,11 +47,15 @@ type Config struct {
 	RunID string
 	// NoBackoff retries at once (tests, simulations).
 	NoBackoff bool
-	// NoFsync skips fsync on checkpoints and the event trace, for tests
-	// that measure the engine rather than the disk. Checkpoints stay
-	// atomic (temp file + rename), so a crashed process still never leaves
-	// a torn one; only durability across a power loss is given up.
+	// NoFsync skips the journal's fdatasync and the snapshot's fsyncs, for
+	// tests that measure the engine rather than the disk. A crashed process
+	// still loses no commit (the kernel has it) and never leaves a torn
+	// snapshot (temp file + rename); only durability across a power loss is
+	// given up.
 	NoFsync bool
+	// Journal opens the journal that keeps each run (nil: the file journal
+	// in the run directory, events.jsonl with checkpoint.json).
+	Journal JournalOpener
 
 	// Test hooks: Sleep waits between retries (returns ctx.Err() when
 	// cancelled), Now stamps events, Rand (in [0,1)) jitters backoff.
@@ -133,54 +139,101 @@ func (e *Engine) Resume(ctx context.Context, logsRoot string) (*RunResult, error
 	if e.cfg.Loader == nil {
 		return nil, errors.New("resume needs a graph loader: set engine.Config.Loader")
 	}
-	lock, cp, err := lockAndLoad(logsRoot)
+	lock, j, st, err := e.lockAndLoad(logsRoot)
 	if err != nil {
 		return nil, err
 	}
+	cp := st.cp
 	g, err := e.cfg.Loader(cp.GraphFile, []byte(cp.GraphDOT))
 	if err != nil {
+		closeJournal(j)
 		lock.release()
-		return nil, fmt.Errorf("load the graph stored in %s: %w", filepath.Join(logsRoot, CheckpointFile), err)
+		return nil, fmt.Errorf("load the graph stored in %s: %w", filepath.Join(logsRoot, SourceFile), err)
 	}
-	return e.resume(ctx, g, []byte(cp.GraphDOT), logsRoot, cp, lock)
+	return e.resume(ctx, g, []byte(cp.GraphDOT), logsRoot, st, j, lock)
 }
 
 // ResumeGraph continues the run in logsRoot with a graph the caller loaded;
 // source must be the DOT text the run started from.
 func (e *Engine) ResumeGraph(ctx context.Context, g *pipeline.Graph, source []byte, logsRoot string) (*RunResult, error) {
-	lock, cp, err := lockAndLoad(logsRoot)
+	lock, j, st, err := e.lockAndLoad(logsRoot)
 	if err != nil {
 		return nil, err
 	}
-	return e.resume(ctx, g, source, logsRoot, cp, lock)
+	return e.resume(ctx, g, source, logsRoot, st, j, lock)
 }
 
-func (e *Engine) resume(ctx context.Context, g *pipeline.Graph, source []byte, logsRoot string, cp *Checkpoint, lock *runLock) (*RunResult, error) {
-	r, err := e.restoreRun(g, source, logsRoot, cp, lock)
+func (e *Engine) resume(ctx context.Context, g *pipeline.Graph, source []byte, logsRoot string, st journalState, j Journal, lock *runLock) (*RunResult, error) {
+	r, err := e.restoreRun(g, source, logsRoot, st, j, lock)
 	if err != nil {
 		return nil, err
 	}
-	return r.resume(ctx, cp), nil
+	return r.resume(ctx, st.cp), nil
 }
 
-// lockAndLoad takes the lock of the run in root and loads its checkpoint,
-// as it is once nobody else executes the run.
-func lockAndLoad(root string) (*runLock, *Checkpoint, error) {
-	// Read first: a directory without a checkpoint is not a run (and gets
-	// no lock file).
-	if _, err := LoadCheckpoint(root); err != nil {
-		return nil, nil, err
+// lockAndLoad takes the lock of the run in root, opens its journal and
+// reads the run's state as of the last commit, as it is once nobody else
+// executes the run.
+func (e *Engine) lockAndLoad(root string) (_ *runLock, _ Journal, _ journalState, err error) {
+	// A directory that holds no run gets no lock file.
+	if e.cfg.Journal == nil && !dirHoldsRun(root) {
+		return nil, nil, journalState{}, &NoRunError{Dir: root}
 	}
 	lock, err := lockRunDir(root)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, journalState{}, err
 	}
-	cp, err := LoadCheckpoint(root)
+	j, err := e.openJournal(root)
 	if err != nil {
 		lock.release()
-		return nil, nil, err
+		return nil, nil, journalState{}, err
 	}
-	return lock, cp, nil
+	defer func() {
+		if err != nil {
+			closeJournal(j)
+			lock.release()
+		}
+	}()
+	st, err := replayJournal(j)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, journalState{}, &NoRunError{Dir: root}
+	}
+	if err != nil {
+		return nil, nil, journalState{}, fmt.Errorf("read the run in %s: %w", root, err)
+	}
+	if st.cp, err = withSource(root, st.cp); err != nil {
+		return nil, nil, journalState{}, err
+	}
+	return lock, j, st, nil
+}
+
+// openJournal opens the journal of the run in root.
+func (e *Engine) openJournal(root string) (Journal, error) {
+	if e.cfg.Journal != nil {
+		return e.cfg.Journal.OpenJournal(root)
+	}
+	return openFileJournal(root, !e.cfg.NoFsync)
+}
+
+// holdsRun reports whether root already holds a run.
+func (e *Engine) holdsRun(root string) bool {
+	if e.cfg.Journal == nil {
+		return dirHoldsRun(root)
+	}
+	j, err := e.cfg.Journal.OpenJournal(root)
+	if err != nil {
+		return false
+	}
+	defer closeJournal(j)
+	_, err = replayJournal(j)
+	return err == nil
+}
+
+// closeJournal closes j if it needs closing.
+func closeJournal(j Journal) {
+	if c, ok := j.(io.Closer); ok {
+		_ = c.Close()
+	}
 }
 
 // NewRunID returns a fresh run id: pipeline-<unix seconds>-<6 hex>.

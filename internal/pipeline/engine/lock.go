@@ -65,7 +65,7 @@ func lockRunDir(root string) (*runLock, error) {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			busy := &BusyError{Dir: root, Holder: holder}
-			if cp, err := LoadCheckpoint(root); err == nil { // written atomically: safe to read while it runs
+			if cp, err := readSnapshot(root); err == nil { // written atomically: safe to read while it runs
 				busy.RunID = cp.RunID
 			}
 			return nil, busy

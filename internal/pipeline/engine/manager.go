@@ -151,7 +151,7 @@ func startChild(st *Stage, file string) (*childRun, error) {
 	}
 	eng := New(cfg)
 	c := &childRun{id: cfg.RunID, root: cfg.LogsRoot}
-	if !dirHoldsRun(cfg.LogsRoot) {
+	if !eng.holdsRun(cfg.LogsRoot) {
 		c.r, err = eng.newRun(g, src, file)
 		if err != nil {
 			return nil, err
@@ -159,20 +159,21 @@ func startChild(st *Stage, file string) (*childRun, error) {
 		c.run = c.r.start
 		return c, nil
 	}
-	lock, cp, err := lockAndLoad(cfg.LogsRoot)
+	lock, j, jst, err := eng.lockAndLoad(cfg.LogsRoot)
 	if err != nil {
 		return nil, err
 	}
-	if cp.State == StateSuccess || cp.State == StateFail {
+	if cp := jst.cp; cp.State == StateSuccess || cp.State == StateFail {
+		closeJournal(j)
 		lock.release()
 		c.done = &RunResult{RunID: cp.RunID, Status: cp.State, FailureReason: cp.FailureReason, Context: cp.Context, LogsRoot: cfg.LogsRoot}
 		return c, nil
 	}
-	c.r, err = eng.restoreRun(g, src, cfg.LogsRoot, cp, lock)
+	c.r, err = eng.restoreRun(g, src, cfg.LogsRoot, jst, j, lock)
 	if err != nil {
 		return nil, err
 	}
-	c.run = func(ctx context.Context) *RunResult { return c.r.resume(ctx, cp) }
+	c.run = func(ctx context.Context) *RunResult { return c.r.resume(ctx, jst.cp) }
 	return c, nil
 }
 

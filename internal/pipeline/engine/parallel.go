@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"nanohost/internal/pipeline"
 )
@@ -83,8 +84,19 @@ func (parallelHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) 
 		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("parallel node %s: %v", st.Node.ID, err)}, nil
 	}
 	began := st.w.r.cfg.Now()
-	st.Emit(Event{Type: EventParallelStarted, Label: st.Node.Label(), Data: map[string]any{"branch_count": len(edges), "join_policy": cfg.join, "error_policy": cfg.onError}})
-	results, failFast := runBranches(ctx, st, edges, cfg)
+	restored := st.w.restoredBranches(st)
+	data := map[string]any{"branch_count": len(edges), "join_policy": cfg.join, "error_policy": cfg.onError}
+	if len(restored) > 0 {
+		ids := make([]string, 0, len(restored))
+		for i, e := range edges {
+			if _, ok := restored[i]; ok {
+				ids = append(ids, e.To)
+			}
+		}
+		data["restored_branches"] = ids
+	}
+	st.Emit(Event{Type: EventParallelStarted, Label: st.Node.Label(), Data: data})
+	results, failFast := runBranches(ctx, st, edges, cfg, restored)
 	if ctx.Err() != nil {
 		return Outcome{}, ctx.Err()
 	}
@@ -110,8 +122,9 @@ func (parallelHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) 
 
 // runBranches starts the branches in edge order, bounded by max_parallel,
 // and applies the error policy. failFast reports a real branch failure
-// under error_policy=fail_fast.
-func runBranches(ctx context.Context, st *Stage, edges []*pipeline.Edge, cfg parallelConfig) ([]BranchResult, bool) {
+// under error_policy=fail_fast. Branches in restored (by edge index)
+// finished before a resume: their results count, they do not run again.
+func runBranches(ctx context.Context, st *Stage, edges []*pipeline.Edge, cfg parallelConfig, restored map[int]BranchResult) ([]BranchResult, bool) {
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make([]BranchResult, len(edges))
@@ -128,9 +141,33 @@ func runBranches(ctx context.Context, st *Stage, edges []*pipeline.Edge, cfg par
 			cancel()
 		}
 	}
+	// settle records branch i's result (under mu) and applies the policies.
+	settle := func(i int, res BranchResult, cancelled bool) BranchResult {
+		if cancelled && stopReason != "" {
+			res.Status, res.FailureReason = stopStatus, stopReason
+		}
+		results[i] = res
+		switch {
+		case res.Status.IsSuccess():
+			successCount++
+			if cfg.join == "first_success" {
+				stop(StatusSkipped, "cancelled: first_success satisfied by branch "+edges[i].To)
+			}
+		case res.Status == StatusFail && !cancelled && cfg.onError == "fail_fast":
+			failedFast = true
+			stop(StatusFail, "cancelled: branch "+edges[i].To+" failed (error_policy=fail_fast)")
+		}
+		return res
+	}
 	sem := make(chan struct{}, cfg.maxParallel)
 	var wg sync.WaitGroup
 	for i, e := range edges {
+		if res, ok := restored[i]; ok {
+			mu.Lock()
+			settle(i, res, false)
+			mu.Unlock()
+			continue
+		}
 		select {
 		case sem <- struct{}{}:
 		case <-bctx.Done():
@@ -147,21 +184,9 @@ func runBranches(ctx context.Context, st *Stage, edges []*pipeline.Edge, cfg par
 			defer func() { <-sem }()
 			res := runBranch(bctx, st, e, i+1, len(edges))
 			mu.Lock()
-			defer mu.Unlock()
-			if res.cancelled && stopReason != "" {
-				res.Status, res.FailureReason = stopStatus, stopReason
-			}
-			results[i] = res.BranchResult
-			switch {
-			case res.Status.IsSuccess():
-				successCount++
-				if cfg.join == "first_success" {
-					stop(StatusSkipped, "cancelled: first_success satisfied by branch "+e.To)
-				}
-			case res.Status == StatusFail && !res.cancelled && cfg.onError == "fail_fast":
-				failedFast = true
-				stop(StatusFail, "cancelled: branch "+e.To+" failed (error_policy=fail_fast)")
-			}
+			final := settle(i, res.BranchResult, res.cancelled)
+			mu.Unlock()
+			finishBranch(ctx, st, e, i, len(edges), res, final)
 		}()
 	}
 	wg.Wait()
@@ -171,6 +196,30 @@ func runBranches(ctx context.Context, st *Stage, edges []*pipeline.Edge, cfg par
 type branchRun struct {
 	BranchResult
 	cancelled bool
+	d         *Delta // what the branch changed
+	began     time.Time
+}
+
+// restoredBranches are the branches of this execution of a top-level
+// parallel node that finished before the run was resumed, by edge index.
+func (w *walker) restoredBranches(st *Stage) map[int]BranchResult {
+	if !w.top {
+		return nil
+	}
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out map[int]BranchResult
+	for _, fb := range r.finished {
+		if fb.Node == st.Node.ID && fb.Execution == st.Execution {
+			if out == nil {
+				out = map[int]BranchResult{}
+			}
+			out[fb.Edge] = fb.Result
+		}
+	}
+	r.finished = nil
+	return out
 }
 
 // runBranch walks one branch from the edge's target with the run's rules
@@ -178,7 +227,7 @@ type branchRun struct {
 // end. A failure that would end the pipeline ends only the branch.
 func runBranch(ctx context.Context, parent *Stage, e *pipeline.Edge, index, total int) branchRun {
 	r := parent.w.r
-	w := &walker{r: r, cx: parent.Context.Clone(), branch: e.To}
+	w := &walker{r: r, cx: parent.Context.Clone(), branch: e.To, d: &Delta{}}
 	began := r.cfg.Now()
 	w.emit(Event{Type: EventParallelBranchStarted, NodeID: parent.Node.ID, Index: index, Total: total})
 	res := w.walkBranch(ctx, e, parent.Node.ID)
@@ -188,9 +237,36 @@ func runBranch(ctx context.Context, parent *Stage, e *pipeline.Edge, index, tota
 	if last, ok := res.ContextUpdates[KeyLastResponse].(string); ok {
 		res.LastResponse = truncate(last, maxContextResponse)
 	}
-	w.emit(Event{Type: EventParallelBranchCompleted, NodeID: parent.Node.ID, Index: index, Total: total, Status: res.Status,
-		Duration: r.cfg.Now().Sub(began), Message: cmp.Or(res.FailureReason, res.Notes)})
+	res.d, res.began = w.d, began
 	return res
+}
+
+// finishBranch reports a branch's end. A branch of a top-level parallel
+// node that finished (was not interrupted with the run) commits: its
+// result and what it changed are durable, and a resume will not run it
+// again. A nested branch's changes go to the branch around it, which
+// commits them when it finishes.
+func finishBranch(ctx context.Context, parent *Stage, e *pipeline.Edge, i, total int, res branchRun, final BranchResult) {
+	r := parent.w.r
+	ev := Event{Type: EventParallelBranchCompleted, NodeID: parent.Node.ID, Branch: e.To, Index: i + 1, Total: total, Status: res.Status,
+		Duration: r.cfg.Now().Sub(res.began), Message: cmp.Or(res.FailureReason, res.Notes)}
+	if !parent.w.top {
+		r.mu.Lock()
+		parent.w.d.merge(res.d)
+		r.mu.Unlock()
+		r.emit(ev)
+		return
+	}
+	if res.cancelled && ctx.Err() != nil { // interrupted with the run: it runs again on resume
+		r.emit(ev)
+		return
+	}
+	d := res.d
+	d.Branch = &FinishedBranch{Node: parent.Node.ID, Execution: parent.Execution, Edge: i, Result: final}
+	if err := r.commit(ev, d, false); err != nil {
+		r.cfg.Logger.Error("commit a finished parallel branch; it runs again if the run is resumed", "run_id", r.runID, "branch", e.To, "err", err)
+		r.emit(ev)
+	}
 }
 
 func (w *walker) walkBranch(ctx context.Context, e *pipeline.Edge, parentID string) branchRun {

@@ -64,6 +64,20 @@ func (c *cancelAfter) OnEvent(e engine.Event) {
 // §11.12: checkpoint save and resume produces the same result — from every
 // checkpoint of the run.
 func TestResumeFromEveryCheckpointGivesTheSameResult(t *testing.T) {
+	resumeFromEveryCut(t, nil, func(cut int, first runOut) {
+		cp := loadCheckpoint(t, first.root)
+		if cp.State != engine.StateCancelled || cp.NextNode == "" {
+			t.Fatalf("cut %d: checkpoint state=%s next=%q", cut, cp.State, cp.NextNode)
+		}
+	})
+}
+
+// resumeFromEveryCut runs resumeDOT whole, then once per stage cancelled
+// after that stage and resumed, and checks the two parts add up to the
+// whole run. configure (when not nil) sets up each cut's engine; check
+// looks at the first part.
+func resumeFromEveryCut(t *testing.T, configure func(*engine.Config), check func(cut int, first runOut)) {
+	t.Helper()
 	full := runGraph(t, resumeDOT, runOpts{backend: resumeScript(), interviewer: resumeAnswers()})
 	wantStatus(t, full.res, "success")
 	stages := len(full.res.Path)
@@ -71,16 +85,16 @@ func TestResumeFromEveryCheckpointGivesTheSameResult(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		iv := resumeAnswers()
 		first := runGraph(t, resumeDOT, runOpts{backend: resumeScript(), interviewer: iv, ctx: ctx, configure: func(c *engine.Config) {
+			if configure != nil {
+				configure(c)
+			}
 			c.Observers = append(c.Observers, &cancelAfter{n: cut, cancel: cancel})
 		}})
 		cancel()
 		if !first.res.Cancelled || first.res.Status != "fail" || first.res.FailureReason != "cancelled" {
 			t.Fatalf("cut %d: first part = %+v", cut, first.res)
 		}
-		cp := loadCheckpoint(t, first.root)
-		if cp.State != engine.StateCancelled || cp.NextNode == "" {
-			t.Fatalf("cut %d: checkpoint state=%s next=%q", cut, cp.State, cp.NextNode)
-		}
+		check(cut, first)
 		rec := &recorder{}
 		cfg := first.cfg
 		cfg.Observers = []engine.Observer{rec}
@@ -324,6 +338,11 @@ func TestCheckpointEncodingMatchesEncodingJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &fromFile); err != nil {
 		t.Fatal(err)
 	}
+	// Where the journal's records after the snapshot begin: the file's own business.
+	if off, ok := fromFile["journal_offset"].(float64); !ok || off <= 0 {
+		t.Errorf("checkpoint.json's journal_offset = %v", fromFile["journal_offset"])
+	}
+	delete(fromFile, "journal_offset")
 	cp := loadCheckpoint(t, out.root)
 	cp.GraphDOT = "" // read from pipeline.dot, not part of the file
 	std, err := json.Marshal(cp)

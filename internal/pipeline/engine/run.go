@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -55,10 +54,14 @@ type run struct {
 	maxCost    float64
 	total      int // stage count for "n/N"
 	trace      *tracer
-	rootDir    *os.File // the run directory, open for fsyncs
 	lock       *runLock // held from start to finish
-	cpBuf      []byte   // checkpoint encoding buffer, reused
 	conds      condCache
+
+	// committed is the state as of the last commit: what the journal
+	// holds, which snapshots copy. Commits update it in seq order (under
+	// the tracer's lock).
+	committed     *Checkpoint
+	sinceSnapshot int // commits since the last snapshot
 
 	mu         sync.Mutex
 	cx         *Context // top-level context (replaced by a loop restart)
@@ -67,7 +70,7 @@ type run struct {
 	executions map[string]int // handler executions begun, per node (attempts counts those of finished visits)
 	visits     map[string]int
 	stageIndex map[string]int
-	seen       []string // visited nodes in first-visit order: the key order of the per-node counts in a checkpoint
+	nextIndex  int // the stage index of the next node visited for the first time
 	retries    map[string]int
 	completed  []string
 	path       []string // whole run
@@ -78,7 +81,11 @@ type run struct {
 	usage      Usage
 	steps      int
 	restarts   int
-	degrade    bool // the first agent stage after a resume cannot continue a full-fidelity session
+	degrade    bool  // the first agent stage after a resume cannot continue a full-fidelity session
+	top        Delta // the top-level walk's changes since its last commit
+	// finished are the branches of the interrupted top-level parallel node
+	// that finished before a resume.
+	finished []FinishedBranch
 }
 
 func (e *Engine) baseRun(g *pipeline.Graph, source []byte, file, runID, root string) (*run, error) {
@@ -90,7 +97,7 @@ func (e *Engine) baseRun(g *pipeline.Graph, source []byte, file, runID, root str
 		eng: e, cfg: &e.cfg, reg: e.reg, g: g, file: file, source: source,
 		sourceSHA: hex.EncodeToString(sum[:]), runID: runID, root: root,
 		attempts: map[string]int{}, executions: map[string]int{}, visits: map[string]int{}, stageIndex: map[string]int{},
-		retries: map[string]int{}, gates: map[string]Status{},
+		retries: map[string]int{}, gates: map[string]Status{}, nextIndex: 1,
 	}
 	var errs []error
 	var err error
@@ -114,8 +121,8 @@ func (e *Engine) baseRun(g *pipeline.Graph, source []byte, file, runID, root str
 	return r, nil
 }
 
-// newRun prepares a fresh run: run directory (locked), manifest, event
-// trace, context.
+// newRun prepares a fresh run: run directory (locked), manifest, journal,
+// context.
 func (e *Engine) newRun(g *pipeline.Graph, source []byte, file string) (_ *run, err error) {
 	runID := e.cfg.RunID
 	if runID == "" {
@@ -140,7 +147,7 @@ func (e *Engine) newRun(g *pipeline.Graph, source []byte, file string) (_ *run, 
 			r.lock.release()
 		}
 	}()
-	if dirHoldsRun(root) {
+	if e.holdsRun(root) {
 		return nil, fmt.Errorf("%s already holds a pipeline run: resume it, or choose another logs directory", root)
 	}
 	r.startedAt = e.cfg.Now()
@@ -151,21 +158,30 @@ func (e *Engine) newRun(g *pipeline.Graph, source []byte, file string) (_ *run, 
 	if err := writeFileAtomic(filepath.Join(root, ManifestFile), manifest, !e.cfg.NoFsync, nil); err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
 	}
-	if err := r.openTrace(); err != nil {
+	j, err := e.openJournal(root)
+	if err != nil {
 		return nil, err
 	}
 	r.cx = r.initialContext()
+	r.committed = &Checkpoint{
+		Version: checkpointVersion, RunID: runID, StartedAt: r.startedAt, GraphName: g.Name, GraphFile: r.file, GraphSHA256: r.sourceSHA,
+		CompletedNodes: []string{}, Path: []string{}, Logs: []string{}, History: []fidelity.Stage{},
+	}
+	r.startTrace(j, 0)
 	return r, nil
 }
 
-// restoreRun rebuilds a run from its checkpoint; it takes over lock (the
-// run directory's, held by the caller) and releases it on error.
-func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, cp *Checkpoint, lock *runLock) (_ *run, err error) {
+// restoreRun rebuilds a run from its journal's state; it takes over lock
+// (the run directory's, held by the caller) and j, and releases them on
+// error.
+func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, st journalState, j Journal, lock *runLock) (_ *run, err error) {
 	defer func() {
 		if err != nil {
+			closeJournal(j)
 			lock.release()
 		}
 	}()
+	cp := st.cp
 	switch cp.State {
 	case StateSuccess, StateFail:
 		return nil, fmt.Errorf("run %s in %s already finished with status %s%s; nothing to resume", cp.RunID, root, cp.State, reasonSuffix(cp.FailureReason))
@@ -188,17 +204,23 @@ func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, cp *C
 			return nil, err
 		}
 	}
+	// A crash in the middle of replacing a file leaves its temp file.
+	if err := removeLeftoverTemps(root); err != nil {
+		r.cfg.Logger.Warn("remove leftover temporary files", "run_id", r.runID, "dir", root, "err", err)
+	}
 	r.startedAt = cp.StartedAt
 	r.stageRoot = cp.StageRoot
 	r.cx = NewContext()
 	r.cx.ApplyUpdates(cp.Context)
 	maps.Copy(r.attempts, cp.Attempts)
-	// Checkpoints fall between visits, so the recorded attempts are every
+	// Commits fall between visits, so the recorded attempts are every
 	// execution that finished; one interrupted mid-visit runs again.
 	maps.Copy(r.executions, cp.Attempts)
 	maps.Copy(r.visits, cp.Visits)
 	maps.Copy(r.stageIndex, cp.StageIndex)
-	r.seen = firstVisitOrder(cp.Visits, cp.StageIndex)
+	for _, idx := range cp.StageIndex {
+		r.nextIndex = max(r.nextIndex, idx+1)
+	}
 	maps.Copy(r.retries, cp.NodeRetries)
 	maps.Copy(r.gates, cp.GoalGates)
 	r.completed = slices.Clone(cp.CompletedNodes)
@@ -207,13 +229,12 @@ func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, cp *C
 	r.history = slices.Clone(cp.History)
 	r.logs = slices.Clone(cp.Logs)
 	r.usage, r.steps, r.restarts = cp.Usage, cp.Steps, cp.Restarts
+	r.finished = slices.Clone(cp.Branches)
 	r.degrade = true
-	if err := r.openTrace(); err != nil {
-		return nil, err
-	}
-	if r.trace.seq < cp.EventSeq {
-		r.trace.seq = cp.EventSeq
-	}
+	committed := cp.clone()
+	committed.GraphDOT, committed.JournalOffset = "", 0
+	r.committed = committed
+	r.startTrace(j, max(st.lastSeq, cp.EventSeq))
 	return r, nil
 }
 
@@ -226,20 +247,10 @@ func (r *run) writeSource() error {
 	return nil
 }
 
-// openTrace opens the event trace (and the run directory, for fsyncs).
-func (r *run) openTrace() error {
-	dir, err := os.Open(r.root)
-	if err != nil {
-		return fmt.Errorf("open run directory: %w", err)
-	}
-	f, seq, err := openTrace(filepath.Join(r.root, EventsFile))
-	if err != nil {
-		dir.Close()
-		return err
-	}
-	r.rootDir = dir
-	r.trace = &tracer{runID: r.runID, seq: seq, file: f, observers: r.cfg.Observers, now: r.cfg.Now, log: r.cfg.Logger, durable: !r.cfg.NoFsync}
-	return nil
+// startTrace sets up the tracer on the run's journal; seq is the last
+// event's.
+func (r *run) startTrace(j Journal, seq int64) {
+	r.trace = &tracer{runID: r.runID, seq: seq, journal: j, observers: r.cfg.Observers, now: r.cfg.Now, log: r.cfg.Logger}
 }
 
 // initialContext mirrors every graph attribute as graph.<key> (spec §3.1).
@@ -260,11 +271,17 @@ func (r *run) context() *Context {
 	return r.cx
 }
 
-// start runs from the start node.
+// start runs from the start node. Its first commit (with the first
+// snapshot) makes the run resumable from there.
 func (r *run) start(ctx context.Context) *RunResult {
-	r.emit(Event{Type: EventPipelineStarted, Label: r.g.Label(), Message: r.g.Goal(), Total: r.total,
-		Data: map[string]any{"logs_root": r.root, "graph_file": r.file}})
-	return r.walk(ctx, r.g.StartNode().ID, nil, "", "")
+	first := r.g.StartNode().ID
+	d := &Delta{NextNode: first, State: StateRunning, ResetContext: true, Context: r.cx.Snapshot()}
+	err := r.commit(Event{Type: EventPipelineStarted, Label: r.g.Label(), Message: r.g.Goal(), Total: r.total,
+		Data: map[string]any{"logs_root": r.root, "graph_file": r.file}}, d, true)
+	if err != nil {
+		return r.finish(StateFail, "save the run's first state: "+err.Error(), false)
+	}
+	return r.walk(ctx, first, nil, "", "")
 }
 
 // resume continues from the checkpoint's next node.
@@ -286,7 +303,7 @@ func (r *run) resume(ctx context.Context, cp *Checkpoint) *RunResult {
 // it, checkpoint, select the next edge, repeat until an exit completes, the
 // run fails, or ctx ends.
 func (r *run) walk(ctx context.Context, cur string, incoming *pipeline.Edge, prev, lastDone string) *RunResult {
-	w := &walker{r: r, cx: r.context()}
+	w := &walker{r: r, cx: r.context(), d: &r.top, top: true}
 	for {
 		if ctx.Err() != nil {
 			return r.cancelled(lastDone, cur, incoming)
@@ -299,7 +316,7 @@ func (r *run) walk(ctx context.Context, cur string, incoming *pipeline.Edge, pre
 			if redirect, reason := r.checkGoalGates(node.ID); reason != "" {
 				return r.fail(lastDone, reason)
 			} else if redirect != nil {
-				if err := r.takeStep(); err != nil {
+				if err := r.takeStep(&r.top); err != nil {
 					return r.fail(lastDone, err.Error())
 				}
 				r.emitGateRedirect(redirect)
@@ -335,7 +352,7 @@ func (r *run) walk(ctx context.Context, cur string, incoming *pipeline.Edge, pre
 			if redirect, reason := r.checkGoalGates(node.ID); reason != "" {
 				return r.fail(node.ID, reason)
 			} else if redirect != nil {
-				if err := r.takeStep(); err != nil {
+				if err := r.takeStep(&r.top); err != nil {
 					return r.fail(node.ID, err.Error())
 				}
 				r.emitGateRedirect(redirect)
@@ -388,14 +405,15 @@ func isTrue(v string) bool {
 }
 
 // takeStep counts one node execution (or goal-gate redirect or restart)
-// against max_steps.
-func (r *run) takeStep() error {
+// against max_steps, noting it in d.
+func (r *run) takeStep(d *Delta) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.steps >= r.maxSteps {
 		return fmt.Errorf("max_steps (%d) exceeded: the run executed %d steps, which usually means a loop that never exits; raise the graph's max_steps if the run is that long", r.maxSteps, r.steps)
 	}
 	r.steps++
+	d.Steps++
 	return nil
 }
 
@@ -448,9 +466,10 @@ func (r *run) overBudget() string {
 // restart handles a loop_restart edge: a fresh context and stage directory
 // (restart-N), bounded by max_restarts, counted as a step.
 func (r *run) restart(rt route) string {
-	if err := r.takeStep(); err != nil {
+	if err := r.takeStep(&r.top); err != nil {
 		return err.Error()
 	}
+	cx := r.initialContext()
 	r.mu.Lock()
 	if r.restarts >= r.maxRestart {
 		r.mu.Unlock()
@@ -461,10 +480,8 @@ func (r *run) restart(rt route) string {
 	r.stageRoot = fmt.Sprintf("restart-%d", n)
 	r.gates = map[string]Status{}
 	r.history = nil
-	r.mu.Unlock()
-	cx := r.initialContext()
-	r.mu.Lock()
 	r.cx = cx
+	r.top.restart(cx.Snapshot(), r.stageRoot)
 	r.mu.Unlock()
 	r.addLog(fmt.Sprintf("loop restart %d at %s", n, rt.To))
 	r.emit(Event{Type: EventWarning, NodeID: rt.Edge.From, Message: fmt.Sprintf("loop_restart: restart %d of at most %d, continuing at %s with a fresh context in %s", n, r.maxRestart, rt.To, r.stageRoot),
@@ -472,13 +489,13 @@ func (r *run) restart(rt route) string {
 	return ""
 }
 
+// addLog adds a line to the run log (top-level events only).
 func (r *run) addLog(line string) {
+	line = r.cfg.Now().UTC().Format(time.RFC3339) + " " + line
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.logs = append(r.logs, r.cfg.Now().UTC().Format(time.RFC3339)+" "+line)
-	if len(r.logs) > maxLogs {
-		r.logs = slices.Delete(r.logs, 0, len(r.logs)-maxLogs)
-	}
+	r.logs = appendBounded(r.logs, maxLogs, line)
+	r.top.addLog(line)
 }
 
 // recordTopLevel adds a completed top-level visit to the path and the
@@ -489,91 +506,65 @@ func (r *run) recordTopLevel(id string, st *Stage) {
 	r.path = append(r.path, id)
 	r.completed = append(r.completed, id)
 	r.completed = append(r.completed, st.branchNodes...)
+	r.top.Path = append(r.top.Path, id)
+	r.top.CompletedNodes = append(append(r.top.CompletedNodes, id), st.branchNodes...)
 }
 
-// checkpoint writes checkpoint.json atomically and durably (temp file,
-// fsync, rename, fsync of the directory). It is the only fsync of a node:
-// the stage's artifacts (prompt.md, response.md, status.json) and the event
-// trace are plain writes: a process crash loses none of them (the kernel
-// has them), and after a power loss resume trusts only the checkpoint, which
-// holds all the state it needs (the artifacts are the record for people, and
-// the trace is fsynced when the run ends or stops).
+// checkpoint commits the top-level walk's step: what changed since the
+// last commit, and where the run stands (current is the last completed
+// node, next where it continues, state running, cancelled, success or
+// fail). It is the only durable write of a node: one journal record and
+// one fdatasync. The stage's files (prompt.md, response.md, status.json)
+// are plain writes, the record for people: a crashed process loses none of
+// them, and resume needs none of them. A snapshot (checkpoint.json)
+// follows when the run stops or waits at a human gate, and every so often
+// (commit).
 func (r *run) checkpoint(current, next string, incoming *pipeline.Edge, state, reason string) error {
-	data, err := r.snapshot(current, next, incoming, state, reason)
+	r.mu.Lock()
+	d := r.top
+	r.top = Delta{}
+	r.mu.Unlock()
+	d.CurrentNode, d.NextNode, d.State, d.Reason = current, next, state, reason
+	if incoming != nil {
+		d.Incoming = &EdgeKey{From: incoming.From, To: incoming.To, Index: slices.Index(r.g.Outgoing(incoming.From), incoming)}
+	}
+	snapshot := state != StateRunning || r.isGate(next)
+	err := r.commit(Event{Type: EventCheckpointSaved, NodeID: current, Data: map[string]any{"next_node": next, "state": state}}, &d, snapshot)
 	if err != nil {
-		return fmt.Errorf("encode checkpoint: %w (context values must be JSON-serialisable)", err)
+		return fmt.Errorf("save the run's state: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(r.root, CheckpointFile), data, !r.cfg.NoFsync, r.rootDir); err != nil {
-		return fmt.Errorf("save checkpoint: %w", err)
-	}
-	r.emit(Event{Type: EventCheckpointSaved, NodeID: current, Data: map[string]any{"next_node": next, "state": state}})
 	return nil
 }
 
-// snapshot encodes the run state; it holds the lock while encoding because
-// the checkpoint shares the run's maps and slices. The parts that grow with
-// the run (node lists and per-node counts) are appended directly instead of
-// going through reflection and re-validation: they are what makes a long
-// run's checkpoints big. The DOT source is not in it (SourceFile).
-func (r *run) snapshot(current, next string, incoming *pipeline.Edge, state, reason string) ([]byte, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	cp := &Checkpoint{
-		Version: checkpointVersion, Timestamp: r.cfg.Now().UTC(), RunID: r.runID,
-		CurrentNode: current, NextNode: next, State: state, FailureReason: reason,
-		NodeRetries: r.retries, Context: r.cx.Snapshot(), Logs: r.logs,
-		GoalGates: r.gates, History: r.history, EventSeq: r.trace.lastSeq() + 1, Usage: r.usage,
-		Steps: r.steps, Restarts: r.restarts, StageRoot: r.stageRoot, StartedAt: r.startedAt,
-		GraphName: r.g.Name, GraphFile: r.file, GraphSHA256: r.sourceSHA,
-	}
-	if incoming != nil {
-		cp.Incoming = &EdgeKey{From: incoming.From, To: incoming.To, Index: slices.Index(r.g.Outgoing(incoming.From), incoming)}
-	}
-	head, err := json.Marshal(checkpointHead{Checkpoint: cp})
-	if err != nil {
-		return nil, err
-	}
-	// Checkpoints are written one at a time by the top-level walk, each
-	// before the next is encoded, so one buffer serves them all.
-	b := append(r.cpBuf[:0], head[:len(head)-1]...) // without its closing brace
-	b = append(b, `,"completed_nodes":`...)
-	b = appendStrings(b, r.completed)
-	b = append(b, `,"path":`...)
-	b = appendStrings(b, r.path)
-	b = append(b, `,"attempts":`...)
-	b = appendCountsInOrder(b, r.attempts, r.seen)
-	b = append(b, `,"visits":`...)
-	b = appendCountsInOrder(b, r.visits, r.seen)
-	b = append(b, `,"stage_index":`...)
-	b = appendCountsInOrder(b, r.stageIndex, r.seen)
-	b = append(b, '}')
-	r.cpBuf = b
-	return b, nil
-}
-
-// firstVisitOrder rebuilds the first-visit order of a checkpoint's nodes:
-// start nodes (no stage index) first, then by stage index.
-func firstVisitOrder(visits, index map[string]int) []string {
-	order := slices.Collect(maps.Keys(visits))
-	slices.SortFunc(order, func(a, b string) int {
-		if c := cmp.Compare(index[a], index[b]); c != 0 {
-			return c
+// commit journals e as the end of a step that changed d, then a snapshot
+// when asked or due; committed follows the journal, in seq order.
+func (r *run) commit(e Event, d *Delta, snapshot bool) error {
+	return r.trace.commit(e, d, func(e Event) *Checkpoint {
+		r.committed.apply(e, d)
+		r.sinceSnapshot++
+		if !snapshot && r.sinceSnapshot < max(snapshotEvery, len(r.committed.CompletedNodes)/4) {
+			return nil
 		}
-		return cmp.Compare(a, b)
+		r.sinceSnapshot = 0
+		return r.committed.clone()
 	})
-	return order
 }
 
-// checkpointHead encodes a Checkpoint without the fields snapshot appends
-// itself: each shallower, always-empty field hides the embedded one of the
-// same JSON name.
-type checkpointHead struct {
-	*Checkpoint
-	CompletedNodes *struct{} `json:"completed_nodes,omitempty"`
-	Path           *struct{} `json:"path,omitempty"`
-	Attempts       *struct{} `json:"attempts,omitempty"`
-	Visits         *struct{} `json:"visits,omitempty"`
-	StageIndex     *struct{} `json:"stage_index,omitempty"`
+// snapshotEvery is the least number of commits between two snapshots.
+// Past that, a snapshot waits until the commits since the last one number
+// a quarter of the completed nodes: a snapshot holds every completed node,
+// so its cost per commit stays constant however long the run.
+const snapshotEvery = 256
+
+// isGate reports whether the walk continues at a human gate (where it may
+// wait for hours: checkpoint.json then shows where it waits).
+func (r *run) isGate(id string) bool {
+	n := r.g.Node(id)
+	if n == nil {
+		return false
+	}
+	_, typ := r.reg.Resolve(n)
+	return typ == TypeHuman
 }
 
 // succeed finishes the run at its exit node.
@@ -620,9 +611,8 @@ func (r *run) finish(state, reason string, cancelled bool) *RunResult {
 			Data: map[string]any{"cancelled": cancelled}})
 	}
 	if err := r.trace.close(); err != nil {
-		r.cfg.Logger.Warn("close event trace", "run_id", r.runID, "err", err)
+		r.cfg.Logger.Warn("close the run's journal", "run_id", r.runID, "err", err)
 	}
-	r.rootDir.Close()
 	if rc, ok := r.cfg.Backend.(RunCloser); ok {
 		rc.CloseRun(r.runID)
 	}

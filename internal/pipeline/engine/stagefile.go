@@ -3,9 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
+	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -21,41 +22,139 @@ const maxStatusFile = 1 << 20
 
 // readStageFile reads path if it is a regular file of at most limit bytes.
 // A missing file gives an error satisfying errors.Is(err, fs.ErrNotExist).
+// It works on the descriptor directly: O_NONBLOCK keeps the open of a
+// planted FIFO from waiting for a writer, and an os.File would hand the
+// non-blocking descriptor to the runtime's poller for nothing.
 func readStageFile(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	fd, err := openNoFollow(path, syscall.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%s is a symbolic link; the engine does not follow links in a run directory", path)
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	mode := fileMode(st.Mode)
+	if !mode.IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s); the engine only reads regular files in a run directory", path, fileKind(mode))
+	}
+	if st.Size > limit {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d the engine reads", path, st.Size, limit)
+	}
+	data := make([]byte, 0, st.Size+1) // +1: sees growth without a second read
+	for int64(len(data)) <= limit {
+		if len(data) == cap(data) {
+			data = slices.Grow(data, 4096)
 		}
-		return nil, err
+		n, err := syscall.Read(fd, data[len(data):cap(data)])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return data, nil
+		}
+		data = data[:len(data)+n]
 	}
-	defer f.Close()
-	fi, err := f.Stat()
+	return nil, fmt.Errorf("%s is more than the %d bytes the engine reads", path, limit) // it grew while being read
+}
+
+// openNoFollow opens path without following a symbolic link in its last
+// element (the error then says so).
+func openNoFollow(path string, flag int) (int, error) {
+	for {
+		fd, err := syscall.Open(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		switch {
+		case err == nil:
+			return fd, nil
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.ELOOP:
+			return -1, fmt.Errorf("%s is a symbolic link; the engine does not follow links in a run directory", path)
+		}
+		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+}
+
+func fstat(fd int, st *syscall.Stat_t) error {
+	for {
+		if err := syscall.Fstat(fd, st); err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// fileMode turns a stat mode into the fs.FileMode bits fileKind reads.
+func fileMode(m uint32) fs.FileMode {
+	switch m & syscall.S_IFMT {
+	case syscall.S_IFREG:
+		return 0
+	case syscall.S_IFDIR:
+		return fs.ModeDir
+	case syscall.S_IFLNK:
+		return fs.ModeSymlink
+	case syscall.S_IFIFO:
+		return fs.ModeNamedPipe
+	case syscall.S_IFSOCK:
+		return fs.ModeSocket
+	}
+	return fs.ModeDevice
+}
+
+// openRegular opens path for reading if it is a regular file, never
+// through a symbolic link; the returned file is an ordinary blocking one.
+func openRegular(path string) (*os.File, error) {
+	fd, err := openNoFollow(path, syscall.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s); the engine only reads regular files in a run directory", path, fileKind(fi.Mode()))
+	var st syscall.Stat_t
+	if err := fstat(fd, &st); err != nil {
+		syscall.Close(fd)
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d the engine reads", path, fi.Size(), limit)
+	if mode := fileMode(st.Mode); !mode.IsRegular() {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("%s is not a regular file (%s); the engine only reads regular files in a run directory", path, fileKind(mode))
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		syscall.Close(fd)
+		return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
 	}
-	if int64(len(data)) > limit { // it grew while being read
-		return nil, fmt.Errorf("%s is more than the %d bytes the engine reads", path, limit)
-	}
-	return data, nil
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 // writeStageFile replaces path's content with data without writing through
-// whatever an agent may have put there: an existing regular file with a
-// single link is rewritten in place (no new inode, the common case on a
-// retry), anything else (a symbolic link, a FIFO, a hard link to another
-// file) is unlinked and a new file created in its place.
+// whatever an agent may have put there. The usual case, no file there yet,
+// is one exclusive create; otherwise an existing regular file with a single
+// link is rewritten in place (no new inode, the common case on a retry),
+// anything else (a symbolic link, a FIFO, a hard link to another file) is
+// unlinked and a new file created in its place.
+//
+// The usual case goes through the descriptor directly (open, write,
+// close): an os.File would first try to register the file with the
+// runtime's poller, which regular files refuse.
 func writeStageFile(path string, data []byte) error {
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
+	for err == syscall.EINTR {
+		fd, err = syscall.Open(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
+	}
+	if err == nil {
+		werr := writeAll(fd, data)
+		if cerr := syscall.Close(fd); werr == nil && cerr != nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return &fs.PathError{Op: "write", Path: path, Err: werr}
+		}
+		return nil
+	}
+	if err != syscall.EEXIST {
+		return &fs.PathError{Op: "open", Path: path, Err: err}
+	}
 	f, err := openForRewrite(path)
 	if err != nil {
 		return err
@@ -64,7 +163,23 @@ func writeStageFile(path string, data []byte) error {
 	return errors.Join(err, f.Close())
 }
 
-// openForRewrite opens path for writing, empty, as a regular file of its own.
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := syscall.Write(fd, data)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+// openForRewrite opens the existing path for writing, empty, as a regular
+// file of its own. O_NONBLOCK: opening a planted FIFO that nobody reads
+// fails (ENXIO) instead of waiting.
 func openForRewrite(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
 	switch {
@@ -152,4 +267,33 @@ func fileKind(m fs.FileMode) string {
 		return "directory"
 	}
 	return "special file"
+}
+
+// isLeftoverTemp reports whether name is a temporary file a crash can leave
+// behind: the engine's ".<name>.tmp-*", the container backend's
+// ".<name>.*.tmp", an agent's ".status-*.tmp".
+func isLeftoverTemp(name string) bool {
+	return strings.HasPrefix(name, ".") && (strings.HasSuffix(name, ".tmp") || strings.Contains(name, ".tmp-"))
+}
+
+// removeLeftoverTemps deletes the leftover temporary files directly in dir
+// (regular files only; unlinking never follows a link). It reports the
+// first failure; a missing directory is not one.
+func removeLeftoverTemps(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.Type().IsRegular() && isLeftoverTemp(e.Name()) {
+			if err := os.Remove(dir + string(os.PathSeparator) + e.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -1,118 +1,71 @@
 package engine
 
 import (
-	"bufio"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sync"
-	"syscall"
 	"time"
 )
 
 // tracer stamps events (run id, seq, time), appends them to the run's
-// events.jsonl and hands them to the observers, in order, one at a time.
+// journal and hands them to the observers, in order, one at a time. A
+// commit reaches the observers once it is durable.
 type tracer struct {
 	mu        sync.Mutex
 	runID     string
 	seq       int64
-	file      *os.File
+	journal   Journal
 	observers []Observer
 	now       func() time.Time
 	log       *slog.Logger
-	durable   bool  // fsync on close
-	werr      error // first write error, reported once
+	werr      error // first journal error of an event, reported once
 }
 
-// openTrace opens (creating or appending to) path. A torn last line left by
-// a crash is cut off, and the highest seq found is returned so numbering
-// continues after it.
-func openTrace(path string) (*os.File, int64, error) {
-	// Not through a symbolic link, and only a regular file: a child run's
-	// trace sits in a stage directory agents can reach.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
-	if err != nil {
-		return nil, 0, fmt.Errorf("open event trace: %w", err)
-	}
-	if err := checkOwnRegular(f); err != nil {
-		f.Close()
-		return nil, 0, fmt.Errorf("open event trace: %w", err)
-	}
-	lastSeq, end, err := scanTrace(f)
-	if err == nil {
-		err = f.Truncate(end)
-	}
-	if err == nil {
-		_, err = f.Seek(end, io.SeekStart)
-	}
-	if err != nil {
-		f.Close()
-		return nil, 0, fmt.Errorf("recover event trace %s: %w", path, err)
-	}
-	return f, lastSeq, nil
-}
-
-// maxTraceLine bounds one line of a trace being recovered; the engine's
-// events are far smaller (agent text in them is cut to a few KB).
-const maxTraceLine = 16 << 20
-
-// scanTrace returns the highest seq in the complete lines of r and the
-// offset just after the last complete line. It streams, so a long trace
-// costs no more memory than its longest line.
-func scanTrace(r io.Reader) (last, end int64, err error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) > maxTraceLine {
-			return 0, 0, fmt.Errorf("a line at offset %d is over %d bytes: not an event trace", end, maxTraceLine)
-		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			line = append(line, chunk...)
-			continue
-		case err == io.EOF:
-			return last, end, nil // what is left is a torn line
-		case err != nil:
-			return 0, 0, err
-		}
-		if len(line) > 0 {
-			chunk = append(line, chunk...)
-			line = line[:0]
-		}
-		end += int64(len(chunk))
-		var e struct {
-			Seq int64 `json:"seq"`
-		}
-		if json.Unmarshal(chunk, &e) == nil && e.Seq > last {
-			last = e.Seq
-		}
-	}
-}
-
-// emit stamps e, writes it and notifies the observers.
+// emit stamps e, journals it and notifies the observers.
 func (t *tracer) emit(e Event) Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.seq++
-	e.RunID, e.Seq, e.Time = t.runID, t.seq, t.now()
-	if t.file != nil {
-		line, err := json.Marshal(e)
-		if err == nil {
-			_, err = t.file.Write(append(line, '\n'))
-		}
-		if err != nil && t.werr == nil {
-			t.werr = err
-			t.log.Error("event trace write failed; events still reach observers", "run_id", t.runID, "err", err)
+	e = t.stamp(e)
+	if err := t.journal.Append(Record{Event: e}); err != nil && t.werr == nil {
+		t.werr = err
+		t.log.Error("run journal write failed; events still reach observers", "run_id", t.runID, "err", err)
+	}
+	t.notifyAll(e)
+	return e
+}
+
+// commit stamps e, journals it with the step's delta d, and notifies the
+// observers once that is durable; on error the step is not committed and
+// the observers do not hear of it. committed is called once it is (under
+// the lock, so in seq order); the snapshot it returns, if any, is journaled
+// next — a snapshot that fails is reported, but the step stays committed.
+func (t *tracer) commit(e Event, d *Delta, committed func(Event) *Checkpoint) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e = t.stamp(e)
+	if err := t.journal.Append(Record{Event: e, Commit: d}); err != nil {
+		return err
+	}
+	if snap := committed(e); snap != nil {
+		if err := t.journal.Append(Record{Snapshot: snap}); err != nil {
+			t.log.Warn("run snapshot failed; the journal holds the run", "run_id", t.runID, "err", err)
 		}
 	}
+	t.notifyAll(e)
+	return nil
+}
+
+func (t *tracer) stamp(e Event) Event {
+	t.seq++
+	e.RunID, e.Seq, e.Time = t.runID, t.seq, t.now()
+	return e
+}
+
+func (t *tracer) notifyAll(e Event) {
 	for _, o := range t.observers {
 		t.notify(o, e)
 	}
-	return e
 }
 
 // notify calls an observer, containing its panics: a broken observer must not
@@ -126,24 +79,12 @@ func (t *tracer) notify(o Observer, e Event) {
 	o.OnEvent(e)
 }
 
-// lastSeq is the seq of the latest event.
-func (t *tracer) lastSeq() int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.seq
-}
-
+// close closes the journal (making what it held back durable).
 func (t *tracer) close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.file == nil {
-		return nil
+	if c, ok := t.journal.(io.Closer); ok {
+		return c.Close()
 	}
-	var err error
-	if t.durable {
-		err = t.file.Sync()
-	}
-	err = errors.Join(err, t.file.Close())
-	t.file = nil
-	return err
+	return nil
 }

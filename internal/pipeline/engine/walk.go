@@ -27,6 +27,10 @@ type walker struct {
 	cx     *Context
 	branch string   // "" at top level
 	last   *Outcome // the previous node's outcome in this walk
+	// d collects what the walk changed since its last commit: &r.top at
+	// top level, the branch's own delta in a branch (guarded by r.mu).
+	d   *Delta
+	top bool
 }
 
 // execute runs one visit of node: step accounting, the handler with its
@@ -35,20 +39,20 @@ type walker struct {
 // (max_steps).
 func (w *walker) execute(ctx context.Context, node *pipeline.Node, incoming *pipeline.Edge, prev string) (*Stage, Outcome, error) {
 	r := w.r
-	if err := r.takeStep(); err != nil {
+	if err := r.takeStep(w.d); err != nil {
 		return nil, Outcome{}, err
 	}
 	h, typ := r.reg.Resolve(node)
 	if t := node.Attrs["type"]; t != "" && t != typ {
 		w.emit(Event{Type: EventWarning, NodeID: node.ID, Message: fmt.Sprintf("unknown handler type %q on %s; running it as %s", t, node.ID, typ)})
 	}
-	visit, index := r.beginVisit(node)
+	visit, index := r.beginVisit(w.d, node)
 	stageDir := filepath.Join(r.root, r.currentStageRoot(), node.ID)
 	st := &Stage{
 		Node: node, Graph: r.g, Context: w.cx, RunID: r.runID, LogsRoot: filepath.Dir(stageDir), StageDir: stageDir,
 		Visit: visit, Incoming: incoming, PrevNode: prev, Branch: w.branch, w: w,
 	}
-	w.cx.Set(KeyCurrentNode, node.ID)
+	w.setContext(map[string]any{KeyCurrentNode: node.ID})
 	id, idErr := r.resolveIdentity(node)
 	st.Persona, st.Masks = id.persona, id.masks
 	who, wearing := personaName(node, id), maskNames(node, id)
@@ -101,21 +105,32 @@ func (w *walker) emit(e Event) {
 	w.r.emit(e)
 }
 
-// beginVisit counts a visit and returns its number and the node's stage
-// index (order of first visit).
-func (r *run) beginVisit(node *pipeline.Node) (int, int) {
+// beginVisit counts a visit (noting it in d) and returns its number and
+// the node's stage index (order of first visit).
+func (r *run) beginVisit(d *Delta, node *pipeline.Node) (int, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.visits[node.ID]++
-	if r.visits[node.ID] == 1 {
-		r.seen = append(r.seen, node.ID)
-	}
+	d.addVisit(node.ID)
 	idx, ok := r.stageIndex[node.ID]
 	if !ok && !node.IsStart() {
-		idx = len(r.stageIndex) + 1
+		idx = r.nextIndex
+		r.nextIndex++
 		r.stageIndex[node.ID] = idx
+		d.setIndex(node.ID, idx)
 	}
 	return r.visits[node.ID], idx
+}
+
+// setContext applies updates to the walk's context; at top level the
+// step's commit carries them.
+func (w *walker) setContext(updates map[string]any) {
+	w.cx.ApplyUpdates(updates)
+	if w.top {
+		w.r.mu.Lock()
+		w.d.setContext(updates)
+		w.r.mu.Unlock()
+	}
 }
 
 // countExecution counts one more handler execution of the node and returns
@@ -138,25 +153,29 @@ func (r *run) currentStageRoot() string {
 func (w *walker) record(st *Stage, typ string, out Outcome, attempts int, dur time.Duration) {
 	r, id := w.r, st.Node.ID
 	retries := attempts - 1
+	d := w.d
 	r.mu.Lock()
 	r.attempts[id] += attempts
+	d.addAttempts(id, attempts)
 	_, hadRetries := r.retries[id]
 	if retries > 0 || hadRetries {
 		r.retries[id] = retries
+		d.setRetries(id, retries)
 	}
 	if isTrue(st.Node.Attrs["goal_gate"]) && out.Status != StatusSkipped {
 		r.gates[id] = out.Status
+		d.setGate(id, out.Status)
 	}
 	r.usage = r.usage.Add(st.usage)
+	d.Usage = d.Usage.Add(st.usage)
 	if typ != TypeStart && typ != TypeExit && typ != TypeConditional {
-		r.history = append(r.history, fidelity.Stage{
+		h := fidelity.Stage{
 			NodeID: id, Label: st.Node.Label(), Persona: personaTitle(st.Persona), Status: string(out.Status), Notes: out.Notes,
 			FailureReason: out.FailureReason, Response: truncate(st.response, maxContextResponse),
 			Duration: dur, Attempts: attempts,
-		})
-		if len(r.history) > maxHistory {
-			r.history = slices.Delete(r.history, 0, len(r.history)-maxHistory)
 		}
+		r.history = appendBounded(r.history, maxHistory, h)
+		d.addHistory(h)
 	}
 	r.mu.Unlock()
 
@@ -170,7 +189,7 @@ func (w *walker) record(st *Stage, typ string, out Outcome, attempts int, dur ti
 	if retries > 0 || hadRetries {
 		updates[keyRetryPrefix+id] = retries
 	}
-	w.cx.ApplyUpdates(updates)
+	w.setContext(updates)
 	if len(out.ContextUpdates) > 0 {
 		w.emit(Event{Type: EventContextUpdated, NodeID: id, Data: map[string]any{"keys": slices.Sorted(maps.Keys(out.ContextUpdates))}})
 	}
@@ -192,11 +211,35 @@ func writeStatusFile(dir string, out Outcome) error {
 
 // makeDir creates the stage directory and notes whether it is new (then it
 // holds no stale files from an earlier visit). A retry finds the directory
-// of its first attempt; a symbolic link in its place is refused.
+// of its first attempt; a symbolic link in its place is refused. In a
+// directory an earlier visit (or a crashed process) used, leftover
+// temporary files are removed.
 func (st *Stage) makeDir() error {
+	if st.dirReady {
+		return nil
+	}
 	fresh, err := ensureRealDir(st.StageDir)
 	st.freshDir, st.dirReady = fresh, err == nil
+	if err == nil && !fresh {
+		if err := removeLeftoverTemps(st.StageDir); err != nil {
+			st.Warn("could not remove leftover temporary files: " + err.Error())
+		}
+	}
 	return err
+}
+
+// noWork reports whether a node of this handler type does no work worth a
+// stage directory: start, exit and conditional nodes, and agent stages on
+// a simulated backend. They leave no files in the run directory.
+func (w *walker) noWork(typ string) bool {
+	switch typ {
+	case TypeStart, TypeExit, TypeConditional:
+		return true
+	case TypeCodergen, TypeTool:
+		_, sim := w.r.cfg.Backend.(Simulated)
+		return sim
+	}
+	return false
 }
 
 // runWithRetry executes the handler under the node's retry policy (§3.5):
@@ -260,8 +303,10 @@ func (w *walker) safeExecute(ctx context.Context, st *Stage, h Handler, typ stri
 			out, err = Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("handler %s panicked: %v", typ, p)}, nil
 		}
 	}()
-	if err := st.makeDir(); err != nil {
-		return Outcome{}, fmt.Errorf("create stage directory: %w", err)
+	if !w.noWork(typ) {
+		if err := st.makeDir(); err != nil {
+			return Outcome{}, fmt.Errorf("create stage directory: %w", err)
+		}
 	}
 	out, err = h.Execute(ctx, st)
 	if err != nil {

@@ -70,6 +70,9 @@ func wait(ctx context.Context, d, timeout time.Duration, nodeID string) error {
 // tool node exits 0.
 type Sim struct{}
 
+// Simulated marks Sim as engine.Simulated: its stages keep no files.
+func (Sim) Simulated() {}
+
 // Run answers req without doing anything.
 func (Sim) Run(ctx context.Context, req engine.Request) (engine.Result, error) {
 	if err := ctx.Err(); err != nil {
