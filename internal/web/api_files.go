@@ -62,16 +62,22 @@ func readRunFile(run store.Run, name string, limit int64) ([]byte, bool, error) 
 	return data, false, nil
 }
 
+// loadCheckpoint reads the run's state as of its last commit (its
+// checkpoint.json snapshot with the journal's later commits applied), in
+// checkpoint.json's layout.
 func (s *Server) loadCheckpoint(run store.Run) (*engine.Checkpoint, []byte, error) {
-	data, _, err := readRunFile(run, engine.CheckpointFile, maxRawFile)
+	if run.LogsRoot == "" {
+		return nil, nil, fs.ErrNotExist
+	}
+	cp, err := engine.LoadState(run.LogsRoot)
 	if err != nil {
 		return nil, nil, err
 	}
-	var cp engine.Checkpoint
-	if err := json.Unmarshal(data, &cp); err != nil {
-		return nil, nil, fmt.Errorf("%s is not valid JSON: %w", engine.CheckpointFile, err)
+	data, err := json.Marshal(cp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode the run's state: %w", err)
 	}
-	return &cp, data, nil
+	return cp, data, nil
 }
 
 // noCheckpoint answers a run without a checkpoint yet (or an unreadable one).
