@@ -140,9 +140,11 @@ func backendNames() []string {
 }
 
 const runLong = `Run an Attractor DOT pipeline: validate it (like 'nanohost pipeline validate';
-errors stop the run), then execute it node by node, checkpointing after every
-node into the run directory ({logs}/checkpoint.json, events.jsonl and a
-directory per node with prompt.md, response.md and status.json).
+errors stop the run), then execute it node by node into the run directory:
+events.jsonl is the run's journal (every event; after each node one append
+and one fdatasync commit it), checkpoint.json a snapshot of the run state
+rewritten now and then, and each agent stage has a directory with
+prompt.md, response.md and status.json (docs/journal.md).
 
 Backends: "script" answers from S.json,
   {"nodes": {"<id>": [R1, R2, …]}, "default": R}
