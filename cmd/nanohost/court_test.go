@@ -211,7 +211,9 @@ func TestPipelinePersonasAndMasksFlags(t *testing.T) {
 	}
 
 	logs := filepath.Join(dir, "run")
-	r = runNanohost(t, "", "pipeline", "run", dot, "--personas", personas, "--masks", masks, "--logs", logs)
+	// A scripted agent (every node succeeds) keeps its stage files; simulated stages keep none.
+	agents := writeFile(t, dir, "s.json", `{}`)
+	r = runNanohost(t, "", "pipeline", "run", dot, "--personas", personas, "--masks", masks, "--script", agents, "--logs", logs)
 	if r.code != 0 || !strings.Contains(r.stdout, "→ sort (1/3) as triager wearing recall") || !strings.Contains(r.stdout, "→ dig (2/3) as seeker") {
 		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
