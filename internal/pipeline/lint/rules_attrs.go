@@ -144,12 +144,28 @@ type keyedDiag struct {
 
 func (s *sink) add(d pipeline.Diagnostic) { s.found = append(s.found, keyedDiag{s.key, d}) }
 
-// scoped is one attribute occurrence: where it is, for diagnostics.
+// scoped is one attribute map: where it is, for diagnostics. It is built
+// for every node and edge, so it holds pointers rather than a closure (one
+// allocation each, three rules over a big graph).
 type scoped struct {
 	scope Scope
 	known map[string]*Attribute // index.byScope[scope], looked up once per map
 	attrs pipeline.Attrs
-	diag  func(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic
+	c     *checker
+	g     *pipeline.Graph
+	n     *pipeline.Node // NodeScope
+	e     *pipeline.Edge // EdgeScope
+}
+
+// diag reports a problem with the attribute key of this map.
+func (s scoped) diag(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic {
+	switch s.scope {
+	case NodeScope:
+		return s.c.nodeAttr(nodeDiag(rule, sev, s.n, fix, "node "+s.n.ID+": "+format, args...), s.n, key)
+	case EdgeScope:
+		return s.c.edgeAttr(edgeDiag(rule, sev, s.e, fix, "edge "+s.e.From+" -> "+s.e.To+": "+format, args...), s.e, key)
+	}
+	return s.c.graphAttr(graphDiag(rule, sev, fix, "graph: "+format, args...), s.g, key)
 }
 
 // eachAttr calls f for every attribute of the graph, its nodes and edges,
@@ -170,18 +186,12 @@ func (c *checker) eachAttr(g *pipeline.Graph, f func(s scoped, key, value string
 			out = append(out, kd.d)
 		}
 	}
-	visit(scoped{GraphScope, index.byScope[GraphScope], g.Attrs, func(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic {
-		return c.graphAttr(graphDiag(rule, sev, fix, "graph: "+format, args...), g, key)
-	}})
+	visit(scoped{scope: GraphScope, known: index.byScope[GraphScope], attrs: g.Attrs, c: c, g: g})
 	for _, n := range g.Nodes {
-		visit(scoped{NodeScope, index.byScope[NodeScope], n.Attrs, func(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic {
-			return c.nodeAttr(nodeDiag(rule, sev, n, fix, "node "+n.ID+": "+format, args...), n, key)
-		}})
+		visit(scoped{scope: NodeScope, known: index.byScope[NodeScope], attrs: n.Attrs, c: c, g: g, n: n})
 	}
 	for _, e := range g.Edges {
-		visit(scoped{EdgeScope, index.byScope[EdgeScope], e.Attrs, func(rule string, sev pipeline.Severity, key, fix, format string, args ...any) pipeline.Diagnostic {
-			return c.edgeAttr(edgeDiag(rule, sev, e, fix, "edge "+e.From+" -> "+e.To+": "+format, args...), e, key)
-		}})
+		visit(scoped{scope: EdgeScope, known: index.byScope[EdgeScope], attrs: e.Attrs, c: c, g: g, e: e})
 	}
 	return out
 }
@@ -207,7 +217,10 @@ func (c *checker) attrType(g *pipeline.Graph) []pipeline.Diagnostic {
 func typeError(a *Attribute, attrs pipeline.Attrs) (msg, example string) {
 	msg = typeProblem(a, attrs)
 	example = a.Example
-	if _, err := attrs.Int(a.Key, 0); a.Kind == KindInt && err != nil {
+	if msg == "" || a.Kind != KindInt {
+		return msg, example
+	}
+	if _, err := attrs.Int(a.Key, 0); err != nil {
 		var ae *pipeline.AttrError
 		if errors.As(err, &ae) && ae.Want == "a whole number" {
 			example = ae.Example
@@ -237,6 +250,9 @@ func typeProblem(a *Attribute, attrs pipeline.Attrs) string {
 			return fmt.Sprintf("%s=%q is a negative duration", a.Key, attrs[a.Key])
 		}
 	default:
+		return ""
+	}
+	if err == nil {
 		return ""
 	}
 	var ae *pipeline.AttrError
