@@ -120,7 +120,7 @@ func (s *Sheet) Resolve(n *pipeline.Node) map[string]string {
 	for i := range all {
 		all[i] = i
 	}
-	return values(s.resolve(n, all, anyKind))
+	return values(s.resolve(map[string]pick{}, n, all, anyKind))
 }
 
 // pick is the value a property gets and the specificity it got it with.
@@ -132,9 +132,8 @@ type pick struct {
 func anyKind(SelectorKind) bool { return true }
 
 // resolve is Resolve over the rules at the given indexes (in source order),
-// counting only the selectors whose kind use accepts.
-func (s *Sheet) resolve(n *pipeline.Node, rules []int, use func(SelectorKind) bool) map[string]pick {
-	best := map[string]pick{}
+// counting only the selectors whose kind use accepts, into best (empty).
+func (s *Sheet) resolve(best map[string]pick, n *pipeline.Node, rules []int, use func(SelectorKind) bool) map[string]pick {
 	for _, ri := range rules {
 		r := s.Rules[ri]
 		spec := -1
@@ -204,19 +203,25 @@ func (s *Sheet) eachUnset(g *pipeline.Graph, set func(n *pipeline.Node, prop, va
 	byShape := map[string]map[string]pick{}
 	generic := func(k SelectorKind) bool { return k <= Shape }
 	specific := func(k SelectorKind) bool { return k >= Class }
+	own := map[string]pick{} // the node's .class and #id picks, reused node after node
+	var rules []int
 	for _, n := range g.Nodes {
 		base, ok := byShape[n.Shape()]
 		if !ok {
-			base = s.resolve(n, idx.generic(n.Shape()), generic)
+			base = s.resolve(map[string]pick{}, n, idx.generic(n.Shape()), generic)
 			byShape[n.Shape()] = base
 		}
-		props := values(base)
-		for prop, p := range s.resolve(n, idx.specific(n), specific) {
-			props[prop] = p.value
+		clear(own)
+		rules = idx.specific(rules[:0], n)
+		s.resolve(own, n, rules, specific)
+		for prop, p := range base {
+			if _, overridden := own[prop]; !overridden && strings.TrimSpace(n.Attrs[prop]) == "" {
+				set(n, prop, p.value)
+			}
 		}
-		for prop, v := range props {
+		for prop, p := range own {
 			if strings.TrimSpace(n.Attrs[prop]) == "" {
-				set(n, prop, v)
+				set(n, prop, p.value)
 			}
 		}
 	}
@@ -250,9 +255,10 @@ func (idx *ruleIndex) generic(shape string) []int {
 	return sortedUnique(append(slices.Clone(idx.universal), idx.by[Shape][shape]...))
 }
 
-// specific returns the .class and #id rules that may match n, in source order.
-func (idx *ruleIndex) specific(n *pipeline.Node) []int {
-	out := slices.Clone(idx.by[ID][n.ID])
+// specific appends to out the .class and #id rules that may match n, in
+// source order.
+func (idx *ruleIndex) specific(out []int, n *pipeline.Node) []int {
+	out = append(out, idx.by[ID][n.ID]...)
 	for _, c := range classesOf(n) {
 		out = append(out, idx.by[Class][c]...)
 	}
