@@ -2,6 +2,7 @@ package dot
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -212,38 +213,44 @@ func suggestID(s string) string {
 }
 
 func (b *builder) edgeStmt(s *scope, st *ast.EdgeStmt) error {
-	groups := make([][]endpoint, 0, len(st.EdgeRHS)+1)
-	first, err := b.location(s, st.Source)
+	// The endpoints of every side, in one slice: side i is eps[ends[i]:ends[i+1]].
+	eps := make([]endpoint, 0, len(st.EdgeRHS)+1)
+	ends := make([]int, 1, len(st.EdgeRHS)+2)
+	eps, err := b.location(eps, s, st.Source)
 	if err != nil {
 		return err
 	}
-	groups = append(groups, first)
+	ends = append(ends, len(eps))
 	for _, rh := range st.EdgeRHS {
 		if rh.Op != ast.DIRECTED {
-			return b.errAt(first[0].pos, "undirected edge --", "write directed edges with ->",
+			return b.errAt(eps[0].pos, "undirected edge --", "write directed edges with ->",
 				"undirected edge '--': Attractor pipelines are directed graphs")
 		}
-		next, err := b.location(s, rh.Destination)
-		if err != nil {
+		if eps, err = b.location(eps, s, rh.Destination); err != nil {
 			return err
 		}
-		groups = append(groups, next)
+		ends = append(ends, len(eps))
 	}
 	explicit := pipeline.Attrs{}
 	if err := b.applyAttrs(explicit, st.Attrs); err != nil {
 		return err
 	}
-	for i := 0; i+1 < len(groups); i++ {
-		from, to := groups[i], groups[i+1]
+	// The usual a -> b [...] without edge defaults: its one edge takes the
+	// statement's own attributes.
+	sole := len(eps) == 2 && len(s.edgeDefaults) == 0
+	for i := 0; i+2 < len(ends); i++ {
+		from, to := eps[ends[i]:ends[i+1]], eps[ends[i+1]:ends[i+2]]
 		if len(b.g.Edges)+len(from)*len(to) > b.lim.MaxEdges {
 			return b.errAt(from[0].pos, "too many edges", "split the pipeline into smaller graphs",
 				"more than %d edges", b.lim.MaxEdges)
 		}
 		for _, f := range from {
 			for _, t := range to {
-				attrs := s.edgeDefaults.Clone()
-				for k, v := range explicit {
-					attrs[k] = v
+				attrs := explicit
+				if !sole {
+					attrs = make(pipeline.Attrs, len(s.edgeDefaults)+len(explicit))
+					maps.Copy(attrs, s.edgeDefaults)
+					maps.Copy(attrs, explicit)
 				}
 				e := b.g.AddEdge(f.id, t.id, attrs)
 				e.Pos = f.pos
@@ -253,9 +260,10 @@ func (b *builder) edgeStmt(s *scope, st *ast.EdgeStmt) error {
 	return nil
 }
 
-// location resolves one side of an edge: a node, or every node mentioned in
-// a subgraph (a -> {b c} is a -> b and a -> c, as in Graphviz).
-func (b *builder) location(s *scope, loc ast.Location) ([]endpoint, error) {
+// location appends the endpoints one side of an edge names to eps: a node,
+// or every node mentioned in a subgraph (a -> {b c} is a -> b and a -> c,
+// as in Graphviz).
+func (b *builder) location(eps []endpoint, s *scope, loc ast.Location) ([]endpoint, error) {
 	switch loc := loc.(type) {
 	case *ast.NodeID:
 		n, err := b.mention(s, loc.ID)
@@ -263,7 +271,7 @@ func (b *builder) location(s *scope, loc ast.Location) ([]endpoint, error) {
 			return nil, err
 		}
 		t, _ := b.tok(loc.ID)
-		return []endpoint{{id: n.ID, pos: t.pos}}, nil
+		return append(eps, endpoint{id: n.ID, pos: t.pos}), nil
 	case *ast.SubGraph:
 		sg, err := b.subgraph(s, loc, true)
 		if err != nil {
@@ -273,9 +281,8 @@ func (b *builder) location(s *scope, loc ast.Location) ([]endpoint, error) {
 			return nil, b.errAt(sg.pos, "edge to empty subgraph", "name at least one node inside the braces",
 				"edge to a subgraph that contains no nodes")
 		}
-		eps := make([]endpoint, len(sg.mentioned))
-		for i, id := range sg.mentioned {
-			eps[i] = endpoint{id: id, pos: b.g.Node(id).Pos}
+		for _, id := range sg.mentioned {
+			eps = append(eps, endpoint{id: id, pos: b.g.Node(id).Pos})
 		}
 		return eps, nil
 	}
@@ -311,14 +318,15 @@ func (b *builder) applyAttrs(dst pipeline.Attrs, list ast.AttrList) error {
 }
 
 func (b *builder) applyAttr(dst pipeline.Attrs, a *ast.Attr) error {
+	if open, ok := b.attrList(a.Field); ok {
+		return b.applyAttrList(dst, open)
+	}
 	key, ok := b.tok(a.Field)
 	if !ok {
 		return b.errAt(b.toks[0].pos, "", "", "attribute without a name")
 	}
-	if !pipeline.IsQualifiedID(key.text) {
-		return b.errAt(key.pos, "invalid attribute key",
-			"use identifiers joined by dots, e.g. max_retries or human.default_choice",
-			"attribute key %q is not an identifier or qualified identifier", key.text)
+	if err := b.checkKey(key); err != nil {
+		return err
 	}
 	val, ok := b.tok(a.Value)
 	if !ok {
@@ -326,6 +334,48 @@ func (b *builder) applyAttr(dst pipeline.Attrs, a *ast.Attr) error {
 			"attribute %s has no value", key.text)
 	}
 	dst[key.text] = val.text
+	return nil
+}
+
+// attrList reads a whole attribute list's placeholder (see normalise): the
+// index of its '['.
+func (b *builder) attrList(id ast.ID) (int, bool) {
+	s, ok := strings.CutPrefix(string(id), attrListMark)
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(s)
+	if err != nil || i < 0 || i >= len(b.toks) || !b.toks[i].is("[") {
+		return 0, false
+	}
+	return i, true
+}
+
+// applyAttrList applies the key=value pairs of the plain attribute list
+// opened at toks[open], in order.
+func (b *builder) applyAttrList(dst pipeline.Attrs, open int) error {
+	for j := open + 1; !b.toks[j].is("]"); {
+		if !b.toks[j].isName() { // a separator
+			j++
+			continue
+		}
+		key := b.toks[j]
+		if err := b.checkKey(key); err != nil {
+			return err
+		}
+		dst[key.text] = b.toks[j+2].text
+		j += 3
+	}
+	return nil
+}
+
+// checkKey checks an attribute key is an identifier or a qualified one.
+func (b *builder) checkKey(key token) error {
+	if !pipeline.IsQualifiedID(key.text) {
+		return b.errAt(key.pos, "invalid attribute key",
+			"use identifiers joined by dots, e.g. max_retries or human.default_choice",
+			"attribute key %q is not an identifier or qualified identifier", key.text)
+	}
 	return nil
 }
 
@@ -341,8 +391,9 @@ func (b *builder) deriveClasses() {
 			}
 		}
 		var subs []string
+		var stack [16]*subgraph // most nesting is shallow: no allocation for the chain
 		for _, inner := range b.member[n] {
-			for _, sg := range chain(inner) {
+			for _, sg := range chain(stack[:0], inner) {
 				if c := ClassFromLabel(sg.attrs["label"]); c != "" && !slices.Contains(classes, c) {
 					classes = append(classes, c)
 				}
@@ -355,9 +406,8 @@ func (b *builder) deriveClasses() {
 	}
 }
 
-// chain lists a subgraph and its ancestors, outermost first.
-func chain(sg *subgraph) []*subgraph {
-	var out []*subgraph
+// chain appends a subgraph and its ancestors to out, outermost first.
+func chain(out []*subgraph, sg *subgraph) []*subgraph {
 	for ; sg != nil; sg = sg.parent {
 		out = append(out, sg)
 	}

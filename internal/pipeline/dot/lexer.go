@@ -68,6 +68,7 @@ var keywords = map[string]bool{
 type lexer struct {
 	file      string
 	src       []byte
+	text      string // src as one string: token texts are slices of it, not copies
 	off       int
 	line      int
 	lineStart int
@@ -83,7 +84,7 @@ type lexer struct {
 // lex splits src into tokens, rejecting the DOT constructs Attractor does
 // not support at the place they occur.
 func lex(file string, src []byte, maxDepth int) ([]token, error) {
-	lx := &lexer{file: file, src: src, line: 1, maxDepth: maxDepth}
+	lx := &lexer{file: file, src: src, text: string(src), line: 1, maxDepth: maxDepth}
 	lx.toks = make([]token, 0, len(src)/8+16) // real pipelines average ~10 bytes per token
 	if len(src) >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF {
 		lx.off, lx.lineStart = 3, 3 // UTF-8 byte order mark
@@ -293,7 +294,7 @@ func (lx *lexer) word(p pipeline.Pos) error {
 	for lx.off < len(lx.src) && isWordStart(lx.src[lx.off]) {
 		lx.off++
 	}
-	w := string(lx.src[start:lx.off])
+	w := lx.text[start:lx.off]
 	if kw := strings.ToLower(w); keywords[kw] {
 		return lx.keyword(p, kw)
 	}
@@ -347,7 +348,7 @@ func (lx *lexer) value(p pipeline.Pos) error {
 		return lx.errAt(p, "attribute without value", `write key=value, quoting text: key="some text"`,
 			"missing value after '='")
 	}
-	v := string(lx.src[start:lx.off])
+	v := lx.text[start:lx.off]
 	if lx.off < len(lx.src) && lx.src[lx.off] == '=' {
 		return lx.errAt(p, "unquoted value with '='", fmt.Sprintf("quote the value: %q", v+"=..."),
 			"value %q is followed by '=': values containing '=' must be quoted", v)
@@ -408,7 +409,7 @@ func (lx *lexer) quotedPart() (string, error) {
 		end++
 	}
 	if end < len(lx.src) && lx.src[end] == '"' {
-		s := string(lx.src[lx.off:end])
+		s := lx.text[lx.off:end]
 		for lx.off < end {
 			lx.advance()
 		}

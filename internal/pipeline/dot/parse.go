@@ -94,13 +94,33 @@ func ParseWithLimits(file string, src []byte, lim Limits) (g *pipeline.Graph, er
 // Along the way it drops separators gographviz rejects but Graphviz accepts
 // (empty statements, a trailing comma in an attribute list) and commas
 // between attributes, which gographviz does not need (less work for it).
+//
+// An attribute list of plain key=value pairs — nearly all of them — goes to
+// gographviz as one placeholder attribute, [_A<index of '['>], which the AST
+// walk expands again: gographviz allocates for every token it reads, and
+// attribute lists are most of a pipeline's tokens. Any other list goes
+// token by token, so gographviz reports what is wrong with it as before.
 func normalise(toks []token) (text []byte, offsets, index []int) {
 	n := &normaliser{
 		text:    make([]byte, 0, len(toks)*6),
 		offsets: make([]int, 0, len(toks)),
 		index:   make([]int, 0, len(toks)),
 	}
-	for i, t := range toks {
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if t.is("[") && collapseAttrLists {
+			if end, ok := plainAttrList(toks, i); ok {
+				n.lexeme(i, "[")
+				n.offsets = append(n.offsets, len(n.text))
+				n.index = append(n.index, i+1)
+				n.text = append(n.text, attrListMark...)
+				n.text = strconv.AppendInt(n.text, int64(i), 10)
+				n.text = append(n.text, ' ')
+				n.lexeme(end, "]")
+				i = end
+				continue
+			}
+		}
 		switch {
 		case t.kind == tEOF:
 		case t.isName():
@@ -129,6 +149,38 @@ func normalise(toks []token) (text []byte, offsets, index []int) {
 }
 
 func (t token) isName() bool { return t.kind == tWord || t.kind == tValue || t.kind == tString }
+
+// is reports whether t is the punctuation p.
+func (t token) is(p string) bool { return t.kind == tPunct && t.text == p }
+
+// attrListMark starts the placeholder of a whole attribute list.
+const attrListMark = "_A"
+
+// collapseAttrLists turns the attribute list placeholders on; a test turns
+// them off to check they change nothing but the cost.
+var collapseAttrLists = true
+
+// plainAttrList reports whether toks[open] ('[') opens a list of key=value
+// pairs with at most one ',' or ';' after each — what gographviz takes as it
+// is — and returns the index of its ']'. Anything else (an empty list, a
+// key without a value, a separator in the wrong place) is left to gographviz
+// and the AST walk, so its error stays what it was.
+func plainAttrList(toks []token, open int) (int, bool) {
+	pair := func(j int) bool {
+		return j+2 < len(toks) && toks[j].isName() && toks[j+1].is("=") && toks[j+2].isName()
+	}
+	j := open + 1
+	for pair(j) {
+		j += 3
+		if toks[j].is(",") || toks[j].is(";") {
+			j++
+		}
+		if toks[j].is("]") {
+			return j, true
+		}
+	}
+	return 0, false
+}
 
 type normaliser struct {
 	text           []byte
