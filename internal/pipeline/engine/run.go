@@ -81,8 +81,11 @@ type run struct {
 	usage      Usage
 	steps      int
 	restarts   int
-	degrade    bool  // the first agent stage after a resume cannot continue a full-fidelity session
-	top        Delta // the top-level walk's changes since its last commit
+	degrade    bool // the first agent stage after a resume cannot continue a full-fidelity session
+	// cleaned lists the stage directories this resumed run has cleared of
+	// leftover temporary files (nil in a run that was not resumed).
+	cleaned map[string]bool
+	top     Delta // the top-level walk's changes since its last commit
 	// finished are the branches of the interrupted top-level parallel node
 	// that finished before a resume.
 	finished []FinishedBranch
@@ -231,6 +234,7 @@ func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, st jo
 	r.usage, r.steps, r.restarts = cp.Usage, cp.Steps, cp.Restarts
 	r.finished = slices.Clone(cp.Branches)
 	r.degrade = true
+	r.cleaned = map[string]bool{}
 	committed := cp.clone()
 	committed.GraphDOT, committed.JournalOffset = "", 0
 	r.committed = committed
@@ -487,6 +491,18 @@ func (r *run) restart(rt route) string {
 	r.emit(Event{Type: EventWarning, NodeID: rt.Edge.From, Message: fmt.Sprintf("loop_restart: restart %d of at most %d, continuing at %s with a fresh context in %s", n, r.maxRestart, rt.To, r.stageRoot),
 		Data: map[string]any{"restart": n, "stage_root": r.stageRoot}})
 	return ""
+}
+
+// firstUseSinceResume reports (once per directory) whether dir is used for
+// the first time since the run was resumed.
+func (r *run) firstUseSinceResume(dir string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cleaned == nil || r.cleaned[dir] {
+		return false
+	}
+	r.cleaned[dir] = true
+	return true
 }
 
 // addLog adds a line to the run log (top-level events only).

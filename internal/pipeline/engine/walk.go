@@ -212,15 +212,15 @@ func writeStatusFile(dir string, out Outcome) error {
 // makeDir creates the stage directory and notes whether it is new (then it
 // holds no stale files from an earlier visit). A retry finds the directory
 // of its first attempt; a symbolic link in its place is refused. In a
-// directory an earlier visit (or a crashed process) used, leftover
-// temporary files are removed.
+// resumed run, a directory the interrupted process used is cleared of the
+// temporary files a crash can leave.
 func (st *Stage) makeDir() error {
 	if st.dirReady {
 		return nil
 	}
 	fresh, err := ensureRealDir(st.StageDir)
 	st.freshDir, st.dirReady = fresh, err == nil
-	if err == nil && !fresh {
+	if err == nil && !fresh && st.w.r.firstUseSinceResume(st.StageDir) {
 		if err := removeLeftoverTemps(st.StageDir); err != nil {
 			st.Warn("could not remove leftover temporary files: " + err.Error())
 		}
