@@ -18,6 +18,7 @@ import (
 
 	"nanohost/internal/changes"
 	"nanohost/internal/container"
+	"nanohost/internal/mounts"
 	"nanohost/internal/pipeline/engine"
 )
 
@@ -35,7 +36,7 @@ func init() {
 		fs.Int("max-containers", container.DefaultMaxContainers, "running containers at most")
 		fs.Duration("idle-timeout", container.DefaultIdleTimeout, "close a full-fidelity session idle this long")
 		fs.StringArray("mount", nil, "extra read-only mount HOST[:NAME][:ro|rw] under /workspace/extra, checked against the allowlist (repeatable)")
-		fs.String("mount-allowlist", container.DefaultAllowlistPath(), "mount allowlist file")
+		fs.String("mount-allowlist", mounts.DefaultAllowlistPath(), "mount allowlist file")
 		fs.StringArray("secret-env", []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"}, "host environment variable handed to the agent process (never to the container's environment; repeatable)")
 		fs.Bool("record-changes", true, "record what each stage changed in the workspace: changes.json and changes.diff in its stage directory (--backend docker, kubernetes)")
 	})
@@ -50,7 +51,7 @@ func init() {
 	}
 }
 
-func newDockerBackend(o backendOptions) (engine.Backend, error) {
+func newDockerBackend(o backendOptions) (runBackend, error) {
 	return newPipelineContainerBackend(o, func(ctx context.Context) (container.Runtime, error) {
 		docker, err := container.NewDocker()
 		if err != nil {
@@ -65,7 +66,7 @@ func newDockerBackend(o backendOptions) (engine.Backend, error) {
 
 // newPipelineContainerBackend is the container backend of `--backend docker` and
 // `--backend kubernetes`, on the runtime runtime makes.
-func newPipelineContainerBackend(o backendOptions, runtime func(context.Context) (container.Runtime, error)) (engine.Backend, error) {
+func newPipelineContainerBackend(o backendOptions, runtime func(context.Context) (container.Runtime, error)) (runBackend, error) {
 	fs := o.Flags
 	str := func(name string) string { v, _ := fs.GetString(name); return v }
 
@@ -81,7 +82,7 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	if err != nil {
 		return nil, err
 	}
-	policy, err := container.LoadMountPolicy(str("mount-allowlist"))
+	policy, err := mounts.LoadPolicy(str("mount-allowlist"))
 	if err != nil {
 		return nil, err
 	}
@@ -92,9 +93,9 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 		return nil, err
 	}
 	mountFlags, _ := fs.GetStringArray("mount")
-	var mounts []container.Mount
+	var extra []mounts.Mount
 	for _, m := range mountFlags {
-		req, err := container.ParseMountFlag(m)
+		req, err := mounts.ParseFlag(m)
 		if err != nil {
 			return nil, err
 		}
@@ -102,9 +103,9 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 		if err != nil {
 			return nil, err
 		}
-		mounts = append(mounts, mount)
+		extra = append(extra, mount)
 	}
-	grants, refused := container.MaskMounts(policy, o.Masks)
+	grants, refused := mounts.MaskGrants(policy, o.Masks)
 	if len(refused) > 0 {
 		errs := make([]error, len(refused))
 		for i, e := range refused {
@@ -135,7 +136,7 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	idle, _ := fs.GetDuration("idle-timeout")
 	b, err := container.NewBackend(container.Config{
 		Runtime: rt, Image: str("image"), HostID: hostID, StateDir: stateDir,
-		Workspace: workspace, ExtraMounts: mounts, MaskMounts: grants, Agent: agent, Secrets: secretsFromEnv(fs),
+		MaskMounts: grants, Agent: agent, Secrets: secretsFromEnv(fs),
 		Limits: limits, Network: str("network"), MaxContainers: maxC, IdleTimeout: idle,
 	})
 	if err != nil {
@@ -144,14 +145,33 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	if _, err := b.CleanupOrphans(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "warning: cleaning up containers of a crashed earlier run:", err)
 	}
+	run := b.ForRun(o.RunID, container.RunEnv{Workspace: workspace, ExtraMounts: extra})
+	rb := containerRunBackend{Backend: run, run: run, all: b}
 	if record, _ := fs.GetBool("record-changes"); !record {
-		return b, nil
+		return rb, nil
 	}
 	tracker, err := changes.NewTracker(changes.Options{StateDir: stateDir})
 	if err != nil {
+		b.Close()
 		return nil, err
 	}
-	return tracker.Wrap(b, workspace), nil
+	rb.Backend = tracker.Wrap(run, workspace)
+	return rb, nil
+}
+
+// containerRunBackend is the run's backend (recording each stage's
+// workspace changes unless --record-changes=false); closing it ends the
+// run's sessions, then the whole backend (the process is done with its
+// runtime).
+type containerRunBackend struct {
+	engine.Backend
+	run *container.RunBackend
+	all *container.Backend
+}
+
+func (d containerRunBackend) Close() {
+	d.run.Close()
+	d.all.Close()
 }
 
 // dockerDefaultLogs puts runs under the state directory: the default

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"nanohost/internal/container"
-	"nanohost/internal/pipeline/engine"
 )
 
 func init() {
@@ -32,7 +31,7 @@ func init() {
 	backendTakesScript["kubernetes"] = true
 }
 
-func newKubernetesBackend(o backendOptions) (engine.Backend, error) {
+func newKubernetesBackend(o backendOptions) (runBackend, error) {
 	str := func(name string) string { v, _ := o.Flags.GetString(name); return v }
 	return newPipelineContainerBackend(o, func(ctx context.Context) (container.Runtime, error) {
 		cs, rc, err := container.KubeClient(str("kubeconfig"), str("kube-context"))

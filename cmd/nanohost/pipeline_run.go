@@ -26,6 +26,8 @@ import (
 	"nanohost/internal/pipeline/interview"
 	"nanohost/internal/pipeline/mask"
 	"nanohost/internal/pipeline/script"
+	"nanohost/internal/runlog"
+	"nanohost/internal/runs"
 )
 
 // Exit statuses of run and resume.
@@ -37,24 +39,42 @@ const (
 type backendOptions struct {
 	Script   string         // --script
 	Masks    mask.Set       // --masks: the backend grants their folders to the nodes wearing them
+	RunID    string         // the run's id
 	LogsRoot string         // the run directory
 	Flags    *pflag.FlagSet // the command's flags, for backend-specific ones (see addBackendFlags)
 }
+
+// runBackend is the backend of one run from the command line; Close
+// releases what it holds when the run ends (a container backend's live
+// sessions and containers).
+type runBackend interface {
+	engine.Backend
+	Close()
+}
+
+// nothingToClose is a backend that holds nothing between nodes.
+type nothingToClose struct{ engine.Backend }
+
+func (nothingToClose) Close() {}
 
 // backendFactories maps --backend names to constructors. Another backend
 // registers itself from its own file's init:
 //
 //	func init() {
 //		addBackendFlags(func(fs *pflag.FlagSet) { fs.String("image", "", "agent image") })
-//		backendFactories["docker"] = func(o backendOptions) (engine.Backend, error) { … }
+//		backendFactories["docker"] = func(o backendOptions) (runBackend, error) { … }
 //	}
-var backendFactories = map[string]func(backendOptions) (engine.Backend, error){
-	"sim": func(backendOptions) (engine.Backend, error) { return script.Sim{}, nil },
-	"script": func(o backendOptions) (engine.Backend, error) {
+var backendFactories = map[string]func(backendOptions) (runBackend, error){
+	"sim": func(backendOptions) (runBackend, error) { return nothingToClose{script.Sim{}}, nil },
+	"script": func(o backendOptions) (runBackend, error) {
 		if o.Script == "" {
 			return nil, errors.New("--backend script needs --script S.json")
 		}
-		return script.Load(o.Script)
+		s, err := script.Load(o.Script)
+		if err != nil {
+			return nil, err
+		}
+		return nothingToClose{s}, nil
 	},
 }
 
@@ -274,10 +294,11 @@ func (id identities) loadGraph(file string, src []byte) (*pipeline.Graph, error)
 
 // execute builds the engine from the flags, runs start and reports.
 func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string, start func(context.Context, *engine.Engine) (*engine.RunResult, error)) error {
-	backend, err := newBackend(cmd, f, ids, logs)
+	backend, err := newBackend(cmd, f, ids, runID, logs)
 	if err != nil {
 		return exitCode(exitInvalid, err)
 	}
+	defer backend.Close()
 	iv, err := newInterviewer(cmd, f)
 	if err != nil {
 		return exitCode(exitInvalid, err)
@@ -286,7 +307,7 @@ func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string
 	var observers []engine.Observer
 	if !f.asJSON {
 		fmt.Fprintf(out, "run %s — logs in %s\n", runID, logs)
-		observers = append(observers, liveLog(out, engine.VerbosityStandard))
+		observers = append(observers, liveLog(out, runs.VerbosityStandard))
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -304,8 +325,8 @@ func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string
 			return exitCode(exitRunFailed, err)
 		}
 	}
-	if res.Cancelled {
-		fmt.Fprintf(cmd.ErrOrStderr(), "run stopped; continue it with: nanohost pipeline resume %s\n", res.LogsRoot)
+	if res.Interrupted {
+		fmt.Fprintf(cmd.ErrOrStderr(), "run interrupted; continue it with: nanohost pipeline resume %s\n", res.LogsRoot)
 	}
 	if res.Status != engine.StateSuccess {
 		return exitCode(exitRunFailed, nil)
@@ -313,7 +334,7 @@ func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string
 	return nil
 }
 
-func newBackend(cmd *cobra.Command, f *runFlags, ids identities, logs string) (engine.Backend, error) {
+func newBackend(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string) (runBackend, error) {
 	name := backendName(f)
 	factory, ok := backendFactories[name]
 	if !ok {
@@ -322,7 +343,7 @@ func newBackend(cmd *cobra.Command, f *runFlags, ids identities, logs string) (e
 	if f.script != "" && !backendTakesScript[name] {
 		return nil, fmt.Errorf("--script only applies to --backend script, not %s", name)
 	}
-	b, err := factory(backendOptions{Script: f.script, Masks: ids.masks, LogsRoot: logs, Flags: cmd.Flags()})
+	b, err := factory(backendOptions{Script: f.script, Masks: ids.masks, RunID: runID, LogsRoot: logs, Flags: cmd.Flags()})
 	if err != nil {
 		return nil, fmt.Errorf("backend %s: %w", name, err)
 	}
@@ -346,12 +367,12 @@ func newInterviewer(cmd *cobra.Command, f *runFlags) (engine.Interviewer, error)
 }
 
 // liveLog prints each event the verbosity shows, in the host's log format.
-func liveLog(w io.Writer, v engine.Verbosity) engine.Observer {
+func liveLog(w io.Writer, v runs.Verbosity) engine.Observer {
 	return engine.ObserverFunc(func(e engine.Event) {
-		if engine.EventVerbosity(e) > v {
+		if !runlog.Shows(e, v) {
 			return
 		}
-		if line := engine.FormatEvent(e); line != "" {
+		if line := runlog.Line(e); line != "" {
 			fmt.Fprintln(w, line)
 		}
 	})

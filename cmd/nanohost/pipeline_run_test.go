@@ -30,6 +30,8 @@ type runResult struct {
 	LogsRoot       string         `json:"logs_root"`
 	Usage          *engine.Usage  `json:"usage"`
 	Cancelled      bool           `json:"cancelled"`
+	CancelledBy    string         `json:"cancelled_by"`
+	Interrupted    bool           `json:"interrupted"`
 }
 
 func decodeRun(t *testing.T, r cliResult) runResult {
@@ -649,7 +651,7 @@ func TestPipelineRunStopsOnSIGINTAndResumes(t *testing.T) {
 		t.Fatalf("exit = %v\n%s", err, stderr.String())
 	}
 	res := decodeRun(t, cliResult{stdout: stdout.String()})
-	if !res.Cancelled || res.Status != "fail" || !strings.Contains(stderr.String(), "nanohost pipeline resume "+logs) {
+	if !res.Interrupted || res.Cancelled || res.Status != "fail" || !strings.Contains(stderr.String(), "run interrupted; continue it with: nanohost pipeline resume "+logs) {
 		t.Errorf("result %+v stderr %q", res, stderr.String())
 	}
 	// The interrupted execution was never recorded: the same script would

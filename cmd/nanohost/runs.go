@@ -18,6 +18,8 @@ import (
 
 	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runlog"
+	"nanohost/internal/runs"
 	"nanohost/internal/store"
 )
 
@@ -79,7 +81,7 @@ cancelled.`,
 			}
 			if runsFlags.json {
 				if page.Runs == nil {
-					page.Runs = []store.Run{}
+					page.Runs = []runs.Run{}
 				}
 				return encodeJSON(cmd.OutOrStdout(), page)
 			}
@@ -171,13 +173,13 @@ func init() {
 	rootCmd.AddCommand(runsCmd)
 }
 
-func listFilter() (store.RunFilter, error) {
-	f := store.RunFilter{Group: runsFlags.group, Chat: runsFlags.chat, Limit: runsFlags.limit}
+func listFilter() (runs.Filter, error) {
+	f := runs.Filter{Group: runsFlags.group, Chat: runsFlags.chat, Limit: runsFlags.limit}
 	if f.Limit < 1 || f.Limit > 1000 {
 		return f, fmt.Errorf("--limit %d: want 1 to 1000", f.Limit)
 	}
 	for _, s := range runsFlags.statuses {
-		st, err := store.ParseRunStatus(s)
+		st, err := runs.ParseState(s)
 		if err != nil {
 			return f, fmt.Errorf("--status: %w", err)
 		}
@@ -213,7 +215,7 @@ func withStore(cmd *cobra.Command, fn func(context.Context, *store.Store) error)
 	return fn(ctx, st)
 }
 
-func getRun(ctx context.Context, st *store.Store, id string) (store.Run, error) {
+func getRun(ctx context.Context, st *store.Store, id string) (runs.Run, error) {
 	run, err := st.GetRun(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return run, exitCode(exitRunsFailed, fmt.Errorf("no run %q in %s — `nanohost runs list` shows run ids", id, st.Path()))
@@ -230,7 +232,7 @@ func encodeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func writeRunTable(w io.Writer, runs []store.Run, now time.Time) {
+func writeRunTable(w io.Writer, runs []runs.Run, now time.Time) {
 	if len(runs) == 0 {
 		fmt.Fprintln(w, "no runs")
 		return
@@ -244,7 +246,7 @@ func writeRunTable(w io.Writer, runs []store.Run, now time.Time) {
 	tw.Flush()
 }
 
-func runTitle(r store.Run) string {
+func runTitle(r runs.Run) string {
 	switch {
 	case r.Goal != "" && r.FileName != "":
 		return r.Goal + " (" + r.FileName + ")"
@@ -266,14 +268,15 @@ func formatDuration(d time.Duration) string {
 	if d <= 0 {
 		return "-"
 	}
-	return engine.FormatDuration(d)
+	return runlog.Duration(d)
 }
 
+// formatCost is a cost as every surface shows it ($1.25, <$0.01); "-" for none.
 func formatCost(usd float64) string {
-	if usd == 0 {
-		return "-"
+	if c := runlog.Cost(usd); c != "" {
+		return c
 	}
-	return fmt.Sprintf("$%.2f", usd)
+	return "-"
 }
 
 func clip(s string, n int) string {
@@ -392,7 +395,7 @@ func showRun(ctx context.Context, w io.Writer, st *store.Store, id string) error
 	path := runPath(events)
 	if runsFlags.json {
 		if gates == nil {
-			gates = []store.Gate{}
+			gates = []runs.Gate{}
 		}
 		if path == nil {
 			path = []pathStep{}
@@ -405,7 +408,7 @@ func showRun(ctx context.Context, w io.Writer, st *store.Store, id string) error
 	return nil
 }
 
-func writeRunDetails(w io.Writer, r store.Run, events []engine.Event) {
+func writeRunDetails(w io.Writer, r runs.Run, events []engine.Event) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	line := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
 	line("Run", "%s", r.ID)
@@ -446,7 +449,7 @@ func writeRunDetails(w io.Writer, r store.Run, events []engine.Event) {
 
 // costLine is the run's recorded usage once it finished; before, the sum
 // of the usage its events report so far.
-func costLine(r store.Run, events []engine.Event) string {
+func costLine(r runs.Run, events []engine.Event) string {
 	u, suffix := r.Usage, ""
 	if !r.Status.Finished() {
 		u, suffix = engine.Usage{}, " so far"
@@ -480,7 +483,7 @@ func writePath(w io.Writer, path []pathStep) {
 	tw.Flush()
 }
 
-func writeGates(w io.Writer, gates []store.Gate) {
+func writeGates(w io.Writer, gates []runs.Gate) {
 	if len(gates) == 0 {
 		return
 	}
@@ -488,10 +491,10 @@ func writeGates(w io.Writer, gates []store.Gate) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, g := range gates {
 		outcome := string(g.Status)
-		if g.Status == store.GateAnswered {
-			outcome = fmt.Sprintf("answered %q by %s", g.Answer, g.AnsweredBy)
+		if g.Status == runs.GateAnswered {
+			outcome = fmt.Sprintf("answered %s by %s", g.ChosenLabel(), g.AnsweredBy)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", g.GateID, clip(g.Question, 50), outcome, shortTime(g.AskedAt))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", g.GateID, clip(g.Text, 50), outcome, shortTime(g.AskedAt))
 	}
 	tw.Flush()
 }
@@ -551,7 +554,7 @@ func writeEvent(w io.Writer, e engine.Event) error {
 // eventSummary is the event's line in the live log (the wording chat
 // channels use), or for events the log leaves out, its status and message.
 func eventSummary(e engine.Event) string {
-	if line := strings.TrimSpace(engine.FormatEvent(e)); line != "" {
+	if line := strings.TrimSpace(runlog.Line(e)); line != "" {
 		return line
 	}
 	return strings.TrimSpace(strings.Join([]string{string(e.Status), e.Message}, " "))

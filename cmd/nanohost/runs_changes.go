@@ -18,6 +18,7 @@ import (
 
 	"nanohost/internal/changes"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
 	"nanohost/internal/store"
 )
 
@@ -91,7 +92,7 @@ func showChanges(ctx context.Context, w io.Writer, st *store.Store, id, node str
 	return nil
 }
 
-func noRecordError(run store.Run, node string) error {
+func noRecordError(run runs.Run, node string) error {
 	if node == "" {
 		return fmt.Errorf("no stage of run %s recorded a change in the workspace (stages that change nothing leave only their own record: runs show %s --changes NODE)", run.ID, run.ID)
 	}
@@ -103,7 +104,7 @@ func noRecordError(run store.Run, node string) error {
 
 // stageDir is the node's directory under the run's stage root (restart-N
 // after a loop restart), relative to the logs root.
-func stageDir(run store.Run, node string) string {
+func stageDir(run runs.Run, node string) string {
 	if cp, err := engine.LoadCheckpoint(run.LogsRoot); err == nil && cp.StageRoot != "" && filepath.IsLocal(cp.StageRoot) {
 		return path.Join(filepath.ToSlash(cp.StageRoot), node)
 	}

@@ -11,6 +11,7 @@ import (
 	"nanohost/internal/changes"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
+	"nanohost/internal/runs"
 	"nanohost/internal/store"
 )
 
@@ -67,8 +68,8 @@ func changesDB(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := st.CreateRun(ctx, store.Run{ID: "run-changes", GroupFolder: "main", ChatID: "C1", SourceDOT: string(src),
-		Status: store.RunRunning, LogsRoot: logs}); err != nil {
+	if err := st.CreateRun(ctx, runs.Run{ID: "run-changes", GroupFolder: "main", ChatID: "C1", SourceDOT: string(src),
+		Status: runs.Running, LogsRoot: logs}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.AppendEvents(ctx, events); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
 	"nanohost/internal/store"
 )
 
@@ -49,18 +50,18 @@ func hostDB(t *testing.T) (dir string, st *store.Store) {
 	}
 	t.Cleanup(func() { st.Close() })
 
-	mustCreate := func(r store.Run) {
+	mustCreate := func(r runs.Run) {
 		if err := st.CreateRun(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mustCreate(store.Run{ID: "run-feature", GroupFolder: "main", ChatID: "C1", SourceDOT: "digraph Feature {}",
-		FileName: "feature.dot", Goal: "Add RSI indicator", Status: store.RunRunning, CreatedAt: t0, StartedBy: "U42",
+	mustCreate(runs.Run{ID: "run-feature", GroupFolder: "main", ChatID: "C1", SourceDOT: "digraph Feature {}",
+		FileName: "feature.dot", Goal: "Add RSI indicator", Status: runs.Running, CreatedAt: t0, StartedBy: "U42",
 		LogsRoot: "/data/pipelines/run-feature"})
-	mustCreate(store.Run{ID: "run-broken", GroupFolder: "ops", ChatID: "C2", SourceDOT: "digraph B {}",
-		Goal: "Fix the deploy", Status: store.RunRunning, CreatedAt: t0.Add(time.Hour)})
-	mustCreate(store.Run{ID: "run-live", GroupFolder: "main", ChatID: "C1", SourceDOT: "digraph L {}",
-		Goal: "Long job", Status: store.RunRunning, CreatedAt: t0.Add(2 * time.Hour)})
+	mustCreate(runs.Run{ID: "run-broken", GroupFolder: "ops", ChatID: "C2", SourceDOT: "digraph B {}",
+		Goal: "Fix the deploy", Status: runs.Running, CreatedAt: t0.Add(time.Hour)})
+	mustCreate(runs.Run{ID: "run-live", GroupFolder: "main", ChatID: "C1", SourceDOT: "digraph L {}",
+		Goal: "Long job", Status: runs.Running, CreatedAt: t0.Add(2 * time.Hour)})
 
 	u := func(cost float64) *engine.Usage {
 		return &engine.Usage{InputTokens: 1000, OutputTokens: 200, CostUSD: cost}
@@ -88,16 +89,17 @@ func hostDB(t *testing.T) (dir string, st *store.Store) {
 	if _, err := st.AppendEvents(ctx, events); err != nil {
 		t.Fatal(err)
 	}
-	g, _, err := st.CreateGate(ctx, store.Gate{RunID: "run-feature", GateID: "review-1", NodeID: "review", Question: "Ship it?", AskedAt: at(61)})
+	g, _, err := st.OpenGate(ctx, runs.Gate{RunID: "run-feature", GateID: "review-1", NodeID: "review", Text: "Ship it?", AskedAt: at(61),
+		Choices: []engine.Option{{Key: "A", Label: "[A] Approve", To: "ship"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.AnswerGate(ctx, "run-feature", "review-1", g.Nonce, "A", "U7")
+	st.AnswerGate(ctx, "run-feature", "review-1", g.Nonce, 1, "A", "U7")
 	st.SetDelivered(ctx, "run-feature", 12)
-	if err := st.FinishRun(ctx, "run-feature", store.RunSuccess, "", engine.Usage{InputTokens: 3000, OutputTokens: 600, CostUSD: 0.22}); err != nil {
+	if err := st.FinishRun(ctx, "run-feature", runs.Succeeded, "", engine.Usage{InputTokens: 3000, OutputTokens: 600, CostUSD: 0.22}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.FinishRun(ctx, "run-broken", store.RunFail, "tests failed 3 times", engine.Usage{CostUSD: 1.5}); err != nil {
+	if err := st.FinishRun(ctx, "run-broken", runs.Failed, "tests failed 3 times", engine.Usage{CostUSD: 1.5}); err != nil {
 		t.Fatal(err)
 	}
 	st.AppendEvent(ctx, engine.Event{RunID: "run-live", Seq: 1, Time: at(7200), Type: engine.EventPipelineStarted, Label: "Long"})
@@ -135,7 +137,7 @@ func TestRunsList(t *testing.T) {
 	for i, want := range [][]string{
 		{"run-live", "running", "main", "2026-02-28 12:00", "Long job"},
 		{"run-broken", "fail", "ops", "$1.50", "Fix the deploy"},
-		{"run-feature", "success", "main", "2026-02-28 10:00", "$0.22", "Add RSI indicator (feature.dot)"},
+		{"run-feature", "succeeded", "main", "2026-02-28 10:00", "$0.22", "Add RSI indicator (feature.dot)"},
 	} {
 		for _, field := range want {
 			if !strings.Contains(lines[i+1], field) {
@@ -155,7 +157,7 @@ func TestRunsList(t *testing.T) {
 	}
 
 	r = runNanohostIn(t, dir, "runs", "list", "--json", "--status", "fail")
-	var page store.RunPage
+	var page runs.Page
 	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil {
 		t.Fatalf("--json output: %v\n%s", err, r.stdout)
 	}
@@ -176,7 +178,7 @@ func TestRunsList(t *testing.T) {
 func TestRunsListBadFlags(t *testing.T) {
 	dir, _ := hostDB(t)
 	r := runNanohostIn(t, dir, "runs", "list", "--status", "done")
-	if r.code != 2 || !strings.Contains(r.stderr, `unknown run status "done"`) || !strings.Contains(r.stderr, "waiting") {
+	if r.code != 2 || !strings.Contains(r.stderr, `unknown run state "done"`) || !strings.Contains(r.stderr, "waiting") {
 		t.Errorf("bad --status: exit %d, %q", r.code, r.stderr)
 	}
 	r = runNanohostIn(t, dir, "runs", "list", "--limit", "0")
@@ -194,7 +196,7 @@ func TestRunsShow(t *testing.T) {
 	flat := squeezeSpaces(r.stdout)
 	for _, want := range []string{
 		"Run run-feature",
-		"Status success",
+		"Status succeeded",
 		"Pipeline Add RSI indicator (feature.dot)",
 		"Where group main, chat C1",
 		"Started 2026-02-28 10:00:00 by U42",
@@ -219,12 +221,12 @@ func TestRunsShow(t *testing.T) {
 		}
 		rest = rest[i+len(want):]
 	}
-	if !strings.Contains(r.stdout, "Gates") || !strings.Contains(r.stdout, `answered "A" by U7`) {
+	if !strings.Contains(r.stdout, "Gates") || !strings.Contains(r.stdout, `answered [A] Approve by U7`) {
 		t.Errorf("gates missing:\n%s", r.stdout)
 	}
 
 	r = runNanohostIn(t, dir, "runs", "show", "run-broken")
-	if !strings.Contains(r.stdout, "fail — tests failed 3 times") || !strings.Contains(r.stdout, "(no stage has run)") {
+	if !strings.Contains(r.stdout, "failed — tests failed 3 times") || !strings.Contains(r.stdout, "(no stage has run)") {
 		t.Errorf("failed run:\n%s", r.stdout)
 	}
 }
@@ -256,10 +258,10 @@ func TestRunsShowJSON(t *testing.T) {
 	dir, _ := hostDB(t)
 	r := runNanohostIn(t, dir, "runs", "show", "run-feature", "--json")
 	var out struct {
-		Run    store.Run    `json:"run"`
-		Path   []pathStep   `json:"path"`
-		Gates  []store.Gate `json:"gates"`
-		Events int          `json:"events"`
+		Run    runs.Run    `json:"run"`
+		Path   []pathStep  `json:"path"`
+		Gates  []runs.Gate `json:"gates"`
+		Events int         `json:"events"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
 		t.Fatalf("%v\n%s", err, r.stdout)
@@ -379,7 +381,7 @@ func TestRunsEventsFollow(t *testing.T) {
 	}
 	// The last event and the finish land together; follow prints the event, then stops.
 	st.AppendEvent(ctx, engine.Event{RunID: "run-live", Seq: 5, Type: engine.EventPipelineCompleted})
-	st.FinishRun(ctx, "run-live", store.RunSuccess, "", engine.Usage{})
+	st.FinishRun(ctx, "run-live", runs.Succeeded, "", engine.Usage{})
 	if e := next(); e.Seq != 5 {
 		t.Fatalf("last event seq %d", e.Seq)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"nanohost/internal/channels"
 	"nanohost/internal/channels/console"
 	"nanohost/internal/config"
 	"nanohost/internal/container"
@@ -122,22 +121,14 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		log.Info("removed containers a previous instance left behind", "count", n)
 	}
 
-	chans, err := newChannels(cfg)
+	endpoints, con, closeEndpoints, err := newEndpoints(cfg)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		// After the host stopped: Slack's queued calls end here.
-		for _, ch := range chans {
-			if c, ok := ch.(interface{ Close() }); ok {
-				c.Close()
-			}
-		}
-	}()
+	defer closeEndpoints() // after the host stopped: Slack's queued calls end here
 	opts := host.Options{
-		Config: cfg, Store: st, Backend: backend, Channels: chans, Docker: docker, Logger: log, Metrics: metrics,
+		Config: cfg, Store: st, Agents: host.ContainerAgents(backend), Endpoints: endpoints, Docker: docker, Logger: log, Metrics: metrics,
 	}
-	con := consoleOf(chans)
 	if con != nil {
 		opts.OnReady = func(addr string) { con.Notice(readyNotice(addr, cfg.HTTP.Token != "")) }
 		go func() {
@@ -154,15 +145,6 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	if con != nil {
 		con.Notice("nanohost stopped.")
-	}
-	return nil
-}
-
-func consoleOf(chans []channels.Channel) *console.Console {
-	for _, ch := range chans {
-		if c, ok := ch.(*console.Console); ok {
-			return c
-		}
 	}
 	return nil
 }
@@ -234,22 +216,26 @@ func newContainerBackend(cfg *config.Config, docker *container.Docker, metrics *
 	return b, nil
 }
 
-func newChannels(cfg *config.Config) ([]channels.Channel, error) {
-	var out []channels.Channel
+// newEndpoints are the chat endpoints the configuration asks for: Slack
+// (with slack.policy) and the console on this terminal (its local
+// operator). con is the console, when it is on; closeAll closes them.
+func newEndpoints(cfg *config.Config) (eps []host.Endpoint, con *console.Console, closeAll func(), err error) {
+	closeAll = func() {}
 	if cfg.Slack.Enabled() {
-		ch, err := newSlackChannel(cfg)
+		ep, closeSlack, err := slackEndpoint(cfg)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
-		out = append(out, ch)
+		eps, closeAll = append(eps, ep), closeSlack
 	}
 	if cfg.ConsoleEnabled() {
-		out = append(out, console.New(os.Stdin, os.Stdout))
+		con = console.New(os.Stdin, os.Stdout)
+		eps = append(eps, host.Endpoint{Channel: con, Policy: console.Policy(), MayRegister: consoleMayRegister})
 	}
-	if len(out) == 0 {
-		return nil, errors.New("no chat channel: configure Slack (SLACK_BOT_TOKEN, SLACK_APP_TOKEN) or set console.enabled: true")
+	if len(eps) == 0 {
+		return nil, nil, nil, errors.New("no chat channel: configure Slack (SLACK_BOT_TOKEN, SLACK_APP_TOKEN) or set console.enabled: true")
 	}
-	return out, nil
+	return eps, con, closeAll, nil
 }
 
 func newLogger(c config.Log) *slog.Logger {

@@ -1,22 +1,17 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 
-	"nanohost/internal/channels"
 	"nanohost/internal/channels/slack"
 	"nanohost/internal/config"
+	"nanohost/internal/host"
 )
 
-// slackChannel is the Slack adapter as the host sees it: it also reports
-// whether its Socket Mode connection is up (host.ConnectionReporter), for
-// /healthz and nanohost_channel_connected.
-type slackChannel struct{ *slack.Channel }
-
-func (c slackChannel) Connected() bool { return c.State().State == slack.StateConnected }
-
-// newSlackChannel builds the Slack adapter from the configuration.
-func newSlackChannel(cfg *config.Config) (channels.Channel, error) {
+// slackEndpoint builds the Slack adapter from the configuration, with what
+// slack.policy allows people there.
+func slackEndpoint(cfg *config.Config) (host.Endpoint, func(), error) {
 	p := cfg.Slack.Policy
 	ch, err := slack.New(slack.Config{
 		BotToken: cfg.Slack.BotToken.Reveal(),
@@ -28,7 +23,10 @@ func newSlackChannel(cfg *config.Config) (channels.Channel, error) {
 		Logger: slog.Default().With("component", "slack"),
 	})
 	if err != nil {
-		return nil, err
+		return host.Endpoint{}, nil, err
 	}
-	return slackChannel{ch}, nil
+	return host.Endpoint{Channel: ch, Policy: ch.Policy(), MayRegister: ch.MayRegister}, ch.Close, nil
 }
+
+// consoleMayRegister: the console is the local operator's own terminal.
+func consoleMayRegister(context.Context, string, string) error { return nil }

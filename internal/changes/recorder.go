@@ -94,17 +94,7 @@ func (b *Backend) Run(ctx context.Context, req engine.Request) (engine.Result, e
 	return res, runErr
 }
 
-// CloseRun implements engine.RunCloser: it passes the call on and forgets
-// the run (its record stays on disk).
-func (b *Backend) CloseRun(runID string) {
-	if rc, ok := b.next.(engine.RunCloser); ok {
-		rc.CloseRun(runID)
-	}
-	b.t.forgetRun(runID)
-}
-
 var _ engine.Backend = (*Backend)(nil)
-var _ engine.RunCloser = (*Backend)(nil)
 
 // stage is a stage being recorded.
 type stage struct {
@@ -291,11 +281,13 @@ func (t *Tracker) runRecord(runID, runDir string) (*runRecord, error) {
 	return rr, nil
 }
 
-func (t *Tracker) forgetRun(runID string) {
+// Forget drops what the tracker holds for a run that ended, and for its
+// child pipelines' runs ("<run>.<child>"); the record stays on disk.
+func (t *Tracker) Forget(runID string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for dir, rr := range t.runs {
-		if rr.runID == runID {
+		if rr.runID == runID || strings.HasPrefix(rr.runID, runID+".") {
 			delete(t.runs, dir)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"nanohost/internal/pipeline/lint/didyoumean"
+	"nanohost/internal/runs"
 )
 
 // CommandKind names a /pipeline subcommand.
@@ -36,7 +37,7 @@ type Command struct {
 	// RunID is the run addressed (CmdStatus: optional; CmdCancel, CmdResume).
 	RunID string
 	// Verbosity is the --verbosity flag, "" when not given.
-	Verbosity Verbosity
+	Verbosity runs.Verbosity
 }
 
 // StartsRun reports whether the command starts or restarts a run.
@@ -168,10 +169,10 @@ func unquote(s string) string {
 // extractVerbosity removes every --verbosity flag found outside double
 // quotes (so a DOT label mentioning it is left alone) and returns the last
 // value given.
-func extractVerbosity(text string) (string, Verbosity, error) {
+func extractVerbosity(text string) (string, runs.Verbosity, error) {
 	const flag = "--verbosity"
 	var out strings.Builder
-	var verbosity Verbosity
+	var verbosity runs.Verbosity
 	inQuote := false
 	for i := 0; i < len(text); {
 		c := text[i]
@@ -195,7 +196,7 @@ func extractVerbosity(text string) (string, Verbosity, error) {
 			if value == "" {
 				return "", "", errors.New("--verbosity needs a value: minimal, standard or verbose")
 			}
-			v, err := ParseVerbosity(value)
+			v, err := runs.ParseVerbosity(value)
 			if err != nil {
 				return "", "", err
 			}

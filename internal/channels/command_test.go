@@ -1,6 +1,7 @@
 package channels
 
 import (
+	"nanohost/internal/runs"
 	"strings"
 	"testing"
 
@@ -33,10 +34,10 @@ func TestParseCommandForms(t *testing.T) {
 		{"cancel", "cancel r-42", Command{Kind: CmdCancel, RunID: "r-42"}},
 		{"resume", "RESUME r-42", Command{Kind: CmdResume, RunID: "r-42"}},
 		{"validate", "validate " + rsiDOT, Command{Kind: CmdValidate, DOT: rsiDOT}},
-		{"verbosity first", "--verbosity verbose run feature", Command{Kind: CmdRunNamed, Name: "feature", Verbosity: VerbosityVerbose}},
-		{"verbosity last", "run feature Add RSI --verbosity=minimal", Command{Kind: CmdRunNamed, Name: "feature", Goal: "Add RSI", Verbosity: VerbosityMinimal}},
-		{"verbosity middle", "run --verbosity Standard feature", Command{Kind: CmdRunNamed, Name: "feature", Verbosity: VerbosityStandard}},
-		{"verbosity after DOT", rsiDOT + " --verbosity verbose", Command{Kind: CmdRunDOT, DOT: rsiDOT, Verbosity: VerbosityVerbose}},
+		{"verbosity first", "--verbosity verbose run feature", Command{Kind: CmdRunNamed, Name: "feature", Verbosity: runs.VerbosityVerbose}},
+		{"verbosity last", "run feature Add RSI --verbosity=minimal", Command{Kind: CmdRunNamed, Name: "feature", Goal: "Add RSI", Verbosity: runs.VerbosityMinimal}},
+		{"verbosity middle", "run --verbosity Standard feature", Command{Kind: CmdRunNamed, Name: "feature", Verbosity: runs.VerbosityStandard}},
+		{"verbosity after DOT", rsiDOT + " --verbosity verbose", Command{Kind: CmdRunDOT, DOT: rsiDOT, Verbosity: runs.VerbosityVerbose}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,7 +65,7 @@ func TestParseCommandRepairsSlackMangledPaste(t *testing.T) {
 	if got.Kind != CmdRunDOT || strings.TrimSpace(got.DOT) != rsiDOT {
 		t.Errorf("repaired DOT:\n%s\nwant:\n%s", got.DOT, rsiDOT)
 	}
-	if got.Verbosity != VerbosityVerbose {
+	if got.Verbosity != runs.VerbosityVerbose {
 		t.Errorf("verbosity = %q, want verbose (em dash autocorrected from --)", got.Verbosity)
 	}
 }

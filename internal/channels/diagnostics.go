@@ -57,7 +57,7 @@ func FormatDiagnostics(file string, ds []pipeline.Diagnostic) string {
 // ReplyDiagnostics tells user (only) what is wrong with the pipeline they
 // sent, with line numbers.
 func ReplyDiagnostics(ctx context.Context, ch Channel, chat, user, file string, ds []pipeline.Diagnostic) error {
-	if err := ch.Ephemeral(ctx, chat, user, FormatDiagnostics(file, ds)); err != nil {
+	if err := ch.Ephemeral(ctx, chat, "", user, FormatDiagnostics(file, ds)); err != nil {
 		return fmt.Errorf("reply diagnostics to %s in %s: %w", user, chat, err)
 	}
 	return nil
@@ -66,7 +66,7 @@ func ReplyDiagnostics(ctx context.Context, ch Channel, chat, user, file string, 
 // ReplyCommandError tells user why their command did not parse, with the usage.
 func ReplyCommandError(ctx context.Context, ch Channel, chat, user string, err error) error {
 	text := fmt.Sprintf("✗ %v\n\n%s", err, HelpText)
-	if perr := ch.Ephemeral(ctx, chat, user, text); perr != nil {
+	if perr := ch.Ephemeral(ctx, chat, "", user, text); perr != nil {
 		return fmt.Errorf("reply command error to %s in %s: %w", user, chat, perr)
 	}
 	return nil

@@ -3,7 +3,7 @@ package config
 import (
 	"fmt"
 
-	"nanohost/internal/container"
+	"nanohost/internal/mounts"
 	"nanohost/internal/pipeline/mask"
 )
 
@@ -15,9 +15,9 @@ func (c *Config) MaskSet() mask.Set { return mask.FromMap(c.Masks) }
 // name. Every problem blocks: a node asking for a capability it was
 // promised must not run without it. It needs no Docker (config check runs
 // it too).
-func (c *Config) MaskMounts() (map[string][]container.Mount, []Problem) {
+func (c *Config) MaskMounts() (map[string][]mounts.Mount, []Problem) {
 	if len(c.Masks) == 0 {
-		return map[string][]container.Mount{}, nil
+		return map[string][]mounts.Mount{}, nil
 	}
 	set := c.MaskSet()
 	var ps []Problem
@@ -28,12 +28,12 @@ func (c *Config) MaskMounts() (map[string][]container.Mount, []Problem) {
 		return nil, ps // folders are only worth checking once the definitions hold
 	}
 	file := c.MountAllowlistPath()
-	policy, err := container.LoadMountPolicy(file)
+	policy, err := mounts.LoadPolicy(file)
 	if err != nil {
 		return nil, []Problem{{"runtime.mount_allowlist", err.Error(),
 			`fix the file: {"allowed_roots": [{"path": "~/src", "read_write": false}], "blocked_patterns": []}`, true}}
 	}
-	grants, refused := container.MaskMounts(policy, set)
+	grants, refused := mounts.MaskGrants(policy, set)
 	for _, e := range refused {
 		ps = append(ps, Problem{fmt.Sprintf("masks.%s.%s[%d]", e.Mask, e.Field, e.Index),
 			fmt.Sprintf("mask %s: %s %q refused: %v", e.Mask, e.Field, e.Spec, e.Err), allowlistFix(file), true})

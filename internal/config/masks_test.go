@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"nanohost/internal/container"
+	"nanohost/internal/mounts"
 	"nanohost/internal/pipeline/mask"
 )
 
@@ -47,7 +47,7 @@ masks:
 	if len(ps) > 0 {
 		t.Fatalf("problems: %v", ps)
 	}
-	want := container.Mount{Source: filepath.Join(home, "src", "shared-lib"), Target: "/workspace/masks/recall/prior-rca", ReadOnly: true}
+	want := mounts.Mount{Source: filepath.Join(home, "src", "shared-lib"), Target: "/workspace/masks/recall/prior-rca", ReadOnly: true}
 	if len(grants["recall"]) != 1 || grants["recall"][0] != want || len(grants["judgment"]) != 0 {
 		t.Errorf("grants = %+v", grants)
 	}

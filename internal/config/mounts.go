@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"nanohost/internal/container"
+	"nanohost/internal/mounts"
 )
 
 // MountAllowlistPath is runtime.mount_allowlist, or
@@ -18,7 +18,7 @@ func (c *Config) MountAllowlistPath() string {
 	if c.Runtime.MountAllowlist != "" {
 		return c.Runtime.MountAllowlist
 	}
-	return container.DefaultAllowlistPath()
+	return mounts.DefaultAllowlistPath()
 }
 
 // GroupMounts checks every group's extra mounts against the mount
@@ -27,18 +27,18 @@ func (c *Config) MountAllowlistPath() string {
 // group silently missing a directory it was promised would fail later, in
 // a container, far from the cause. It needs no Docker (config check runs
 // it too).
-func (c *Config) GroupMounts() (map[string][]container.Mount, []Problem) {
+func (c *Config) GroupMounts() (map[string][]mounts.Mount, []Problem) {
 	if !slices.ContainsFunc(c.Groups, func(g Group) bool { return len(g.Mounts) > 0 }) {
 		return nil, nil // no allowlist to read
 	}
 	file := c.MountAllowlistPath()
-	policy, err := container.LoadMountPolicy(file)
+	policy, err := mounts.LoadPolicy(file)
 	if err != nil {
 		return nil, []Problem{{"runtime.mount_allowlist", err.Error(),
 			`fix the file: {"allowed_roots": [{"path": "~/src", "read_write": false}], "blocked_patterns": []}`, true}}
 	}
 	fix := allowlistFix(file)
-	out := map[string][]container.Mount{}
+	out := map[string][]mounts.Mount{}
 	var ps []Problem
 	for i, g := range c.Groups {
 		targets := map[string]bool{}
@@ -71,12 +71,12 @@ func allowlistFix(file string) string {
 // groupMount parses one "HOST[:NAME][:ro|rw]" entry and validates it. NAME
 // may also be written as the full path the agent sees,
 // /workspace/extra/NAME.
-func (c *Config) groupMount(policy *container.MountPolicy, spec string) (container.Mount, error) {
-	req, err := container.ParseMountFlag(spec)
+func (c *Config) groupMount(policy *mounts.Policy, spec string) (mounts.Mount, error) {
+	req, err := mounts.ParseFlag(spec)
 	if err != nil {
-		return container.Mount{}, err
+		return mounts.Mount{}, err
 	}
-	req.Name = strings.TrimPrefix(req.Name, container.ExtraMountRoot+"/")
+	req.Name = strings.TrimPrefix(req.Name, mounts.ExtraRoot+"/")
 	m, err := policy.Validate(req)
 	if err != nil {
 		return m, err

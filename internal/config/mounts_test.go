@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"nanohost/internal/container"
+	"nanohost/internal/mounts"
 )
 
 // mountsFixture is a home with ~/src/shared-lib, ~/.ssh and ~/other, an
@@ -38,20 +38,20 @@ func TestGroupMountsAllowedByTheAllowlist(t *testing.T) {
 		{Folder: "team", Chat: "console:main", Mounts: []string{"~/src/shared-lib:/workspace/extra/shared-lib:ro", "~/src:code"}},
 		{Folder: "other", Chat: "console:other"},
 	}
-	mounts, ps := c.GroupMounts()
+	byGroup, ps := c.GroupMounts()
 	if len(ps) > 0 {
 		t.Fatalf("problems: %v", ps)
 	}
-	want := []container.Mount{
+	want := []mounts.Mount{
 		{Source: filepath.Join(home, "src", "shared-lib"), Target: "/workspace/extra/shared-lib", ReadOnly: true},
 		{Source: filepath.Join(home, "src"), Target: "/workspace/extra/code", ReadOnly: true},
 	}
-	got := mounts["team"]
+	got := byGroup["team"]
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("team's mounts = %+v, want %+v", got, want)
 	}
-	if len(mounts["other"]) != 0 {
-		t.Errorf("a group without mounts got %+v", mounts["other"])
+	if len(byGroup["other"]) != 0 {
+		t.Errorf("a group without mounts got %+v", byGroup["other"])
 	}
 }
 

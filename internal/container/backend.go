@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"nanohost/internal/container/protocol"
+	"nanohost/internal/mounts"
 	"nanohost/internal/pipeline/agenttext"
 	"nanohost/internal/pipeline/engine"
 )
@@ -47,8 +48,36 @@ type Backend struct {
 type RunEnv struct {
 	Group     string
 	Workspace string
-	// ExtraMounts are validated mounts (MountPolicy.Validate) for this run.
-	ExtraMounts []Mount
+	// GroupIPC is the group's IPC directory on the host: its request queues
+	// (the agents' start_pipeline, send_message…) are mounted under the
+	// container's own IPC directory, where `nanoagent ipc` looks. "" for none.
+	GroupIPC string
+	// Skills is a directory mounted read-only at /workspace/skills. "" for none.
+	Skills string
+	// ExtraMounts are validated mounts (mounts.Policy.Validate) for this run.
+	ExtraMounts []mounts.Mount
+}
+
+// SkillsDir is where RunEnv.Skills appears inside a container.
+const SkillsDir = "/workspace/skills"
+
+// groupQueues are the subdirectories of a group's IPC directory its agents
+// see (ipc.QueueTasks, ipc.QueueMessages, ipc.DirResponses).
+var groupQueues = []string{"tasks", "messages", "responses"}
+
+// bindMounts are the mounts every container of env gets besides its own
+// IPC directory: the workspace, the group's queues, the skills, the extras.
+func (env RunEnv) bindMounts() []mounts.Mount {
+	ms := []mounts.Mount{{Source: env.Workspace, Target: protocol.WorkspaceDir}}
+	if env.GroupIPC != "" {
+		for _, q := range groupQueues {
+			ms = append(ms, mounts.Mount{Source: filepath.Join(env.GroupIPC, q), Target: protocol.IPCDir + "/" + q})
+		}
+	}
+	if env.Skills != "" {
+		ms = append(ms, mounts.Mount{Source: env.Skills, Target: SkillsDir, ReadOnly: true})
+	}
+	return append(ms, env.ExtraMounts...)
 }
 
 type threadKey struct{ run, thread string }
@@ -83,8 +112,9 @@ func NewBackend(cfg Config) (*Backend, error) {
 	}, nil
 }
 
-// BindRun sets where a run's agents work (default: Config.Workspace/Group).
-func (b *Backend) BindRun(runID string, env RunEnv) {
+// bind sets where a run's (or a conversation's) agents work (default:
+// Config.Workspace/Group).
+func (b *Backend) bind(runID string, env RunEnv) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.runs[runID] = env
@@ -93,6 +123,9 @@ func (b *Backend) BindRun(runID string, env RunEnv) {
 func (b *Backend) runEnv(runID string) (RunEnv, error) {
 	b.mu.Lock()
 	env, ok := b.runs[runID]
+	if !ok {
+		env, ok = b.parentEnv(runID)
+	}
 	b.mu.Unlock()
 	if !ok {
 		env = RunEnv{Group: b.cfg.Group, Workspace: b.cfg.Workspace, ExtraMounts: b.cfg.ExtraMounts}
@@ -101,17 +134,27 @@ func (b *Backend) runEnv(runID string) (RunEnv, error) {
 		env.Group = b.cfg.Group
 	}
 	if env.Workspace == "" {
-		return env, errors.New("no workspace configured for the agents (Config.Workspace or BindRun)")
+		return env, errors.New("no workspace configured for the agents (Config.Workspace, or a run bound with ForRun)")
 	}
-	abs, err := resolvePath(env.Workspace)
+	abs, err := mounts.Resolve(env.Workspace)
 	if err != nil {
 		return env, fmt.Errorf("workspace: %w", err)
 	}
 	env.Workspace = abs
-	if state, err := resolvePath(b.cfg.StateDir); err == nil && within(state, abs) {
+	if state, err := mounts.Resolve(b.cfg.StateDir); err == nil && mounts.Within(state, abs) {
 		return env, fmt.Errorf("the state directory %s is inside the workspace %s, where agents could tamper with other containers' IPC: move it out", state, abs)
 	}
 	return env, nil
+}
+
+// parentEnv is the env of the run whose child pipeline runID is (b.mu held).
+func (b *Backend) parentEnv(runID string) (RunEnv, bool) {
+	for run, env := range b.runs {
+		if ownRun(run, runID) {
+			return env, true
+		}
+	}
+	return RunEnv{}, false
 }
 
 // Run implements engine.Backend.
@@ -163,7 +206,7 @@ func (b *Backend) runAgent(ctx context.Context, req engine.Request) (engine.Resu
 	}
 	out, err := b.toResult(req, s, res)
 	// The container exits by itself after a one-shot answer; clean up
-	// without making the pipeline wait for Docker (CloseRun waits).
+	// without making the pipeline wait for Docker (the run's Close waits).
 	b.background(req.RunID, s.finish)
 	return out, err
 }
@@ -182,7 +225,7 @@ func (b *Backend) runInThread(ctx context.Context, req engine.Request, preq prot
 		t.idle.Stop()
 	}
 	if t.sessionID == "" && !t.loaded {
-		t.sessionID = b.recordedSession(key) // recorded by an earlier process, or before CloseRun
+		t.sessionID = b.recordedSession(key) // recorded by an earlier process, or before the run closed
 	}
 	t.loaded = true
 	preq.SessionID = t.sessionID
@@ -381,7 +424,7 @@ func (b *Backend) statusFile(req engine.Request, link agentLink, res protocol.Re
 	return o, nil
 }
 
-// background runs cleanup work that CloseRun and Close wait for.
+// background runs cleanup work that closeRun and Close wait for.
 func (b *Backend) background(runID string, f func()) {
 	b.mu.Lock()
 	wg, ok := b.bg[runID]
@@ -397,28 +440,33 @@ func (b *Backend) background(runID string, f func()) {
 	}()
 }
 
-// CloseRun implements engine.RunCloser: the run's live sessions end, and
-// its finished containers are removed before it returns.
-func (b *Backend) CloseRun(runID string) {
+// closeRun ends a run's live sessions and removes its finished containers
+// before it returns.
+func (b *Backend) closeRun(runID string) {
 	b.mu.Lock()
 	var ts []*thread
 	for k, t := range b.threads {
-		if k.run == runID {
+		if ownRun(runID, k.run) {
 			ts = append(ts, t)
 			delete(b.threads, k)
 		}
 	}
 	for k := range b.execs {
-		if k.run == runID {
+		if ownRun(runID, k.run) {
 			delete(b.execs, k)
 		}
 	}
 	delete(b.runs, runID)
-	wg := b.bg[runID]
-	delete(b.bg, runID)
+	var wgs []*sync.WaitGroup
+	for run, wg := range b.bg {
+		if ownRun(runID, run) {
+			wgs = append(wgs, wg)
+			delete(b.bg, run)
+		}
+	}
 	b.mu.Unlock()
 	closeThreads(ts)
-	if wg != nil {
+	for _, wg := range wgs {
 		wg.Wait()
 	}
 }
@@ -481,4 +529,3 @@ func nonEmpty(s, def string) string {
 }
 
 var _ engine.Backend = (*Backend)(nil)
-var _ engine.RunCloser = (*Backend)(nil)

@@ -54,7 +54,7 @@ func BenchmarkColdNode(b *testing.B) {
 		start = time.Now()
 		h.mustRun(codergenReq(run, "n", "compact"))
 		node = append(node, time.Since(start))
-		h.b.CloseRun(run) // waits for the container's removal
+		h.b.closeRun(run) // waits for the container's removal
 		nodeCleanup = append(nodeCleanup, time.Since(start))
 	}
 	b.StopTimer()

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"nanohost/internal/mounts"
 )
 
 // Config configures a Backend. Zero values get the documented defaults
@@ -28,15 +30,15 @@ type Config struct {
 	StateDir string
 
 	// Workspace is the host directory mounted at /workspace/group, and
-	// Group its name, for runs not bound with BindRun.
+	// Group its name, for runs not bound with ForRun.
 	Workspace string
 	Group     string
 	// ExtraMounts are additional mounts, already validated by a MountPolicy.
-	ExtraMounts []Mount
-	// MaskMounts are the folders and skills each mask grants (MaskMounts),
-	// by mask name, mounted only for a node wearing the mask. Every mask a
-	// node may wear needs an entry, even an empty one.
-	MaskMounts map[string][]Mount
+	ExtraMounts []mounts.Mount
+	// MaskMounts are the folders and skills each mask grants
+	// (mounts.MaskGrants), by mask name, mounted only for a node wearing the
+	// mask. Every mask a node may wear needs an entry, even an empty one.
+	MaskMounts map[string][]mounts.Mount
 
 	Agent AgentConfig
 	// Secrets go to the agent process's environment only, via stdin.

@@ -16,6 +16,7 @@ import (
 
 	"nanohost/internal/container/containertest"
 	"nanohost/internal/container/protocol"
+	"nanohost/internal/mounts"
 	"nanohost/internal/pipeline/engine"
 )
 
@@ -110,7 +111,7 @@ func TestKubernetesKillingARunDeletesItsPods(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("Run = %v, want cancelled", err)
 	}
-	h.b.CloseRun("kube-kill")
+	h.b.closeRun("kube-kill")
 	if pods := h.pods(k, map[string]string{LabelRun: "kube-kill"}); len(pods) != 0 {
 		t.Errorf("pods of the killed run still there: %v", pods)
 	}
@@ -219,7 +220,7 @@ func TestKubernetesAgentIPCRequestReachesTheHostAndGetsItsAnswer(t *testing.T) {
 		c.Agent = AgentConfig{Kind: "command", Command: `printf 'digraph P { s [shape=Mdiamond]; e [shape=Msquare]; s -> e }' > /tmp/p.dot; ` +
 			`nanoagent ipc start-pipeline /tmp/p.dot --goal relay --timeout 60s`}
 		for _, d := range []string{"tasks", "messages", "responses"} {
-			c.ExtraMounts = append(c.ExtraMounts, Mount{Source: filepath.Join(groupIPC, d), Target: protocol.IPCDir + "/" + d})
+			c.ExtraMounts = append(c.ExtraMounts, mounts.Mount{Source: filepath.Join(groupIPC, d), Target: protocol.IPCDir + "/" + d})
 		}
 	})
 	// The host's side: answer the request the way the IPC watcher does.
@@ -272,8 +273,8 @@ func BenchmarkColdNodeKubernetes(b *testing.B) {
 		start = time.Now()
 		docker.mustRun(codergenReq(run, "n", "compact"))
 		onDocker = append(onDocker, time.Since(start))
-		kube.b.CloseRun(run)
-		docker.b.CloseRun(run)
+		kube.b.closeRun(run)
+		docker.b.closeRun(run)
 	}
 	b.StopTimer()
 	m := func(d []time.Duration) float64 { return float64(percentile(d, 50)) }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"nanohost/internal/container/protocol"
+	"nanohost/internal/mounts"
 	"nanohost/internal/pipeline/engine"
 )
 
@@ -171,7 +172,7 @@ func checkPodHardening(p *corev1.Pod) []string {
 }
 
 func TestPodVolumesMapHostDirectories(t *testing.T) {
-	spec := Spec{Name: "x", Image: "img", User: "1000:1000", Mounts: []Mount{
+	spec := Spec{Name: "x", Image: "img", User: "1000:1000", Mounts: []mounts.Mount{
 		{Source: "/data/groups/main", Target: protocol.WorkspaceDir},
 		{Source: "/elsewhere/skills", Target: "/workspace/skills", ReadOnly: true},
 	}, Tmpfs: map[string]string{"/tmp": "rw,size=64m"}}
@@ -200,7 +201,7 @@ func TestPodVolumesMapHostDirectories(t *testing.T) {
 		t.Errorf("workspace mount %+v, want subPath groups/main", m)
 	}
 
-	spec.Mounts = append(spec.Mounts, Mount{Source: "/var/state/sessions", Target: "/home/agent/.claude"})
+	spec.Mounts = append(spec.Mounts, mounts.Mount{Source: "/var/state/sessions", Target: "/home/agent/.claude"})
 	if _, err := k.podFor(spec); err == nil || !strings.Contains(err.Error(), "workspace_host_root") {
 		t.Errorf("a writable mount outside the claim: %v, want an error naming the setting", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"nanohost/internal/mounts"
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
@@ -22,7 +23,7 @@ import (
 type maskFixture struct {
 	root, prior, skill string
 	masks              mask.Set
-	policy             *MountPolicy
+	policy             *mounts.Policy
 }
 
 func newMaskFixture(t *testing.T) maskFixture {
@@ -46,7 +47,7 @@ func newMaskFixture(t *testing.T) maskFixture {
 		t.Fatal(err)
 	}
 	var err error
-	if f.policy, err = LoadMountPolicy(allow); err != nil {
+	if f.policy, err = mounts.LoadPolicy(allow); err != nil {
 		t.Fatal(err)
 	}
 	f.masks, err = mask.Parse("masks.yaml", []byte(fmt.Sprintf(`masks:
@@ -67,11 +68,11 @@ func newMaskFixture(t *testing.T) maskFixture {
 
 func TestMaskMountsGoThroughTheAllowlist(t *testing.T) {
 	f := newMaskFixture(t)
-	got, errs := MaskMounts(f.policy, f.masks)
+	got, errs := mounts.MaskGrants(f.policy, f.masks)
 	if len(errs) > 0 {
 		t.Fatalf("refused: %v", errs)
 	}
-	want := []Mount{
+	want := []mounts.Mount{
 		{Source: f.prior, Target: "/workspace/masks/recall/prior-rca", ReadOnly: true},
 		{Source: f.skill, Target: "/workspace/mask-skills/recall/rca-search", ReadOnly: true},
 	}
@@ -97,7 +98,7 @@ func TestMaskMountsGoThroughTheAllowlist(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(f.root, ".ssh"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	_, errs = MaskMounts(f.policy, bad)
+	_, errs = mounts.MaskGrants(f.policy, bad)
 	var msgs []string
 	for _, e := range errs {
 		msgs = append(msgs, e.Error())
@@ -108,7 +109,7 @@ func TestMaskMountsGoThroughTheAllowlist(t *testing.T) {
 			t.Errorf("refusals do not say %q:\n%s", want, joined)
 		}
 	}
-	var me *MaskMountError
+	var me *mounts.MaskMountError
 	if len(errs) != 3 || !errors.As(errs[0], &me) || me.Mask != "leaky" {
 		t.Errorf("errors = %v", errs)
 	}
@@ -120,7 +121,7 @@ func TestMaskMountsGoThroughTheAllowlist(t *testing.T) {
 func TestMaskMountReachesOnlyItsNodesContainer(t *testing.T) {
 	t.Parallel()
 	f := newMaskFixture(t)
-	grants, errs := MaskMounts(f.policy, f.masks)
+	grants, errs := mounts.MaskGrants(f.policy, f.masks)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"io"
 	"time"
+
+	"nanohost/internal/mounts"
 )
 
 // Runtime starts and manages containers.
@@ -48,7 +50,7 @@ type Spec struct {
 	// User is "uid:gid" (or a name the image knows).
 	User   string
 	Labels map[string]string
-	Mounts []Mount
+	Mounts []mounts.Mount
 	// Tmpfs maps a container path to its mount options ("size=64m,mode=1777").
 	Tmpfs map[string]string
 	// Stdin attaches a writable stdin (closed by Handle.CloseStdin).
@@ -58,13 +60,6 @@ type Spec struct {
 	Network string
 	// Init runs a minimal init as PID 1 that reaps the agent's zombies.
 	Init bool
-}
-
-// Mount is a bind mount from the host.
-type Mount struct {
-	Source   string `json:"source"`
-	Target   string `json:"target"`
-	ReadOnly bool   `json:"read_only,omitempty"`
 }
 
 // Limits bound what one container may use. In a Spec zero means "no

@@ -1,6 +1,7 @@
 package container
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"nanohost/internal/container/containertest"
 	"nanohost/internal/container/protocol"
 	"nanohost/internal/pipeline/engine"
 )
@@ -41,12 +43,12 @@ func TestFullFidelityReusesOneContainerAndOneSessionAcrossNodes(t *testing.T) {
 		t.Errorf("%d running containers for the run between nodes, want the 1 live session", len(live))
 	}
 
-	h.b.CloseRun("run-full")
+	h.b.closeRun("run-full")
 	if stopped := h.events.list(EventStopped); len(stopped) != 1 || stopped[0].Reason != "run ended" {
-		t.Errorf("after CloseRun: stopped events %+v, want the session closed because the run ended", stopped)
+		t.Errorf("after the run closed: stopped events %+v, want the session closed because the run ended", stopped)
 	}
 	if live := h.running(map[string]string{LabelRun: "run-full"}); len(live) != 0 {
-		t.Errorf("CloseRun left %d containers running", len(live))
+		t.Errorf("closing the run left %d containers running", len(live))
 	}
 }
 
@@ -383,5 +385,33 @@ func TestMissingImageIsNotTransient(t *testing.T) {
 	_, err := h.run(codergenReq("run-noimage", "n", "compact"))
 	if err == nil || engine.IsTransient(err) || !errors.Is(err, ErrImageNotFound) {
 		t.Errorf("missing image gave %v; want ErrImageNotFound, not retryable", err)
+	}
+}
+
+// A run's backend serves its child pipelines (manager loops run them with
+// ids "<run>.<node>-<visit>") in the run's workspace, and closing the run
+// ends the children's live sessions too.
+func TestRunBackendCoversChildPipelines(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *Config) {
+		c.Agent = AgentConfig{Kind: "command", Command: `pwd; ls /workspace/group`}
+	})
+	ws := containertest.Workspace(t)
+	if err := os.WriteFile(filepath.Join(ws, "marker-of-the-run"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rb := h.b.ForRun("run-parent", RunEnv{Group: "parent-" + randomHex(4), Workspace: ws})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	child, err := rb.Run(ctx, codergenReq("run-parent.manager-1", "c", "full"))
+	if err != nil || !strings.Contains(child.Text, "marker-of-the-run") {
+		t.Fatalf("child pipeline node: %+v, %v; want it to work in the run's workspace", child, err)
+	}
+	if live := h.running(map[string]string{LabelRun: "run-parent.manager-1"}); len(live) != 1 {
+		t.Fatalf("%d live containers for the child's full-fidelity thread, want 1", len(live))
+	}
+	rb.Close()
+	if live := h.running(map[string]string{LabelRun: "run-parent.manager-1"}); len(live) != 0 {
+		t.Errorf("closing the run left %d of its child's containers running", len(live))
 	}
 }

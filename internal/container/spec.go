@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"nanohost/internal/container/protocol"
+	"nanohost/internal/mounts"
 	"nanohost/internal/pipeline/engine"
 )
 
@@ -98,7 +99,7 @@ func (b *Backend) agentSpec(req engine.Request, env RunEnv, name, thread string,
 	case "command":
 		spec.Cmd = append(spec.Cmd, "--command", b.cfg.Agent.Command)
 	case "script":
-		spec.Mounts = append(spec.Mounts, Mount{Source: b.cfg.Agent.ScriptFile, Target: protocol.ScriptPath, ReadOnly: true})
+		spec.Mounts = append(spec.Mounts, mounts.Mount{Source: b.cfg.Agent.ScriptFile, Target: protocol.ScriptPath, ReadOnly: true})
 	case "claude":
 		if b.cfg.Agent.ClaudeArgs != "" {
 			spec.Cmd = append(spec.Cmd, "--claude-args", b.cfg.Agent.ClaudeArgs)
@@ -112,7 +113,7 @@ func (b *Backend) agentSpec(req engine.Request, env RunEnv, name, thread string,
 		if err := grantToContainerUser(dir, uid, gid); err != nil {
 			return Spec{}, err
 		}
-		spec.Mounts = append(spec.Mounts, Mount{Source: dir, Target: filepath.Join(b.cfg.HomeDir, ".claude")})
+		spec.Mounts = append(spec.Mounts, mounts.Mount{Source: dir, Target: filepath.Join(b.cfg.HomeDir, ".claude")})
 	}
 	return spec, nil
 }
@@ -134,7 +135,7 @@ func (b *Backend) baseSpec(req engine.Request, env RunEnv, name string, uid, gid
 			LabelRun: req.RunID, LabelGroup: env.Group, LabelNode: req.NodeID,
 		},
 		WorkingDir: protocol.WorkspaceDir,
-		Mounts:     append(append([]Mount{{Source: env.Workspace, Target: protocol.WorkspaceDir}}, env.ExtraMounts...), masks...),
+		Mounts:     append(env.bindMounts(), masks...),
 		Tmpfs: map[string]string{
 			"/tmp":        "rw,nosuid,nodev,size=" + b.cfg.TmpfsSize + ",mode=1777",
 			b.cfg.HomeDir: fmt.Sprintf("rw,nosuid,nodev,size=%s,mode=0700,uid=%d,gid=%d", b.cfg.TmpfsSize, uid, gid),

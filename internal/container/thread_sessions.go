@@ -15,7 +15,7 @@ import (
 // directory, one small JSON file per run ({thread: session id}), so the
 // conversation goes on when the run is resumed — by another process after a
 // crash or a restart (`nanohost pipeline resume`, the host resuming its
-// interrupted runs), or by this one after CloseRun forgot the thread.
+// interrupted runs), or by this one after the run's backend was closed.
 
 // threadSessionTTL is how long a run's session file outlives its last
 // change; CleanupOrphans removes older ones.

@@ -18,6 +18,7 @@ import (
 
 	"nanohost/internal/container/protocol"
 	"nanohost/internal/ipc"
+	"nanohost/internal/mounts"
 )
 
 // agentLink carries what follows the first request between the host and a
@@ -316,7 +317,7 @@ func (b *Backend) transport(spec *Spec, first *protocol.Request, uid, gid int, l
 		if err != nil {
 			return nil, nil, err
 		}
-		spec.Mounts = append(spec.Mounts, Mount{Source: dir.path, Target: protocol.IPCDir})
+		spec.Mounts = append(spec.Mounts, mounts.Mount{Source: dir.path, Target: protocol.IPCDir})
 		nonce := first.Nonce
 		return func(*Handle) agentLink { return &fileLink{dir: dir, nonce: nonce, log: log} }, dir.remove, nil
 	}
@@ -360,7 +361,7 @@ func streamSpec(spec *Spec, first *protocol.Request) (map[string]string, error) 
 
 // withoutIPCQueues drops the group's IPC queues from a tool container on a
 // remote runtime: only an agent's runner relays IPC over the stream.
-func withoutIPCQueues(mounts []Mount) []Mount {
+func withoutIPCQueues(mounts []mounts.Mount) []mounts.Mount {
 	out := mounts[:0:0]
 	for _, m := range mounts {
 		if !strings.HasPrefix(m.Target, protocol.IPCDir+"/") {

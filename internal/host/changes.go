@@ -3,14 +3,15 @@ package host
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 
 	"nanohost/internal/changes"
 	"nanohost/internal/channels"
-	"nanohost/internal/pipeline/engine"
-	"nanohost/internal/store"
+	"nanohost/internal/config"
+	"nanohost/internal/runs"
 )
 
 // Workspace change records (internal/changes): every agent and tool stage
@@ -19,48 +20,57 @@ import (
 
 // newChangeTracker is the host's tracker, with its snapshots in the state
 // directory (data/state, outside every mounted folder); nil when off.
-func newChangeTracker(h *Host) (*changes.Tracker, error) {
-	if !h.cfg.Pipelines.RecordChanges {
+func newChangeTracker(cfg *config.Config, log *slog.Logger) (*changes.Tracker, error) {
+	if !cfg.Pipelines.RecordChanges {
 		return nil, nil
 	}
-	return changes.NewTracker(changes.Options{StateDir: filepath.Join(h.cfg.DataDir, "state"), Logger: h.log})
+	return changes.NewTracker(changes.Options{StateDir: filepath.Join(cfg.DataDir, "state"), Logger: log})
 }
 
-// runBackend is the backend a run's stages use: the agent backend,
-// recording each stage's changes in the group's workspace.
-func (h *Host) runBackend(group string) engine.Backend {
-	if h.changes == nil {
-		return h.backend
-	}
-	return h.changes.Wrap(h.backend, h.GroupDir(group))
+// recordedRun is a run's backend recording each stage's changes in the
+// run's workspace; closing it also forgets the run's record (it stays on
+// disk).
+type recordedRun struct {
+	*changes.Backend
+	run     runs.RunBackend
+	tracker *changes.Tracker
+	runID   string
 }
 
-// gateLinks links a run's gate prompts to its changes since it started on
+func (r recordedRun) Close() {
+	r.run.Close()
+	r.tracker.Forget(r.runID)
+}
+
+// gateLinks link a run's gate prompts to its changes since it started on
 // the dashboard, once its stages changed something.
-func (h *Host) gateLinks(run store.Run) func(ctx context.Context) []channels.Link {
-	if h.changes == nil || run.LogsRoot == "" {
+type gateLinks struct {
+	cfg *config.Config
+	log *slog.Logger
+}
+
+func (g gateLinks) of(_ context.Context, run runs.Run) []channels.Link {
+	if run.LogsRoot == "" {
 		return nil
 	}
-	return func(context.Context) []channels.Link {
-		root, err := os.OpenRoot(run.LogsRoot)
-		if err != nil {
-			return nil
-		}
-		defer root.Close()
-		set, err := changes.ReadSet(root.FS(), changes.RunDir, false)
-		if err != nil {
-			if !errors.Is(err, changes.ErrNoRecord) {
-				h.log.Warn("read the run's workspace changes for its gate", "run", run.ID, "err", err)
-			}
-			return nil
-		}
-		if len(set.Changes) == 0 {
-			return nil
-		}
-		link := channels.Link{Text: "Changes since the run started: " + changes.Summary(set.Changes).String()}
-		if base := h.cfg.DashboardURL(); base != "" {
-			link.URL = base + "/runs/" + url.PathEscape(run.ID) + "#changes"
-		}
-		return []channels.Link{link}
+	root, err := os.OpenRoot(run.LogsRoot)
+	if err != nil {
+		return nil
 	}
+	defer root.Close()
+	set, err := changes.ReadSet(root.FS(), changes.RunDir, false)
+	if err != nil {
+		if !errors.Is(err, changes.ErrNoRecord) {
+			g.log.Warn("read the run's workspace changes for its gate", "run", run.ID, "err", err)
+		}
+		return nil
+	}
+	if len(set.Changes) == 0 {
+		return nil
+	}
+	link := channels.Link{Text: "Changes since the run started: " + changes.Summary(set.Changes).String()}
+	if base := g.cfg.DashboardURL(); base != "" {
+		link.URL = base + "/runs/" + url.PathEscape(run.ID) + "#changes"
+	}
+	return []channels.Link{link}
 }

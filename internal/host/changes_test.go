@@ -13,10 +13,10 @@ import (
 	"nanohost/internal/changes"
 	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
-const reviewDOT = `digraph Review {
+const reworkDOT = `digraph Review {
     start     [shape=Mdiamond]
     implement [prompt="Implement it"]
     review    [shape=hexagon, label="Ship it?"]
@@ -43,7 +43,7 @@ func TestRunRecordsWorkspaceChangesAndTheGateLinksThem(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("old notes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	th.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": reviewDOT, "verbosity": "verbose"})
+	th.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": reworkDOT, "verbosity": "verbose"})
 	id, _ := th.response(t, "run-1")["run_id"].(string)
 	eventually(t, 10*time.Second, "the gate prompt with its link", func() bool { return strings.Contains(th.screen.String(), "#changes") })
 
@@ -71,7 +71,7 @@ func TestRunRecordsWorkspaceChangesAndTheGateLinksThem(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "the run succeeds", func() bool {
 		r, err := th.store.GetRun(context.Background(), id)
-		return err == nil && r.Status == store.RunSuccess
+		return err == nil && r.Status == runs.Succeeded
 	})
 }
 
@@ -80,11 +80,11 @@ func TestRecordChangesOff(t *testing.T) {
 	th := launch(t, hostSetup{answer: succeed, configure: func(c *config.Config) { c.Pipelines.RecordChanges = false }})
 	th.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": goalDOT})
 	id, _ := th.response(t, "run-1")["run_id"].(string)
-	var run store.Run
+	var run runs.Run
 	eventually(t, 10*time.Second, "the run succeeds", func() bool {
 		r, err := th.store.GetRun(context.Background(), id)
 		run = r
-		return err == nil && r.Status == store.RunSuccess
+		return err == nil && r.Status == runs.Succeeded
 	})
 	if _, err := os.Stat(filepath.Join(run.LogsRoot, "a", changes.ListFile)); err == nil {
 		t.Error("a stage recorded its changes with pipelines.record_changes off")

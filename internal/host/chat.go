@@ -3,28 +3,38 @@ package host
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"nanohost/internal/channels"
-	"nanohost/internal/container"
-	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/channels/report"
+	"nanohost/internal/queue"
 	"nanohost/internal/store"
 )
 
-// chatThreadKey is the store's session key of a group's main conversation;
-// chatBackendThread is the full-fidelity thread it lives in, in the backend.
-const (
-	chatThreadKey     = ""
-	chatBackendThread = "main"
-)
+// chatThreadKey is the store's session key of a group's main conversation.
+const chatThreadKey = ""
 
-// SessionResumer is implemented by backends that can resume an agent
-// session an earlier host process recorded (container.Backend).
-type SessionResumer interface {
-	ResumeSession(runID, thread, sessionID string)
+// chatQueueSize bounds the messages waiting for one group's agent. Past
+// it, messages stay stored unprocessed and are answered after the next
+// restart (nothing is lost).
+const chatQueueSize = 1000
+
+// chatDeps are what the chat router works with.
+type chatDeps struct {
+	store       *store.Store
+	agents      Agents
+	env         agentEnv
+	groups      *groupTable
+	endpoints   *endpoints
+	metrics     *Metrics
+	log         *slog.Logger
+	deliveryCtx context.Context
+	backoff     report.Backoff
+	timeout     time.Duration // runtime.node_timeout, per reply
 }
 
 // chatRouter turns chat messages into agent work: one worker per group, so
@@ -38,7 +48,7 @@ type SessionResumer interface {
 // when the host died — are queued again, in order, before the channels
 // deliver anything new.
 type chatRouter struct {
-	h      *Host
+	chatDeps
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -54,12 +64,9 @@ type threadRef struct{ chat, thread string }
 const maxRememberedThreads = 4096
 
 type chatWorker struct {
-	group store.Group
-	wake  chan struct{}
-
-	mu      sync.Mutex
-	pending []chatItem
-	busy    bool
+	group   store.Group
+	conv    Conversation
+	pending *queue.Queue[chatItem]
 }
 
 type chatItem struct {
@@ -67,20 +74,18 @@ type chatItem struct {
 	in channels.Inbound
 }
 
-func newChatRouter(h *Host) *chatRouter {
-	return &chatRouter{h: h, workers: map[string]*chatWorker{}, threads: map[threadRef]bool{}}
+func newChatRouter(d chatDeps) *chatRouter {
+	r := &chatRouter{chatDeps: d, workers: map[string]*chatWorker{}, threads: map[threadRef]bool{}}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	return r
 }
-
-// chatRunID is the backend "run" a group's conversation lives in.
-func chatRunID(folder string) string { return "chat-" + folder }
 
 // handle stores an inbound message and queues it for the group's agent when
 // it is addressed to the agent: it triggers it (a mention, the trigger
 // word, any console line), or it is a reply in a thread that is a
-// conversation with the agent. Messages queued while the agent works go
-// to the same live container, in order, as follow-ups.
+// conversation with the agent.
 func (r *chatRouter) handle(ctx context.Context, ch channels.Channel, in channels.Inbound) {
-	g, ok := r.h.groups.byChatID(in.Chat)
+	g, ok := r.groups.byChatID(in.Chat)
 	if !ok || strings.TrimSpace(in.Text) == "" {
 		return
 	}
@@ -94,9 +99,9 @@ func (r *chatRouter) handle(ctx context.Context, ch channels.Channel, in channel
 		if !wanted {
 			m.ProcessedAt = time.Now() // nothing to do for it, now or after a restart
 		}
-		saved, err := r.h.store.SaveMessage(ctx, m)
+		saved, err := r.store.SaveMessage(ctx, m)
 		if err != nil {
-			r.h.log.Warn("store inbound message", "chat", in.Chat, "err", err)
+			r.log.Warn("store inbound message", "chat", in.Chat, "err", err)
 		} else if !saved {
 			return // a redelivery of a message we already have
 		}
@@ -117,7 +122,12 @@ func (r *chatRouter) enqueue(w *chatWorker, it chatItem) {
 	}
 	r.threads[threadRef{it.in.Chat, replyThread(it.in)}] = true
 	r.mu.Unlock()
-	w.push(r.h, it)
+	if !w.pending.TryPush(it) {
+		r.log.Error("too many messages wait for the group's agent; this one stays stored and is answered after the next restart",
+			"group", w.group.Folder, "waiting", w.pending.Len())
+		return
+	}
+	r.metrics.ChatQueued.Inc()
 }
 
 // inConversation reports whether in is a reply in a thread that is a
@@ -133,9 +143,9 @@ func (r *chatRouter) inConversation(ctx context.Context, in channels.Inbound) bo
 	if known {
 		return true
 	}
-	msgs, err := r.h.store.ThreadMessages(ctx, in.Chat, in.Thread)
+	msgs, err := r.store.ThreadMessages(ctx, in.Chat, in.Thread)
 	if err != nil {
-		r.h.log.Warn("look up thread", "chat", in.Chat, "thread", in.Thread, "err", err)
+		r.log.Warn("look up thread", "chat", in.Chat, "thread", in.Thread, "err", err)
 		return false
 	}
 	for _, m := range msgs {
@@ -152,21 +162,21 @@ const agentUser = "nanohost"
 // requeueUnprocessed queues, in arrival order, the messages a previous
 // instance stored but did not finish with.
 func (r *chatRouter) requeueUnprocessed(ctx context.Context) error {
-	msgs, err := r.h.store.UnprocessedMessages(ctx)
+	msgs, err := r.store.UnprocessedMessages(ctx)
 	if err != nil {
 		return err
 	}
 	for _, m := range msgs {
-		g, ok := r.h.groups.byChatID(m.ChatID)
-		ch, err := r.h.channelFor(m.ChatID)
+		g, ok := r.groups.byChatID(m.ChatID)
+		ch, err := r.endpoints.channelFor(m.ChatID)
 		if !ok || err != nil {
-			r.h.log.Warn("dropping a stored message nobody can answer (no group or channel for its chat)", "chat", m.ChatID, "msg", m.ChannelMsgID)
-			if _, err := r.h.store.MarkMessageProcessed(ctx, m.ChatID, m.ChannelMsgID); err != nil {
-				r.h.log.Warn("mark message processed", "chat", m.ChatID, "err", err)
+			r.log.Warn("dropping a stored message nobody can answer (no group or channel for its chat)", "chat", m.ChatID, "msg", m.ChannelMsgID)
+			if _, err := r.store.MarkMessageProcessed(ctx, m.ChatID, m.ChannelMsgID); err != nil {
+				r.log.Warn("mark message processed", "chat", m.ChatID, "err", err)
 			}
 			continue
 		}
-		r.h.log.Info("answering a message left unanswered by the previous instance", "chat", m.ChatID, "msg", m.ChannelMsgID, "group", g.Folder)
+		r.log.Info("answering a message left unanswered by the previous instance", "chat", m.ChatID, "msg", m.ChannelMsgID, "group", g.Folder)
 		r.enqueue(r.worker(g), chatItem{ch, channels.Inbound{
 			Kind: channels.KindMessage, Channel: ch.Name(), Chat: m.ChatID, Thread: m.ThreadTS,
 			User: m.UserID, Text: m.Text, MsgID: m.ChannelMsgID, At: m.TS,
@@ -175,73 +185,39 @@ func (r *chatRouter) requeueUnprocessed(ctx context.Context) error {
 	return nil
 }
 
+// worker is the group's worker, started on first use with the group's
+// conversation (which resumes the agent session recorded before a restart).
 func (r *chatRouter) worker(g store.Group) *chatWorker {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.ctx == nil {
-		r.ctx, r.cancel = context.WithCancel(r.h.ctx)
-	}
 	w, ok := r.workers[g.Folder]
-	if !ok {
-		w = &chatWorker{group: g, wake: make(chan struct{}, 1)}
-		r.workers[g.Folder] = w
-		runID := chatRunID(g.Folder)
-		r.h.backend.BindRun(runID, container.RunEnv{
-			Group: g.Folder, Workspace: r.h.GroupDir(g.Folder), ExtraMounts: r.h.groupMounts(g.Folder),
-		})
-		// The conversation goes on where it was before a restart.
-		if res, ok := r.h.backend.(SessionResumer); ok {
-			if sid, err := r.h.store.GetSession(r.ctx, g.Folder, chatThreadKey); err == nil {
-				res.ResumeSession(runID, chatBackendThread, sid)
-			}
-		}
-		r.wg.Add(1)
-		go func() { defer r.wg.Done(); r.loop(r.ctx, w) }()
+	if ok {
+		return w
 	}
+	sid, err := r.store.GetSession(r.ctx, g.Folder, chatThreadKey)
+	if err != nil {
+		sid = "" // no conversation recorded yet
+	}
+	w = &chatWorker{group: g, conv: r.agents.Conversation(g.Folder, r.env.of(g.Folder), sid), pending: queue.New[chatItem](chatQueueSize)}
+	r.workers[g.Folder] = w
+	r.wg.Go(func() { r.loop(w) })
 	return w
 }
 
-func (w *chatWorker) push(h *Host, it chatItem) {
-	w.mu.Lock()
-	w.pending = append(w.pending, it)
-	w.mu.Unlock()
-	h.metrics.ChatQueued.Inc()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (r *chatRouter) loop(ctx context.Context, w *chatWorker) {
+func (r *chatRouter) loop(w *chatWorker) {
+	defer w.conv.Close()
 	for {
 		select {
-		case <-ctx.Done():
+		case <-r.ctx.Done():
 			return
-		case <-w.wake:
+		case <-w.pending.Ready():
 		}
-		for {
-			batch := w.take()
-			if len(batch) == 0 {
-				break
-			}
-			r.h.metrics.ChatQueued.Sub(float64(len(batch)))
-			for _, part := range byThread(batch) {
-				r.answer(ctx, w.group, part)
-			}
+		batch := w.pending.TakeAll()
+		r.metrics.ChatQueued.Sub(float64(len(batch)))
+		for _, part := range byThread(batch) {
+			r.answer(r.ctx, w, part)
 		}
-		w.mu.Lock()
-		w.busy = false
-		w.mu.Unlock()
 	}
-}
-
-func (w *chatWorker) take() []chatItem {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	batch := w.pending
-	w.pending = nil
-	w.busy = len(batch) > 0 || w.busy
-	return batch
 }
 
 // byThread splits a batch into runs of consecutive messages of one thread,
@@ -262,30 +238,26 @@ func byThread(batch []chatItem) [][]chatItem {
 // answer sends a thread's messages to the group's agent and posts its
 // reply; then the messages are processed. If the host stops first, they
 // stay unprocessed and are answered after the restart.
-func (r *chatRouter) answer(ctx context.Context, g store.Group, items []chatItem) {
-	first := items[0]
+func (r *chatRouter) answer(ctx context.Context, w *chatWorker, items []chatItem) {
+	g, first := w.group, items[0]
 	thread := replyThread(first.in)
 	var prompt strings.Builder
 	for _, it := range items {
 		fmt.Fprintf(&prompt, "%s: %s\n", nonEmpty(it.in.User, "user"), it.in.Text)
 	}
-	res, err := r.h.backend.Run(ctx, engine.Request{
-		Kind: engine.KindCodergen, RunID: chatRunID(g.Folder), NodeID: "chat", Attempt: 1, Visit: 1,
-		Prompt: prompt.String(), Fidelity: "full", ThreadKey: chatBackendThread,
-		Timeout: r.h.cfg.Runtime.NodeTimeout,
-	})
+	reply, err := w.conv.Send(ctx, prompt.String(), r.timeout)
 	if ctx.Err() != nil {
 		return
 	}
 	text := ""
 	if err != nil {
-		r.h.log.Error("agent reply", "group", g.Folder, "err", err)
+		r.log.Error("agent reply", "group", g.Folder, "err", err)
 		text = "Sorry — the agent could not answer: " + err.Error()
 	} else {
-		text = cleanReply(res.Text)
-		if res.SessionID != "" {
-			if err := r.h.store.SetSession(ctx, g.Folder, chatThreadKey, res.SessionID); err != nil {
-				r.h.log.Warn("record agent session", "group", g.Folder, "err", err)
+		text = cleanReply(reply.Text)
+		if reply.SessionID != "" {
+			if err := r.store.SetSession(ctx, g.Folder, chatThreadKey, reply.SessionID); err != nil {
+				r.log.Warn("record agent session", "group", g.Folder, "err", err)
 			}
 		}
 	}
@@ -294,43 +266,62 @@ func (r *chatRouter) answer(ctx context.Context, g store.Group, items []chatItem
 		// An answer the agent gave is posted even if the host is stopping
 		// meanwhile (stop waits a little for it); otherwise it is asked
 		// again after the restart.
-		out := newPatientChannel(first.ch, r.h.deliveryBackoff, r.h.log.With("group", g.Folder))
-		replyID, err = out.Post(r.h.deliveryCtx, first.in.Chat, thread, channels.Message{Text: text})
+		out := report.NewPatient(first.ch, r.backoff, r.log.With("group", g.Folder))
+		replyID, err = out.Post(r.deliveryCtx, first.in.Chat, thread, channels.Message{Text: text})
 		if err != nil {
-			r.h.log.Error("post agent reply; the messages are answered again after a restart", "group", g.Folder, "chat", first.in.Chat, "err", err)
+			r.log.Error("post agent reply; the messages are answered again after a restart", "group", g.Folder, "chat", first.in.Chat, "err", err)
 			return
 		}
 	}
-	// Marked first, recorded second: the only window for a repeated answer
-	// is between the post and this write.
+	r.processed(ctx, items, replyID, thread, text)
+}
+
+// processed marks items answered and records the reply. Marked first,
+// recorded second: the only window for a repeated answer is between the
+// post and this write.
+func (r *chatRouter) processed(ctx context.Context, items []chatItem, replyID, thread, text string) {
+	bg := context.WithoutCancel(ctx)
 	for _, it := range items {
 		if it.in.MsgID == "" {
 			continue
 		}
-		if _, err := r.h.store.MarkMessageProcessed(context.WithoutCancel(ctx), it.in.Chat, it.in.MsgID); err != nil {
-			r.h.log.Warn("mark message processed", "chat", it.in.Chat, "msg", it.in.MsgID, "err", err)
+		if _, err := r.store.MarkMessageProcessed(bg, it.in.Chat, it.in.MsgID); err != nil {
+			r.log.Warn("mark message processed", "chat", it.in.Chat, "msg", it.in.MsgID, "err", err)
 		}
 	}
-	if replyID != "" {
-		_, err := r.h.store.SaveMessage(context.WithoutCancel(ctx), store.Message{
-			ChatID: first.in.Chat, ChannelMsgID: replyID, ThreadTS: thread, UserID: agentUser, Text: text,
-			TS: time.Now(), Direction: store.Outbound, ProcessedAt: time.Now(),
-		})
-		if err != nil {
-			r.h.log.Warn("store agent reply", "chat", first.in.Chat, "err", err)
-		}
+	if replyID == "" {
+		return
+	}
+	chat := items[0].in.Chat
+	_, err := r.store.SaveMessage(bg, store.Message{
+		ChatID: chat, ChannelMsgID: replyID, ThreadTS: thread, UserID: agentUser, Text: text,
+		TS: time.Now(), Direction: store.Outbound, ProcessedAt: time.Now(),
+	})
+	if err != nil {
+		r.log.Warn("store agent reply", "chat", chat, "err", err)
 	}
 }
 
-// stop ends the workers (their live containers are closed by the backend's
-// Close) and waits a little for replies in flight.
+// stop ends the workers (closing their conversations) and waits a little
+// for replies in flight.
 func (r *chatRouter) stop() {
-	r.mu.Lock()
-	if r.cancel != nil {
-		r.cancel()
-	}
-	r.mu.Unlock()
+	r.cancel()
 	waitAtMost(&r.wg, 10*time.Second)
+}
+
+// waitAtMost waits for wg, but no longer than d (shutdown must end); it
+// reports whether wg was done.
+func waitAtMost(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 var (

@@ -6,23 +6,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"nanohost/internal/channels"
-	"nanohost/internal/ipc"
 	"nanohost/internal/pipeline/frontend"
+	"nanohost/internal/runlog"
+	"nanohost/internal/runs"
 	"nanohost/internal/store"
 )
 
-// CommandAuthorizer is implemented by channels that decide themselves who
-// may start, cancel and resume runs; for other channels the host applies
-// the configured Slack policy (Slack) or allows it (the local console).
-type CommandAuthorizer interface {
-	AuthorizeCommand(ctx context.Context, user, chat string, cmd channels.Command) error
-}
-
-// handleCommand executes a /pipeline command.
+// handleCommand executes a /pipeline command through the runs service; a
+// refusal comes back as an error and is shown to the person who typed it.
 func (h *Host) handleCommand(ctx context.Context, ch channels.Channel, in channels.Inbound) {
 	cmd := *in.Command
 	log := h.log.With("channel", ch.Name(), "chat", in.Chat, "user", in.User, "command", cmd.Kind)
@@ -31,32 +25,21 @@ func (h *Host) handleCommand(ctx context.Context, ch channels.Channel, in channe
 			log.Warn("reply to command", "err", err)
 		}
 	}
-	private := func(text string) {
-		if err := ch.Ephemeral(ctx, in.Chat, in.User, text); err != nil {
-			log.Warn("reply to command", "err", err)
-		}
-	}
+	private := func(text string) { tell(ctx, ch, in, text, log) }
 	g, ok := h.groups.byChatID(in.Chat)
 	if !ok {
 		private("This chat is not registered with nanohost; the main group can add it with /register " + in.Chat + " <folder>.")
 		return
 	}
-	if cmd.Changes() {
-		if err := h.authorizeCommand(ctx, ch, in, cmd); err != nil {
-			log.Info("command refused", "reason", err)
-			private("✗ " + err.Error())
-			return
-		}
-	}
 	switch cmd.Kind {
 	case channels.CmdHelp:
 		private(channels.HelpText)
 	case channels.CmdRunDOT, channels.CmdRunNamed:
-		h.commandRun(ctx, ch, in, g, cmd, reply, private)
+		h.commandRun(ctx, ch, in, g, cmd, private)
 	case channels.CmdValidate:
-		opts, err := h.frontendOptions(g.Folder, "")
+		opts, err := h.frontEnd.options(g.Folder, "")
 		if err != nil {
-			reply("✗ " + err.Error())
+			private("✗ " + err.Error())
 			return
 		}
 		_, diags, _ := frontend.Prepare("pipeline.dot", []byte(cmd.DOT), opts)
@@ -66,24 +49,29 @@ func (h *Host) handleCommand(ctx context.Context, ch channels.Channel, in channe
 	case channels.CmdStatus:
 		reply(h.statusText(ctx, g, cmd.RunID))
 	case channels.CmdCancel:
-		if err := h.checkRunInGroup(ctx, g, cmd.RunID); err != nil {
+		if err := h.inGroup(ctx, g, cmd.RunID); err != nil {
 			private("✗ " + err.Error())
-			return
-		}
-		if err := h.runs.cancel(ctx, cmd.RunID); err != nil {
+		} else if err := h.runs.Cancel(ctx, cmd.RunID, in.Who()); err != nil {
+			log.Info("cancel refused", "run", cmd.RunID, "reason", err)
 			private("✗ " + err.Error())
-			return
 		}
-		reply("Cancelling run " + cmd.RunID + " …")
+		// The run's own thread says it was cancelled, and by whom: one line.
 	case channels.CmdResume:
-		h.commandResume(ctx, g, cmd.RunID, reply, private)
+		if err := h.inGroup(ctx, g, cmd.RunID); err != nil {
+			private("✗ " + err.Error())
+		} else if err := h.runs.Resume(ctx, cmd.RunID, in.Who()); err != nil {
+			log.Info("resume refused", "run", cmd.RunID, "reason", err)
+			private("✗ " + err.Error())
+		} else {
+			reply("Resuming run " + cmd.RunID + " from its checkpoint …")
+		}
 	}
 }
 
-func (h *Host) commandRun(ctx context.Context, ch channels.Channel, in channels.Inbound, g store.Group, cmd channels.Command, reply, private func(string)) {
+func (h *Host) commandRun(ctx context.Context, ch channels.Channel, in channels.Inbound, g store.Group, cmd channels.Command, private func(string)) {
 	src, file := []byte(cmd.DOT), "pipeline.dot"
 	if cmd.Kind == channels.CmdRunNamed {
-		path, err := h.findWorkflow(g.Folder, cmd.Name)
+		path, err := h.workflows.find(g.Folder, cmd.Name)
 		if err != nil {
 			private("✗ " + err.Error())
 			return
@@ -94,13 +82,13 @@ func (h *Host) commandRun(ctx context.Context, ch channels.Channel, in channels.
 		}
 		file = filepath.Base(path)
 	}
-	run, diags, err := h.runs.start(ctx, startSpec{
-		Group: g.Folder, Chat: in.Chat, User: in.User, File: file, Source: src, Goal: cmd.Goal, Verbosity: string(cmd.Verbosity),
-	})
-	var rej *ipc.RejectError
+	run, diags, err := h.runs.Start(ctx, runs.StartRequest{
+		Group: g.Folder, Chat: in.Chat, File: file, Source: src, Goal: cmd.Goal, Verbosity: cmd.Verbosity,
+	}, in.Who())
+	var invalid *runs.InvalidError
 	switch {
-	case errors.As(err, &rej):
-		_ = channels.ReplyDiagnostics(ctx, ch, in.Chat, in.User, file, diags)
+	case errors.As(err, &invalid):
+		private(channels.FormatDiagnostics(file, diags))
 	case err != nil:
 		private("✗ Could not start the pipeline: " + err.Error())
 	default:
@@ -108,86 +96,23 @@ func (h *Host) commandRun(ctx context.Context, ch channels.Channel, in channels.
 	}
 }
 
-func (h *Host) commandResume(ctx context.Context, g store.Group, runID string, reply, private func(string)) {
-	if err := h.checkRunInGroup(ctx, g, runID); err != nil {
-		private("✗ " + err.Error())
-		return
-	}
-	run, err := h.store.GetRun(ctx, runID)
-	if err != nil {
-		private("✗ " + err.Error())
-		return
-	}
-	if run.Status.Finished() {
-		private(fmt.Sprintf("✗ Run %s already ended (%s); start a new one.", runID, run.Status))
-		return
-	}
-	if _, ok := h.runs.isActive(runID); ok {
-		private("Run " + runID + " is already running.")
-		return
-	}
-	if err := h.runs.resume(ctx, run); err != nil {
-		private("✗ " + err.Error())
-		return
-	}
-	reply("Resuming run " + runID + " from its checkpoint …")
-}
-
-func (h *Host) checkRunInGroup(ctx context.Context, g store.Group, runID string) error {
-	run, err := h.store.GetRun(ctx, runID)
-	if errors.Is(err, store.ErrNotFound) {
+// inGroup refuses a run of another group (the main group may act on all).
+func (h *Host) inGroup(ctx context.Context, g store.Group, runID string) error {
+	st, err := h.runs.Status(ctx, runID)
+	if errors.Is(err, runs.ErrNoSuchRun) {
 		return fmt.Errorf("no run %s (see /pipeline list)", runID)
 	}
 	if err != nil {
 		return err
 	}
-	if run.GroupFolder != g.Folder && !g.IsMain {
+	if st.Run.GroupFolder != g.Folder && !g.IsMain {
 		return fmt.Errorf("run %s belongs to another group", runID)
 	}
 	return nil
 }
 
-// authorizeCommand decides whether in.User may start, cancel or resume runs
-// in in.Chat. Slack is deny-by-default: the chat must be one of
-// slack.policy.channels and the user one of slack.policy.starters.
-
-func (h *Host) authorizeCommand(ctx context.Context, ch channels.Channel, in channels.Inbound, cmd channels.Command) error {
-	if a, ok := ch.(CommandAuthorizer); ok {
-		return a.AuthorizeCommand(ctx, in.User, in.Chat, cmd)
-	}
-	if ch.Name() != "slack" {
-		return nil // the console is the operator's own terminal
-	}
-	// The Slack adapter checks the starter (user groups included) before it
-	// delivers a command; the host re-checks the conversation as a backstop.
-	if !slices.Contains(h.cfg.Slack.Policy.Channels, in.Chat) {
-		return fmt.Errorf("runs cannot be started in this channel (it is not in slack.policy.channels)")
-	}
-	return nil
-}
-
-// findWorkflow finds <name>.dot: the group's workspace first, then the
-// configured pipeline directories, then the bundled examples/ and
-// skills/attractor/workflows/.
-func (h *Host) findWorkflow(folder, name string) (string, error) {
-	if name == "" || strings.ContainsAny(name, `/\`) || strings.Contains(name, "..") {
-		return "", fmt.Errorf("%q is not a pipeline name (use a plain name such as demo)", name)
-	}
-	file := strings.TrimSuffix(name, ".dot") + ".dot"
-	dirs := []string{h.GroupDir(folder)}
-	dirs = append(dirs, h.cfg.Pipelines.Dirs...)
-	dirs = append(dirs, filepath.Join(h.root, "examples"), filepath.Join(h.root, "skills", "attractor", "workflows"))
-	for _, d := range dirs {
-		p := filepath.Join(d, file)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("no pipeline named %s: looked for %s in the group's workspace, %s", name, file, strings.Join(dirs[1:], ", "))
-}
-
 func (h *Host) listText(ctx context.Context, g store.Group) string {
-	page, err := h.store.ListRuns(ctx, store.RunFilter{Group: g.Folder, Limit: 10})
+	page, err := h.runs.List(ctx, runs.Filter{Group: g.Folder, Limit: 10})
 	if err != nil {
 		return "✗ " + err.Error()
 	}
@@ -206,22 +131,22 @@ func (h *Host) statusText(ctx context.Context, g store.Group, runID string) stri
 	if runID == "" {
 		return h.listText(ctx, g)
 	}
-	if err := h.checkRunInGroup(ctx, g, runID); err != nil {
+	if err := h.inGroup(ctx, g, runID); err != nil {
 		return "✗ " + err.Error()
 	}
-	st, err := h.runs.status(ctx, runID)
+	st, err := h.runs.Status(ctx, runID)
 	if err != nil {
 		return "✗ " + err.Error()
 	}
-	text := fmt.Sprintf("Run %s: %s", st.RunID, st.State)
-	if st.CurrentNode != "" {
-		text += " — at " + st.CurrentNode
+	text := fmt.Sprintf("Run %s: %s", st.Run.ID, runlog.StateText(st.Run.Status))
+	if st.Current != "" {
+		text += " — at " + st.Current
 	}
 	if len(st.Completed) > 0 {
 		text += " — done: " + strings.Join(st.Completed, ", ")
 	}
-	if st.Detail != "" {
-		text += " — " + st.Detail
+	if st.Run.FailureReason != "" {
+		text += " — " + st.Run.FailureReason
 	}
 	return text
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,16 +23,22 @@ import (
 // the in-memory index every inbound message and IPC request consults. It
 // implements ipc.Registry.
 type groupTable struct {
-	h *Host
+	store     *store.Store
+	cfg       *config.Config
+	consoleOn bool // the console is one of the host's channels
+	log       *slog.Logger
 
 	mu     sync.RWMutex
 	byDir  map[string]store.Group
 	byChat map[string]store.Group
 }
 
-func newGroupTable(h *Host) *groupTable {
-	return &groupTable{h: h, byDir: map[string]store.Group{}, byChat: map[string]store.Group{}}
+func newGroupTable(st *store.Store, cfg *config.Config, consoleOn bool, log *slog.Logger) *groupTable {
+	return &groupTable{store: st, cfg: cfg, consoleOn: consoleOn, log: log, byDir: map[string]store.Group{}, byChat: map[string]store.Group{}}
 }
+
+// dir is data/groups/<folder>, the group's workspace.
+func (t *groupTable) dir(folder string) string { return filepath.Join(t.cfg.DataDir, "groups", folder) }
 
 // syncFromConfig registers (or updates) every configured group in the
 // store, prepares its folders, then loads every registered group — config
@@ -49,8 +56,8 @@ func (t *groupTable) syncFromConfig(ctx context.Context) error {
 // when the console is on and no group lives there (the quick start has no
 // config file at all).
 func (t *groupTable) configGroups() []config.Group {
-	gs := t.h.cfg.Groups
-	if !t.h.hasChannel("console") {
+	gs := t.cfg.Groups
+	if !t.consoleOn {
 		return gs
 	}
 	hasMain := false
@@ -78,13 +85,13 @@ func (t *groupTable) save(ctx context.Context, g config.Group, update bool) erro
 	}
 	channel, _, _ := strings.Cut(g.Chat, ":")
 	g.Chat = normalizeChat(g.Chat)
-	if err := t.h.store.UpsertChat(ctx, store.Chat{ID: g.Chat, Channel: channel, Name: g.Name}); err != nil {
+	if err := t.store.UpsertChat(ctx, store.Chat{ID: g.Chat, Channel: channel, Name: g.Name}); err != nil {
 		return err
 	}
 	sg := store.Group{Folder: g.Folder, Name: nonEmpty(g.Name, g.Folder), ChatID: g.Chat, Trigger: nonEmpty(g.Trigger, "@mention"), IsMain: g.Main}
-	err := t.h.store.CreateGroup(ctx, sg)
+	err := t.store.CreateGroup(ctx, sg)
 	if errors.Is(err, store.ErrExists) && update {
-		err = t.h.store.UpdateGroup(ctx, sg)
+		err = t.store.UpdateGroup(ctx, sg)
 	}
 	if err != nil {
 		return err
@@ -114,7 +121,7 @@ func (t *groupTable) registerConflict(g config.Group) string {
 }
 
 func (t *groupTable) prepareFolders(g store.Group) error {
-	dir := t.h.GroupDir(g.Folder)
+	dir := t.dir(g.Folder)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create workspace of group %s: %w", g.Folder, err)
 	}
@@ -136,7 +143,7 @@ func (t *groupTable) prepareFolders(g store.Group) error {
 	if os.Geteuid() == 0 {
 		uid, gid = container.DefaultAgentUID, container.DefaultAgentGID
 	}
-	return ipc.EnsureGroup(t.h.IPCRoot(), g.Folder, uid, gid)
+	return ipc.EnsureGroup(ipcRoot(t.cfg), g.Folder, uid, gid)
 }
 
 // handToAgents lets agents work in a workspace a root host created. Agents
@@ -164,7 +171,7 @@ func handToAgents(paths ...string) error {
 }
 
 func (t *groupTable) reload(ctx context.Context) error {
-	list, err := t.h.store.ListGroups(ctx)
+	list, err := t.store.ListGroups(ctx)
 	if err != nil {
 		return err
 	}
@@ -240,7 +247,7 @@ var registerCommand = regexp.MustCompile(`^/register\s+(\S+)\s+(\S+)(?:\s+(\S+))
 
 // handleAdmin runs "/register <chat> <folder> [trigger]" typed in the main
 // group's chat; it reports whether in was an admin command.
-func (t *groupTable) handleAdmin(ctx context.Context, ch channels.Channel, in channels.Inbound) bool {
+func (t *groupTable) handleAdmin(ctx context.Context, ch channels.Channel, in channels.Inbound, mayRegister func(ctx context.Context, user, chat string) error) bool {
 	text := strings.TrimSpace(in.Text)
 	if !strings.HasPrefix(text, "/register") {
 		return false
@@ -248,18 +255,16 @@ func (t *groupTable) handleAdmin(ctx context.Context, ch channels.Channel, in ch
 	g, ok := t.byChatID(in.Chat)
 	reply := func(msg string) {
 		if _, err := ch.Post(ctx, in.Chat, replyThread(in), channels.Message{Text: msg}); err != nil {
-			t.h.log.Warn("reply to /register", "err", err)
+			t.log.Warn("reply to /register", "err", err)
 		}
 	}
 	if !ok || !g.IsMain {
 		reply("Only the main group's chat may register groups.")
 		return true
 	}
-	if err := authorizeRegister(ctx, ch, in); err != nil {
-		t.h.log.Info("/register refused", "channel", ch.Name(), "chat", in.Chat, "user", in.User, "reason", err)
-		if err := channels.Tell(ctx, ch, in.Chat, in.Thread, in.User, "✗ "+err.Error()); err != nil {
-			t.h.log.Warn("reply to /register", "err", err)
-		}
+	if err := mayRegister(ctx, in.User, in.Chat); err != nil {
+		t.log.Info("/register refused", "channel", ch.Name(), "chat", in.Chat, "user", in.User, "reason", err)
+		tell(ctx, ch, in, "✗ "+err.Error(), t.log)
 		return true
 	}
 	m := registerCommand.FindStringSubmatch(text)
@@ -287,29 +292,9 @@ func (t *groupTable) handleAdmin(ctx context.Context, ch channels.Channel, in ch
 		reply("Registered, but reloading groups failed: " + err.Error())
 		return true
 	}
-	t.h.log.Info("group registered from chat", "folder", cg.Folder, "chat", cg.Chat, "by", in.User)
+	t.log.Info("group registered from chat", "folder", cg.Folder, "chat", cg.Chat, "by", in.User)
 	reply(fmt.Sprintf("Registered group %s on %s (workspace data/groups/%s).", cg.Folder, cg.Chat, cg.Folder))
 	return true
-}
-
-// RegisterAuthorizer is implemented by channels that decide who may
-// register groups from chat (Slack: slack.policy.starters).
-type RegisterAuthorizer interface {
-	AuthorizeRegister(ctx context.Context, user, chat string) error
-}
-
-// authorizeRegister lets the channel decide who may /register. The console
-// is the local operator's own terminal; any other channel that cannot say
-// is refused (deny by default): everyone in a shared chat could otherwise
-// give a new chat its own agent and containers.
-func authorizeRegister(ctx context.Context, ch channels.Channel, in channels.Inbound) error {
-	if a, ok := ch.(RegisterAuthorizer); ok {
-		return a.AuthorizeRegister(ctx, in.User, in.Chat)
-	}
-	if ch.Name() == "console" {
-		return nil
-	}
-	return fmt.Errorf("%s cannot tell who may register groups, so nobody may there: use the main group's Slack channel or the console", ch.Name())
 }
 
 // replyThread is where a reply to in goes: its thread, or a new thread

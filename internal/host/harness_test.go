@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,13 +13,14 @@ import (
 	"testing"
 	"time"
 
-	"nanohost/internal/channels"
 	"nanohost/internal/channels/console"
+	"nanohost/internal/channels/report"
 	"nanohost/internal/channels/slack"
 	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/config"
 	"nanohost/internal/container"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
 	"nanohost/internal/store"
 )
 
@@ -41,7 +43,35 @@ func (b *fakeAgents) Run(ctx context.Context, req engine.Request) (engine.Result
 	return b.answer(ctx, req)
 }
 
-func (b *fakeAgents) BindRun(string, container.RunEnv) {}
+// ForRun implements Agents: every run shares the fake.
+func (b *fakeAgents) ForRun(runID string, _ container.RunEnv) runs.RunBackend { return fakeRun{b} }
+
+// Conversation implements Agents: a group's chat turns are requests of
+// node "chat".
+func (b *fakeAgents) Conversation(name string, _ container.RunEnv, sessionID string) Conversation {
+	return &fakeConversation{b: b, group: name, session: sessionID}
+}
+
+type fakeRun struct{ *fakeAgents }
+
+func (fakeRun) Close() {}
+
+type fakeConversation struct {
+	b       *fakeAgents
+	group   string
+	session string
+}
+
+func (c *fakeConversation) Send(ctx context.Context, prompt string, timeout time.Duration) (container.Reply, error) {
+	res, err := c.b.Run(ctx, engine.Request{Kind: engine.KindCodergen, RunID: "chat-" + c.group, NodeID: "chat",
+		Prompt: prompt, Fidelity: "full", ThreadKey: "main", Timeout: timeout})
+	if res.SessionID != "" {
+		c.session = res.SessionID
+	}
+	return container.Reply{Text: res.Text, SessionID: res.SessionID, Usage: res.Usage}, err
+}
+
+func (c *fakeConversation) Close() {}
 
 // prompts are the prompts node was sent.
 func (b *fakeAgents) prompts(node string) []string {
@@ -94,6 +124,11 @@ type hostSetup struct {
 	// to; the console is off then.
 	slack     *slacktest.Server
 	configure func(*config.Config)
+	// terminal, when set, is the console's input and output (a pty)
+	// instead of pipes.
+	terminal *os.File
+	// logger, when set, receives the host's log (default: discarded).
+	logger *slog.Logger
 }
 
 func launch(t *testing.T, s hostSetup) *testHost {
@@ -121,7 +156,11 @@ func launch(t *testing.T, s hostSetup) *testHost {
 		t.Fatal(err)
 	}
 	th := &testHost{dir: s.dir, agents: &fakeAgents{answer: s.answer}, screen: &lines{}}
-	var chans []channels.Channel
+	log := quiet
+	if s.logger != nil {
+		log = s.logger
+	}
+	var eps []Endpoint
 	closeChans := func() {}
 	if s.slack != nil {
 		p := cfg.Slack.Policy
@@ -130,12 +169,15 @@ func launch(t *testing.T, s hostSetup) *testHost {
 			Policy: slack.Policy{Channels: p.Channels, Starters: p.Starters, Approvers: p.Approvers, PreventSelfApproval: p.PreventSelfApproval},
 			Send: slack.SendConfig{PerSecond: 100, Burst: 50, MethodRates: slack.ScaledMethodRates(100),
 				InitialBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond},
-			Logger: quiet,
+			Logger: log,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		chans, closeChans = append(chans, ch), ch.Close
+		eps, closeChans = append(eps, Endpoint{Channel: ch, Policy: ch.Policy(), MayRegister: ch.MayRegister}), ch.Close
+	} else if s.terminal != nil {
+		eps = append(eps, Endpoint{Channel: console.New(s.terminal, s.terminal), Policy: console.Policy(),
+			MayRegister: func(context.Context, string, string) error { return nil }})
 	} else {
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
@@ -147,12 +189,14 @@ func launch(t *testing.T, s hostSetup) *testHost {
 				th.screen.mu.Unlock()
 			}
 		}()
-		chans, th.typing = append(chans, console.New(inR, outW)), inW
+		eps = append(eps, Endpoint{Channel: console.New(inR, outW), Policy: console.Policy(),
+			MayRegister: func(context.Context, string, string) error { return nil }})
+		th.typing = inW
 		closeChans = func() { inW.Close(); outW.Close() }
 	}
 	h, err := New(Options{
-		Config: cfg, Store: st, Backend: th.agents, Channels: chans,
-		Logger: quiet, DeliveryBackoff: Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+		Config: cfg, Store: st, Agents: th.agents, Endpoints: eps,
+		Logger: log, DeliveryBackoff: report.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -232,3 +276,6 @@ func (th *testHost) groupResponse(t *testing.T, group, id string) map[string]any
 	})
 	return out
 }
+
+// quiet keeps the host's expected errors out of the test output.
+var quiet = slog.New(slog.DiscardHandler)

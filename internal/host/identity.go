@@ -3,40 +3,58 @@ package host
 import (
 	"path/filepath"
 
+	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/pipeline/mask"
 	"nanohost/internal/pipeline/persona"
+	"nanohost/internal/runs"
 )
 
 // PersonasDir is the folder in a group's workspace holding its custom
 // personas (NAME.md), which override the built-in ones of the same name.
 const PersonasDir = "personas"
 
-// identities are what a group's pipelines may name: its personas/ folder
-// over the built-in personas, and the configured masks.
-type identities struct {
-	personas *persona.Catalog
+// frontEnd validates and loads a group's pipelines: against the handler
+// types this host's engine knows, the group's personas (its personas/
+// folder over the built-in ones, read afresh for every run so a new persona
+// file needs no restart) and the configured masks.
+type frontEnd struct {
+	registry *engine.Registry
+	groups   *groupTable
 	masks    mask.Set
 }
 
-// identitiesFor loads the group's personas (read afresh for every run, so
-// a new persona file needs no restart). A broken persona file is an error
-// that names it.
-func (h *Host) identitiesFor(group string) (identities, error) {
-	personas, err := persona.Load(filepath.Join(h.GroupDir(group), PersonasDir))
+// identities loads what a group's pipelines may name (runs.Identities). A
+// broken persona file is an error that names it.
+func (f frontEnd) identities(group string) (*persona.Catalog, mask.Set, error) {
+	personas, err := persona.Load(filepath.Join(f.groups.dir(group), PersonasDir))
 	if err != nil {
-		return identities{}, err
+		return nil, nil, err
 	}
-	return identities{personas: personas, masks: h.cfg.MaskSet()}, nil
+	return personas, f.masks, nil
 }
 
-// frontendOptions validate a group's pipelines against the handler types
-// this host's engine knows and the group's personas and masks; goal, when
-// set, replaces the pipeline's own.
-func (h *Host) frontendOptions(group, goal string) (frontend.Options, error) {
-	ids, err := h.identitiesFor(group)
+// options are the front end's options for group; goal, when set, replaces
+// the pipeline's own.
+func (f frontEnd) options(group, goal string) (frontend.Options, error) {
+	personas, masks, err := f.identities(group)
 	if err != nil {
 		return frontend.Options{}, err
 	}
-	return frontend.Options{KnownTypes: h.registry.KnownTypes(), Goal: goal, Personas: ids.personas, Masks: ids.masks}, nil
+	return frontend.Options{KnownTypes: f.registry.KnownTypes(), Goal: goal, Personas: personas, Masks: masks}, nil
 }
+
+// load is the runs service's Loader.
+func (f frontEnd) load(group, file string, src []byte, goal string) (*pipeline.Graph, []pipeline.Diagnostic, error) {
+	opts, err := f.options(group, goal)
+	if err != nil {
+		return nil, nil, err
+	}
+	return frontend.Prepare(file, src, opts)
+}
+
+var (
+	_ runs.Loader     = frontEnd{}.load
+	_ runs.Identities = frontEnd{}.identities
+)

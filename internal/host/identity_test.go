@@ -13,7 +13,7 @@ import (
 	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/mask"
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 const identityDOT = `digraph Identity {
@@ -53,7 +53,7 @@ func TestRunsUseTheGroupsPersonasAndTheConfiguredMasks(t *testing.T) {
 	ctx := context.Background()
 	eventually(t, 10*time.Second, "the run succeeds", func() bool {
 		r, err := th.store.GetRun(ctx, runID)
-		return err == nil && r.Status == store.RunSuccess
+		return err == nil && r.Status == runs.Succeeded
 	})
 	got := th.agents.prompts("recall")
 	if len(got) != 1 || !strings.HasPrefix(got[0], "## Persona: Triager\n\nYou are the Triager") ||

@@ -5,38 +5,57 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"nanohost/internal/channels"
 	"nanohost/internal/ipc"
+	"nanohost/internal/ipc/sqlprocessed"
+	"nanohost/internal/runs"
 	"nanohost/internal/store"
 )
 
-// ipcHost is the host as the IPC watcher sees it (ipc.Host). The watcher
-// has already decided which group asks and that it may.
-type ipcHost struct{ h *Host }
+// ipcHost is the runs service as the agents' IPC sees it (ipc.Host): the
+// IPC wire types are mapped to and from the runs service's here, and
+// nowhere else. The watcher has already decided which group asks and that
+// it may.
+type ipcHost struct {
+	runs      *runs.Service
+	store     *store.Store
+	endpoints *endpoints
+	log       *slog.Logger
+}
+
+// agent is who an IPC request acts as.
+func agent(group string) runs.Principal {
+	return runs.Principal{Endpoint: endpointIPC, User: "agent:" + group}
+}
 
 // StartPipeline starts a run for an agent. The request id is an
 // idempotency key: a request offered again after a crash returns the run it
 // started the first time.
 func (x ipcHost) StartPipeline(ctx context.Context, req ipc.StartRequest) (ipc.StartResult, error) {
-	h := x.h
-	if rec, ok, err := h.store.Processed(ctx, req.Group, req.RequestID); err == nil && ok && rec.Type == string(ipc.TypeStartPipeline) {
+	if rec, ok, err := x.store.Processed(ctx, req.Group, req.RequestID); err == nil && ok && rec.Type == string(ipc.TypeStartPipeline) {
 		var prev ipc.StartResult
 		if json.Unmarshal(rec.Response, &prev) == nil && prev.RunID != "" {
 			return prev, nil
 		}
 	}
-	run, diags, err := h.runs.start(ctx, startSpec{
-		Group: req.Group, Chat: req.Chat, Thread: req.Thread, User: "agent:" + req.Group, File: req.File,
-		Source: req.DOT, Goal: req.Goal, Verbosity: string(req.Verbosity),
-	})
+	run, diags, err := x.runs.Start(ctx, runs.StartRequest{
+		Group: req.Group, Chat: req.Chat, Thread: req.Thread, File: req.File,
+		Source: req.DOT, Goal: req.Goal, Verbosity: runs.Verbosity(req.Verbosity),
+	}, agent(req.Group))
+	var invalid *runs.InvalidError
+	if errors.As(err, &invalid) {
+		return ipc.StartResult{}, ipc.RejectDiagnostics(invalid.Diagnostics)
+	}
 	if err != nil {
 		return ipc.StartResult{}, err
 	}
 	res := ipc.StartResult{RunID: run.ID, Chat: run.ChatID, Warnings: diags}
 	if data, err := json.Marshal(ipc.StartResult{RunID: run.ID, Chat: run.ChatID}); err == nil {
-		if _, err := h.store.MarkProcessed(ctx, req.Group, req.RequestID, string(ipc.TypeStartPipeline), data); err != nil {
-			h.log.Warn("record ipc request", "group", req.Group, "request", req.RequestID, "err", err)
+		if _, err := x.store.MarkProcessed(ctx, req.Group, req.RequestID, string(ipc.TypeStartPipeline), data); err != nil {
+			x.log.Warn("record ipc request", "group", req.Group, "request", req.RequestID, "err", err)
 		}
 	}
 	return res, nil
@@ -44,21 +63,55 @@ func (x ipcHost) StartPipeline(ctx context.Context, req ipc.StartRequest) (ipc.S
 
 // CancelPipeline stops a run.
 func (x ipcHost) CancelPipeline(ctx context.Context, group, runID string) error {
-	err := x.h.runs.cancel(ctx, runID)
-	if errors.Is(err, store.ErrNotFound) {
+	err := x.runs.Cancel(ctx, runID, agent(group))
+	if errors.Is(err, runs.ErrNoSuchRun) {
 		return fmt.Errorf("run %s: %w", runID, ipc.ErrUnknownRun)
 	}
 	return err
 }
 
-// PipelineStatus reports a run.
+// PipelineStatus reports a run in the IPC's words.
 func (x ipcHost) PipelineStatus(ctx context.Context, group, runID string) (ipc.RunStatus, error) {
-	return x.h.runs.status(ctx, runID)
+	st, err := x.runs.Status(ctx, runID)
+	if errors.Is(err, runs.ErrNoSuchRun) {
+		return ipc.RunStatus{}, fmt.Errorf("run %s: %w", runID, ipc.ErrUnknownRun)
+	}
+	if err != nil {
+		return ipc.RunStatus{}, err
+	}
+	run := st.Run
+	out := ipc.RunStatus{
+		RunID: run.ID, Group: run.GroupFolder, Chat: run.ChatID, Thread: run.ThreadTS, State: ipcState(run.Status),
+		Goal: run.Goal, StartedAt: run.StartedAt, Detail: run.FailureReason, Completed: st.Completed, CurrentNode: st.Current,
+	}
+	if !run.FinishedAt.IsZero() {
+		t := run.FinishedAt
+		out.EndedAt = &t
+	}
+	return out, nil
+}
+
+// ipcState is a run state in the IPC protocol's words (version 1 of the
+// wire format, which agents' scripts read).
+func ipcState(s runs.State) string {
+	switch s {
+	case runs.Waiting:
+		return ipc.StateWaitingHuman
+	case runs.Succeeded:
+		return ipc.StateCompleted
+	case runs.Failed:
+		return ipc.StateFailed
+	case runs.Cancelled:
+		return ipc.StateCancelled
+	case runs.Interrupted:
+		return ipc.StateInterrupted
+	}
+	return ipc.StateRunning
 }
 
 // SendMessage posts an agent's message to a chat.
 func (x ipcHost) SendMessage(ctx context.Context, group, chat, thread, text string) error {
-	ch, err := x.h.channelFor(chat)
+	ch, err := x.endpoints.channelFor(chat)
 	if err != nil {
 		return err
 	}
@@ -68,4 +121,31 @@ func (x ipcHost) SendMessage(ctx context.Context, group, chat, thread, text stri
 	}
 	_, err = ch.Post(ctx, chat, thread, channels.Message{Text: text})
 	return err
+}
+
+func (h *Host) newIPCWatcher() (*ipc.Watcher, error) {
+	rate := func(n int, per time.Duration) ipc.Rate {
+		if n <= 0 {
+			return ipc.Rate{}
+		}
+		return ipc.Rate{Burst: n, Every: per / time.Duration(n)}
+	}
+	return ipc.NewWatcher(ipc.Config{
+		Root:        h.IPCRoot(),
+		Host:        ipcHost{runs: h.runs, store: h.store, endpoints: h.endpoints, log: h.log},
+		Registry:    h.groups,
+		Processed:   sqlprocessed.Store{DB: h.store},
+		Workspace:   h.groups.dir,
+		Rescan:      h.cfg.IPC.Rescan,
+		Limits:      ipc.Limits{FileBytes: h.cfg.IPC.MaxRequestBytes},
+		StartRate:   rate(h.cfg.IPC.PipelinesPerHour, time.Hour),
+		MessageRate: rate(h.cfg.IPC.MessagesPerMinute, time.Minute),
+		OnRejected: func(group, file, reason string) {
+			h.log.Warn("ipc request rejected", "group", group, "file", file, "reason", reason)
+		},
+		OnDispatch: func(_ string, typ ipc.Type, waited time.Duration) {
+			h.metrics.IPCPickup.WithLabelValues(string(typ)).Observe(waited.Seconds())
+		},
+		Logger: h.log.With("component", "ipc"),
+	})
 }

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"nanohost/internal/channels"
 	"nanohost/internal/channels/console"
 	"nanohost/internal/config"
-	"nanohost/internal/container"
+	"nanohost/internal/mounts"
 	"nanohost/internal/store"
 )
 
@@ -46,30 +45,30 @@ func newMountsHost(t *testing.T, mounts ...string) (*Host, string, error) {
 	}
 	t.Cleanup(func() { st.Close() })
 	h, err := New(Options{
-		Config: cfg, Store: st, Backend: &fakeAgents{answer: succeed}, Logger: quiet,
-		Channels: []channels.Channel{console.New(strings.NewReader(""), &strings.Builder{})},
+		Config: cfg, Store: st, Agents: &fakeAgents{answer: succeed}, Logger: quiet,
+		Endpoints: []Endpoint{{Channel: console.New(strings.NewReader(""), &strings.Builder{}), Policy: console.Policy()}},
 	})
 	return h, dir, err
 }
 
-// The team's containers (chat, pipeline agents and tools alike are bound
-// with groupMounts) get its allowed extra mount after the IPC queues;
-// other groups do not.
+// The team's containers (chat, pipeline agents and tools alike work in
+// the group's agentEnv) get its allowed extra mount besides the IPC
+// queues; other groups do not.
 func TestGroupContainersGetTheirAllowedExtraMounts(t *testing.T) {
 	h, dir, err := newMountsHost(t, "~/src/lib:/workspace/extra/lib:ro")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := container.Mount{Source: filepath.Join(dir, "src", "lib"), Target: "/workspace/extra/lib", ReadOnly: true}
-	team := h.groupMounts("team")
-	if !slices.Contains(team, want) {
-		t.Errorf("team's mounts %+v lack %+v", team, want)
+	want := mounts.Mount{Source: filepath.Join(dir, "src", "lib"), Target: "/workspace/extra/lib", ReadOnly: true}
+	team := h.env.of("team")
+	if !slices.Contains(team.ExtraMounts, want) {
+		t.Errorf("team's mounts %+v lack %+v", team.ExtraMounts, want)
 	}
-	if !slices.ContainsFunc(team, func(m container.Mount) bool { return strings.HasSuffix(m.Target, "/tasks") }) {
-		t.Errorf("team's mounts %+v lost the IPC queues", team)
+	if team.GroupIPC != filepath.Join(h.IPCRoot(), "team") || team.Workspace != h.GroupDir("team") {
+		t.Errorf("team's env %+v: want its own IPC directory and workspace", team)
 	}
-	if main := h.groupMounts("main"); slices.ContainsFunc(main, func(m container.Mount) bool { return strings.HasPrefix(m.Target, container.ExtraMountRoot) }) {
-		t.Errorf("main got another group's extra mount: %+v", main)
+	if main := h.env.of("main"); len(main.ExtraMounts) != 0 {
+		t.Errorf("main got another group's extra mount: %+v", main.ExtraMounts)
 	}
 }
 

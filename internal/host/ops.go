@@ -7,12 +7,15 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"nanohost/internal/container"
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
 	"nanohost/internal/web"
 )
 
@@ -20,21 +23,30 @@ import (
 // tests can run several hosts in one process.
 type Metrics struct {
 	Registry          *prometheus.Registry
-	ActiveRuns        prometheus.Gauge
+	ActiveRuns        prometheus.GaugeFunc
 	NodeDuration      *prometheus.HistogramVec
 	ContainersRunning prometheus.Gauge
 	ContainersStarted prometheus.Counter
 	ChatQueued        prometheus.Gauge
 	ChannelConnected  *prometheus.GaugeVec
 	IPCPickup         *prometheus.HistogramVec
+
+	activeRuns atomic.Pointer[runs.Service]
 }
 
 // NewMetrics registers the collectors.
 func NewMetrics() *Metrics {
-	m := &Metrics{
-		Registry: prometheus.NewRegistry(),
-		ActiveRuns: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "nanohost_active_runs", Help: "Pipeline runs executing in this process (queued for a run slot included)."}),
+	m := &Metrics{Registry: prometheus.NewRegistry()}
+	*m = Metrics{
+		Registry: m.Registry,
+		ActiveRuns: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "nanohost_active_runs", Help: "Pipeline runs executing in this process (queued for a run slot included)."},
+			func() float64 {
+				if s := m.activeRuns.Load(); s != nil {
+					return float64(s.Active())
+				}
+				return 0
+			}),
 		NodeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "nanohost_node_duration_seconds", Help: "How long pipeline stages took, by outcome (a custom outcome word counts as custom).",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2.5, 12)}, []string{"status"}),
@@ -73,6 +85,25 @@ func (m *Metrics) watchQueue(b SlotWaiter) error {
 	return err
 }
 
+// watchRuns reports the runs service's executing runs as nanohost_active_runs.
+func (m *Metrics) watchRuns(s *runs.Service) {
+	m.activeRuns.Store(s)
+}
+
+// observeRun feeds a run's events into the metrics (runs.Config.Observe).
+func (m *Metrics) observeRun(_ runs.Run, e engine.Event) {
+	switch e.Type {
+	case engine.EventStageCompleted, engine.EventStageFailed:
+		if e.Duration > 0 {
+			status := string(e.Status)
+			if e.Status.IsCustom() {
+				status = "custom" // agents choose these words: one label keeps the series bounded
+			}
+			m.NodeDuration.WithLabelValues(status).Observe(e.Duration.Seconds())
+		}
+	}
+}
+
 // OnContainerEvent feeds container lifecycle into the metrics; pass it as
 // container.Config.OnEvent.
 func (m *Metrics) OnContainerEvent(e container.Event) {
@@ -98,7 +129,7 @@ type Health struct {
 func (h *Host) Health(ctx context.Context) Health {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	out := Health{OK: true, Store: "ok", Docker: "unknown", Channels: h.channelStates()}
+	out := Health{OK: true, Store: "ok", Docker: "unknown", Channels: h.endpoints.states()}
 	if _, err := h.store.SchemaVersion(ctx); err != nil {
 		out.OK, out.Store = false, err.Error()
 	}
@@ -114,9 +145,7 @@ func (h *Host) Health(ctx context.Context) Health {
 			out.OK = false
 		}
 	}
-	h.runs.mu.Lock()
-	out.Runs = len(h.runs.active)
-	h.runs.mu.Unlock()
+	out.Runs = h.runs.Active()
 	return out
 }
 

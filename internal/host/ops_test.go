@@ -11,7 +11,7 @@ import (
 
 	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 func get(t *testing.T, url, token string) (int, string) {
@@ -116,7 +116,7 @@ func TestCustomOutcomesShareOneMetricLabel(t *testing.T) {
 	runID, _ := resp["run_id"].(string)
 	eventually(t, 10*time.Second, "the run succeeds", func() bool {
 		r, err := th.store.GetRun(context.Background(), runID)
-		return err == nil && r.Status == store.RunSuccess
+		return err == nil && r.Status == runs.Succeeded
 	})
 	_, body := get(t, "http://"+th.HTTPAddr()+"/metrics", "")
 	if !strings.Contains(body, `nanohost_node_duration_seconds_count{status="custom"} 3`) {

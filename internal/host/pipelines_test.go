@@ -10,8 +10,7 @@ import (
 	"nanohost/internal/config"
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
-	"nanohost/internal/pipeline/frontend"
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 const deployDOT = `digraph Deploy {
@@ -41,21 +40,16 @@ func typeWarnings(diags []pipeline.Diagnostic) []pipeline.Diagnostic {
 func TestPipelinesAreValidatedAgainstTheEngineRegistry(t *testing.T) {
 	reg := engine.NewRegistry()
 	reg.Register("deploy", deployHandler)
-	withDeploy := &Host{registry: reg, cfg: config.Defaults()}
-	opts, err := withDeploy.frontendOptions("main", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, diags, err := frontend.Prepare("deploy.dot", []byte(deployDOT), opts)
+	withDeploy := frontEnd{registry: reg, groups: newGroupTable(nil, config.Defaults(), false, quiet)}
+	_, diags, err := withDeploy.load("main", "deploy.dot", []byte(deployDOT), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w := typeWarnings(diags); len(w) != 0 {
 		t.Errorf("a registered custom type drew warnings: %v", w)
 	}
-	builtin := &Host{registry: engine.NewRegistry(), cfg: config.Defaults()}
-	opts, _ = builtin.frontendOptions("main", "")
-	_, diags, _ = frontend.Prepare("deploy.dot", []byte(deployDOT), opts)
+	builtin := frontEnd{registry: engine.NewRegistry(), groups: withDeploy.groups}
+	_, diags, _ = builtin.load("main", "deploy.dot", []byte(deployDOT), "")
 	if w := typeWarnings(diags); len(w) != 1 {
 		t.Errorf("an unregistered type drew %v; want one type_known warning", w)
 	}
@@ -101,7 +95,7 @@ func TestRunGoalGivenAtStartSurvivesResume(t *testing.T) {
 	ctx := context.Background()
 	eventually(t, 10*time.Second, "the resumed run succeeds", func() bool {
 		r, err := second.store.GetRun(ctx, runID)
-		return err == nil && r.Status == store.RunSuccess
+		return err == nil && r.Status == runs.Succeeded
 	})
 	if got := second.agents.prompts("b"); len(got) != 1 || got[0] != "Build: "+goal {
 		t.Errorf("after the restart b was prompted %q; want the run's goal, not the file's", got)
@@ -149,12 +143,27 @@ func TestShutdownInterruptsRunsAndThreadsSaySo(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "the run is cancelled", func() bool {
 		r, err := second.store.GetRun(ctx, interrupted)
-		return err == nil && r.Status == store.RunCancelled
+		return err == nil && r.Status == runs.Cancelled
 	})
-	eventually(t, 5*time.Second, "the thread says cancelled", func() bool {
-		return strings.Contains(second.screen.String(), "✗ Pipeline cancelled")
+	// One line says it, and who cancelled: the person at the console.
+	eventually(t, 5*time.Second, "the thread says cancelled, by whom", func() bool {
+		return strings.Contains(second.screen.String(), "⊘ Pipeline cancelled by you")
 	})
+	if n := linesWith(second.screen.String(), "cancel"); n > 2 {
+		t.Errorf("a cancel printed %d lines mentioning it; want the run's one line (and its card):\n%s", n, second.screen.String())
+	}
 	if strings.Contains(second.screen.String(), "Run interrupted") {
 		t.Errorf("a run a person cancelled is shown as interrupted:\n%s", second.screen.String())
 	}
+}
+
+// linesWith counts the lines of text that contain s.
+func linesWith(text, s string) int {
+	n := 0
+	for line := range strings.SplitSeq(text, "\n") {
+		if strings.Contains(line, s) {
+			n++
+		}
+	}
+	return n
 }

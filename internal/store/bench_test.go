@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"nanohost/internal/runs"
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
@@ -145,7 +146,7 @@ func BenchmarkListRuns(b *testing.B) {
 	s := openBench(b, defaultConfig)
 	seedRunsFast(b, s, 10_000)
 	ctx := context.Background()
-	deep := RunFilter{Limit: 50}
+	deep := runs.Filter{Limit: 50}
 	for range 100 { // page 101: runs 5000-5050 back
 		page, err := s.ListRuns(ctx, deep)
 		if err != nil {
@@ -155,13 +156,13 @@ func BenchmarkListRuns(b *testing.B) {
 	}
 	for _, tc := range []struct {
 		name string
-		f    RunFilter
+		f    runs.Filter
 	}{
-		{"first-page", RunFilter{Limit: 50}},
-		{"status=fail", RunFilter{Statuses: []RunStatus{RunFail}, Limit: 50}},
-		{"unfinished-statuses", RunFilter{Statuses: []RunStatus{RunQueued, RunRunning}, Limit: 50}},
-		{"group", RunFilter{Group: "ops", Limit: 50}},
-		{"chat", RunFilter{Chat: "C2", Limit: 50}},
+		{"first-page", runs.Filter{Limit: 50}},
+		{"status=fail", runs.Filter{Statuses: []runs.State{runs.Failed}, Limit: 50}},
+		{"unfinished-statuses", runs.Filter{Statuses: []runs.State{runs.Queued, runs.Running}, Limit: 50}},
+		{"group", runs.Filter{Group: "ops", Limit: 50}},
+		{"chat", runs.Filter{Chat: "C2", Limit: 50}},
 		{"page-101-by-cursor", deep},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -192,7 +193,7 @@ func seedRunsFast(b *testing.B, s *Store, n int) {
 	b.Helper()
 	ctx := context.Background()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	cycle := []RunStatus{RunSuccess, RunFail, RunRunning, RunQueued, RunSuccess, RunSuccess, RunCancelled, RunSuccess}
+	cycle := []runs.State{runs.Succeeded, runs.Failed, runs.Running, runs.Queued, runs.Succeeded, runs.Succeeded, runs.Cancelled, runs.Succeeded}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO runs (id, group_folder, chat_id, source_dot, status, created_at, started_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`)

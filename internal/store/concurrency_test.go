@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"nanohost/internal/runs"
 	"sync"
 	"testing"
 
@@ -111,7 +112,7 @@ func tailLoop(ctx context.Context, s *Store, runID string) error {
 		if _, err := s.Events(ctx, runID, 0, 100); err != nil {
 			return fmt.Errorf("tail %s: %w", runID, err)
 		}
-		if _, err := s.ListRuns(ctx, RunFilter{Limit: 10}); err != nil {
+		if _, err := s.ListRuns(ctx, runs.Filter{Limit: 10}); err != nil {
 			return fmt.Errorf("list runs: %w", err)
 		}
 	}

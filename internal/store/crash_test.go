@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"nanohost/internal/runs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,7 +59,7 @@ func TestCrashedHostLosesNoCommittedWrite(t *testing.T) {
 	}
 	defer s.Close()
 	r, err := s.GetRun(ctx, "crash-run")
-	if err != nil || r.Status != RunWaiting {
+	if err != nil || r.Status != runs.Waiting {
 		t.Fatalf("run after crash: %+v, %v", r, err)
 	}
 	events, err := s.Events(ctx, "crash-run", 0, 0)
@@ -71,7 +72,7 @@ func TestCrashedHostLosesNoCommittedWrite(t *testing.T) {
 		}
 	}
 	g, err := s.GetGate(ctx, "crash-run", "review-1")
-	if err != nil || g.Status != GateAnswered || g.Answer != "approve" {
+	if err != nil || g.Status != runs.GateAnswered || g.Answer != "approve" {
 		t.Errorf("gate after crash: %+v, %v", g, err)
 	}
 	// The unfinished run is found for resume.
@@ -94,7 +95,7 @@ func crashChild(path string) {
 	if err != nil {
 		fail(err)
 	}
-	if err := s.CreateRun(ctx, Run{ID: "crash-run", GroupFolder: "main", ChatID: "C1", SourceDOT: testDOT, Status: RunRunning}); err != nil {
+	if err := s.CreateRun(ctx, runs.Run{ID: "crash-run", GroupFolder: "main", ChatID: "C1", SourceDOT: testDOT, Status: runs.Running}); err != nil {
 		fail(err)
 	}
 	for seq := int64(1); seq <= crashEvents; seq++ {
@@ -102,14 +103,14 @@ func crashChild(path string) {
 			fail(err)
 		}
 	}
-	g, _, err := s.CreateGate(ctx, Gate{RunID: "crash-run", GateID: "review-1", NodeID: "review"})
+	g, _, err := s.OpenGate(ctx, runs.Gate{RunID: "crash-run", GateID: "review-1", NodeID: "review"})
 	if err != nil {
 		fail(err)
 	}
-	if ok, _, err := s.AnswerGate(ctx, "crash-run", "review-1", g.Nonce, "approve", "U1"); err != nil || !ok {
+	if ok, _, err := s.AnswerGate(ctx, "crash-run", "review-1", g.Nonce, 1, "approve", "U1"); err != nil || !ok {
 		fail(fmt.Errorf("answer: %v %v", ok, err))
 	}
-	if err := s.UpdateRunStatus(ctx, "crash-run", RunWaiting); err != nil {
+	if err := s.UpdateRunStatus(ctx, "crash-run", runs.Waiting); err != nil {
 		fail(err)
 	}
 	fmt.Println("committed")

@@ -147,9 +147,32 @@ func collectEvents(rows *sql.Rows) ([]engine.Event, error) {
 		if err := json.Unmarshal(payload, &e); err != nil {
 			return nil, fmt.Errorf("decode stored event: %w", err)
 		}
-		events = append(events, e)
+		events = append(events, upgradeEvent(e))
 	}
 	return events, rows.Err()
+}
+
+// upgradeEvent reads an event stored by an older version the way this one
+// writes it: a run stopped early was a PipelineFailed marked in its Data
+// ("cancelled", and "interrupted" when the host stopped it); it is now
+// PipelineCancelled or PipelineInterrupted. Stored events never change.
+func upgradeEvent(e engine.Event) engine.Event {
+	if e.Type != engine.EventPipelineFailed {
+		return e
+	}
+	cancelled, _ := e.Data["cancelled"].(bool)
+	interrupted, _ := e.Data["interrupted"].(bool)
+	switch {
+	case interrupted:
+		e.Type, e.Status, e.Message = engine.EventPipelineInterrupted, "", "interrupted"
+	case cancelled:
+		e.Type, e.Status = engine.EventPipelineCancelled, ""
+	default:
+		return e
+	}
+	delete(e.Data, "cancelled")
+	delete(e.Data, "interrupted")
+	return e
 }
 
 // LastEventSeq is the highest stored seq of a run (0: none yet): a

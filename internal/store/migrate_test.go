@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
 )
 
 func latestVersion(t testing.TB) int {
@@ -77,8 +80,90 @@ func TestOpenMigratesVersion1Database(t *testing.T) {
 	}
 	// The new tables work.
 	createTestRun(t, s, "r1")
-	if _, _, err := s.CreateGate(ctx, Gate{RunID: "r1", GateID: "review-1", NodeID: "review"}); err != nil {
+	if _, _, err := s.OpenGate(ctx, runs.Gate{RunID: "r1", GateID: "review-1", NodeID: "review"}); err != nil {
 		t.Errorf("gates table unusable after migration: %v", err)
+	}
+}
+
+// Migration 5 rebuilds runs, run_events and gates to give states one
+// vocabulary: a version-4 database keeps every run, event and gate, under
+// the new words, with its triggers, indexes and cascades working.
+func TestMigration5KeepsRunsEventsAndGates(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v4.db")
+	ms, err := loadMigrations(migrationFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := openRawWriter(t, path)
+	if err := migrate(ctx, db, ms[:4]); err != nil {
+		t.Fatal(err)
+	}
+	const at = "'2025-01-01T00:00:00.000000000Z'"
+	for _, q := range []string{
+		`INSERT INTO runs (id, group_folder, chat_id, source_dot, status, created_at, last_seq, last_delivered_seq) VALUES
+			('ok', 'main', 'C1', 'digraph{}', 'success', ` + at + `, 0, 0),
+			('bad', 'main', 'C1', 'digraph{}', 'fail', ` + at + `, 0, 0),
+			('stop', 'main', 'C1', 'digraph{}', 'interrupted', ` + at + `, 0, 0)`,
+		`INSERT INTO run_events (run_id, seq, type, time, payload) VALUES ('bad', 1, 'PipelineStarted', ` + at + `, '{}'),
+			('bad', 2, 'PipelineFailed', ` + at + `, '{}')`,
+		`INSERT INTO gates (run_id, gate_id, node_id, question, nonce, asked_at, status, answer, answered_by) VALUES
+			('ok', 'review-1', 'review', 'Ship?', 'n1', ` + at + `, 'answered', 'A', 'U1'),
+			('bad', 'review-1', 'review', 'Ship?', 'n2', ` + at + `, 'timeout', '', ''),
+			('stop', 'review-1', 'review', 'Ship?', 'n3', ` + at + `, 'cancelled', '', '')`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("open version-4 database: %v", err)
+	}
+	defer s.Close()
+	for id, want := range map[string]runs.State{"ok": runs.Succeeded, "bad": runs.Failed, "stop": runs.Interrupted} {
+		r, err := s.GetRun(ctx, id)
+		if err != nil || r.Status != want {
+			t.Errorf("run %s after migration: %q, %v; want %q", id, r.Status, err, want)
+		}
+	}
+	if r, _ := s.GetRun(ctx, "bad"); r.LastSeq != 2 {
+		t.Errorf("last_seq of run bad = %d, want 2", r.LastSeq)
+	}
+	for id, want := range map[string]runs.GateState{"ok": runs.GateAnswered, "bad": runs.GateTimedOut, "stop": runs.GateWithdrawn} {
+		g, err := s.GetGate(ctx, id, "review-1")
+		if err != nil || g.Status != want {
+			t.Errorf("gate of run %s after migration: %q, %v; want %q", id, g.Status, err, want)
+		}
+	}
+	if events, err := s.Events(ctx, "bad", 0, 0); err != nil || len(events) != 2 {
+		t.Errorf("events after migration: %d, %v; want 2", len(events), err)
+	}
+	// The triggers came back: an append advances last_seq, an edit is refused.
+	if _, err := s.AppendEvent(ctx, engine.Event{RunID: "bad", Seq: 3, Type: engine.EventWarning}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := s.GetRun(ctx, "bad"); r.LastSeq != 3 {
+		t.Errorf("last_seq after an append = %d, want 3 (trigger lost?)", r.LastSeq)
+	}
+	if _, err := s.writer.ExecContext(ctx, `UPDATE run_events SET type = 'x' WHERE run_id = 'bad'`); err == nil {
+		t.Error("run_events accepted an UPDATE after migration (append-only trigger lost)")
+	}
+	// The references point at the new runs table: deleting a run cascades.
+	if _, err := s.writer.ExecContext(ctx, `DELETE FROM runs WHERE id = 'bad'`); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	s.writer.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM run_events WHERE run_id = 'bad') + (SELECT count(*) FROM gates WHERE run_id = 'bad')`).Scan(&left)
+	if left != 0 {
+		t.Errorf("%d events/gates of a deleted run left: the references were not rewritten to the new runs table", left)
+	}
+	var fk string
+	s.writer.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE name = 'gates'`).Scan(&fk)
+	if strings.Contains(fk, "runs_v5") {
+		t.Errorf("gates still references runs_v5: %s", fk)
 	}
 }
 

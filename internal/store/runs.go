@@ -6,95 +6,20 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
 
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
 )
-
-// RunStatus is where a run is in its life.
-type RunStatus string
-
-const (
-	RunQueued  RunStatus = "queued"  // accepted, not started
-	RunRunning RunStatus = "running" // a stage is executing
-	RunWaiting RunStatus = "waiting" // blocked on a human gate
-	// RunInterrupted: the host stopped (shutdown or crash) mid-run; the run
-	// resumes from its checkpoint when the host starts again.
-	RunInterrupted RunStatus = "interrupted"
-	RunSuccess     RunStatus = "success"
-	RunFail        RunStatus = "fail"
-	RunCancelled   RunStatus = "cancelled"
-)
-
-// RunStatuses lists every status, in life-cycle order.
-var RunStatuses = []RunStatus{RunQueued, RunRunning, RunWaiting, RunInterrupted, RunSuccess, RunFail, RunCancelled}
-
-// Finished reports whether the status is final (success, fail, cancelled).
-func (s RunStatus) Finished() bool {
-	return s == RunSuccess || s == RunFail || s == RunCancelled
-}
-
-// ParseRunStatus checks a status name (as typed on the command line).
-func ParseRunStatus(s string) (RunStatus, error) {
-	for _, st := range RunStatuses {
-		if string(st) == strings.ToLower(strings.TrimSpace(s)) {
-			return st, nil
-		}
-	}
-	names := make([]string, len(RunStatuses))
-	for i, st := range RunStatuses {
-		names[i] = string(st)
-	}
-	return "", fmt.Errorf("unknown run status %q (want one of %s)", s, strings.Join(names, ", "))
-}
-
-// Verbosity levels a run's chat messages can use.
-var verbosities = map[string]bool{"minimal": true, "standard": true, "verbose": true}
-
-// Run is one pipeline execution.
-type Run struct {
-	ID          string `json:"id"`
-	GroupFolder string `json:"group"`
-	ChatID      string `json:"chat"`
-	// ThreadTS is the root message of the run's chat thread ("" until posted).
-	ThreadTS  string `json:"thread_ts,omitempty"`
-	Verbosity string `json:"verbosity"`
-	// SourceDOT is the pipeline as submitted. ListRuns leaves it empty.
-	SourceDOT     string       `json:"source_dot,omitempty"`
-	FileName      string       `json:"file_name,omitempty"`
-	Goal          string       `json:"goal,omitempty"`
-	Status        RunStatus    `json:"status"`
-	FailureReason string       `json:"failure_reason,omitempty"`
-	CreatedAt     time.Time    `json:"created_at"`
-	StartedAt     time.Time    `json:"started_at,omitzero"`
-	FinishedAt    time.Time    `json:"finished_at,omitzero"`
-	LogsRoot      string       `json:"logs_root,omitempty"`
-	Usage         engine.Usage `json:"usage"`
-	StartedBy     string       `json:"started_by,omitempty"`
-	// LastSeq is the highest stored event seq; LastDeliveredSeq the highest
-	// delivered to the chat. Events in between are still to be sent.
-	LastSeq          int64 `json:"last_seq"`
-	LastDeliveredSeq int64 `json:"last_delivered_seq"`
-}
-
-// Duration is how long the run has taken: until it finished, or until now.
-func (r Run) Duration(now time.Time) time.Duration {
-	switch {
-	case r.StartedAt.IsZero():
-		return 0
-	case r.FinishedAt.IsZero():
-		return now.Sub(r.StartedAt)
-	}
-	return r.FinishedAt.Sub(r.StartedAt)
-}
 
 // CreateRun stores a new run. ID, GroupFolder, ChatID and SourceDOT are
 // required; Status defaults to queued, Verbosity to standard, CreatedAt to
 // now. A run with status running gets StartedAt = CreatedAt if unset.
-func (s *Store) CreateRun(ctx context.Context, r Run) error {
+func (s *Store) CreateRun(ctx context.Context, r runs.Run) error {
 	if err := prepareNewRun(&r); err != nil {
 		return fmt.Errorf("create run: %w", err)
 	}
@@ -118,7 +43,7 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 	return nil
 }
 
-func prepareNewRun(r *Run) error {
+func prepareNewRun(r *runs.Run) error {
 	var missing []string
 	for _, f := range []struct{ name, value string }{
 		{"ID", r.ID}, {"GroupFolder", r.GroupFolder}, {"ChatID", r.ChatID}, {"SourceDOT", r.SourceDOT},
@@ -130,22 +55,20 @@ func prepareNewRun(r *Run) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("missing %s", strings.Join(missing, ", "))
 	}
-	if r.Verbosity == "" {
-		r.Verbosity = "standard"
-	}
-	if !verbosities[r.Verbosity] {
-		return fmt.Errorf("verbosity %q: want minimal, standard or verbose", r.Verbosity)
+	r.Verbosity = r.Verbosity.OrDefault()
+	if _, err := runs.ParseVerbosity(string(r.Verbosity)); err != nil {
+		return err
 	}
 	if r.Status == "" {
-		r.Status = RunQueued
+		r.Status = runs.Queued
 	}
-	if _, err := ParseRunStatus(string(r.Status)); err != nil {
+	if err := knownState(r.Status); err != nil {
 		return err
 	}
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = time.Now()
 	}
-	if r.Status != RunQueued && r.StartedAt.IsZero() {
+	if r.Status != runs.Queued && r.StartedAt.IsZero() {
 		r.StartedAt = r.CreatedAt
 	}
 	return nil
@@ -154,8 +77,8 @@ func prepareNewRun(r *Run) error {
 // UpdateRunStatus moves an unfinished run to queued, running, waiting or
 // interrupted; the first move to running records StartedAt. Finishing goes
 // through FinishRun. A finished run is not changed: ErrRunFinished.
-func (s *Store) UpdateRunStatus(ctx context.Context, id string, status RunStatus) error {
-	if _, err := ParseRunStatus(string(status)); err != nil {
+func (s *Store) UpdateRunStatus(ctx context.Context, id string, status runs.State) error {
+	if err := knownState(status); err != nil {
 		return fmt.Errorf("update run %s: %w", id, err)
 	}
 	if status.Finished() {
@@ -165,7 +88,7 @@ func (s *Store) UpdateRunStatus(ctx context.Context, id string, status RunStatus
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?,
 			started_at = CASE WHEN ? = 'running' THEN coalesce(started_at, ?) ELSE started_at END
-			WHERE id = ? AND status NOT IN ('success', 'fail', 'cancelled')`,
+			WHERE id = ? AND status NOT IN ('succeeded', 'failed', 'cancelled')`,
 			status, status, now, id)
 		if err != nil {
 			return err
@@ -178,20 +101,20 @@ func (s *Store) UpdateRunStatus(ctx context.Context, id string, status RunStatus
 	return nil
 }
 
-// FinishRun records a run's final status (success, fail or cancelled), its
+// FinishRun records a run's final status (succeeded, failed or cancelled), its
 // failure reason and its total usage, and sets FinishedAt. Only the first
 // finish counts: finishing a finished run returns ErrRunFinished (a cancel
 // racing a completion loses cleanly).
-func (s *Store) FinishRun(ctx context.Context, id string, status RunStatus, reason string, usage engine.Usage) error {
+func (s *Store) FinishRun(ctx context.Context, id string, status runs.State, reason string, usage engine.Usage) error {
 	if !status.Finished() {
-		return fmt.Errorf("finish run %s: status %q is not final (want success, fail or cancelled)", id, status)
+		return fmt.Errorf("finish run %s: status %q is not final (want succeeded, failed or cancelled)", id, status)
 	}
 	now := encTime(time.Now())
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, failure_reason = ?, finished_at = ?,
 			started_at = coalesce(started_at, ?),
 			cost_usd = ?, input_tokens = ?, output_tokens = ?
-			WHERE id = ? AND status NOT IN ('success', 'fail', 'cancelled')`,
+			WHERE id = ? AND status NOT IN ('succeeded', 'failed', 'cancelled')`,
 			status, reason, now, now, usage.CostUSD, usage.InputTokens, usage.OutputTokens, id)
 		if err != nil {
 			return err
@@ -227,10 +150,10 @@ func explainNoRunChange(ctx context.Context, tx *sql.Tx, res sql.Result, id stri
 	if err != nil || n == 1 {
 		return err
 	}
-	var status RunStatus
+	var status runs.State
 	err = tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, id).Scan(&status)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("run %q: %w", id, ErrNotFound)
+		return runNotFound(id)
 	}
 	if err != nil {
 		return err
@@ -256,8 +179,8 @@ const runColumns = `id, group_folder, chat_id, thread_ts, verbosity, file_name, 
 
 type rowScanner interface{ Scan(dest ...any) error }
 
-func scanRun(row rowScanner, extra ...any) (Run, error) {
-	var r Run
+func scanRun(row rowScanner, extra ...any) (runs.Run, error) {
+	var r runs.Run
 	dest := []any{&r.ID, &r.GroupFolder, &r.ChatID, &r.ThreadTS, &r.Verbosity, &r.FileName, &r.Goal,
 		&r.Status, &r.FailureReason, timeCol{&r.CreatedAt}, timeCol{&r.StartedAt}, timeCol{&r.FinishedAt},
 		&r.LogsRoot, &r.Usage.CostUSD, &r.Usage.InputTokens, &r.Usage.OutputTokens, &r.StartedBy,
@@ -267,15 +190,15 @@ func scanRun(row rowScanner, extra ...any) (Run, error) {
 }
 
 // GetRun returns the run with its pipeline source.
-func (s *Store) GetRun(ctx context.Context, id string) (Run, error) {
+func (s *Store) GetRun(ctx context.Context, id string) (runs.Run, error) {
 	var dot string
 	r, err := scanRun(s.reader.QueryRowContext(ctx,
 		`SELECT `+runColumns+`, source_dot FROM runs WHERE id = ?`, id), &dot)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Run{}, fmt.Errorf("get run: run %q: %w", id, ErrNotFound)
+		return runs.Run{}, fmt.Errorf("get run: %w", runNotFound(id))
 	}
 	if err != nil {
-		return Run{}, fmt.Errorf("get run %s: %w", id, err)
+		return runs.Run{}, fmt.Errorf("get run %s: %w", id, err)
 	}
 	r.SourceDOT = dot
 	return r, nil
@@ -283,39 +206,21 @@ func (s *Store) GetRun(ctx context.Context, id string) (Run, error) {
 
 // RunByThread returns the newest run whose thread is threadTS in chatID:
 // the run a thread reply is about.
-func (s *Store) RunByThread(ctx context.Context, chatID, threadTS string) (Run, error) {
+func (s *Store) RunByThread(ctx context.Context, chatID, threadTS string) (runs.Run, error) {
 	if threadTS == "" {
-		return Run{}, fmt.Errorf("run by thread: empty thread ts: %w", ErrNotFound)
+		return runs.Run{}, fmt.Errorf("run by thread: empty thread ts: %w", ErrNotFound)
 	}
 	var dot string
 	r, err := scanRun(s.reader.QueryRowContext(ctx, `SELECT `+runColumns+`, source_dot FROM runs
 		WHERE chat_id = ? AND thread_ts = ? ORDER BY created_at DESC, id DESC LIMIT 1`, chatID, threadTS), &dot)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Run{}, fmt.Errorf("run by thread %s/%s: %w", chatID, threadTS, ErrNotFound)
+		return runs.Run{}, fmt.Errorf("run by thread %s/%s: %w", chatID, threadTS, ErrNotFound)
 	}
 	if err != nil {
-		return Run{}, fmt.Errorf("run by thread %s/%s: %w", chatID, threadTS, err)
+		return runs.Run{}, fmt.Errorf("run by thread %s/%s: %w", chatID, threadTS, err)
 	}
 	r.SourceDOT = dot
 	return r, nil
-}
-
-// RunFilter selects runs for ListRuns. Zero fields do not filter.
-type RunFilter struct {
-	Statuses []RunStatus
-	Group    string
-	Chat     string
-	// Limit caps the page (default 50, at most 1000).
-	Limit int
-	// Cursor continues after the page that returned it (RunPage.Next).
-	Cursor string
-}
-
-// RunPage is one page of runs, newest first.
-type RunPage struct {
-	Runs []Run `json:"runs"`
-	// Next is the cursor of the following page; "" on the last page.
-	Next string `json:"next,omitempty"`
 }
 
 const (
@@ -326,41 +231,41 @@ const (
 // ListRuns returns runs newest first (by creation), without their DOT
 // source. Pages are keyset-paginated: a cursor stays valid while runs are
 // added, and a page costs the same wherever it is in the history.
-func (s *Store) ListRuns(ctx context.Context, f RunFilter) (RunPage, error) {
+func (s *Store) ListRuns(ctx context.Context, f runs.Filter) (runs.Page, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = defaultRunLimit
 	}
 	limit = min(limit, maxRunLimit)
-	where, args, err := f.where()
+	where, args, err := runsWhere(f)
 	if err != nil {
-		return RunPage{}, fmt.Errorf("list runs: %w", err)
+		return runs.Page{}, fmt.Errorf("list runs: %w", err)
 	}
 	q := `SELECT ` + runColumns + ` FROM runs` + where + ` ORDER BY created_at DESC, id DESC LIMIT ?`
 	rows, err := s.reader.QueryContext(ctx, q, append(args, limit+1)...)
 	if err != nil {
-		return RunPage{}, fmt.Errorf("list runs: %w", err)
+		return runs.Page{}, fmt.Errorf("list runs: %w", err)
 	}
-	runs, err := collectRuns(rows)
+	list, err := collectRuns(rows)
 	if err != nil {
-		return RunPage{}, fmt.Errorf("list runs: %w", err)
+		return runs.Page{}, fmt.Errorf("list runs: %w", err)
 	}
-	page := RunPage{Runs: runs}
-	if len(runs) > limit {
-		page.Runs = runs[:limit]
+	page := runs.Page{Runs: list}
+	if len(list) > limit {
+		page.Runs = list[:limit]
 		last := page.Runs[limit-1]
 		page.Next = encodeCursor(last.CreatedAt, last.ID)
 	}
 	return page, nil
 }
 
-func (f RunFilter) where() (string, []any, error) {
+func runsWhere(f runs.Filter) (string, []any, error) {
 	var conds []string
 	var args []any
 	if len(f.Statuses) > 0 {
 		marks := make([]string, len(f.Statuses))
 		for i, st := range f.Statuses {
-			if _, err := ParseRunStatus(string(st)); err != nil {
+			if err := knownState(st); err != nil {
 				return "", nil, err
 			}
 			marks[i] = "?"
@@ -406,30 +311,30 @@ func decodeCursor(c string) (at, id string, err error) {
 	return "", "", fmt.Errorf("cursor %q is not one ListRuns returned", c)
 }
 
-func collectRuns(rows *sql.Rows) ([]Run, error) {
+func collectRuns(rows *sql.Rows) ([]runs.Run, error) {
 	defer rows.Close()
-	var runs []Run
+	var list []runs.Run
 	for rows.Next() {
 		r, err := scanRun(rows)
 		if err != nil {
 			return nil, err
 		}
-		runs = append(runs, r)
+		list = append(list, r)
 	}
-	return runs, rows.Err()
+	return list, rows.Err()
 }
 
 // UnfinishedRuns returns, oldest first and with their DOT source, every
 // run that is not finished (queued, running, waiting or interrupted): after
 // a crash these are the runs to resume.
-func (s *Store) UnfinishedRuns(ctx context.Context) ([]Run, error) {
+func (s *Store) UnfinishedRuns(ctx context.Context) ([]runs.Run, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT `+runColumns+`, source_dot FROM runs
 		WHERE status IN ('queued', 'running', 'waiting', 'interrupted') ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("unfinished runs: %w", err)
 	}
 	defer rows.Close()
-	var runs []Run
+	var list []runs.Run
 	for rows.Next() {
 		var dot string
 		r, err := scanRun(rows, &dot)
@@ -437,10 +342,42 @@ func (s *Store) UnfinishedRuns(ctx context.Context) ([]Run, error) {
 			return nil, fmt.Errorf("unfinished runs: %w", err)
 		}
 		r.SourceDOT = dot
-		runs = append(runs, r)
+		list = append(list, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("unfinished runs: %w", err)
 	}
-	return runs, nil
+	return list, nil
 }
+
+// knownState refuses a state the schema does not allow, naming the ones it does.
+func knownState(st runs.State) error {
+	if slices.Contains(runs.States, st) {
+		return nil
+	}
+	names := make([]string, len(runs.States))
+	for i, known := range runs.States {
+		names[i] = string(known)
+	}
+	return fmt.Errorf("unknown run state %q (want one of %s)", st, strings.Join(names, ", "))
+}
+
+// runNotFound is the error for a run id the store does not have: it is
+// ErrNotFound for store callers and runs.ErrNoSuchRun for the runs service,
+// which knows the store only through its interface.
+func runNotFound(id string) error {
+	return &notFound{what: fmt.Sprintf("run %q", id), domain: runs.ErrNoSuchRun}
+}
+
+// gateNotFound is runNotFound for a gate.
+func gateNotFound(runID, gateID string) error {
+	return &notFound{what: fmt.Sprintf("gate %s/%s", runID, gateID), domain: runs.ErrNoSuchGate}
+}
+
+type notFound struct {
+	what   string
+	domain error
+}
+
+func (e *notFound) Error() string   { return e.what + ": " + ErrNotFound.Error() }
+func (e *notFound) Unwrap() []error { return []error{ErrNotFound, e.domain} }

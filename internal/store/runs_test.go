@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"nanohost/internal/runs"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 func TestCreateRunDefaultsAndGet(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
-	in := Run{ID: "r1", GroupFolder: "main", ChatID: "C1", SourceDOT: testDOT, FileName: "feature.dot",
+	in := runs.Run{ID: "r1", GroupFolder: "main", ChatID: "C1", SourceDOT: testDOT, FileName: "feature.dot",
 		Goal: "Add RSI", LogsRoot: "/data/pipelines/r1", StartedBy: "U42"}
 	if err := s.CreateRun(ctx, in); err != nil {
 		t.Fatal(err)
@@ -23,7 +24,7 @@ func TestCreateRunDefaultsAndGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != RunQueued || r.Verbosity != "standard" {
+	if r.Status != runs.Queued || r.Verbosity != "standard" {
 		t.Errorf("defaults: status %q verbosity %q, want queued/standard", r.Status, r.Verbosity)
 	}
 	if r.SourceDOT != testDOT || r.FileName != "feature.dot" || r.Goal != "Add RSI" ||
@@ -40,20 +41,20 @@ func TestCreateRunRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
 	createTestRun(t, s, "dup")
 	for name, tc := range map[string]struct {
-		run  Run
+		run  runs.Run
 		want string
 	}{
-		"missing fields": {Run{ID: "x"}, "missing GroupFolder, ChatID, SourceDOT"},
-		"bad verbosity":  {Run{ID: "x", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT, Verbosity: "loud"}, "want minimal, standard or verbose"},
-		"bad status":     {Run{ID: "x", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT, Status: "done"}, "unknown run status"},
-		"duplicate id":   {Run{ID: "dup", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT}, "already exists"},
+		"missing fields": {runs.Run{ID: "x"}, "missing GroupFolder, ChatID, SourceDOT"},
+		"bad verbosity":  {runs.Run{ID: "x", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT, Verbosity: "loud"}, "want minimal, standard or verbose"},
+		"bad status":     {runs.Run{ID: "x", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT, Status: "done"}, "unknown run state"},
+		"duplicate id":   {runs.Run{ID: "dup", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT}, "already exists"},
 	} {
 		err := s.CreateRun(ctx, tc.run)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want error containing %q", name, err, tc.want)
 		}
 	}
-	if err := s.CreateRun(ctx, Run{ID: "dup", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT}); !errors.Is(err, ErrExists) {
+	if err := s.CreateRun(ctx, runs.Run{ID: "dup", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT}); !errors.Is(err, ErrExists) {
 		t.Errorf("duplicate: %v, want ErrExists", err)
 	}
 }
@@ -63,16 +64,16 @@ func TestRunLifecycle(t *testing.T) {
 	ctx := context.Background()
 	createTestRun(t, s, "r")
 
-	if err := s.UpdateRunStatus(ctx, "r", RunRunning); err != nil {
+	if err := s.UpdateRunStatus(ctx, "r", runs.Running); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := s.GetRun(ctx, "r")
 	started := r.StartedAt
-	if r.Status != RunRunning || started.IsZero() {
+	if r.Status != runs.Running || started.IsZero() {
 		t.Fatalf("after running: %s started %v", r.Status, started)
 	}
 	// Waiting then running again keeps the first start.
-	for _, st := range []RunStatus{RunWaiting, RunInterrupted, RunRunning} {
+	for _, st := range []runs.State{runs.Waiting, runs.Interrupted, runs.Running} {
 		if err := s.UpdateRunStatus(ctx, "r", st); err != nil {
 			t.Fatalf("to %s: %v", st, err)
 		}
@@ -83,11 +84,11 @@ func TestRunLifecycle(t *testing.T) {
 	}
 
 	usage := engine.Usage{InputTokens: 1200, OutputTokens: 340, CostUSD: 0.25}
-	if err := s.FinishRun(ctx, "r", RunFail, "tests failed 3 times", usage); err != nil {
+	if err := s.FinishRun(ctx, "r", runs.Failed, "tests failed 3 times", usage); err != nil {
 		t.Fatal(err)
 	}
 	r, _ = s.GetRun(ctx, "r")
-	if r.Status != RunFail || r.FailureReason != "tests failed 3 times" || r.Usage != usage || r.FinishedAt.IsZero() {
+	if r.Status != runs.Failed || r.FailureReason != "tests failed 3 times" || r.Usage != usage || r.FinishedAt.IsZero() {
 		t.Errorf("after finish: %+v", r)
 	}
 	if d := r.Duration(time.Now()); d <= 0 || d != r.FinishedAt.Sub(r.StartedAt) {
@@ -95,15 +96,15 @@ func TestRunLifecycle(t *testing.T) {
 	}
 
 	// The outcome is final.
-	if err := s.FinishRun(ctx, "r", RunCancelled, "", engine.Usage{}); !errors.Is(err, ErrRunFinished) ||
+	if err := s.FinishRun(ctx, "r", runs.Cancelled, "", engine.Usage{}); !errors.Is(err, ErrRunFinished) ||
 		!strings.Contains(err.Error(), "ended as fail") {
 		t.Errorf("second finish: %v, want ErrRunFinished naming fail", err)
 	}
-	if err := s.UpdateRunStatus(ctx, "r", RunRunning); !errors.Is(err, ErrRunFinished) {
+	if err := s.UpdateRunStatus(ctx, "r", runs.Running); !errors.Is(err, ErrRunFinished) {
 		t.Errorf("revive finished run: %v, want ErrRunFinished", err)
 	}
 	r, _ = s.GetRun(ctx, "r")
-	if r.Status != RunFail {
+	if r.Status != runs.Failed {
 		t.Errorf("finished run changed to %s", r.Status)
 	}
 }
@@ -112,16 +113,16 @@ func TestRunStatusErrors(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	createTestRun(t, s, "r")
-	if err := s.UpdateRunStatus(ctx, "nope", RunRunning); !errors.Is(err, ErrNotFound) {
+	if err := s.UpdateRunStatus(ctx, "nope", runs.Running); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown run: %v, want ErrNotFound", err)
 	}
-	if err := s.FinishRun(ctx, "nope", RunSuccess, "", engine.Usage{}); !errors.Is(err, ErrNotFound) {
+	if err := s.FinishRun(ctx, "nope", runs.Succeeded, "", engine.Usage{}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("finish unknown run: %v, want ErrNotFound", err)
 	}
-	if err := s.UpdateRunStatus(ctx, "r", RunSuccess); err == nil || !strings.Contains(err.Error(), "FinishRun") {
+	if err := s.UpdateRunStatus(ctx, "r", runs.Succeeded); err == nil || !strings.Contains(err.Error(), "FinishRun") {
 		t.Errorf("final status via UpdateRunStatus: %v, want pointer to FinishRun", err)
 	}
-	if err := s.FinishRun(ctx, "r", RunWaiting, "", engine.Usage{}); err == nil {
+	if err := s.FinishRun(ctx, "r", runs.Waiting, "", engine.Usage{}); err == nil {
 		t.Error("FinishRun accepted waiting")
 	}
 	if err := s.UpdateRunStatus(ctx, "r", "paused"); err == nil {
@@ -136,7 +137,7 @@ func TestFinishQueuedRunSetsStart(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	createTestRun(t, s, "r")
-	if err := s.FinishRun(ctx, "r", RunCancelled, "cancelled by U1 before it started", engine.Usage{}); err != nil {
+	if err := s.FinishRun(ctx, "r", runs.Cancelled, "cancelled by U1 before it started", engine.Usage{}); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := s.GetRun(ctx, "r")
@@ -176,9 +177,9 @@ func seedRuns(t testing.TB, s *Store, n int) {
 	t.Helper()
 	ctx := context.Background()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	cycle := []RunStatus{RunSuccess, RunFail, RunRunning, RunQueued}
+	cycle := []runs.State{runs.Succeeded, runs.Failed, runs.Running, runs.Queued}
 	for i := range n {
-		r := Run{ID: fmt.Sprintf("run-%04d", i), GroupFolder: "main", ChatID: fmt.Sprintf("C%d", 1+i%2),
+		r := runs.Run{ID: fmt.Sprintf("run-%04d", i), GroupFolder: "main", ChatID: fmt.Sprintf("C%d", 1+i%2),
 			SourceDOT: testDOT, Status: cycle[i%len(cycle)], CreatedAt: base.Add(time.Duration(i) * time.Second)}
 		if i%3 == 0 {
 			r.GroupFolder = "ops"
@@ -194,7 +195,7 @@ func TestListRunsFiltersAndOrder(t *testing.T) {
 	ctx := context.Background()
 	seedRuns(t, s, 12)
 
-	page, err := s.ListRuns(ctx, RunFilter{})
+	page, err := s.ListRuns(ctx, runs.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,18 +207,18 @@ func TestListRunsFiltersAndOrder(t *testing.T) {
 	}
 
 	for name, tc := range map[string]struct {
-		f    RunFilter
+		f    runs.Filter
 		want []string
 	}{
-		"status":        {RunFilter{Statuses: []RunStatus{RunFail}}, []string{"run-0009", "run-0005", "run-0001"}},
-		"two statuses":  {RunFilter{Statuses: []RunStatus{RunFail, RunQueued}}, []string{"run-0011", "run-0009", "run-0007", "run-0005", "run-0003", "run-0001"}},
-		"group":         {RunFilter{Group: "ops"}, []string{"run-0009", "run-0006", "run-0003", "run-0000"}},
-		"chat":          {RunFilter{Chat: "C2", Limit: 3}, []string{"run-0011", "run-0009", "run-0007"}},
-		"group+status":  {RunFilter{Group: "ops", Statuses: []RunStatus{RunSuccess}}, []string{"run-0000"}},
-		"nothing":       {RunFilter{Group: "nobody"}, nil},
-		"limit":         {RunFilter{Limit: 2}, []string{"run-0011", "run-0010"}},
-		"chat+group":    {RunFilter{Chat: "C1", Group: "ops"}, []string{"run-0006", "run-0000"}},
-		"status+limit1": {RunFilter{Statuses: []RunStatus{RunRunning}, Limit: 1}, []string{"run-0010"}},
+		"status":        {runs.Filter{Statuses: []runs.State{runs.Failed}}, []string{"run-0009", "run-0005", "run-0001"}},
+		"two statuses":  {runs.Filter{Statuses: []runs.State{runs.Failed, runs.Queued}}, []string{"run-0011", "run-0009", "run-0007", "run-0005", "run-0003", "run-0001"}},
+		"group":         {runs.Filter{Group: "ops"}, []string{"run-0009", "run-0006", "run-0003", "run-0000"}},
+		"chat":          {runs.Filter{Chat: "C2", Limit: 3}, []string{"run-0011", "run-0009", "run-0007"}},
+		"group+status":  {runs.Filter{Group: "ops", Statuses: []runs.State{runs.Succeeded}}, []string{"run-0000"}},
+		"nothing":       {runs.Filter{Group: "nobody"}, nil},
+		"limit":         {runs.Filter{Limit: 2}, []string{"run-0011", "run-0010"}},
+		"chat+group":    {runs.Filter{Chat: "C1", Group: "ops"}, []string{"run-0006", "run-0000"}},
+		"status+limit1": {runs.Filter{Statuses: []runs.State{runs.Running}, Limit: 1}, []string{"run-0010"}},
 	} {
 		page, err := s.ListRuns(ctx, tc.f)
 		if err != nil {
@@ -230,9 +231,9 @@ func TestListRunsFiltersAndOrder(t *testing.T) {
 	}
 }
 
-func runIDs(runs []Run) []string {
+func runIDs(list []runs.Run) []string {
 	var ids []string
-	for _, r := range runs {
+	for _, r := range list {
 		ids = append(ids, r.ID)
 	}
 	return ids
@@ -243,7 +244,7 @@ func TestListRunsPaginatesWithCursor(t *testing.T) {
 	ctx := context.Background()
 	seedRuns(t, s, 25)
 	var all []string
-	f := RunFilter{Limit: 10}
+	f := runs.Filter{Limit: 10}
 	for pages := 0; ; pages++ {
 		if pages > 5 {
 			t.Fatal("pagination does not end")
@@ -272,10 +273,10 @@ func TestListRunsPaginatesWithCursor(t *testing.T) {
 		}
 		seen[id] = true
 	}
-	if _, err := s.ListRuns(ctx, RunFilter{Cursor: "garbage"}); err == nil || !strings.Contains(err.Error(), "cursor") {
+	if _, err := s.ListRuns(ctx, runs.Filter{Cursor: "garbage"}); err == nil || !strings.Contains(err.Error(), "cursor") {
 		t.Errorf("bad cursor: %v", err)
 	}
-	if _, err := s.ListRuns(ctx, RunFilter{Statuses: []RunStatus{"done"}}); err == nil {
+	if _, err := s.ListRuns(ctx, runs.Filter{Statuses: []runs.State{"done"}}); err == nil {
 		t.Error("unknown status filter accepted")
 	}
 }
@@ -283,11 +284,11 @@ func TestListRunsPaginatesWithCursor(t *testing.T) {
 func TestListRunsUsesIndexes(t *testing.T) {
 	s := openTest(t)
 	seedRuns(t, s, 50)
-	for name, f := range map[string]RunFilter{
-		"all": {}, "status": {Statuses: []RunStatus{RunFail}}, "group": {Group: "ops"}, "chat": {Chat: "C1"},
+	for name, f := range map[string]runs.Filter{
+		"all": {}, "status": {Statuses: []runs.State{runs.Failed}}, "group": {Group: "ops"}, "chat": {Chat: "C1"},
 		"cursor": {Cursor: encodeCursor(time.Now(), "x")},
 	} {
-		where, args, err := f.where()
+		where, args, err := runsWhere(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,32 +332,22 @@ func TestUnfinishedRuns(t *testing.T) {
 	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
 		createTestRun(t, s, id)
 	}
-	s.UpdateRunStatus(ctx, "b", RunRunning)
-	s.UpdateRunStatus(ctx, "c", RunWaiting)
-	s.UpdateRunStatus(ctx, "d", RunInterrupted)
-	s.FinishRun(ctx, "e", RunSuccess, "", engine.Usage{})
-	s.FinishRun(ctx, "f", RunCancelled, "", engine.Usage{})
+	s.UpdateRunStatus(ctx, "b", runs.Running)
+	s.UpdateRunStatus(ctx, "c", runs.Waiting)
+	s.UpdateRunStatus(ctx, "d", runs.Interrupted)
+	s.FinishRun(ctx, "e", runs.Succeeded, "", engine.Usage{})
+	s.FinishRun(ctx, "f", runs.Cancelled, "", engine.Usage{})
 
-	runs, err := s.UnfinishedRuns(ctx)
+	list, err := s.UnfinishedRuns(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(runIDs(runs), ","); got != "a,b,c,d" {
+	if got := strings.Join(runIDs(list), ","); got != "a,b,c,d" {
 		t.Errorf("unfinished = %s, want a,b,c,d (oldest first)", got)
 	}
-	for _, r := range runs {
+	for _, r := range list {
 		if r.SourceDOT != testDOT {
 			t.Errorf("%s: no DOT source to resume from", r.ID)
 		}
-	}
-}
-
-func TestParseRunStatus(t *testing.T) {
-	if st, err := ParseRunStatus(" Running "); err != nil || st != RunRunning {
-		t.Errorf("ParseRunStatus(Running) = %q, %v", st, err)
-	}
-	_, err := ParseRunStatus("done")
-	if err == nil || !strings.Contains(err.Error(), "queued, running, waiting, interrupted, success, fail, cancelled") {
-		t.Errorf("ParseRunStatus(done): %v, want the list of statuses", err)
 	}
 }

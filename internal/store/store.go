@@ -31,6 +31,8 @@ import (
 	"strconv"
 
 	"github.com/mattn/go-sqlite3"
+
+	"nanohost/internal/runs"
 )
 
 var (
@@ -39,8 +41,9 @@ var (
 	// ErrExists reports an insert of a key that is already stored.
 	ErrExists = errors.New("already exists")
 	// ErrRunFinished reports a change to a run that already succeeded,
-	// failed or was cancelled: its outcome is final.
-	ErrRunFinished = errors.New("run already finished")
+	// failed or was cancelled: its outcome is final. It is the runs
+	// package's ErrRunEnded: one refusal, whoever asks.
+	ErrRunFinished = runs.ErrRunEnded
 	// ErrReadOnly reports a write on a store opened with OpenReadOnly.
 	ErrReadOnly = errors.New("store is read-only")
 	// ErrSchemaVersion reports a database whose schema this binary cannot use.

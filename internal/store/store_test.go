@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"nanohost/internal/runs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,9 +27,9 @@ func openTest(t testing.TB) *Store {
 const testDOT = `digraph T { start [shape=Mdiamond]; exit [shape=Msquare]; start -> exit }`
 
 // createTestRun stores a minimal queued run.
-func createTestRun(t testing.TB, s *Store, id string) Run {
+func createTestRun(t testing.TB, s *Store, id string) runs.Run {
 	t.Helper()
-	r := Run{ID: id, GroupFolder: "main", ChatID: "C1", SourceDOT: testDOT, Goal: "test " + id}
+	r := runs.Run{ID: id, GroupFolder: "main", ChatID: "C1", SourceDOT: testDOT, Goal: "test " + id}
 	if err := s.CreateRun(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestOpenReadOnly(t *testing.T) {
 		if _, err := r.GetRun(ctx, "r1"); err != nil {
 			t.Errorf("%s: read: %v", phase, err)
 		}
-		if err := r.CreateRun(ctx, Run{ID: "r2", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT}); !errors.Is(err, ErrReadOnly) {
+		if err := r.CreateRun(ctx, runs.Run{ID: "r2", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT}); !errors.Is(err, ErrReadOnly) {
 			t.Errorf("%s: write on read-only store: %v, want ErrReadOnly", phase, err)
 		}
 	}
@@ -180,7 +181,7 @@ func TestTimesRoundTripInUTC(t *testing.T) {
 	ctx := context.Background()
 	loc := time.FixedZone("UTC+5", 5*3600)
 	at := time.Date(2026, 2, 28, 15, 0, 0, 123456789, loc)
-	if err := s.CreateRun(ctx, Run{ID: "r", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT, CreatedAt: at}); err != nil {
+	if err := s.CreateRun(ctx, runs.Run{ID: "r", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT, CreatedAt: at}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := s.GetRun(ctx, "r")

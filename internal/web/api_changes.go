@@ -13,7 +13,7 @@ import (
 
 	"nanohost/internal/changes"
 	"nanohost/internal/pipeline/engine"
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 // What stages changed in the workspace (internal/changes): a node's latest
@@ -60,7 +60,7 @@ type nodeChangesJSON struct {
 }
 
 // openLogs opens the run's logs root as a root nothing can be followed out of.
-func openLogs(run store.Run) (*os.Root, error) {
+func openLogs(run runs.Run) (*os.Root, error) {
 	if run.LogsRoot == "" {
 		return nil, fs.ErrNotExist
 	}
@@ -114,7 +114,7 @@ func (s *Server) getNodeChanges(w http.ResponseWriter, r *http.Request) {
 
 // serveChangeSet answers with the record in dir (relative to the logs
 // root), its diff parsed and highlighted unless ?diff=0.
-func (s *Server) serveChangeSet(w http.ResponseWriter, r *http.Request, run store.Run, dir string, out changeSetJSON, missing string) {
+func (s *Server) serveChangeSet(w http.ResponseWriter, r *http.Request, run runs.Run, dir string, out changeSetJSON, missing string) {
 	withDiff := r.URL.Query().Get("diff") != "0"
 	root, err := openLogs(run)
 	if err != nil {
@@ -152,7 +152,7 @@ func (s *Server) serveChangeSet(w http.ResponseWriter, r *http.Request, run stor
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) noRecord(w http.ResponseWriter, run store.Run, node, format string) {
+func (s *Server) noRecord(w http.ResponseWriter, run runs.Run, node, format string) {
 	writeError(w, http.StatusNotFound, fmt.Sprintf(format, run.ID, node),
 		"records are written when an agent or tool stage finishes (pipelines.record_changes)")
 }
@@ -167,7 +167,7 @@ func (s *Server) getRunChangeFile(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveRecordFile serves one record file raw, never sniffed into HTML.
-func (s *Server) serveRecordFile(w http.ResponseWriter, run store.Run, rel, name, prefix string) {
+func (s *Server) serveRecordFile(w http.ResponseWriter, run runs.Run, rel, name, prefix string) {
 	if !slices.Contains(changeFiles, name) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no change record file %q", name), "the record is changes.json and changes.diff")
 		return
@@ -186,7 +186,7 @@ func (s *Server) serveRecordFile(w http.ResponseWriter, run store.Run, rel, name
 }
 
 // nodeChanges is the summary of a node's latest change record, or nil.
-func (s *Server) nodeChanges(run store.Run, node string, v *runView) *nodeChangesJSON {
+func (s *Server) nodeChanges(run runs.Run, node string, v *runView) *nodeChangesJSON {
 	root, err := openLogs(run)
 	if err != nil {
 		return nil

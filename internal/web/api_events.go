@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"nanohost/internal/pipeline/engine"
-	"nanohost/internal/store"
+	"nanohost/internal/runlog"
+	"nanohost/internal/runs"
 )
 
 // eventBatch is how many events a stream reads from the store at a time.
@@ -30,56 +31,18 @@ func newStreamEvent(e engine.Event) streamEvent {
 	return streamEvent{Event: e, Text: text, Verbosity: level}
 }
 
-var verbosityNames = map[engine.Verbosity]string{
-	engine.VerbosityMinimal: "minimal", engine.VerbosityStandard: "standard", engine.VerbosityVerbose: "verbose",
-}
-
-// describe is the dashboard's line for an event — the live log's wording,
-// or the event type for events the live log leaves out (those count as
-// verbose) — and its verbosity.
+// describe is the dashboard's line for an event — the live log's wording
+// (runlog), or the event type for events the live log leaves out (those
+// count as verbose) — and its verbosity.
 func describe(e engine.Event) (text, verbosity string) {
-	e.Data = normalizeData(e.Data)
-	verbosity = verbosityNames[engine.EventVerbosity(e)]
-	if t := strings.TrimSpace(engine.FormatEvent(e)); t != "" {
+	verbosity = string(runlog.Level(e))
+	if t := strings.TrimSpace(runlog.Line(e)); t != "" {
 		return t, verbosity
 	}
 	if e.NodeID != "" {
-		return string(e.Type) + " " + e.NodeID, "verbose"
+		return string(e.Type) + " " + e.NodeID, string(runs.VerbosityVerbose)
 	}
-	return string(e.Type), "verbose"
-}
-
-// normalizeData undoes what a JSON round trip through the store does to an
-// event's Data (numbers become float64, string lists []any), so the live
-// log's formatter sees the types the engine emitted.
-func normalizeData(data map[string]any) map[string]any {
-	if len(data) == 0 {
-		return data
-	}
-	out := make(map[string]any, len(data))
-	for k, v := range data {
-		switch x := v.(type) {
-		case float64:
-			if x == float64(int(x)) {
-				v = int(x)
-			}
-		case []any:
-			strs := make([]string, 0, len(x))
-			for _, item := range x {
-				s, ok := item.(string)
-				if !ok {
-					strs = nil
-					break
-				}
-				strs = append(strs, s)
-			}
-			if strs != nil {
-				v = strs
-			}
-		}
-		out[k] = v
-	}
-	return out
+	return string(e.Type), string(runs.VerbosityVerbose)
 }
 
 // streamEvents is GET /pipelines/{id}/events: Server-Sent Events, every
@@ -177,7 +140,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) runStatus(r *http.Request, id string) (store.RunStatus, error) {
+func (s *Server) runStatus(r *http.Request, id string) (runs.State, error) {
 	run, err := s.opts.Store.GetRun(r.Context(), id)
 	if err != nil {
 		return "", err

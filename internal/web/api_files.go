@@ -14,7 +14,7 @@ import (
 
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 // maxInlineFile bounds a node file shown inside GET /pipelines/{id}/nodes/{node};
@@ -31,7 +31,7 @@ var nodeFiles = []string{"prompt.md", "response.md", "status.json"}
 // following anything out of it: agents write into stage directories, and a
 // symlink planted there must not make the dashboard serve files from
 // elsewhere. It returns at most limit bytes and whether there was more.
-func readRunFile(run store.Run, name string, limit int64) ([]byte, bool, error) {
+func readRunFile(run runs.Run, name string, limit int64) ([]byte, bool, error) {
 	if run.LogsRoot == "" {
 		return nil, false, fs.ErrNotExist
 	}
@@ -65,7 +65,7 @@ func readRunFile(run store.Run, name string, limit int64) ([]byte, bool, error) 
 // loadCheckpoint reads the run's state as of its last commit (its
 // checkpoint.json snapshot with the journal's later commits applied), in
 // checkpoint.json's layout.
-func (s *Server) loadCheckpoint(run store.Run) (*engine.Checkpoint, []byte, error) {
+func (s *Server) loadCheckpoint(run runs.Run) (*engine.Checkpoint, []byte, error) {
 	if run.LogsRoot == "" {
 		return nil, nil, fs.ErrNotExist
 	}
@@ -81,7 +81,7 @@ func (s *Server) loadCheckpoint(run store.Run) (*engine.Checkpoint, []byte, erro
 }
 
 // noCheckpoint answers a run without a checkpoint yet (or an unreadable one).
-func (s *Server) noCheckpoint(w http.ResponseWriter, run store.Run, err error) {
+func (s *Server) noCheckpoint(w http.ResponseWriter, run runs.Run, err error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("run %s has no checkpoint yet", run.ID),
 			"a checkpoint is written after the first node completes; try again then")
@@ -92,7 +92,7 @@ func (s *Server) noCheckpoint(w http.ResponseWriter, run store.Run, err error) {
 
 // runCheckpoint loads the checkpoint of the run named in the path,
 // answering a missing run or checkpoint itself.
-func (s *Server) runCheckpoint(w http.ResponseWriter, r *http.Request) (store.Run, *engine.Checkpoint, []byte, bool) {
+func (s *Server) runCheckpoint(w http.ResponseWriter, r *http.Request) (runs.Run, *engine.Checkpoint, []byte, bool) {
 	run, ok := s.loadRun(w, r)
 	if !ok {
 		return run, nil, nil, false
@@ -150,7 +150,7 @@ type file struct {
 
 // runNode resolves the {node} path value against the run's graph (so it can
 // never name a path outside the stage directories), answering errors itself.
-func (s *Server) runNode(w http.ResponseWriter, r *http.Request) (store.Run, *pipeline.Node, bool) {
+func (s *Server) runNode(w http.ResponseWriter, r *http.Request) (runs.Run, *pipeline.Node, bool) {
 	run, ok := s.loadRun(w, r)
 	if !ok {
 		return run, nil, false
@@ -172,7 +172,7 @@ func (s *Server) runNode(w http.ResponseWriter, r *http.Request) (store.Run, *pi
 
 // stageDir is the node's directory relative to the logs root: under the
 // checkpoint's stage root (restart-N after a loop restart).
-func (s *Server) stageDir(run store.Run, node string) string {
+func (s *Server) stageDir(run runs.Run, node string) string {
 	if cp, _, err := s.loadCheckpoint(run); err == nil && cp.StageRoot != "" && filepath.IsLocal(cp.StageRoot) {
 		return filepath.Join(cp.StageRoot, node)
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"nanohost/internal/channels"
 	"nanohost/internal/pipeline"
+	"nanohost/internal/runs"
 	"nanohost/internal/store"
 )
 
@@ -18,7 +18,7 @@ const maxDOTBytes = 1 << 20
 
 // runJSON is a run as the API shows it.
 type runJSON struct {
-	store.Run
+	runs.Run
 	DurationMS int64 `json:"duration_ms"`
 	// Links point at the run's other resources.
 	Links map[string]string `json:"links"`
@@ -35,7 +35,7 @@ type runDetail struct {
 	PendingQuestions int               `json:"pending_questions"`
 }
 
-func (s *Server) runJSON(r store.Run) runJSON {
+func (s *Server) runJSON(r runs.Run) runJSON {
 	base := "/pipelines/" + r.ID
 	return runJSON{Run: r, DurationMS: r.Duration(s.opts.Now()).Milliseconds(), Links: map[string]string{
 		"self": base, "events": base + "/events", "graph": base + "/graph", "questions": base + "/questions",
@@ -45,15 +45,15 @@ func (s *Server) runJSON(r store.Run) runJSON {
 
 // runFilter reads GET /pipelines' query: status (comma-separated or
 // repeated), group, limit, cursor.
-func runFilter(r *http.Request) (store.RunFilter, error) {
+func runFilter(r *http.Request) (runs.Filter, error) {
 	q := r.URL.Query()
-	var f store.RunFilter
+	var f runs.Filter
 	for _, list := range q["status"] {
 		for _, name := range strings.Split(list, ",") {
 			if strings.TrimSpace(name) == "" {
 				continue
 			}
-			st, err := store.ParseRunStatus(name)
+			st, err := runs.ParseState(name)
 			if err != nil {
 				return f, err
 			}
@@ -87,35 +87,35 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 
 // listedRuns reads the page of runs the query asks for (GET /pipelines
 // and the runs page), answering a bad filter (with fix) or cursor itself.
-func (s *Server) listedRuns(w http.ResponseWriter, r *http.Request, fix string) (store.RunPage, bool) {
+func (s *Server) listedRuns(w http.ResponseWriter, r *http.Request, fix string) (runs.Page, bool) {
 	f, err := runFilter(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error(), fix)
-		return store.RunPage{}, false
+		return runs.Page{}, false
 	}
 	page, err := s.opts.Store.ListRuns(r.Context(), f)
 	if err != nil {
 		if f.Cursor != "" && strings.Contains(err.Error(), "cursor") {
 			writeError(w, http.StatusBadRequest, err.Error(), "pass the 'next' value of a previous page as cursor, unchanged")
-			return store.RunPage{}, false
+			return runs.Page{}, false
 		}
 		s.internalError(w, "list runs", err)
-		return store.RunPage{}, false
+		return runs.Page{}, false
 	}
 	return page, true
 }
 
 // loadRun fetches the run named in the path, answering 404 itself.
-func (s *Server) loadRun(w http.ResponseWriter, r *http.Request) (store.Run, bool) {
+func (s *Server) loadRun(w http.ResponseWriter, r *http.Request) (runs.Run, bool) {
 	id := r.PathValue("id")
 	run, err := s.opts.Store.GetRun(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no run %q", id), "list runs with GET /pipelines")
-		return store.Run{}, false
+		return runs.Run{}, false
 	}
 	if err != nil {
 		s.internalError(w, "get run", err)
-		return store.Run{}, false
+		return runs.Run{}, false
 	}
 	return run, true
 }
@@ -133,7 +133,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
-func (s *Server) runDetail(ctx context.Context, run store.Run) (runDetail, error) {
+func (s *Server) runDetail(ctx context.Context, run runs.Run) (runDetail, error) {
 	v, err := s.viewOf(ctx, run)
 	if err != nil {
 		return runDetail{}, err
@@ -157,7 +157,7 @@ func (s *Server) runDetail(ctx context.Context, run store.Run) (runDetail, error
 		}
 	}
 	for _, g := range gates {
-		if g.Status == store.GateOpen {
+		if g.Status == runs.GateOpen {
 			d.PendingQuestions++
 		}
 	}
@@ -179,7 +179,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "no pipeline: the dot field is empty", `send {"dot": "digraph G { … }", "goal": "…"}`)
 		return
 	}
-	if _, err := channels.ParseVerbosity(req.Verbosity); err != nil {
+	if _, err := runs.ParseVerbosity(req.Verbosity); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error(), `leave verbosity out for the host's default`)
 		return
 	}
@@ -203,7 +203,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("run started from the web", "run", id, "by", req.By)
 	w.Header().Set("Location", "/pipelines/"+id)
 	writeJSON(w, http.StatusCreated, map[string]any{
-		"id": id, "status": store.RunQueued, "diagnostics": diags,
+		"id": id, "status": runs.Queued, "diagnostics": diags,
 		"links": map[string]string{"self": "/pipelines/" + id, "events": "/pipelines/" + id + "/events", "page": "/runs/" + id},
 	})
 }
@@ -229,16 +229,16 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, fmt.Sprintf("run %s already ended (%s)", run.ID, run.Status), "only queued, running, waiting or interrupted runs can be cancelled")
 		return
 	}
-	by := userOf(r)
+	by := s.principal(r)
 	if err := s.opts.Runs.Cancel(r.Context(), run.ID, by); err != nil {
-		if errors.Is(err, store.ErrRunFinished) {
+		if errors.Is(err, runs.ErrRunEnded) {
 			writeError(w, http.StatusConflict, err.Error(), "")
 			return
 		}
 		s.internalError(w, "cancel run", err)
 		return
 	}
-	s.log.Info("run cancelled from the web", "run", run.ID, "by", by)
+	s.log.Info("run cancelled from the web", "run", run.ID, "by", by.User)
 	writeJSON(w, http.StatusAccepted, map[string]any{"id": run.ID, "cancelled": true,
 		"message": "the run stops at its next safe point; watch /pipelines/" + run.ID + "/events for the end"})
 }

@@ -13,7 +13,7 @@ import (
 
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/script"
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 const linearDOT = `digraph Build {
@@ -117,10 +117,10 @@ type runBody struct {
 func TestStartRunsToCompletionAndShowsInHistory(t *testing.T) {
 	f := newFixture(t, fixtureOpts{token: "s3cret"})
 	id := f.start(linearDOT)
-	f.waitStatus(id, store.RunSuccess)
+	f.waitStatus(id, runs.Succeeded)
 
 	run := decode[runBody](t, f.do("GET", "/pipelines/"+id, ""), 200)
-	if run.Status != "success" || run.Goal != "ship the feature" || run.StartedBy != "web:token" || run.Pipeline != "Build" {
+	if run.Status != "succeeded" || run.Goal != "ship the feature" || run.StartedBy != "web:token" || run.Pipeline != "Build" {
 		t.Errorf("run = %+v", run)
 	}
 	if got := strings.Join(run.Path, ","); got != "start,plan,build,exit" {
@@ -138,7 +138,7 @@ func TestStartRunsToCompletionAndShowsInHistory(t *testing.T) {
 	list := decode[struct {
 		Runs []runBody `json:"runs"`
 	}](t, f.do("GET", "/pipelines", ""), 200)
-	if len(list.Runs) != 1 || list.Runs[0].ID != id || list.Runs[0].Status != "success" {
+	if len(list.Runs) != 1 || list.Runs[0].ID != id || list.Runs[0].Status != "succeeded" {
 		t.Fatalf("list = %+v", list)
 	}
 }
@@ -148,16 +148,16 @@ func TestListFiltersByStatusAndGroupAndPages(t *testing.T) {
 	ctx := context.Background()
 	base := time.Now().Add(-time.Hour)
 	for i := range 5 {
-		st := store.RunSuccess
+		st := runs.Succeeded
 		if i%2 == 1 {
-			st = store.RunFail
+			st = runs.Failed
 		}
 		group := "alpha"
 		if i >= 3 {
 			group = "beta"
 		}
-		r := store.Run{ID: fmt.Sprintf("run-%d", i), GroupFolder: group, ChatID: "c", SourceDOT: linearDOT,
-			Status: store.RunRunning, CreatedAt: base.Add(time.Duration(i) * time.Minute)}
+		r := runs.Run{ID: fmt.Sprintf("run-%d", i), GroupFolder: group, ChatID: "c", SourceDOT: linearDOT,
+			Status: runs.Running, CreatedAt: base.Add(time.Duration(i) * time.Minute)}
 		if err := f.st.CreateRun(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func TestListFiltersByStatusAndGroupAndPages(t *testing.T) {
 	// The runs page shows the same history: status, duration and cost per
 	// run, filtered like the API.
 	html := f.get("/?status=fail", "Accept", "text/html")
-	for _, want := range []string{`href="/runs/run-3"`, `href="/runs/run-1"`, `<span class="badge fail">fail</span>`, `<td data-label="Cost">$0.25</td>`} {
+	for _, want := range []string{`href="/runs/run-3"`, `href="/runs/run-1"`, `<span class="badge failed">failed</span>`, `<td data-label="Cost">$0.25</td>`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("runs page ?status=fail lacks %s", want)
 		}
@@ -218,7 +218,7 @@ func TestBadRequestsGetJSONErrorsThatSayWhatToFix(t *testing.T) {
 		status                   int
 		want                     string
 	}{
-		{"unknown status", "GET", "/pipelines?status=done", "", nil, 400, "unknown run status"},
+		{"unknown status", "GET", "/pipelines?status=done", "", nil, 400, "unknown run state"},
 		{"limit out of range", "GET", "/pipelines?limit=0", "", nil, 400, "limit"},
 		{"forged cursor", "GET", "/pipelines?cursor=bogus", "", nil, 400, "cursor"},
 		{"forged cursor on the runs page", "GET", "/?cursor=bogus", "", nil, 400, "cursor"},
@@ -302,7 +302,7 @@ func TestGateAnsweredThroughTheAPIFirstAnswerWins(t *testing.T) {
 	f := newFixture(t, fixtureOpts{token: "s3cret"})
 	id := f.start(gateDOT)
 	f.waitGate(id)
-	f.waitStatus(id, store.RunWaiting)
+	f.waitStatus(id, runs.Waiting)
 
 	qs := decode[questionsBody](t, f.do("GET", "/pipelines/"+id+"/questions", ""), 200)
 	if len(qs.Questions) != 1 {
@@ -341,7 +341,7 @@ func TestGateAnsweredThroughTheAPIFirstAnswerWins(t *testing.T) {
 	if late.AnsweredBy != "web:token" || !strings.Contains(late.Error, "already answered by web:token") {
 		t.Errorf("late answer = %+v", late)
 	}
-	f.waitStatus(id, store.RunSuccess)
+	f.waitStatus(id, runs.Succeeded)
 
 	if qs := decode[questionsBody](t, f.do("GET", "/pipelines/"+id+"/questions", ""), 200); len(qs.Questions) != 0 {
 		t.Errorf("open questions after the answer: %+v", qs)
@@ -356,14 +356,14 @@ func TestCancelStopsARunningRun(t *testing.T) {
 	slow := &script.Script{Nodes: map[string][]script.Response{"plan": {{Text: "[outcome:success]", DelayMS: 30000}}}}
 	f := newFixture(t, fixtureOpts{script: slow})
 	id := f.start(linearDOT)
-	f.waitStatus(id, store.RunRunning)
+	f.waitStatus(id, runs.Running)
 	body := decode[struct {
 		Cancelled bool `json:"cancelled"`
 	}](t, f.do("POST", "/pipelines/"+id+"/cancel", ""), http.StatusAccepted)
 	if !body.Cancelled {
 		t.Errorf("cancel body = %+v", body)
 	}
-	f.waitStatus(id, store.RunCancelled)
+	f.waitStatus(id, runs.Cancelled)
 	e := decode[errorBody](t, f.do("POST", "/pipelines/"+id+"/cancel", ""), http.StatusConflict)
 	if !strings.Contains(e.Error, "already ended (cancelled)") {
 		t.Errorf("second cancel = %+v", e)
@@ -382,7 +382,7 @@ func TestReadOnlyServerRefusesChanges(t *testing.T) {
 func TestCheckpointContextAndNodeFiles(t *testing.T) {
 	f := newFixture(t, fixtureOpts{script: hostileScript()})
 	id := f.start(linearDOT)
-	f.waitStatus(id, store.RunSuccess)
+	f.waitStatus(id, runs.Succeeded)
 
 	cp := decode[engine.Checkpoint](t, f.do("GET", "/pipelines/"+id+"/checkpoint", ""), 200)
 	if cp.RunID != id || cp.State != "success" || strings.Join(cp.CompletedNodes, ",") != "start,plan,build,exit" {
@@ -438,7 +438,7 @@ func TestCheckpointContextAndNodeFiles(t *testing.T) {
 func TestCheckpointBeforeTheFirstNodeIs404(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	ctx := context.Background()
-	if err := f.st.CreateRun(ctx, store.Run{ID: "queued-1", GroupFolder: "g", ChatID: "c", SourceDOT: linearDOT, LogsRoot: t.TempDir()}); err != nil {
+	if err := f.st.CreateRun(ctx, runs.Run{ID: "queued-1", GroupFolder: "g", ChatID: "c", SourceDOT: linearDOT, LogsRoot: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
 	e := decode[errorBody](t, f.do("GET", "/pipelines/queued-1/checkpoint", ""), 404)
@@ -477,7 +477,7 @@ func TestGraphShowsNodeStatesAndThePathTaken(t *testing.T) {
 		t.Errorf("the taken edge is not drawn thick and blue with its arrowhead: %s", taken)
 	}
 	f.do("POST", "/pipelines/"+id+"/questions/review-1/answer", `{"choice":"A"}`).Body.Close()
-	f.waitStatus(id, store.RunSuccess)
+	f.waitStatus(id, runs.Succeeded)
 	svg = f.get("/pipelines/" + id + "/graph")
 	for _, want := range []string{`<g class="node state-success" id="node-build">`, `<g class="edge taken"><title>review -&gt; build</title>`} {
 		if !strings.Contains(svg, want) {
@@ -545,7 +545,7 @@ func TestGraphAndNodeDetailsShowRetriesAndFailures(t *testing.T) {
 		t.Errorf("plan while retrying = %+v %+v", plan, plan.Last)
 	}
 
-	f.waitStatus(id, store.RunFail)
+	f.waitStatus(id, runs.Failed)
 	svg := f.get("/pipelines/" + id + "/graph")
 	for _, want := range []string{`<g class="node state-success" id="node-plan">`, `<g class="node state-fail" id="node-build">`, `<g class="node state-pending" id="node-exit">`} {
 		if !strings.Contains(svg, want) {

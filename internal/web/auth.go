@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"nanohost/internal/runs"
 )
 
 // sessionCookie carries a login: name, expiry and an HMAC keyed by the
@@ -144,6 +146,12 @@ type userKey struct{}
 func userOf(r *http.Request) string {
 	u, _ := r.Context().Value(userKey{}).(string)
 	return u
+}
+
+// principal is who a request acts as, for the runs service: the
+// dashboard's endpoint, its signed-in user.
+func (s *Server) principal(r *http.Request) runs.Principal {
+	return runs.Principal{Endpoint: "web", User: userOf(r)}
 }
 
 // secure wraps the mux: security headers, the rebinding guard,

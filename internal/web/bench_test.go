@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 // benchFixture is the dashboard with 50 finished runs in its history (each
@@ -17,7 +17,7 @@ func benchFixture(b *testing.B) (*fixture, string) {
 	f := newFixture(b, fixtureOpts{token: "bench"})
 	for range 50 {
 		id := f.start(linearDOT)
-		f.waitStatus(id, store.RunSuccess)
+		f.waitStatus(id, runs.Succeeded)
 	}
 	live := f.start(gateDOT)
 	f.waitGate(live)

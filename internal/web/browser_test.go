@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"nanohost/internal/pipeline/script"
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 // findChromium returns the browser to drive: $NANOHOST_CHROMIUM, else the
@@ -130,7 +130,7 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 	f := hf.fixture
 	// History, so the runs page has something besides the live run.
 	id0 := f.start(linearDOT)
-	f.waitStatus(id0, store.RunSuccess)
+	f.waitStatus(id0, runs.Succeeded)
 
 	ctx := newBrowser(t, chromium)
 	shots := artifactDir(t)
@@ -166,7 +166,7 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 	waitJS(t, ctx, "the broken line selected", fmt.Sprintf(
 		`(t => t.value.slice(t.selectionStart, t.selectionEnd).trim() === %q)(document.querySelector('#start-form textarea'))`, "start -> plan -> -> review"))
 	f.screenshot(ctx, t, shots, "start-invalid-desktop")
-	if runs, _ := f.st.ListRuns(context.Background(), store.RunFilter{}); len(runs.Runs) != 1 {
+	if runs, _ := f.st.ListRuns(context.Background(), runs.Filter{}); len(runs.Runs) != 1 {
 		t.Fatalf("the broken pipeline was recorded as a run: %d runs", len(runs.Runs))
 	}
 	err = chromedp.Do(ctx,
@@ -234,7 +234,7 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 	}
 	waitJS(t, ctx, "the answer notice", `document.querySelector('#notice').textContent.includes('as web:ana')`)
 	waitJS(t, ctx, "build running", nodeState("build", "running"))
-	waitJS(t, ctx, "the run's success", `document.querySelector('#run-status').textContent === 'success'`)
+	waitJS(t, ctx, "the run's success", `document.querySelector('#run-status').textContent === 'succeeded'`)
 	waitJS(t, ctx, "build and exit green, rollback never run", nodeState("build", "success")+` && `+nodeState("exit", "success")+` && `+nodeState("rollback", "pending"))
 	waitJS(t, ctx, "the completion in the log", `[...document.querySelectorAll('#log li')].some(li => li.textContent.includes('Pipeline complete'))`)
 	logAfter, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#log li').length`))

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,12 +10,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"nanohost/internal/container"
+	"nanohost/internal/host"
 	"nanohost/internal/pipeline/engine"
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 // fileAgents is an agent backend whose stages edit the group's workspace,
@@ -27,7 +30,20 @@ type fileAgents struct {
 	calls map[string]int
 }
 
-func (a *fileAgents) BindRun(string, container.RunEnv) {}
+func (a *fileAgents) ForRun(string, container.RunEnv) runs.RunBackend { return noClose{a} }
+
+// Conversation: the group's chat is not part of these tests.
+func (a *fileAgents) Conversation(string, container.RunEnv, string) host.Conversation {
+	return noChat{}
+}
+
+type noChat struct{}
+
+func (noChat) Send(context.Context, string, time.Duration) (container.Reply, error) {
+	return container.Reply{}, errors.New("no chat in this test")
+}
+
+func (noChat) Close() {}
 
 func (a *fileAgents) Run(_ context.Context, req engine.Request) (engine.Result, error) {
 	a.mu.Lock()
@@ -213,7 +229,7 @@ func TestChangesAPI(t *testing.T) {
 
 	// Rework: the second visit has its own record; the first is kept.
 	f.do("POST", "/pipelines/"+id+"/questions/"+g.GateID+"/answer", `{"choice":"R"}`).Body.Close()
-	f.waitGateWhere(id, func(next store.Gate) bool { return next.GateID != g.GateID })
+	f.waitGateWhere(id, func(next runs.Gate) bool { return next.GateID != g.GateID })
 	second := decode[changeSetBody](t, f.do("GET", "/pipelines/"+id+"/nodes/implement/changes", ""), 200)
 	if second.Visit != 2 || !slices.Equal(second.EarlierVisits, []int{1}) || !slices.Equal(second.paths(), []string{"modified main.go"}) {
 		t.Errorf("second visit: visit %d, earlier %v, files %v", second.Visit, second.EarlierVisits, second.paths())

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 // sseEvent is one Server-Sent Event as received.
@@ -155,7 +155,7 @@ func TestEventStreamReplaysHistoryThenLiveAndResumesWithLastEventID(t *testing.T
 
 	f.waitGate(id) // the event comes just before the gate is recorded
 	decode[map[string]any](t, f.do("POST", "/pipelines/"+id+"/questions/review-1/answer", `{"choice":"A"}`), 200)
-	f.waitStatus(id, store.RunSuccess)
+	f.waitStatus(id, runs.Succeeded)
 
 	// Reconnect the way EventSource does: Last-Event-ID is the last id seen.
 	resumed := f.openStream("/pipelines/"+id+"/events", "Last-Event-ID", strconv.FormatInt(last, 10))
@@ -190,7 +190,7 @@ func TestEventStreamReplaysHistoryThenLiveAndResumesWithLastEventID(t *testing.T
 func TestEventStreamOfAFinishedRunEnds(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	id := f.start(linearDOT)
-	f.waitStatus(id, store.RunSuccess)
+	f.waitStatus(id, runs.Succeeded)
 	s := f.openStream("/pipelines/" + id + "/events")
 	evs := s.until("end")
 	contiguous(t, evs, 1)
@@ -213,7 +213,7 @@ func TestEventStreamPollsWithoutANotifier(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	id := "polled-1"
 	ctx := context.Background()
-	if err := f.st.CreateRun(ctx, store.Run{ID: id, GroupFolder: "g", ChatID: "c", SourceDOT: linearDOT, Status: store.RunRunning}); err != nil {
+	if err := f.st.CreateRun(ctx, runs.Run{ID: id, GroupFolder: "g", ChatID: "c", SourceDOT: linearDOT, Status: runs.Running}); err != nil {
 		t.Fatal(err)
 	}
 	s := f.openStream("/pipelines/" + id + "/events")
@@ -222,7 +222,7 @@ func TestEventStreamPollsWithoutANotifier(t *testing.T) {
 			time.Sleep(30 * time.Millisecond)
 			appendEvent(t, f.st, id, i, "StageStarted")
 		}
-		_ = f.st.FinishRun(ctx, id, store.RunSuccess, "", engineUsage())
+		_ = f.st.FinishRun(ctx, id, runs.Succeeded, "", engineUsage())
 	}()
 	contiguous(t, s.until("end"), 1)
 }

@@ -11,7 +11,7 @@ import (
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/pipeline/render"
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 // graphCache keeps parsed pipelines by run id: a run's source never
@@ -35,7 +35,7 @@ func newGraphCache(max int) *graphCache {
 
 // graphOf returns the run's parsed pipeline (transforms applied, as the
 // engine ran it). run must carry its SourceDOT (GetRun does).
-func (c *graphCache) graphOf(run store.Run) (*pipeline.Graph, error) {
+func (c *graphCache) graphOf(run runs.Run) (*pipeline.Graph, error) {
 	c.mu.Lock()
 	if el, ok := c.items[run.ID]; ok {
 		c.order.MoveToFront(el)

@@ -15,22 +15,40 @@ import (
 	"testing"
 	"time"
 
-	"nanohost/internal/channels"
 	"nanohost/internal/channels/console"
 	"nanohost/internal/config"
 	"nanohost/internal/container"
 	"nanohost/internal/host"
+	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/mask"
 	"nanohost/internal/pipeline/script"
+	"nanohost/internal/runs"
 	"nanohost/internal/store"
 	"nanohost/internal/web"
 )
 
-// scriptAgents is the host's agent backend with scripted answers instead
-// of containers.
+// scriptAgents are the host's agents with scripted answers instead of
+// containers.
 type scriptAgents struct{ *script.Script }
 
-func (scriptAgents) BindRun(string, container.RunEnv) {}
+func (a scriptAgents) ForRun(string, container.RunEnv) runs.RunBackend { return noClose{a.Script} }
+
+func (a scriptAgents) Conversation(name string, _ container.RunEnv, _ string) host.Conversation {
+	return scriptChat{a.Script, name}
+}
+
+// scriptChat is a group's chat turns answered by the script's node "chat".
+type scriptChat struct {
+	s     *script.Script
+	group string
+}
+
+func (c scriptChat) Send(ctx context.Context, prompt string, _ time.Duration) (container.Reply, error) {
+	res, err := c.s.Run(ctx, engine.Request{Kind: engine.KindCodergen, RunID: "chat-" + c.group, NodeID: "chat", Prompt: prompt, Attempt: 1, Visit: 1})
+	return container.Reply{Text: res.Text, SessionID: res.SessionID}, err
+}
+
+func (scriptChat) Close() {}
 
 // hostFixture runs the real host (run manager, gate desk, store-backed
 // event delivery, console channel) and talks to its HTTP endpoint.
@@ -49,7 +67,7 @@ func newHostFixture(t *testing.T, token string, agents *script.Script, configure
 
 // newHostFixtureWith runs the host in dir (its data directory) with the
 // given agent backend.
-func newHostFixtureWith(t *testing.T, token, dir string, agents host.AgentBackend, configure ...func(*config.Config)) *hostFixture {
+func newHostFixtureWith(t *testing.T, token, dir string, agents host.Agents, configure ...func(*config.Config)) *hostFixture {
 	t.Helper()
 	cfg := config.Defaults()
 	cfg.DataDir = dir
@@ -65,9 +83,9 @@ func newHostFixtureWith(t *testing.T, token, dir string, agents host.AgentBacken
 	t.Cleanup(func() { st.Close() })
 	in, consoleIn := io.Pipe()
 	h, err := host.New(host.Options{
-		Config: cfg, Store: st, Backend: agents,
-		Channels: []channels.Channel{console.New(in, io.Discard)},
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Config: cfg, Store: st, Agents: agents,
+		Endpoints: []host.Endpoint{{Channel: console.New(in, io.Discard), Policy: console.Policy()}},
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +143,7 @@ func TestHostServesTheDashboardAndAnswersGatesThroughItsDesk(t *testing.T) {
 	if late.AnsweredBy != "web:token" {
 		t.Errorf("late answer = %+v", late)
 	}
-	f.waitStatus(id, store.RunSuccess)
+	f.waitStatus(id, runs.Succeeded)
 	events := f.openStream("/pipelines/" + id + "/events").until("end")
 	answered := false
 	for _, e := range events {
@@ -159,7 +177,7 @@ func TestHostRefusesWebAnswersToGatesWithApprovers(t *testing.T) {
 	if !strings.Contains(e.Error, "names its approvers (U0123ABCD)") {
 		t.Errorf("403 = %+v", e)
 	}
-	if now, _ := f.st.GetGate(context.Background(), id, g.GateID); now.Status != store.GateOpen {
+	if now, _ := f.st.GetGate(context.Background(), id, g.GateID); now.Status != runs.GateOpen {
 		t.Errorf("gate after a refused answer: %+v", now)
 	}
 	res := f.do("POST", "/pipelines/"+id+"/cancel", "")
@@ -167,7 +185,7 @@ func TestHostRefusesWebAnswersToGatesWithApprovers(t *testing.T) {
 	if res.StatusCode != http.StatusAccepted {
 		t.Fatalf("cancel: %d", res.StatusCode)
 	}
-	f.waitStatus(id, store.RunCancelled)
+	f.waitStatus(id, runs.Cancelled)
 	var qs questionsBody
 	_ = json.Unmarshal([]byte(f.get("/pipelines/"+id+"/questions")), &qs)
 	if len(qs.Questions) != 0 {
@@ -190,7 +208,7 @@ func TestHostShutdownClosesEventStreams(t *testing.T) {
 		select {
 		case e, ok := <-s.events:
 			if !ok {
-				if run, _ := f.st.GetRun(context.Background(), id); run.Status != store.RunInterrupted {
+				if run, _ := f.st.GetRun(context.Background(), id); run.Status != runs.Interrupted {
 					t.Errorf("run after shutdown: %s", run.Status)
 				}
 				return
@@ -229,7 +247,7 @@ func TestHostWebAnswerTakesTheChosenOptionWhenKeysCollide(t *testing.T) {
 			}
 			decode[errorBody](t, f.do("POST", answer, `{"option":1,"choice":"Approve"}`), 400)
 			decode[map[string]any](t, f.do("POST", answer, c.body), 200)
-			f.waitStatus(id, store.RunSuccess)
+			f.waitStatus(id, runs.Succeeded)
 			run := decode[runBody](t, f.do("GET", "/pipelines/"+id, ""), 200)
 			path := strings.Join(run.Path, ",")
 			if !strings.Contains(path, c.want) || strings.Contains(path, c.not) {
@@ -286,7 +304,7 @@ func TestHostWebAnswersFollowPreventSelfApproval(t *testing.T) {
 	if !strings.Contains(e.Error, "you started this run, and self-approval is turned off") {
 		t.Errorf("self-approval: %+v", e)
 	}
-	if now, _ := f.st.GetGate(context.Background(), id, g.GateID); now.Status != store.GateOpen {
+	if now, _ := f.st.GetGate(context.Background(), id, g.GateID); now.Status != runs.GateOpen {
 		t.Fatalf("a refused self-approval settled the gate: %+v", now)
 	}
 	ok := decode[struct {
@@ -295,7 +313,7 @@ func TestHostWebAnswersFollowPreventSelfApproval(t *testing.T) {
 	if ok.AnsweredBy != "web:token" {
 		t.Errorf("answered_by = %q", ok.AnsweredBy)
 	}
-	f.waitStatus(id, store.RunSuccess)
+	f.waitStatus(id, runs.Succeeded)
 }
 
 // POST /pipelines on the host: the goal replaces the graph's, verbosity
@@ -305,7 +323,7 @@ func TestHostStartsRunsWithGoalVerbosityAndGroup(t *testing.T) {
 	f := hf.fixture
 	body, _ := json.Marshal(map[string]string{"dot": linearDOT, "goal": "ship 2.0", "verbosity": "minimal", "group": "main"})
 	id := decode[startBody](t, f.do("POST", "/pipelines", string(body)), http.StatusCreated).ID
-	f.waitStatus(id, store.RunSuccess)
+	f.waitStatus(id, runs.Succeeded)
 	run, err := f.st.GetRun(context.Background(), id)
 	if err != nil || run.Goal != "ship 2.0" || run.Verbosity != "minimal" || run.GroupFolder != "main" || run.StartedBy != "web:local" {
 		t.Errorf("run = %+v, %v", run, err)
@@ -354,7 +372,7 @@ func TestHostWebAndChatAnswersRaceFirstAnswerWins(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	f.waitStatus(id, store.RunSuccess)
+	f.waitStatus(id, runs.Succeeded)
 	g, _ := f.st.GetGate(context.Background(), id, second.GateID)
 	won := count(statuses, 200)
 	switch {
@@ -437,7 +455,7 @@ func TestHostWebFreeTextAnswers(t *testing.T) {
 		t.Errorf("context = %v", cx.Context)
 	}
 	decode[map[string]any](t, f.do("POST", "/pipelines/"+id+"/questions/"+g2.GateID+"/answer", `{"choice":"Approve"}`), 200)
-	f.waitStatus(id, store.RunSuccess)
+	f.waitStatus(id, runs.Succeeded)
 
 	plain := f.start(gateDOT)
 	pg := f.waitGate(plain)

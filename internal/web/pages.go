@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"nanohost/internal/channels"
-	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runlog"
+	"nanohost/internal/runs"
 	"nanohost/internal/store"
 )
 
@@ -59,7 +59,7 @@ type pageBase struct {
 	Title    string
 	User     string
 	LoggedIn bool // by the login form: show "Log out"
-	Run      *store.Run
+	Run      *runs.Run
 	LastSeq  int64
 }
 
@@ -83,11 +83,11 @@ func (s *Server) render(w http.ResponseWriter, t *template.Template, status int,
 
 // runRow is a run in the runs table.
 type runRow struct {
-	store.Run
+	runs.Run
 	Title, Started, StartedText, DurationText, CostText string
 }
 
-func (s *Server) runRow(r store.Run) runRow {
+func (s *Server) runRow(r runs.Run) runRow {
 	row := runRow{Run: r, Title: nonEmpty(r.Goal, r.FileName), DurationText: durationText(r.Duration(s.opts.Now())),
 		CostText: costText(r.Usage.CostUSD)}
 	at := r.StartedAt
@@ -101,7 +101,7 @@ func (s *Server) runRow(r store.Run) runRow {
 
 // costText is the chat's cost wording, with a dash for an unknown cost.
 func costText(usd float64) string {
-	if s := channels.FormatCost(usd); s != "" {
+	if s := runlog.Cost(usd); s != "" {
 		return s
 	}
 	return "—"
@@ -116,7 +116,7 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 	data := struct {
 		pageBase
 		Runs      []runRow
-		Statuses  []store.RunStatus
+		Statuses  []runs.State
 		Filter    string
 		Next      string
 		NextQuery string
@@ -125,7 +125,7 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 		CanStart    bool
 		Groups      []store.Group
 		ChooseGroup bool // several groups and none is main: the form must name one
-	}{pageBase: s.base(r, "Runs"), Statuses: store.RunStatuses, Filter: r.URL.Query().Get("status"), Next: page.Next,
+	}{pageBase: s.base(r, "Runs"), Statuses: runs.States, Filter: r.URL.Query().Get("status"), Next: page.Next,
 		CanStart: s.opts.Runs != nil}
 	if data.CanStart {
 		if data.Groups, err = s.opts.Store.ListGroups(r.Context()); err != nil {
@@ -157,7 +157,7 @@ type logLine struct {
 
 // questionView is an open gate on the run page.
 type questionView struct {
-	store.Gate
+	runs.Gate
 	Buttons   []choiceButton
 	TakesText bool
 }
@@ -168,11 +168,11 @@ type choiceButton struct {
 	Label  string
 }
 
-func newQuestionView(g store.Gate) questionView {
+func newQuestionView(g runs.Gate) questionView {
 	v := questionView{Gate: g, TakesText: takesText(g)}
 	for i, o := range g.Choices {
 		if !o.Freeform {
-			v.Buttons = append(v.Buttons, choiceButton{Option: i + 1, Label: channels.OptionText(cmp.Or(o.Label, o.To), o.Key)})
+			v.Buttons = append(v.Buttons, choiceButton{Option: i + 1, Label: runlog.OptionText(cmp.Or(o.Label, o.To), o.Key)})
 		}
 	}
 	return v
@@ -231,7 +231,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		data.SVG = template.HTML(runSVG(g, v))
 	}
 	for _, g := range gates {
-		if g.Status == store.GateOpen {
+		if g.Status == runs.GateOpen {
 			data.Questions = append(data.Questions, newQuestionView(g))
 		}
 	}
@@ -242,11 +242,10 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, s.pages.run, http.StatusOK, data)
 }
 
-// takesText reports whether a gate accepts free text, by the chat's rule.
-// The store keeps a gate's options but not its question type, so a gate
-// without options (nothing to click) is taken to want text.
-func takesText(g store.Gate) bool {
-	return len(g.Choices) == 0 || channels.AcceptsText(engine.Question{Options: g.Choices})
+// takesText reports whether a gate accepts free text; a gate without
+// options (nothing to click) is taken to want text.
+func takesText(g runs.Gate) bool {
+	return len(g.Choices) == 0 || g.Question().AcceptsText()
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {

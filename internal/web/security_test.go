@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"nanohost/internal/runs"
 	"nanohost/internal/store"
 	"nanohost/internal/web"
 )
@@ -38,7 +39,7 @@ func TestANonLoopbackBindRequiresAToken(t *testing.T) {
 func TestEveryEndpointRequiresTheToken(t *testing.T) {
 	f := newFixture(t, fixtureOpts{token: "correct horse", listen: "0.0.0.0:8377"})
 	id := f.start(linearDOT)
-	f.waitStatus(id, store.RunSuccess)
+	f.waitStatus(id, runs.Succeeded)
 	anon := &fixture{t: t, base: f.base}
 	wrong := &fixture{t: t, base: f.base, token: "wrong"}
 	for _, rt := range f.srv.Routes() {
@@ -137,7 +138,7 @@ func TestLoginSessionCookieAndCrossSiteProtection(t *testing.T) {
 			t.Errorf("%s cancel: %d", name, res.StatusCode)
 		}
 	}
-	if g2, _ := f.st.GetGate(context.Background(), id, g.GateID); g2.Status != store.GateOpen {
+	if g2, _ := f.st.GetGate(context.Background(), id, g.GateID); g2.Status != runs.GateOpen {
 		t.Fatalf("a cross-site answer settled the gate: %+v", g2)
 	}
 
@@ -214,7 +215,7 @@ func TestSecurityHeadersAndEscapedAgentText(t *testing.T) {
 	dot := strings.Replace(linearDOT, `label="Build"`, `label="<img src=x onerror=alert(2)>"`, 1)
 	dot = strings.Replace(dot, `goal="ship the feature"`, `goal="</title><script>alert(3)</script>"`, 1)
 	id := f.start(dot)
-	f.waitStatus(id, store.RunSuccess)
+	f.waitStatus(id, runs.Succeeded)
 	for _, p := range []string{"/", "/runs/" + id} {
 		res := f.do("GET", p, "")
 		body := readAll(t, res)

@@ -10,7 +10,7 @@ import (
 
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/render"
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 // edgeKey is an edge taken by the run (from a routing decision).
@@ -122,7 +122,7 @@ func (v *runView) apply(e engine.Event) {
 		if d := e.Decision; d != nil && d.To != "" {
 			v.Taken[edgeKey{d.From, d.To}] = true
 		}
-	case engine.EventPipelineCompleted, engine.EventPipelineFailed:
+	case engine.EventPipelineCompleted, engine.EventPipelineFailed, engine.EventPipelineCancelled, engine.EventPipelineInterrupted:
 		v.Ended, v.Waiting, v.Current = true, false, ""
 		// A stage still "running" when the run stopped was interrupted.
 		for id, st := range v.States {
@@ -189,7 +189,7 @@ func (c *viewCache) entry(runID string) *viewEntry {
 
 // viewOf returns the run's view folded up to its latest stored event. The
 // returned view is a copy the caller may keep.
-func (s *Server) viewOf(ctx context.Context, run store.Run) (*runView, error) {
+func (s *Server) viewOf(ctx context.Context, run runs.Run) (*runView, error) {
 	e := s.views.entry(run.ID)
 	e.mu.Lock()
 	defer e.mu.Unlock()

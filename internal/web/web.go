@@ -26,22 +26,23 @@ import (
 	"time"
 
 	"nanohost/internal/pipeline"
+	"nanohost/internal/runs"
 	"nanohost/internal/store"
 )
 
-// Runs changes runs; the host implements it.
+// Runs changes runs: the runs service, with the host resolving which
+// group a run started here belongs to.
 type Runs interface {
 	// Start validates and launches a pipeline. A pipeline that does not
 	// validate returns an error and diagnostics with at least one error
 	// (the API answers 422 with them).
 	Start(ctx context.Context, req StartRequest) (runID string, diags []pipeline.Diagnostic, err error)
-	// Cancel stops a run at its next safe point and records it as cancelled.
-	Cancel(ctx context.Context, runID, by string) error
-	// Answer answers an open gate with the same authorization and
-	// first-answer-wins rules as a chat answer. Errors wrap ErrUnknownGate,
-	// ErrNotAllowed or ErrInvalidAnswer; an answer that lost the race is not
-	// an error but Accepted=false with the winner in the result.
-	Answer(ctx context.Context, req AnswerRequest) (AnswerResult, error)
+	// Cancel stops a run at its next safe point and records it as
+	// cancelled by who (runs.Service.Cancel).
+	Cancel(ctx context.Context, runID string, who runs.Principal) error
+	// Answer answers a gate (runs.Service.Answer): the same call, rules and
+	// typed refusals as an answer from chat, mapped to HTTP statuses here.
+	Answer(ctx context.Context, a runs.GateAnswer, who runs.Principal) (runs.Gate, error)
 }
 
 // Notifier is implemented by Runs that can say when a run has new events
@@ -63,10 +64,8 @@ type StartRequest struct {
 	By string `json:"-"`
 }
 
-// AnswerRequest is POST /pipelines/{id}/questions/{qid}/answer.
+// AnswerRequest is the body of POST /pipelines/{id}/questions/{qid}/answer.
 type AnswerRequest struct {
-	RunID  string `json:"-"`
-	GateID string `json:"-"`
 	// Option is the chosen option's 1-based position in the gate's
 	// choices (as GET …/questions lists them): it names exactly one option
 	// even when two share an accelerator key, so the dashboard's buttons
@@ -79,7 +78,6 @@ type AnswerRequest struct {
 	// Nonce names the posting of the gate the answer is for (as listed by
 	// GET …/questions); "" means the current one.
 	Nonce string `json:"nonce,omitempty"`
-	By    string `json:"-"`
 }
 
 // AnswerResult says whether the answer won, and how the gate stands now.
@@ -91,13 +89,6 @@ type AnswerResult struct {
 	// Message explains a refusal (who answered first, a stale nonce).
 	Message string `json:"message,omitempty"`
 }
-
-// Errors an Answer may wrap, each mapped to its HTTP status.
-var (
-	ErrUnknownGate   = errors.New("no such open gate")         // 404
-	ErrNotAllowed    = errors.New("not allowed")               // 403
-	ErrInvalidAnswer = errors.New("not an answer to the gate") // 422
-)
 
 // Options configure a Server.
 type Options struct {

@@ -7,7 +7,6 @@ package console
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -16,6 +15,9 @@ import (
 	"time"
 
 	"nanohost/internal/channels"
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runlog"
+	"nanohost/internal/runs"
 )
 
 // Chat is the console's only chat id.
@@ -50,7 +52,7 @@ type Console struct {
 
 type prompt struct {
 	msgID string
-	gate  channels.GatePrompt
+	gate  runs.Gate
 }
 
 // New returns a console reading in and writing out.
@@ -134,11 +136,11 @@ func (c *Console) interpret(line string) (channels.Inbound, bool) {
 			base.Kind, base.Gate, base.MsgID = channels.KindGateAnswer, &answer, p.msgID
 			return base, true
 		}
-		if channels.KeyShared(p.gate.Question, text) {
+		if p.gate.Question().KeyShared(text) {
 			c.printf("(%s is the key of more than one choice: type the choice's name)\n", text)
 			return channels.Inbound{}, false
 		}
-		c.printf("(type one of the keys above%s)\n", map[bool]string{true: ", or text to answer with it", false: ""}[channels.AcceptsText(p.gate.Question)])
+		c.printf("(type one of the keys above%s)\n", map[bool]string{true: ", or text to answer with it", false: ""}[p.gate.Question().AcceptsText()])
 		return channels.Inbound{}, false
 	}
 	base.Kind, base.MsgID = channels.KindMessage, c.messageID()
@@ -148,17 +150,17 @@ func (c *Console) interpret(line string) (channels.Inbound, bool) {
 // gateAnswer matches a typed line to a choice (its key, unless two
 // choices share it, or its name), or takes it as free text when the gate
 // accepts text.
-func gateAnswer(p channels.GatePrompt, text string) (channels.GateAnswer, bool) {
-	a := channels.GateAnswer{RunID: p.RunID, GateID: p.GateID, Nonce: p.Nonce}
-	q := p.Question
-	if channels.KeyShared(q, text) {
+func gateAnswer(g runs.Gate, text string) (runs.GateAnswer, bool) {
+	a := runs.GateAnswer{RunID: g.RunID, GateID: g.GateID, Nonce: g.Nonce}
+	q := g.Question()
+	if q.KeyShared(text) {
 		return a, false // the caller says to type the name instead
 	}
-	if i, ok := channels.OptionIndex(q, text); ok && !q.Options[i].Freeform {
+	if i, ok := engine.OptionIndex(q.Options, text); ok && !q.Options[i].Freeform {
 		a.Option = i + 1
 		return a, true
 	}
-	if channels.AcceptsText(p.Question) {
+	if q.AcceptsText() {
 		a.Text = text
 		return a, true
 	}
@@ -190,12 +192,12 @@ func (c *Console) Post(_ context.Context, chat, thread string, m channels.Messag
 	switch {
 	case m.Card != nil:
 		c.cards[id] = cardKey(*m.Card)
-		c.writeLocked(indent, channels.CardText(*m.Card))
+		c.writeLocked(indent, m.Card.Text())
 	case m.Gate != nil:
 		c.gates = append(c.gates, prompt{msgID: id, gate: *m.Gate})
-		c.writeLocked(indent, channels.PromptText(*m.Gate))
+		c.writeLocked(indent, runlog.PromptText(m.Gate.Question())+channels.LinksText(m.Links))
 	case m.Resolved != nil:
-		c.writeLocked(indent, channels.ResolutionText(*m.Resolved))
+		c.writeLocked(indent, m.Resolved.Text())
 	default:
 		c.writeLocked(indent, m.Text)
 		if m.Detail != "" {
@@ -220,44 +222,42 @@ func (c *Console) Update(_ context.Context, chat, msgID string, m channels.Messa
 			return nil
 		}
 		c.cards[msgID] = key
-		c.writeLocked("", channels.CardText(*m.Card))
+		c.writeLocked("", m.Card.Text())
 	case m.Resolved != nil:
 		c.gates = removePrompt(c.gates, msgID)
 		res := *m.Resolved
 		if res.By == User {
 			res.By = "you" // the person reading this typed the answer
 		}
-		c.writeLocked("  ", channels.ResolutionText(res))
+		c.writeLocked("  ", res.Text())
 	default:
 		c.writeLocked("  ", "(edited) "+m.Text)
 	}
 	return nil
 }
 
-// Ephemeral implements channels.Channel.
-func (c *Console) Ephemeral(_ context.Context, chat, _ string, text string) error {
+// Ephemeral implements channels.Channel: the console is one person's
+// terminal, so a reply to them is just printed.
+func (c *Console) Ephemeral(_ context.Context, chat, _, _ string, text string) error {
 	if !c.Owns(chat) {
 		return fmt.Errorf("console: chat %q is not the console (%q)", chat, Chat)
 	}
-	c.printf("(only you) %s\n", text)
+	c.printf("%s\n", text)
 	return nil
 }
 
-// AuthorizeGateAnswer implements channels.GateAuthorizer: whoever sits at
-// the console runs things locally and may answer its gates.
-func (c *Console) AuthorizeGateAnswer(_ context.Context, user string, _ channels.GateRef) error {
-	if user != User {
-		return errors.New("only the person at the console answers console gates")
-	}
-	return nil
+// Capabilities implements channels.Channel: the person reading is "you".
+func (c *Console) Capabilities() channels.Capabilities {
+	return channels.Capabilities{UserName: func(context.Context, string) string { return "you" }}
 }
+
+// Policy is the console's runs.Policy: whoever sits at the host's own
+// terminal runs it, and may do anything there.
+func Policy() runs.Policy { return runs.LocalOperator{User: User} }
 
 // Notice prints a line from the host itself (not part of any chat), such
 // as where the dashboard is once the host is ready.
 func (c *Console) Notice(text string) { c.printf("%s\n", text) }
-
-// UserName implements channels.UserNamer.
-func (c *Console) UserName(context.Context, string) string { return "you" }
 
 func (c *Console) printf(format string, args ...any) {
 	c.mu.Lock()
@@ -280,7 +280,7 @@ func ownMessage(id string) bool {
 }
 
 // cardKey is what makes a card edit worth printing: state and stage, not the clock.
-func cardKey(card channels.StatusCard) string {
+func cardKey(card runlog.Card) string {
 	return fmt.Sprintf("%s|%s|%d|%s", card.State, card.Current, card.Index, card.LastOutcome)
 }
 

@@ -4,26 +4,25 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"nanohost/internal/channels"
 	"nanohost/internal/channels/console"
-	"nanohost/internal/channels/gate"
-	"nanohost/internal/channels/report"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runlog"
+	"nanohost/internal/runs"
 )
 
-// terminal is a console wired to pipes, the way a person would use it.
+// terminal is a console wired to pipes, the way a person would use it;
+// what it delivers arrives on inbound.
 type terminal struct {
 	t       *testing.T
 	typing  *io.PipeWriter
 	screen  chan string
 	inbound chan channels.Inbound
 	con     *console.Console
-	desk    *gate.Desk
 }
 
 func newTerminal(t *testing.T, ctx context.Context) *terminal {
@@ -31,23 +30,14 @@ func newTerminal(t *testing.T, ctx context.Context) *terminal {
 	outR, outW := io.Pipe()
 	term := &terminal{t: t, typing: inW, screen: make(chan string, 1000), inbound: make(chan channels.Inbound, 10)}
 	term.con = console.New(inR, outW)
-	term.desk = gate.NewDesk(gate.NewMemBook(), slog.New(slog.DiscardHandler))
 	go func() {
 		sc := bufio.NewScanner(outR)
 		for sc.Scan() {
 			term.screen <- sc.Text()
 		}
 	}()
-	go func() {
-		_ = term.con.Run(ctx, func(in channels.Inbound) {
-			if in.Kind == channels.KindGateAnswer {
-				term.desk.HandleAnswer(ctx, term.con, in)
-				return
-			}
-			term.inbound <- in
-		})
-	}()
-	t.Cleanup(func() { inW.Close(); outW.Close(); term.desk.Wait() })
+	go func() { _ = term.con.Run(ctx, func(in channels.Inbound) { term.inbound <- in }) }()
+	t.Cleanup(func() { inW.Close(); outW.Close() })
 	return term
 }
 
@@ -76,18 +66,19 @@ func (term *terminal) waitFor(want string) []string {
 	}
 }
 
-// ask asks q at the console in the background; the answer arrives on the
-// returned channel.
-func (term *terminal) ask(ctx context.Context, q engine.Question) <-chan engine.Answer {
-	answers := make(chan engine.Answer, 1)
-	go func() {
-		a, _ := term.desk.Interviewer(gate.Target{Channel: term.con, Chat: console.Chat}).Ask(ctx, q)
-		answers <- a
-	}()
-	return answers
+// next is the next thing the console delivers to the host.
+func (term *terminal) next() channels.Inbound {
+	term.t.Helper()
+	select {
+	case in := <-term.inbound:
+		return in
+	case <-time.After(5 * time.Second):
+		term.t.Fatal("the console delivered nothing")
+		return channels.Inbound{}
+	}
 }
 
-func approvalQuestion(id string, freeform bool) engine.Question {
+func approvalGate(id string, freeform bool) runs.Gate {
 	q := engine.Question{
 		ID: id, RunID: "run-1", Stage: "review", Text: "Ship the RSI change?", Type: engine.QuestionMultipleChoice,
 		Options: []engine.Option{{Key: "A", Label: "[A] Approve", To: "ship"}, {Key: "R", Label: "[R] Reject", To: "fix"}},
@@ -95,45 +86,56 @@ func approvalQuestion(id string, freeform bool) engine.Question {
 	if freeform {
 		q.Options = append(q.Options, engine.Option{Label: "Other", To: "replan", Freeform: true})
 	}
-	return q
+	return runs.NewGate(q, "nonce-"+id, time.Now())
 }
 
-func TestConsoleGateEndToEnd(t *testing.T) {
+// show posts a gate's prompt as a run's thread does, returning its message id.
+func (term *terminal) show(ctx context.Context, g runs.Gate) string {
+	term.t.Helper()
+	card, err := term.con.Post(ctx, console.Chat, "", channels.Message{Text: "[Pipeline] Feature"})
+	if err != nil {
+		term.t.Fatal(err)
+	}
+	id, err := term.con.Post(ctx, console.Chat, card, channels.Message{Text: runlog.PromptText(g.Question()), Gate: &g})
+	if err != nil {
+		term.t.Fatal(err)
+	}
+	return id
+}
+
+// A prompt at the console is answered by typing a choice's key: the console
+// hands over an answer naming the option by its position and the posting
+// by its nonce, and prints how the gate ended once it is settled.
+func TestConsoleGateKeysAnswerThePrompt(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	term := newTerminal(t, ctx)
-	rep := report.Start(ctx, report.Config{Channel: term.con, Chat: console.Chat, RunID: "run-1", Pipeline: "Feature"})
-	ask := term.desk.Interviewer(gate.Target{Channel: term.con, Chat: console.Chat, Thread: rep, StartedBy: console.User})
-
-	answers := make(chan engine.Answer, 1)
-	go func() {
-		a, err := ask.Ask(ctx, approvalQuestion("review-1", false))
-		if err != nil {
-			t.Errorf("Ask: %v", err)
-		}
-		answers <- a
-	}()
-	term.waitFor("[Pipeline] Feature")
+	g := approvalGate("review-1", false)
+	msg := term.show(ctx, g)
 	term.waitFor("❓ Ship the RSI change?")
 	term.waitFor("[A] Approve   [R] Reject")
 
 	term.typeLine("maybe") // not a key: the console says what it wants
 	term.waitFor("(type one of the keys above)")
 	term.typeLine("r")
+	in := term.next()
+	want := runs.GateAnswer{RunID: "run-1", GateID: "review-1", Nonce: "nonce-review-1", Option: 2}
+	if in.Kind != channels.KindGateAnswer || in.Gate == nil || *in.Gate != want || in.User != console.User || in.MsgID != msg {
+		t.Fatalf("typed r: %+v; want the answer %+v to prompt %s", in, want, msg)
+	}
+	if who := in.Who(); who.Endpoint != "console" || who.User != console.User || who.Chat != console.Chat {
+		t.Errorf("the answer comes from %+v", who)
+	}
 
-	select {
-	case a := <-answers:
-		if a.Kind != engine.AnswerValue || a.Value != "R" || a.By != console.User {
-			t.Errorf("answer = %+v, want value R by %s", a, console.User)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the gate was never answered")
+	g.Status, g.Option, g.Answer, g.AnsweredBy, g.AnsweredAt = runs.GateAnswered, 2, "R", console.User, time.Now()
+	res := runlog.ResolutionOf(g, g.AnsweredBy, "")
+	if err := term.con.Update(ctx, console.Chat, msg, channels.Message{Text: res.Text(), Resolved: &res}); err != nil {
+		t.Fatal(err)
 	}
 	term.waitFor("✓ you chose [R] Reject")
-
 	// After the gate, a typed line is a plain message again.
 	term.typeLine("thanks")
-	if in := <-term.inbound; in.Kind != channels.KindMessage || in.Text != "thanks" {
+	if in := term.next(); in.Kind != channels.KindMessage || in.Text != "thanks" {
 		t.Errorf("after the gate, got %+v, want a plain message", in)
 	}
 }
@@ -142,25 +144,24 @@ func TestConsoleFreeformGateTakesText(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	term := newTerminal(t, ctx)
-	answers := term.ask(ctx, approvalQuestion("review-2", true))
+	term.show(ctx, approvalGate("review-2", true))
 	term.waitFor("Reply with text to answer Other")
 	term.typeLine("split it into two PRs")
-	a := <-answers
-	if a.Kind != engine.AnswerText || a.Text != "split it into two PRs" {
-		t.Errorf("answer = %+v, want the typed text", a)
+	if in := term.next(); in.Gate == nil || in.Gate.Text != "split it into two PRs" || in.Gate.Option != 0 {
+		t.Errorf("typed text: %+v, want it as the gate's text answer", in)
 	}
 }
 
-func TestConsoleGateTimesOut(t *testing.T) {
+func TestConsoleShowsATimeout(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	term := newTerminal(t, ctx)
-	ask := term.desk.Interviewer(gate.Target{Channel: term.con, Chat: console.Chat})
-	q := approvalQuestion("review-3", false)
-	q.TimeoutSeconds = 0.2
-	a, err := ask.Ask(ctx, q)
-	if err != nil || a.Kind != engine.AnswerTimeout {
-		t.Fatalf("Ask = %+v, %v; want a timeout answer", a, err)
+	g := approvalGate("review-3", false)
+	msg := term.show(ctx, g)
+	g.Status = runs.GateTimedOut
+	res := runlog.ResolutionOf(g, "", "")
+	if err := term.con.Update(ctx, console.Chat, msg, channels.Message{Text: res.Text(), Resolved: &res}); err != nil {
+		t.Fatal(err)
 	}
 	term.waitFor("⌛ Timed out.")
 }
@@ -172,7 +173,7 @@ func TestConsoleCommands(t *testing.T) {
 
 	term.typeLine("/pipeline run feature Add RSI --verbosity verbose")
 	in := <-term.inbound
-	want := channels.Command{Kind: channels.CmdRunNamed, Name: "feature", Goal: "Add RSI", Verbosity: channels.VerbosityVerbose}
+	want := channels.Command{Kind: channels.CmdRunNamed, Name: "feature", Goal: "Add RSI", Verbosity: runs.VerbosityVerbose}
 	if in.Kind != channels.KindCommand || in.Command == nil || *in.Command != want {
 		t.Fatalf("got %+v, want command %+v", in, want)
 	}
@@ -190,21 +191,20 @@ func TestConsoleCommands(t *testing.T) {
 
 // "Approve" and "Abort" both get the accelerator key A: typing A would not
 // say which is meant, so the console asks for the name, and the answer it
-// hands over names Abort alone (the engine would read a bare "A" as Approve).
+// hands over names Abort by its position.
 func TestConsoleSharedKeyAsksForTheName(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	term := newTerminal(t, ctx)
-	q := approvalQuestion("deploy-1", false)
-	q.Options = []engine.Option{{Key: "A", Label: "[A] Approve", To: "ship"}, {Key: "A", Label: "Abort", To: "stop"}}
-	answers := term.ask(ctx, q)
+	g := approvalGate("deploy-1", false)
+	g.Choices = []engine.Option{{Key: "A", Label: "[A] Approve", To: "ship"}, {Key: "A", Label: "Abort", To: "stop"}}
+	term.show(ctx, g)
 	term.waitFor("[A] Abort")
 	term.typeLine("a")
 	term.waitFor("(a is the key of more than one choice: type the choice's name)")
 	term.typeLine("abort")
-	a := <-answers
-	if a.Kind != engine.AnswerValue || a.Value != "Abort" {
-		t.Errorf("answer = %+v, want the value Abort (naming that option alone)", a)
+	if in := term.next(); in.Gate == nil || in.Gate.Option != 2 {
+		t.Errorf("typed abort: %+v, want option 2 (Abort)", in)
 	}
 }
 
@@ -219,7 +219,7 @@ func TestConsoleMessagesHaveIDsUniqueAcrossRestarts(t *testing.T) {
 		term := newTerminal(t, ctx)
 		for _, line := range []string{"hello", "hello"} {
 			term.typeLine(line)
-			in := <-term.inbound
+			in := term.next()
 			if in.Kind != channels.KindMessage || in.MsgID == "" {
 				t.Fatalf("console %d: %+v; want a message with an id", restart, in)
 			}

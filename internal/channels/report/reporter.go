@@ -1,7 +1,8 @@
 // Package report tells a run's story in one chat thread: a root status card
-// edited in place (at most about once a second), and the run's events
-// posted into the thread as its verbosity allows. It is channel-neutral:
-// give it any channels.Channel.
+// edited in place (at most about once a second), the run's events posted
+// into the thread as its verbosity allows, and its gates as prompts. It is
+// the chat side of runs.Thread, channel-neutral (any channels.Channel), and
+// words everything through runlog.
 package report
 
 import (
@@ -10,23 +11,23 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"nanohost/internal/channels"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/queue"
+	"nanohost/internal/runlog"
+	"nanohost/internal/runs"
 )
 
 // DefaultCardInterval is the least time between two edits of a status card:
 // Slack allows about one update per second per message before it throttles.
 const DefaultCardInterval = time.Second
 
-// Checkpoint is how far a reporter got: its root message and the last event
-// it delivered. The host persists it so a reporter started after a restart
-// continues the same thread without repeating messages.
-type Checkpoint struct {
-	RootID  string `json:"root_id"`
-	LastSeq int64  `json:"last_seq"`
-}
+// DefaultQueueSize bounds what a thread holds in memory: events beyond it
+// are read back from the store when the thread catches up.
+const DefaultQueueSize = 1024
 
 // Config configures a Reporter.
 type Config struct {
@@ -37,43 +38,54 @@ type Config struct {
 	Pipeline string // display name; PipelineStarted's label when empty
 	Goal     string
 	// Verbosity picks what is posted into the thread (default standard).
-	Verbosity channels.Verbosity
+	Verbosity runs.Verbosity
 	// LogRef tells people where the run's full logs are, for truncated text.
 	LogRef string
 
 	// Resume continues the thread of an earlier reporter of this run:
 	// events up to LastSeq are folded into the card but not posted again.
-	Resume Checkpoint
-	// OnCheckpoint is called after every event is dealt with, from the
+	Resume runs.Progress
+	// OnProgress is called after every event is dealt with, from the
 	// reporter's goroutine; it should be quick (persist and return).
-	OnCheckpoint func(Checkpoint)
+	OnProgress func(runs.Progress)
+	// Events reads the run's stored events: a resumed reporter replays
+	// them first (rebuilding the card, posting what was not delivered), and
+	// a reporter whose queue overflowed reads what it missed. Nil: the
+	// reporter knows only what it is told.
+	Events runs.EventSource
+	// GateLinks, when set, gives the links shown under each gate prompt,
+	// computed as it is posted (the run's changes since it started).
+	GateLinks func(ctx context.Context) []channels.Link
 
 	CardInterval time.Duration // default DefaultCardInterval
+	QueueSize    int           // default DefaultQueueSize
 	Logger       *slog.Logger
 }
 
-// Reporter posts one run's thread. OnEvent never blocks the engine: events
-// queue (without bound — a slow or rate-limited chat never loses thread
-// messages nor stalls the pipeline) and one goroutine posts them in order.
+// Reporter posts one run's thread. Tell never blocks the engine: events
+// queue (bounded — past the bound, the reporter reads the rest back from the
+// store), and one goroutine posts them in order.
 type Reporter struct {
-	cfg Config
-	log *slog.Logger
+	cfg   Config
+	log   *slog.Logger
+	queue *queue.Queue[item]
+	// behind is set when an event did not fit in the queue: the reporter
+	// reads what it missed from cfg.Events before anything else.
+	behind atomic.Bool
 
 	mu      sync.Mutex
-	queue   []item
+	cp      runs.Progress
 	closing bool
-	cp      Checkpoint
-	wake    chan struct{}
 	done    chan struct{}
 
 	rootReady chan struct{}
 	rootErr   error
 
 	// Owned by the run goroutine.
-	card      channels.StatusCard
-	started   time.Time
+	card      runlog.Card
 	cardDirty bool
 	lastEdit  time.Time
+	lastSeen  int64 // the highest event seq folded into the card
 	// startNodes are the start nodes seen; their checkpoints are noise.
 	startNodes map[string]bool
 	// held is set when a thread message could not be posted: no later
@@ -98,40 +110,90 @@ type postResult struct {
 	err error
 }
 
+var _ runs.Thread = (*Reporter)(nil)
+
 // Start posts the root status card (unless resuming) and starts delivering.
 // The reporter stops when ctx ends or after Close.
 func Start(ctx context.Context, cfg Config) *Reporter {
 	if cfg.CardInterval <= 0 {
 		cfg.CardInterval = DefaultCardInterval
 	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = DefaultQueueSize
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	r := &Reporter{
-		cfg:       cfg,
-		log:       cfg.Logger.With("run", cfg.RunID, "channel", cfg.Channel.Name(), "chat", cfg.Chat),
-		cp:        cfg.Resume,
-		wake:      make(chan struct{}, 1),
-		done:      make(chan struct{}),
-		rootReady: make(chan struct{}),
-		card: channels.StatusCard{
-			RunID: cfg.RunID, Pipeline: cfg.Pipeline, Goal: cfg.Goal, State: channels.RunRunning,
-		},
+		cfg:        cfg,
+		log:        cfg.Logger.With("run", cfg.RunID, "channel", cfg.Channel.Name(), "chat", cfg.Chat),
+		queue:      queue.New[item](cfg.QueueSize),
+		cp:         cfg.Resume,
+		done:       make(chan struct{}),
+		rootReady:  make(chan struct{}),
+		card:       runlog.NewCard(cfg.RunID, cfg.Pipeline, cfg.Goal),
 		startNodes: make(map[string]bool),
 	}
 	go r.run(ctx)
 	return r
 }
 
-// OnEvent queues an engine event (engine.Observer). It never blocks.
-func (r *Reporter) OnEvent(e engine.Event) { r.enqueue(item{event: &e}) }
+// Tell queues a stored event (runs.Thread). It never blocks: when the
+// queue is full the reporter falls behind and reads the event back from the
+// store later.
+func (r *Reporter) Tell(e engine.Event) {
+	if r.isClosing() {
+		r.log.Warn("report: event after close dropped", "seq", e.Seq)
+		return
+	}
+	if !r.queue.TryPush(item{event: &e}) && !r.behind.Swap(true) {
+		r.log.Warn("report: the thread is behind; it reads the rest of the run's events from the store", "seq", e.Seq)
+	}
+}
+
+// Ask posts a gate prompt after what was told before it (runs.Thread).
+func (r *Reporter) Ask(ctx context.Context, g runs.Gate) (string, error) {
+	var links []channels.Link
+	if r.cfg.GateLinks != nil {
+		links = r.cfg.GateLinks(ctx)
+	}
+	text := runlog.PromptText(g.Question()) + channels.LinksText(links)
+	return r.PostInThread(ctx, channels.Message{Text: text, Gate: &g, Links: links})
+}
+
+// Settle edits a settled gate's prompt to say how it ended (runs.Thread).
+func (r *Reporter) Settle(ctx context.Context, g runs.Gate, note string) error {
+	if g.MessageTS == "" {
+		return nil
+	}
+	res := runlog.ResolutionOf(g, g.AnsweredBy, note)
+	if err := r.cfg.Channel.Update(ctx, r.cfg.Chat, g.MessageTS, channels.Message{Text: res.Text(), Resolved: &res}); err != nil {
+		return fmt.Errorf("edit the prompt of gate %s: %w", g.GateID, err)
+	}
+	return nil
+}
+
+// Point posts text in another thread of the run's chat, once the run's
+// own thread exists (runs.Thread).
+func (r *Reporter) Point(ctx context.Context, thread, text string) error {
+	if _, err := r.Thread(ctx); err != nil {
+		return fmt.Errorf("point thread %s at the run: the run has no thread: %w", thread, err)
+	}
+	if _, err := r.cfg.Channel.Post(ctx, r.cfg.Chat, thread, channels.Message{Text: text}); err != nil {
+		return fmt.Errorf("point thread %s at the run: %w", thread, err)
+	}
+	return nil
+}
 
 // PostInThread posts m into the run's thread after everything queued
-// before it, and returns its message id (gate prompts use this).
+// before it, and returns its message id.
 func (r *Reporter) PostInThread(ctx context.Context, m channels.Message) (string, error) {
 	req := &postRequest{ctx: ctx, msg: m, result: make(chan postResult, 1)}
-	if !r.enqueue(item{post: req}) {
+	if r.isClosing() {
 		return "", errors.New("post in run thread: the reporter is closed")
+	}
+	if err := r.queue.Push(ctx, item{post: req}); err != nil {
+		return "", fmt.Errorf("post in run thread: %w", err)
 	}
 	select {
 	case res := <-req.result:
@@ -159,20 +221,21 @@ func (r *Reporter) Thread(ctx context.Context) (string, error) {
 	return r.cp.RootID, nil
 }
 
-// Checkpoint returns how far the reporter got.
-func (r *Reporter) Checkpoint() Checkpoint {
+// Progress returns how far the reporter got.
+func (r *Reporter) Progress() runs.Progress {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.cp
 }
 
-// Close delivers what is queued, edits the card a last time and stops. It
-// returns early with ctx's error if that takes too long.
+// Close delivers what is queued, edits the card a last time and stops
+// (runs.Thread). It returns early with ctx's error if that takes too long;
+// the reporter goes on until the context it was started with ends.
 func (r *Reporter) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closing = true
 	r.mu.Unlock()
-	r.signal()
+	r.queue.Close()
 	select {
 	case <-r.done:
 		return nil
@@ -181,47 +244,26 @@ func (r *Reporter) Close(ctx context.Context) error {
 	}
 }
 
-func (r *Reporter) enqueue(it item) bool {
-	r.mu.Lock()
-	if r.closing {
-		r.mu.Unlock()
-		r.log.Warn("report: event after close dropped", "seq", seqOf(it))
-		return false
-	}
-	r.queue = append(r.queue, it)
-	r.mu.Unlock()
-	r.signal()
-	return true
-}
-
-func seqOf(it item) int64 {
-	if it.event != nil {
-		return it.event.Seq
-	}
-	return 0
-}
-
-func (r *Reporter) signal() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (r *Reporter) take() (items []item, closing bool) {
+func (r *Reporter) isClosing() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	items, r.queue = r.queue, nil
-	return items, r.closing
+	return r.closing
 }
 
 func (r *Reporter) run(ctx context.Context) {
 	defer close(r.done)
 	r.postRoot(ctx)
+	if r.cp.LastSeq > 0 || r.cfg.Resume.RootID != "" {
+		r.behind.Store(true) // a resumed thread starts from the store
+	}
 	cardTimer := time.NewTimer(time.Hour)
 	cardTimer.Stop()
-	for {
-		items, closing := r.take()
+	for ctx.Err() == nil {
+		if r.behind.Swap(false) {
+			r.catchUp(ctx)
+			r.scheduleCard(ctx, cardTimer)
+		}
+		items := r.queue.TakeAll()
 		for _, it := range items {
 			if ctx.Err() != nil {
 				return
@@ -230,20 +272,35 @@ func (r *Reporter) run(ctx context.Context) {
 				r.scheduleCard(ctx, cardTimer)
 			}
 		}
-		if len(items) > 0 {
+		if len(items) > 0 || r.behind.Load() {
 			continue
 		}
-		if closing {
+		if r.isClosing() && r.queue.Len() == 0 {
 			r.flushCard(ctx)
 			return
 		}
 		select {
-		case <-r.wake:
+		case <-r.queue.Ready():
 		case <-cardTimer.C:
 			r.flushCard(ctx)
 		case <-ctx.Done():
-			return
 		}
+	}
+}
+
+// catchUp reads the events the reporter has not seen from the store and
+// deals with them in order.
+func (r *Reporter) catchUp(ctx context.Context) {
+	if r.cfg.Events == nil {
+		return
+	}
+	events, err := r.cfg.Events(ctx, r.lastSeen)
+	if err != nil {
+		r.log.Error("report: read the run's events from the store; the thread goes on with what it is told", "err", err)
+		return
+	}
+	for _, e := range events {
+		r.handleEvent(ctx, e)
 	}
 }
 
@@ -273,7 +330,7 @@ func (r *Reporter) tryRoot(ctx context.Context) bool {
 	cp := r.cp
 	r.mu.Unlock()
 	r.lastEdit = time.Now()
-	r.checkpointed(cp)
+	r.progressed(cp)
 	return true
 }
 
@@ -282,12 +339,30 @@ func (r *Reporter) tryRoot(ctx context.Context) bool {
 // is edited once the replay has caught up (not once per replayed event).
 func (r *Reporter) handle(ctx context.Context, it item) bool {
 	if it.post != nil {
+		if r.behind.Swap(false) {
+			r.catchUp(ctx) // what was told before the prompt goes first
+		}
 		id, err := r.postThread(it.post.ctx, it.post.msg)
 		it.post.result <- postResult{id, err}
 		return true
 	}
-	e := *it.event
-	r.fold(&e)
+	return r.handleEvent(ctx, *it.event)
+}
+
+func (r *Reporter) handleEvent(ctx context.Context, e engine.Event) bool {
+	if e.Seq > 0 && e.Seq <= r.lastSeen {
+		return false // read back from the store already
+	}
+	r.lastSeen = max(r.lastSeen, e.Seq)
+	if e.By != "" {
+		e.By = channels.UserName(ctx, r.cfg.Channel, e.By) // who cancelled, as people know them
+	}
+	if r.card.Apply(&e) {
+		r.cardDirty = true
+	}
+	if e.Type == engine.EventStageStarted && e.Data["handler"] == engine.TypeStart {
+		r.startNodes[e.NodeID] = true
+	}
 	r.mu.Lock()
 	already := e.Seq > 0 && e.Seq <= r.cp.LastSeq
 	r.mu.Unlock()
@@ -297,8 +372,7 @@ func (r *Reporter) handle(ctx context.Context, it item) bool {
 	if r.held {
 		return true // left for the next reporter
 	}
-	if m, ok := EventMessage(e, r.cfg.Verbosity); ok && !r.startCheckpoint(e) {
-		m.LogRef, m.RunID, m.Seq = r.cfg.LogRef, r.cfg.RunID, e.Seq
+	if m, ok := r.message(ctx, e); ok {
 		if _, err := r.postThread(ctx, m); err != nil {
 			// The channel retried what can be retried. Posting what
 			// follows would tell the story out of order, and moving the
@@ -316,22 +390,28 @@ func (r *Reporter) handle(ctx context.Context, it item) bool {
 		r.cp.LastSeq = e.Seq
 		cp := r.cp
 		r.mu.Unlock()
-		r.checkpointed(cp)
+		r.progressed(cp)
 	}
 	return true
 }
 
-// startCheckpoint reports whether e is the checkpoint after the start
-// node, which tells people nothing.
-func (r *Reporter) startCheckpoint(e engine.Event) bool {
-	return e.Type == engine.EventCheckpointSaved && r.startNodes[e.NodeID]
+// message is the thread message for e, if the thread shows it.
+func (r *Reporter) message(ctx context.Context, e engine.Event) (channels.Message, bool) {
+	if e.Type == engine.EventCheckpointSaved && r.startNodes[e.NodeID] {
+		return channels.Message{}, false // the checkpoint after the start node tells nothing
+	}
+	text, detail, ok := runlog.ThreadMessage(e, r.cfg.Verbosity)
+	if !ok {
+		return channels.Message{}, false
+	}
+	return channels.Message{Text: text, Detail: detail, LogRef: r.cfg.LogRef, RunID: r.cfg.RunID, Seq: e.Seq}, true
 }
 
 func (r *Reporter) postThread(ctx context.Context, m channels.Message) (string, error) {
-	if r.Checkpoint().RootID == "" && !r.tryRoot(ctx) {
+	if r.Progress().RootID == "" && !r.tryRoot(ctx) {
 		return "", fmt.Errorf("no thread to post in: %w", r.rootErrNow())
 	}
-	return r.cfg.Channel.Post(ctx, r.cfg.Chat, r.Checkpoint().RootID, m)
+	return r.cfg.Channel.Post(ctx, r.cfg.Chat, r.Progress().RootID, m)
 }
 
 func (r *Reporter) rootErrNow() error {
@@ -340,89 +420,9 @@ func (r *Reporter) rootErrNow() error {
 	return r.rootErr
 }
 
-func (r *Reporter) checkpointed(cp Checkpoint) {
-	if r.cfg.OnCheckpoint != nil {
-		r.cfg.OnCheckpoint(cp)
-	}
-}
-
-// fold updates the status card with e (every event, delivered before or
-// not, so a restarted reporter rebuilds the card from a replay). It also
-// fills in a run duration the engine left out.
-func (r *Reporter) fold(e *engine.Event) {
-	c := &r.card
-	changed := true
-	switch e.Type {
-	case engine.EventPipelineStarted, engine.EventPipelineResumed:
-		if c.Pipeline == "" {
-			c.Pipeline = e.Label
-		}
-		if c.Goal == "" && e.Type == engine.EventPipelineStarted {
-			c.Goal = e.Message
-		}
-		if r.started.IsZero() {
-			r.started = e.Time
-		}
-		if e.Total > 0 {
-			c.Total = e.Total
-		}
-		c.State, c.Reason = channels.RunRunning, "" // a resumed run is no longer interrupted
-	case engine.EventStageStarted:
-		if handler(*e) == "start" {
-			r.startNodes[e.NodeID] = true
-			changed = false
-			break
-		}
-		c.Current, c.Index = stageName(*e), e.Index
-		if e.Total > 0 {
-			c.Total = e.Total
-		}
-		c.State = channels.RunRunning
-	case engine.EventStageCompleted, engine.EventStageFailed:
-		if _, text, _ := describe(*e); text != "" {
-			c.LastOutcome = text
-		}
-		if e.Usage != nil {
-			c.CostUSD += e.Usage.CostUSD
-		}
-	case engine.EventInterviewStarted:
-		c.State = channels.RunWaiting
-		if e.Label != "" {
-			c.Current = e.Label
-		}
-	case engine.EventInterviewCompleted, engine.EventInterviewTimeout:
-		c.State = channels.RunRunning
-	case engine.EventPipelineCompleted, engine.EventPipelineFailed:
-		if e.Duration == 0 && !r.started.IsZero() && !e.Time.IsZero() {
-			e.Duration = e.Time.Sub(r.started)
-		}
-		if e.Usage != nil && e.Usage.CostUSD > 0 {
-			c.CostUSD = e.Usage.CostUSD
-		}
-		if Interrupted(*e) {
-			c.State, c.Reason = channels.RunInterrupted, "resumes when the host starts again"
-			break
-		}
-		c.Current = ""
-		c.State = channels.RunSucceeded
-		if e.Type == engine.EventPipelineFailed {
-			c.State, c.Reason = channels.RunFailed, e.Message
-			if cancelled, _ := e.Data["cancelled"].(bool); cancelled {
-				c.State = channels.RunCancelled
-			}
-		}
-	default:
-		changed = false
-	}
-	if changed {
-		r.cardDirty = true
-	}
-	if !r.started.IsZero() && !e.Time.IsZero() && e.Time.After(r.started) {
-		if e.Type == engine.EventPipelineCompleted || e.Type == engine.EventPipelineFailed {
-			c.Elapsed = e.Duration
-		} else {
-			c.Elapsed = e.Time.Sub(r.started)
-		}
+func (r *Reporter) progressed(cp runs.Progress) {
+	if r.cfg.OnProgress != nil {
+		r.cfg.OnProgress(cp)
 	}
 }
 
@@ -432,10 +432,8 @@ func (r *Reporter) scheduleCard(ctx context.Context, timer *time.Timer) {
 	if !r.cardDirty {
 		return
 	}
-	final := r.card.State == channels.RunSucceeded || r.card.State == channels.RunFailed || r.card.State == channels.RunCancelled ||
-		r.card.State == channels.RunInterrupted
 	wait := r.cfg.CardInterval - time.Since(r.lastEdit)
-	if wait <= 0 || final {
+	if wait <= 0 || r.card.Final() {
 		r.flushCard(ctx)
 		return
 	}
@@ -443,7 +441,7 @@ func (r *Reporter) scheduleCard(ctx context.Context, timer *time.Timer) {
 }
 
 func (r *Reporter) flushCard(ctx context.Context) {
-	root := r.Checkpoint().RootID
+	root := r.Progress().RootID
 	if !r.cardDirty || root == "" {
 		return
 	}
@@ -456,5 +454,5 @@ func (r *Reporter) flushCard(ctx context.Context) {
 
 func (r *Reporter) cardMessage() channels.Message {
 	card := r.card
-	return channels.Message{Text: channels.CardText(card), Card: &card}
+	return channels.Message{Text: card.Text(), Card: &card}
 }

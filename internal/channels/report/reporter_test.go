@@ -12,6 +12,8 @@ import (
 
 	"nanohost/internal/channels"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runlog"
+	"nanohost/internal/runs"
 )
 
 // flakyChat records thread posts and fails the ones it is told to.
@@ -20,13 +22,14 @@ type flakyChat struct {
 	fail   func(text string) bool
 	thread []string
 	roots  int
-	edits  []channels.StatusCard
+	edits  []runlog.Card
 }
 
-func (c *flakyChat) Name() string                                            { return "flaky" }
-func (c *flakyChat) Owns(string) bool                                        { return true }
-func (c *flakyChat) Run(context.Context, func(channels.Inbound)) error       { return nil }
-func (c *flakyChat) Ephemeral(context.Context, string, string, string) error { return nil }
+func (c *flakyChat) Name() string                                                    { return "flaky" }
+func (c *flakyChat) Owns(string) bool                                                { return true }
+func (c *flakyChat) Run(context.Context, func(channels.Inbound)) error               { return nil }
+func (c *flakyChat) Ephemeral(context.Context, string, string, string, string) error { return nil }
+func (c *flakyChat) Capabilities() channels.Capabilities                             { return channels.Capabilities{} }
 func (c *flakyChat) Update(_ context.Context, _, _ string, m channels.Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -75,26 +78,26 @@ func TestFailedPostHoldsTheCheckpointAndTheNextReporterGoesOn(t *testing.T) {
 	var mu sync.Mutex
 	var reported []int64
 	cfg := Config{
-		Channel: chat, Chat: "C1", RunID: "run-1", Verbosity: channels.VerbosityStandard, Logger: slog.New(slog.DiscardHandler),
-		OnCheckpoint: func(cp Checkpoint) { mu.Lock(); reported = append(reported, cp.LastSeq); mu.Unlock() },
+		Channel: chat, Chat: "C1", RunID: "run-1", Verbosity: runs.VerbosityStandard, Logger: slog.New(slog.DiscardHandler),
+		OnProgress: func(cp runs.Progress) { mu.Lock(); reported = append(reported, cp.LastSeq); mu.Unlock() },
 	}
 	r := Start(ctx, cfg)
 	for _, e := range evs {
-		r.OnEvent(e)
+		r.Tell(e)
 	}
 	closeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := r.Close(closeCtx); err != nil {
 		t.Fatal(err)
 	}
-	cp := r.Checkpoint()
+	cp := r.Progress()
 	if cp.LastSeq != 1 || cp.RootID != "root" {
 		t.Errorf("checkpoint after the failed post = %+v; want root and seq 1 (the last event delivered)", cp)
 	}
 	mu.Lock()
 	for _, seq := range reported {
 		if seq > 1 {
-			t.Errorf("OnCheckpoint was told seq %d, past the event that was not delivered", seq)
+			t.Errorf("OnProgress was told seq %d, past the event that was not delivered", seq)
 		}
 	}
 	mu.Unlock()
@@ -103,10 +106,10 @@ func TestFailedPostHoldsTheCheckpointAndTheNextReporterGoesOn(t *testing.T) {
 	}
 
 	chat.fail = nil
-	cfg.Resume, cfg.OnCheckpoint = cp, nil
+	cfg.Resume, cfg.OnProgress = cp, nil
 	again := Start(ctx, cfg)
 	for _, e := range evs {
-		again.OnEvent(e)
+		again.Tell(e)
 	}
 	if err := again.Close(closeCtx); err != nil {
 		t.Fatal(err)
@@ -118,7 +121,7 @@ func TestFailedPostHoldsTheCheckpointAndTheNextReporterGoesOn(t *testing.T) {
 	if chat.roots != 1 {
 		t.Errorf("%d status cards posted, want 1", chat.roots)
 	}
-	if cp := again.Checkpoint(); cp.LastSeq != 4 {
+	if cp := again.Progress(); cp.LastSeq != 4 {
 		t.Errorf("checkpoint after delivering everything = %+v, want seq 4", cp)
 	}
 }
@@ -135,14 +138,20 @@ func TestResumedReporterEditsTheCardOnceCaughtUp(t *testing.T) {
 		delivered[i+1].Seq = int64(i + 2)
 	}
 	chat := &flakyChat{}
+	stored := func(_ context.Context, after int64) ([]engine.Event, error) {
+		var out []engine.Event
+		for _, e := range delivered {
+			if e.Seq > after {
+				out = append(out, e)
+			}
+		}
+		return out, nil
+	}
 	r := Start(ctx, Config{
 		Channel: chat, Chat: "C1", RunID: "run-1", Logger: slog.New(slog.DiscardHandler),
-		Resume: Checkpoint{RootID: "root", LastSeq: 4}, CardInterval: time.Hour,
+		Resume: runs.Progress{RootID: "root", LastSeq: 4}, CardInterval: time.Hour, Events: stored,
 	})
-	for _, e := range delivered {
-		r.OnEvent(e)
-	}
-	r.OnEvent(engine.Event{Seq: 5, Type: engine.EventPipelineResumed, NodeID: "c"})
+	r.Tell(engine.Event{Seq: 5, Type: engine.EventPipelineResumed, NodeID: "c"})
 	closeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := r.Close(closeCtx); err != nil {
@@ -158,5 +167,68 @@ func TestResumedReporterEditsTheCardOnceCaughtUp(t *testing.T) {
 	}
 	if chat.roots != 0 || len(chat.thread) != 1 {
 		t.Errorf("resumed reporter posted %d cards and %q; want no new card and only the new event", chat.roots, chat.thread)
+	}
+}
+
+// slowChat holds every thread post until released.
+type slowChat struct {
+	flakyChat
+	release chan struct{}
+}
+
+func (c *slowChat) Post(ctx context.Context, chat, thread string, m channels.Message) (string, error) {
+	if thread != "" {
+		select {
+		case <-c.release:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	return c.flakyChat.Post(ctx, chat, thread, m)
+}
+
+// The thread's queue is bounded: a run that tells more than it holds while
+// the chat is slow loses nothing — the reporter reads what did not fit back
+// from the store, and the thread shows every event once, in order.
+func TestAThreadThatFallsBehindCatchesUpFromTheStore(t *testing.T) {
+	ctx := context.Background()
+	evs := stageEvents("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l")
+	chat := &slowChat{release: make(chan struct{})}
+	var reads int
+	var mu sync.Mutex
+	stored := func(_ context.Context, after int64) ([]engine.Event, error) {
+		mu.Lock()
+		reads++
+		mu.Unlock()
+		var out []engine.Event
+		for _, e := range evs {
+			if e.Seq > after {
+				out = append(out, e)
+			}
+		}
+		return out, nil
+	}
+	r := Start(ctx, Config{Channel: chat, Chat: "C1", RunID: "run-1", Verbosity: runs.VerbosityStandard,
+		QueueSize: 2, Events: stored, Logger: slog.New(slog.DiscardHandler)})
+	for _, e := range evs {
+		r.Tell(e) // most of these do not fit while the first post waits
+	}
+	close(chat.release)
+	closeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := r.Close(closeCtx); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"} {
+		want = append(want, fmt.Sprintf("→ %s (%d/12)", n, i+1))
+	}
+	if got := chat.posted(); !slices.Equal(got, want) {
+		t.Errorf("thread = %q\nwant %q (every event once, in order)", got, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if reads == 0 {
+		t.Error("the reporter never read from the store: the queue did not overflow, the test proves nothing")
 	}
 }

@@ -12,11 +12,11 @@ import (
 
 	"nanohost/internal/channels"
 	"nanohost/internal/channels/eventscript"
-	"nanohost/internal/channels/gate"
-	"nanohost/internal/channels/report"
 	"nanohost/internal/channels/slack"
 	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runlog"
+	"nanohost/internal/runs"
 )
 
 // Slack sometimes stores a message and still answers 5xx, fatal_error, or
@@ -39,13 +39,13 @@ func TestSlackNoDuplicatePostAfterAmbiguousFailure(t *testing.T) {
 			h := newHarness(t)
 			// The status card and the first two thread messages.
 			h.fake.Fail("chat.postMessage", 3, tc.fault)
-			r := h.startReporter(opsChat, "run-amb", channels.VerbosityStandard)
+			r := h.startReporter(opsChat, "run-amb", runs.VerbosityStandard)
 			feed(r, eventscript.FiveStageRun("run-amb", t0))
 			h.closeReporter(r)
 
 			root := h.runRoot(opsChat) // exactly one status card
-			if root.TS != r.Checkpoint().RootID {
-				t.Errorf("the reporter's root %s is not the card in Slack (%s)", r.Checkpoint().RootID, root.TS)
+			if root.TS != r.Progress().RootID {
+				t.Errorf("the reporter's root %s is not the card in Slack (%s)", r.Progress().RootID, root.TS)
 			}
 			if got := texts(h.fake.Thread(opsChat, root.TS)); !slices.Equal(got, standardThread) {
 				t.Errorf("thread:\n%s\nwant each message once:\n%s", strings.Join(got, "\n"), strings.Join(standardThread, "\n"))
@@ -68,8 +68,8 @@ func TestSlackNoDuplicatePostAfterAmbiguousFailure(t *testing.T) {
 				t.Errorf("%d gate prompts in the thread, want 1", prompts)
 			}
 			h.click(prompt, alice, "Approve")
-			if ans, _ := a.wait(t); ans.Value != "A" {
-				t.Errorf("answer = %+v, want A", ans)
+			if _, choice := a.wait(t); choice != "A" {
+				t.Errorf("answer = %q, want A", choice)
 			}
 			h.settledPrompt(prompt, "<@U0ALICE> chose")
 			if got := len(h.fake.TopLevel(opsChat)); got != 2 {
@@ -107,7 +107,7 @@ func TestSlackRateLimitedRetried(t *testing.T) {
 			if err := h.ch.Update(h.ctx, opsChat, ts, channels.Message{Text: "edited through the limit"}); err != nil {
 				t.Fatalf("Update: %v", err)
 			}
-			if err := h.ch.Ephemeral(h.ctx, opsChat, alice, "told through the limit"); err != nil {
+			if err := h.ch.Ephemeral(h.ctx, opsChat, "", alice, "told through the limit"); err != nil {
 				t.Fatalf("Ephemeral: %v", err)
 			}
 			if m, _ := h.fake.Message(opsChat, ts); m.Text != "edited through the limit" {
@@ -127,7 +127,7 @@ func TestSlackRateLimitedRetried(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
 		h.fake.RateLimit("users.info", 1, 0)
-		if got := h.ch.UserName(h.ctx, bob); got != "Bob" {
+		if got := channels.UserName(h.ctx, h.ch, bob); got != "Bob" {
 			t.Errorf("UserName through a 429 = %q, want Bob", got)
 		}
 	})
@@ -238,7 +238,9 @@ func TestSlackBlockKitLimits(t *testing.T) {
 			t.Errorf("a 75-character label became %q", b.Text)
 		}
 		h.click(prompt, alice, "[A] aaa")
-		a.wait(t)
+		if _, choice := a.wait(t); choice != "A" {
+			t.Errorf("answer = %q, want A", choice)
+		}
 	})
 
 	t.Run("past the limits", func(t *testing.T) {
@@ -301,8 +303,8 @@ func TestSlackBlockKitLimits(t *testing.T) {
 		if _, err := h.fake.ClickButton(opsChat, last.TS, alice, lastButton); err != nil {
 			t.Fatal(err)
 		}
-		if ans, err := a.wait(t); err != nil || ans.Value != "519" {
-			t.Fatalf("answer = %+v, %v; want 519, the last button of the last page", ans, err)
+		if in, choice := a.wait(t); choice != "519" || in.User != alice {
+			t.Fatalf("answer = %q by %s; want 519, the last button of the last page", choice, in.User)
 		}
 		h.settledPrompt(prompt, "<@U0ALICE> chose")
 		for _, page := range pages[1:] {
@@ -319,13 +321,13 @@ func TestSlackBlockKitLimits(t *testing.T) {
 	t.Run("cards and long text", func(t *testing.T) {
 		h := newHarness(t)
 		long := strings.Repeat("<long> & ", 2000)
-		card := channels.StatusCard{RunID: "run-card", Pipeline: long, Goal: long, State: channels.RunFailed, Current: long,
+		card := runlog.Card{RunID: "run-card", Pipeline: long, Goal: long, State: runs.Failed, Current: long,
 			Index: 1, Total: 2, LastOutcome: long, Reason: long, CostUSD: 1.5}
-		ts, err := h.ch.Post(h.ctx, opsChat, "", channels.Message{Text: channels.CardText(card), Card: &card})
+		ts, err := h.ch.Post(h.ctx, opsChat, "", channels.Message{Text: card.Text(), Card: &card})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.ch.Update(h.ctx, opsChat, ts, channels.Message{Text: channels.CardText(card), Card: &card}); err != nil {
+		if err := h.ch.Update(h.ctx, opsChat, ts, channels.Message{Text: card.Text(), Card: &card}); err != nil {
 			t.Fatal(err)
 		}
 		if m, _ := h.fake.Message(opsChat, ts); len(m.Blocks) == 0 {
@@ -338,7 +340,7 @@ func TestSlackBlockKitLimits(t *testing.T) {
 		if m, _ := h.fake.Message(opsChat, msg); len(m.Blocks) == 0 || textLen(m.Text) > 4000 {
 			t.Errorf("long text: %d blocks, text of %d characters", len(m.Blocks), textLen(m.Text))
 		}
-		if err := h.ch.Ephemeral(h.ctx, opsChat, alice, long); err != nil {
+		if err := h.ch.Ephemeral(h.ctx, opsChat, "", alice, long); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -346,14 +348,14 @@ func TestSlackBlockKitLimits(t *testing.T) {
 	t.Run("a refused prompt keeps its buttons", func(t *testing.T) {
 		h := newHarness(t)
 		h.fake.Fail("chat.postMessage", 1, slacktest.Fault{Error: "invalid_blocks"})
-		r := h.startReporter(opsChat, "run-refused-blocks", channels.VerbosityStandard)
+		r := h.startReporter(opsChat, "run-refused-blocks", runs.VerbosityStandard)
 		thread, err := r.Thread(h.ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		h.fake.Fail("chat.postMessage", 1, slacktest.Fault{Error: "invalid_blocks"})
 		q := reviewQuestion("run-refused-blocks", "review-1")
-		a := h.ask(h.ctx, gateTarget(h, r), q)
+		a := h.ask(r, opsChat, q)
 		prompt := h.promptIn(opsChat, thread, 1)
 		if n := len(prompt.Buttons()); n != 2 {
 			t.Fatalf("the fallback prompt has %d buttons, want 2", n)
@@ -361,8 +363,8 @@ func TestSlackBlockKitLimits(t *testing.T) {
 		if _, err := h.fake.Click(opsChat, prompt.TS, alice, prompt.Buttons()[1].ActionID); err != nil {
 			t.Fatal(err)
 		}
-		if ans, _ := a.wait(t); ans.Value != "R" {
-			t.Errorf("answer = %+v, want R", ans)
+		if _, choice := a.wait(t); choice != "R" {
+			t.Errorf("answer = %q, want R", choice)
 		}
 	})
 }
@@ -382,32 +384,30 @@ func TestSlackPrivateChannelsAndDMs(t *testing.T) {
 	inPolicy := withConfig(func(c *slack.Config) { c.Policy.Channels = append(c.Policy.Channels, private, dm) })
 
 	h := newHarness(t, addBoth, inPolicy)
-	if s := h.ch.State(); len(s.MissingScopes) != 0 || h.ch.ConnState() != "connected" {
-		t.Errorf("with the shipped manifest: state %q, missing scopes %v", h.ch.ConnState(), s.MissingScopes)
+	if s := h.ch.State(); len(s.MissingScopes) != 0 || connection(h.ch) != channels.Connected {
+		t.Errorf("with the shipped manifest: state %q, missing scopes %v", connection(h.ch), s.MissingScopes)
 	}
 	for _, chat := range []string{private, dm} {
-		r := h.startReporter(chat, "run-"+chat, channels.VerbosityStandard)
+		r := h.startReporter(chat, "run-"+chat, runs.VerbosityStandard)
 		thread, err := r.Thread(h.ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		target := gateTarget(h, r)
-		target.Chat = chat
-		a := h.ask(h.ctx, target, freeformQuestion("run-"+chat, "review-1"))
+		a := h.ask(r, chat, freeformQuestion("run-"+chat, "review-1"))
 		h.promptIn(chat, thread, 1)
 		if _, err := h.fake.Reply(chat, thread, alice, "only the docs, please"); err != nil {
 			t.Fatal(err)
 		}
-		if ans, _ := a.wait(t); ans.Kind != engine.AnswerText || ans.Text != "only the docs, please" {
-			t.Errorf("in %s: answer = %+v, want the thread reply", chat, ans)
+		if in, text := a.wait(t); in.Kind != channels.KindMessage || text != "only the docs, please" {
+			t.Errorf("in %s: answer = %+v, want the thread reply", chat, in)
 		}
-		b := h.ask(h.ctx, target, reviewQuestion("run-"+chat, "review-2"))
+		b := h.ask(r, chat, reviewQuestion("run-"+chat, "review-2"))
 		second := h.promptIn(chat, thread, 2)
 		if _, err := h.fake.ClickButton(chat, second.TS, alice, buttonLabeled(t, second, "Approve")); err != nil {
 			t.Fatal(err)
 		}
-		if ans, _ := b.wait(t); ans.Value != "A" {
-			t.Errorf("in %s: button answer = %+v", chat, ans)
+		if _, choice := b.wait(t); choice != "A" {
+			t.Errorf("in %s: button answer = %q", chat, choice)
 		}
 		h.fake.SlashCommand(chat, alice, "list")
 		if in := h.nextInbound(); in.Chat != chat || in.Command == nil || in.Command.Kind != channels.CmdList {
@@ -424,7 +424,7 @@ func TestSlackPrivateChannelsAndDMs(t *testing.T) {
 	stale := newHarness(t, addBoth, inPolicy, mayLose(),
 		withFake(func(f *slacktest.Server) { f.Install(old) }),
 		withConfig(func(c *slack.Config) { c.Logger = slogJSON(logs) }))
-	if got := stale.ch.ConnState(); got != "missing_scope" {
+	if got := connection(stale.ch); got != channels.MissingScope {
 		t.Errorf("health state %q with the old manifest, want missing_scope", got)
 	}
 	missing := stale.ch.State().MissingScopes
@@ -462,9 +462,7 @@ func textLen(s string) int {
 	return n
 }
 
-// gateTarget asks gates in r's thread in opsChat, for runs alice started.
-func gateTarget(h *harness, r *report.Reporter) gate.Target {
-	return gate.Target{Channel: h.ch, Chat: opsChat, Thread: r, StartedBy: alice}
-}
+// connection is the channel's state as health checks read it.
+func connection(ch *slack.Channel) channels.Connection { return ch.Capabilities().Connection() }
 
 func slogJSON(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }

@@ -1,7 +1,9 @@
 package slack_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -11,11 +13,11 @@ import (
 	"time"
 
 	"nanohost/internal/channels"
-	"nanohost/internal/channels/gate"
 	"nanohost/internal/channels/report"
 	"nanohost/internal/channels/slack"
 	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
 )
 
 const (
@@ -29,15 +31,13 @@ const (
 	waitLong  = 10 * time.Second
 )
 
-// harness is the real Slack channel connected to a fake Slack, with a
-// minimal host: gate answers and thread replies go to a gate.Desk,
-// everything else to the inbound channel.
+// harness is the real Slack channel connected to a fake Slack; everything
+// it delivers goes to the inbound channel.
 type harness struct {
 	t       *testing.T
 	ctx     context.Context
 	fake    *slacktest.Server
 	ch      *slack.Channel
-	desk    *gate.Desk
 	inbound chan channels.Inbound
 
 	mu sync.Mutex
@@ -45,6 +45,9 @@ type harness struct {
 	hostDelay time.Duration
 	// delivered counts what reached the host, by event id.
 	delivered map[string]int
+	// asked are the gates whose prompts the test posted: answers to them
+	// go there instead of to inbound (see gate_test.go).
+	asked []*asked
 }
 
 // harnessOption adjusts the channel's configuration or the fake Slack
@@ -112,7 +115,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, ctx: ctx, fake: fake, ch: ch, desk: gate.NewDesk(gate.NewMemBook(), cfg.Logger),
+	h := &harness{t: t, ctx: ctx, fake: fake, ch: ch,
 		inbound: make(chan channels.Inbound, 1000), delivered: make(map[string]int)}
 	runDone := make(chan error, 1)
 	go func() { runDone <- ch.Run(ctx, h.deliver) }()
@@ -121,7 +124,6 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		if err := <-runDone; err != nil {
 			t.Errorf("Run: %v", err)
 		}
-		h.desk.Wait()
 		ch.Close()
 		h.checkAcks()
 		for _, p := range fake.ProtocolErrors() {
@@ -134,7 +136,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		}
 		fake.Close()
 	})
-	eventually(t, "the channel connects to the fake Slack", func() bool { return ch.State().State == slack.StateConnected })
+	eventually(t, "the channel connects to the fake Slack", func() bool { return ch.State().State == channels.Connected })
 	return h
 }
 
@@ -150,21 +152,17 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// deliver is the minimal host.
+// deliver is the host: it takes what the channel delivers, as slow as
+// hostDelay says.
 func (h *harness) deliver(in channels.Inbound) {
 	h.mu.Lock()
 	delay := h.hostDelay
 	h.delivered[in.EventID]++
 	h.mu.Unlock()
 	time.Sleep(delay)
-	switch {
-	case in.Kind == channels.KindGateAnswer:
-		h.desk.HandleAnswer(h.ctx, h.ch, in)
+	if a := h.askedFor(in); a != nil {
+		a.answers <- in
 		return
-	case in.Kind == channels.KindMessage && in.Thread != "":
-		if h.desk.HandleReply(h.ctx, h.ch, in) {
-			return
-		}
 	}
 	h.inbound <- in
 }
@@ -236,7 +234,7 @@ func (h *harness) waitEphemeral(chat, user, want string) {
 }
 
 // startReporter starts a run's thread in chat.
-func (h *harness) startReporter(chat, runID string, v channels.Verbosity, opts ...func(*report.Config)) *report.Reporter {
+func (h *harness) startReporter(chat, runID string, v runs.Verbosity, opts ...func(*report.Config)) *report.Reporter {
 	cfg := report.Config{Channel: h.ch, Chat: chat, RunID: runID, Verbosity: v, LogRef: "logs/" + runID,
 		Logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
@@ -251,42 +249,6 @@ func (h *harness) closeReporter(r *report.Reporter) {
 	defer cancel()
 	if err := r.Close(ctx); err != nil {
 		h.t.Fatal(err)
-	}
-}
-
-// asked is a gate question being asked in the background.
-type asked struct {
-	answer chan engine.Answer
-	err    chan error
-}
-
-func (h *harness) ask(ctx context.Context, target gate.Target, q engine.Question) *asked {
-	a := &asked{answer: make(chan engine.Answer, 1), err: make(chan error, 1)}
-	go func() {
-		ans, err := h.desk.Interviewer(target).Ask(ctx, q)
-		a.answer <- ans
-		a.err <- err
-	}()
-	return a
-}
-
-func (a *asked) wait(t *testing.T) (engine.Answer, error) {
-	t.Helper()
-	select {
-	case ans := <-a.answer:
-		return ans, <-a.err
-	case <-time.After(waitLong):
-		t.Fatal("the gate was never settled")
-		return engine.Answer{}, nil
-	}
-}
-
-func (a *asked) pending(t *testing.T) {
-	t.Helper()
-	select {
-	case ans := <-a.answer:
-		t.Fatalf("the gate was settled (%+v, %v) but should still be open", ans, <-a.err)
-	case <-time.After(200 * time.Millisecond):
 	}
 }
 
@@ -330,4 +292,41 @@ func reviewQuestion(runID, gateID string) engine.Question {
 		ID: gateID, RunID: runID, Stage: "review", Text: "Ship the RSI change?", Type: engine.QuestionMultipleChoice,
 		Options: []engine.Option{{Key: "A", Label: "[A] Approve", To: "ship"}, {Key: "R", Label: "[R] Reject", To: "fix"}},
 	}
+}
+
+// logRecords collects JSON log records, safe for concurrent writers.
+type logRecords struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logRecords) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logRecords) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// find returns the records whose fields include every one of want.
+func (l *logRecords) find(want map[string]any) []map[string]any {
+	var out []map[string]any
+	for line := range strings.SplitSeq(l.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			continue
+		}
+		match := true
+		for k, v := range want {
+			match = match && rec[k] == v
+		}
+		if match {
+			out = append(out, rec)
+		}
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/frontend"
+	"nanohost/internal/runs"
 )
 
 // pastedDOT is a pipeline as Slack delivers it when pasted in a code fence
@@ -26,7 +27,7 @@ func TestSlashCommandsReachTheHostParsed(t *testing.T) {
 	if in.Kind != channels.KindCommand || in.Chat != opsChat || in.User != alice || in.Command == nil {
 		t.Fatalf("got %+v, want alice's command in %s", in, opsChat)
 	}
-	if in.Command.Kind != channels.CmdRunDOT || in.Command.Verbosity != channels.VerbosityVerbose {
+	if in.Command.Kind != channels.CmdRunDOT || in.Command.Verbosity != runs.VerbosityVerbose {
 		t.Errorf("command = %+v, want an inline run at verbose", *in.Command)
 	}
 	for _, want := range []string{`goal="Add RSI"`, "start -> done"} {
@@ -219,7 +220,7 @@ func TestRefusedTokensSayWhichSettingToFix(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Run = %v, want an error saying to %s", err, tc.want)
 			}
-			if got := ch.ConnState(); got != string(slack.StateInvalidAuth) {
+			if got := ch.Capabilities().Connection(); got != channels.InvalidAuth {
 				t.Errorf("health state after the refusal = %s, want invalid_auth", got)
 			}
 		})

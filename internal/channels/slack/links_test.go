@@ -7,18 +7,19 @@ import (
 
 	"nanohost/internal/channels"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
 )
 
 // A gate prompt's links show under its buttons: linked when they have an
 // http(s) URL, their text escaped, anything else shown as text only.
 func TestGatePromptShowsItsLinks(t *testing.T) {
-	p := channels.GatePrompt{RunID: "r", GateID: "g", Nonce: "n", Question: engine.Question{Text: "Ship it?",
-		Options: []engine.Option{{Key: "A", Label: "[A] Approve"}}},
-		Links: []channels.Link{
-			{Text: "Changes since the run started: 2 files (+4 −1)", URL: "https://nano.example.com/runs/r#changes"},
-			{Text: "<!channel> *bold*", URL: "javascript:alert(1)"},
-		}}
-	data, err := json.Marshal(renderPromptPages(p)[0].blocks)
+	p := runs.Gate{RunID: "r", GateID: "g", Nonce: "n", Text: "Ship it?",
+		Choices: []engine.Option{{Key: "A", Label: "[A] Approve"}}}
+	links := []channels.Link{
+		{Text: "Changes since the run started: 2 files (+4 −1)", URL: "https://nano.example.com/runs/r#changes"},
+		{Text: "<!channel> *bold*", URL: "javascript:alert(1)"},
+	}
+	data, err := json.Marshal(renderPromptPages(p, links)[0].blocks)
 	if err != nil {
 		t.Fatal(err)
 	}

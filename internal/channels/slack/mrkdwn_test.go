@@ -12,6 +12,7 @@ import (
 
 	"nanohost/internal/channels"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
 )
 
 func TestEscapeMrkdwnNeutralisesMarkup(t *testing.T) {
@@ -70,10 +71,9 @@ func TestMentionOnlyForUserIDs(t *testing.T) {
 func noGates(string) string { return "" }
 
 func TestGateButtonsRoundTripAndRejectTampering(t *testing.T) {
-	p := channels.GatePrompt{RunID: "run-1", GateID: "review-1", Nonce: "abc123"}
-	p.Question.Options = []engine.Option{{Key: "A", Label: "[A] Approve", To: "ship"}}
+	p := runs.Gate{RunID: "run-1", GateID: "review-1", Nonce: "abc123", Choices: []engine.Option{{Key: "A", Label: "[A] Approve", To: "ship"}}}
 	// Read the button back as Slack receives it.
-	raw, err := json.Marshal(renderPromptPages(p)[0].blocks)
+	raw, err := json.Marshal(renderPromptPages(p, nil)[0].blocks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestGateButtonsRoundTripAndRejectTampering(t *testing.T) {
 		}
 	}
 	got, ok := decodeGateAction(actionID, value, noGates)
-	if !ok || got != (channels.GateAnswer{RunID: "run-1", GateID: "review-1", Nonce: "abc123", Option: 1}) {
+	if !ok || got != (runs.GateAnswer{RunID: "run-1", GateID: "review-1", Nonce: "abc123", Option: 1}) {
 		t.Fatalf("decode(%q, %q) = %+v, %v", actionID, value, got, ok)
 	}
 	if _, ok := decodeGateAction(actionID, strings.Replace(value, "abc123", "zzz999", 1), noGates); ok {
@@ -119,24 +119,23 @@ func BenchmarkRenderLongAgentText(b *testing.B) {
 // 520 choices with long labels over three messages, a long question, node
 // id and approvers list, all held to Block Kit's limits.
 func BenchmarkRenderHugeGatePrompt(b *testing.B) {
-	p := channels.GatePrompt{RunID: "run-1", GateID: strings.Repeat("deploy<&>", 400), Nonce: "abc123"}
-	p.Question.Text = strings.Repeat("Ship it to <everyone> & everything? ", 200)
-	p.Question.Approvers = strings.Repeat("U0PEOPLE001,", 300)
+	p := runs.Gate{RunID: "run-1", GateID: strings.Repeat("deploy<&>", 400), Nonce: "abc123"}
+	p.Text = strings.Repeat("Ship it to <everyone> & everything? ", 200)
+	p.Approvers = strings.Repeat("U0PEOPLE001,", 300)
 	for i := range 520 {
-		p.Question.Options = append(p.Question.Options, engine.Option{Key: strconv.Itoa(i),
+		p.Choices = append(p.Choices, engine.Option{Key: strconv.Itoa(i),
 			Label: fmt.Sprintf("[%d] region %d %s", i, i, strings.Repeat("with a long explanation ", 20))})
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		renderPromptPages(p)
+		renderPromptPages(p, nil)
 	}
 }
 
 // A button's value carries the gate id while it fits Slack's 2,000
 // characters, and leaves it out (the channel remembers it) past that.
 func TestButtonValueAtTheLimit(t *testing.T) {
-	p := channels.GatePrompt{RunID: "run-1", Nonce: "abc123"}
-	p.Question.Options = []engine.Option{{Key: "A", Label: "Approve"}}
+	p := runs.Gate{RunID: "run-1", Nonce: "abc123", Choices: []engine.Option{{Key: "A", Label: "Approve"}}}
 	base := len(buttonValue(p, 1, true))
 	p.GateID = strings.Repeat("g", maxButtonValue-base-len(`,"g":""`))
 	if v := buttonValue(p, 1, !longGateID(p)); len(v) != maxButtonValue || !strings.Contains(v, p.GateID) {

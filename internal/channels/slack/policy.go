@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"nanohost/internal/channels"
+	"nanohost/internal/runs"
 )
 
 // DefaultGroupCacheTTL is how long user group memberships are trusted
@@ -127,7 +128,8 @@ var (
 	errNotStarter = errors.New("you are not allowed to start or change runs here (slack.policy.starters)")
 )
 
-// mayChange decides whether user may start, resume or cancel a run in chat.
+// mayChange decides, as a command arrives, whether user may start, resume
+// or cancel a run in chat: refused commands are answered in the ack.
 func (a *authorizer) mayChange(ctx context.Context, user, chat string, cmd channels.Command) error {
 	err := a.checkChange(ctx, user, chat)
 	a.logDecision("change_run", err, "user", user, "chat", chat, "command", string(cmd.Kind), "run", cmd.RunID)
@@ -148,10 +150,10 @@ func (a *authorizer) checkChange(ctx context.Context, user, chat string) error {
 	return nil
 }
 
-// mayRegister decides whether user may register a group from chat (the
+// MayRegister decides whether user may register a group from chat (the
 // main group's /register): the same people who may start runs, since a
 // registered group gets its own agent, workspace and containers.
-func (a *authorizer) mayRegister(ctx context.Context, user, chat string) error {
+func (a *authorizer) MayRegister(ctx context.Context, user, chat string) error {
 	err := a.checkChange(ctx, user, chat)
 	if errors.Is(err, errNotStarter) {
 		err = errors.New("you are not allowed to register groups (only slack.policy.starters may)")
@@ -160,18 +162,27 @@ func (a *authorizer) mayRegister(ctx context.Context, user, chat string) error {
 	return err
 }
 
-// mayAnswer decides whether user may answer gate g.
-func (a *authorizer) mayAnswer(ctx context.Context, user string, g channels.GateRef) error {
-	err := a.checkAnswer(ctx, user, g)
-	a.logDecision("answer_gate", err, "user", user, "chat", g.Chat, "run", g.RunID, "gate", g.GateID, "choice", g.Choice)
+// MayControl implements runs.Policy: who may start, cancel and resume runs
+// in a channel (slack.policy.channels and .starters).
+func (a *authorizer) MayControl(ctx context.Context, who runs.Principal, chat string) error {
+	err := a.checkChange(ctx, who.User, chat)
+	a.logDecision("change_run", err, "user", who.User, "chat", chat)
 	return err
 }
 
-func (a *authorizer) checkAnswer(ctx context.Context, user string, g channels.GateRef) error {
-	if !a.chatAllowed(g.Chat) {
+// MayAnswer implements runs.Policy: who may answer gate g of run
+// (slack.policy.approvers, the gate's approvers, prevent_self_approval).
+func (a *authorizer) MayAnswer(ctx context.Context, who runs.Principal, run runs.Run, g runs.Gate, option int) error {
+	err := a.checkAnswer(ctx, who.User, run, g)
+	a.logDecision("answer_gate", err, "user", who.User, "chat", run.ChatID, "run", g.RunID, "gate", g.GateID, "option", option)
+	return err
+}
+
+func (a *authorizer) checkAnswer(ctx context.Context, user string, run runs.Run, g runs.Gate) error {
+	if !a.chatAllowed(run.ChatID) {
 		return errors.New("nanohost is not enabled in this channel (slack.policy.channels)")
 	}
-	if a.policy.PreventSelfApproval && g.StartedBy != "" && user == g.StartedBy {
+	if a.policy.PreventSelfApproval && run.StartedBy != "" && user == run.StartedBy {
 		return errors.New("you started this run, and self-approval is turned off (slack.policy.prevent_self_approval): someone else has to answer")
 	}
 	ok, err := a.inAny(ctx, user, a.policy.Approvers)

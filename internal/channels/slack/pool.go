@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"nanohost/internal/channels"
 	"time"
 
 	"github.com/slack-go/slack/socketmode"
@@ -247,7 +248,7 @@ func (p *pool) ended(s *socket, st *sockState, err error) {
 	default:
 		p.c.log.Warn("slack: socket mode connection lost; opening another", "socket", s.id, "err", err, "open", p.up())
 		if p.up() == 0 {
-			p.c.setState(StateConnecting, err)
+			p.c.setState(channels.Connecting, err)
 		}
 	}
 }
@@ -262,10 +263,10 @@ func (p *pool) openFailed(ctx context.Context, err error) error {
 	case failCanceled:
 		return nil
 	case failAuth:
-		p.c.setState(StateInvalidAuth, err)
+		p.c.setState(channels.InvalidAuth, err)
 		return fmt.Errorf("slack: Socket Mode refused the app token (%w): check slack.app_token (xapp-…, connections:write)", err)
 	case failScope:
-		p.c.setState(StateMissingScope, err)
+		p.c.setState(channels.MissingScope, err)
 		return fmt.Errorf("slack: the app token cannot open Socket Mode connections (%w): generate an app-level token with the connections:write scope (Basic Information → App-Level Tokens) and set slack.app_token", err)
 	case failLinkDisabled:
 		p.disableLink()
@@ -284,7 +285,7 @@ func (p *pool) failedAttempt(err error) {
 	p.c.log.Warn("slack: could not open a socket mode connection; retrying", "err", err, "wait", time.Until(p.retryAt).Round(time.Millisecond))
 	p.backoff = min(p.backoff*2, p.c.cfg.Send.MaxBackoff)
 	if p.up() == 0 {
-		p.c.setState(StateConnecting, err)
+		p.c.setState(channels.Connecting, err)
 	}
 }
 
@@ -298,7 +299,7 @@ func (p *pool) disableLink() {
 	p.linkDisabled = true
 	p.closeAll()
 	p.retryAt = time.Now().Add(p.c.cfg.Send.MaxBackoff)
-	p.c.setState(StateLinkDisabled, errors.New("link_disabled: Socket Mode is turned off in the app's settings"))
+	p.c.setState(channels.LinkDisabled, errors.New("link_disabled: Socket Mode is turned off in the app's settings"))
 }
 
 func (p *pool) closeAll() {
@@ -326,10 +327,10 @@ func (p *pool) publish() {
 	p.c.setSockets(n)
 	switch {
 	case n > 0:
-		p.c.setState(StateConnected, nil)
+		p.c.setState(channels.Connected, nil)
 	case p.linkDisabled:
-		p.c.setState(StateLinkDisabled, nil)
+		p.c.setState(channels.LinkDisabled, nil)
 	default:
-		p.c.setState(StateConnecting, nil)
+		p.c.setState(channels.Connecting, nil)
 	}
 }

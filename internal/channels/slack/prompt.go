@@ -62,7 +62,7 @@ func (c *Channel) postPrompt(ctx context.Context, chat, thread string, m channel
 	if longGateID(p) {
 		c.rememberGate(p.Nonce, p.GateID)
 	}
-	pages := renderPromptPages(p)
+	pages := renderPromptPages(p, m.Links)
 	label := c.postLabel(m)
 	out := c.outboxFor(chat)
 	ts, err := out.do(ctx, &op{kind: opPost, chat: chat, thread: thread, msg: pages[0], label: label})
@@ -90,9 +90,9 @@ func (c *Channel) postPrompt(ctx context.Context, chat, thread string, m channel
 }
 
 // settleFollowUps takes the buttons off a settled prompt's follow-up pages.
-func (c *Channel) settleFollowUps(ctx context.Context, chat, ts string, r channels.GateResolution) {
+func (c *Channel) settleFollowUps(ctx context.Context, chat, ts string) {
 	for _, page := range c.takeFollowUps(chat, ts) {
-		if _, err := c.outboxFor(chat).do(ctx, &op{kind: opUpdate, chat: chat, ts: page, msg: renderSettledPage(r)}); err != nil {
+		if _, err := c.outboxFor(chat).do(ctx, &op{kind: opUpdate, chat: chat, ts: page, msg: renderSettledPage()}); err != nil {
 			c.log.Warn("slack: edit a settled prompt's page", "chat", chat, "msg", page, "err", err)
 		}
 	}

@@ -11,6 +11,9 @@ import (
 	slackgo "github.com/slack-go/slack"
 
 	"nanohost/internal/channels"
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runlog"
+	"nanohost/internal/runs"
 )
 
 // gateActionPrefix starts the action_id of every gate button.
@@ -35,7 +38,7 @@ func render(m channels.Message) rendered {
 	case m.Card != nil:
 		r = renderCard(*m.Card)
 	case m.Gate != nil:
-		r = renderPromptPages(*m.Gate)[0]
+		r = renderPromptPages(*m.Gate, m.Links)[0]
 	case m.Resolved != nil:
 		r = renderResolution(*m.Resolved)
 	default:
@@ -85,20 +88,20 @@ func quoteLines(escaped string) string {
 	return "&gt; " + strings.ReplaceAll(escaped, "\n", "\n&gt; ")
 }
 
-func renderCard(c channels.StatusCard) rendered {
-	blocks := []slackgo.Block{slackgo.NewHeaderBlock(plain(channels.CardTitle(c), maxHeaderText))}
+func renderCard(c runlog.Card) rendered {
+	blocks := []slackgo.Block{slackgo.NewHeaderBlock(plain(c.Title(), maxHeaderText))}
 	if c.Goal != "" {
 		blocks = append(blocks, section(escapeLimited("Goal: "+c.Goal, maxSectionText, "…")))
 	}
-	fields := []*slackgo.TextBlockObject{mrkdwn("*Status*\n" + escapeMrkdwn(channels.StateText(c.State)))}
+	fields := []*slackgo.TextBlockObject{mrkdwn("*Status*\n" + escapeMrkdwn(runlog.StateText(c.State)))}
 	if c.Current != "" {
-		fields = append(fields, mrkdwn("*Stage*\n"+escapeLimited(channels.Progress(c.Current, c.Index, c.Total), maxFieldText-20, "…")))
+		fields = append(fields, mrkdwn("*Stage*\n"+escapeLimited(runlog.Progress(c.Current, c.Index, c.Total), maxFieldText-20, "…")))
 	}
-	fields = append(fields, mrkdwn("*Elapsed*\n"+channels.FormatDuration(c.Elapsed)))
+	fields = append(fields, mrkdwn("*Elapsed*\n"+runlog.Duration(c.Elapsed)))
 	if c.LastOutcome != "" {
 		fields = append(fields, mrkdwn("*Last*\n"+escapeLimited(c.LastOutcome, maxFieldText-20, "…")))
 	}
-	if cost := channels.FormatCost(c.CostUSD); cost != "" {
+	if cost := runlog.Cost(c.CostUSD); cost != "" {
 		fields = append(fields, mrkdwn("*Cost*\n"+cost))
 	}
 	if c.Reason != "" {
@@ -106,7 +109,7 @@ func renderCard(c channels.StatusCard) rendered {
 	}
 	blocks = append(blocks, slackgo.NewSectionBlock(nil, fields, nil))
 	blocks = append(blocks, slackgo.NewContextBlock("", mrkdwn("run `"+escapeMrkdwn(c.RunID)+"` · details in this thread")))
-	return rendered{text: escapeLimited(channels.CardText(c), maxMessageText, "…"), blocks: blocks}
+	return rendered{text: escapeLimited(c.Text(), maxMessageText, "…"), blocks: blocks}
 }
 
 // gateButton is what a gate button carries in its value: enough to match a
@@ -140,10 +143,10 @@ const (
 // renderPromptPages renders a gate prompt: the question, a button per
 // choice (25 to an actions block), and notes on how else to answer. Choices
 // beyond one message's capacity go to follow-up pages.
-func renderPromptPages(p channels.GatePrompt) []rendered {
-	q := p.Question
+func renderPromptPages(p runs.Gate, links []channels.Link) []rendered {
+	q := p.Question()
 	question := escapeLimited("❓ "+q.Text, maxSectionText, "…")
-	notes := promptNotes(p)
+	notes := promptNotes(q, links)
 	var choices []int
 	for i, o := range q.Options {
 		if !o.Freeform {
@@ -187,12 +190,12 @@ func labelBudget(budget, n int) int {
 
 // promptButtons renders the buttons of the options at positions choices,
 // in actions blocks of 25, labels cut to label characters.
-func promptButtons(p channels.GatePrompt, choices []int, page, label int) []slackgo.Block {
+func promptButtons(p runs.Gate, choices []int, page, label int) []slackgo.Block {
 	keepGate := !longGateID(p)
 	var buttons []slackgo.BlockElement
 	for _, i := range choices {
-		o := p.Question.Options[i]
-		text := channels.OptionText(o.Label, o.Key)
+		o := p.Choices[i]
+		text := runlog.OptionText(o.Label, o.Key)
 		if strings.TrimSpace(text) == "" {
 			text = fmt.Sprintf("Choice %d", i+1)
 		}
@@ -216,7 +219,7 @@ func promptButtons(p channels.GatePrompt, choices []int, page, label int) []slac
 
 // buttonValue is a button's value, within Slack's 2,000 characters: the gate
 // id is left out when it would not fit (see gateButton).
-func buttonValue(p channels.GatePrompt, option int, keepGate bool) string {
+func buttonValue(p runs.Gate, option int, keepGate bool) string {
 	b := gateButton{Run: p.RunID, Nonce: p.Nonce, Option: option}
 	if keepGate {
 		b.Gate = p.GateID
@@ -227,18 +230,17 @@ func buttonValue(p channels.GatePrompt, option int, keepGate bool) string {
 
 // longGateID reports whether p's gate id does not fit in its buttons'
 // values (measured with the widest option number).
-func longGateID(p channels.GatePrompt) bool {
+func longGateID(p runs.Gate) bool {
 	if len(p.GateID) < maxButtonValue/6-100 { // even if every byte were escaped as \uXXXX
 		return false
 	}
-	value, _ := json.Marshal(gateButton{Run: p.RunID, Gate: p.GateID, Nonce: p.Nonce, Option: len(p.Question.Options)})
+	value, _ := json.Marshal(gateButton{Run: p.RunID, Gate: p.GateID, Nonce: p.Nonce, Option: len(p.Choices)})
 	return len(value) > maxButtonValue
 }
 
 // promptNotes says how else a gate is answered, when it times out, who
 // may answer and where to look (its links), within maxNoteText.
-func promptNotes(p channels.GatePrompt) string {
-	q := p.Question
+func promptNotes(q engine.Question, links []channels.Link) string {
 	var notes []string
 	freeform := ""
 	buttons := 0
@@ -249,7 +251,7 @@ func promptNotes(p channels.GatePrompt) string {
 			buttons++
 		}
 	}
-	if freeform != "" || (buttons == 0 && channels.AcceptsText(q)) {
+	if freeform != "" || (buttons == 0 && q.AcceptsText()) {
 		hint := "Reply in this thread with text to answer"
 		if freeform != "" {
 			hint += " *" + escapeLimited(freeform, 200, "…") + "*"
@@ -257,12 +259,12 @@ func promptNotes(p channels.GatePrompt) string {
 		notes = append(notes, hint+".")
 	}
 	if q.TimeoutSeconds > 0 {
-		notes = append(notes, "Times out in "+channels.FormatDuration(time.Duration(q.TimeoutSeconds*float64(time.Second)))+".")
+		notes = append(notes, "Times out in "+runlog.Duration(time.Duration(q.TimeoutSeconds*float64(time.Second)))+".")
 	}
 	if q.Approvers != "" {
 		notes = append(notes, "Approvers: "+renderPrincipals(q.Approvers, maxNoteText-600)+".")
 	}
-	for _, l := range p.Links {
+	for _, l := range links {
 		notes = append(notes, renderLink(l))
 	}
 	return strings.Join(notes, " ")
@@ -307,17 +309,20 @@ func renderPrincipals(list string, limit int) string {
 	return strings.Join(out, ", ")
 }
 
-func renderResolution(r channels.GateResolution) rendered {
-	q := r.Prompt.Question
+func renderResolution(r runlog.Resolution) rendered {
+	q := r.Question
 	var outcome string
-	switch r.Outcome {
-	case channels.GateAnswered:
+	switch r.State {
+	case runs.GateAnswered:
 		what := "*" + escapeLimited(r.Choice, 200, "…") + "*"
-		if r.Text != "" {
-			what += ": " + escapeLimited(r.Text, maxSectionText-400, "…")
+		switch {
+		case r.Answer != "" && r.Choice == "":
+			what = escapeLimited(fmt.Sprintf("%q", r.Answer), maxSectionText-400, "…")
+		case r.Answer != "":
+			what += ": " + escapeLimited(r.Answer, maxSectionText-400, "…")
 		}
 		outcome = fmt.Sprintf("✓ %s chose %s · %s", mention(r.By), what, r.At.UTC().Format("2006-01-02 15:04 UTC"))
-	case channels.GateTimedOut:
+	case runs.GateTimedOut:
 		outcome = "⌛ Timed out. " + escapeLimited(r.Note, 1000, "…")
 	default:
 		outcome = "⊘ " + escapeLimited(r.Note, 1000, "…")
@@ -326,12 +331,12 @@ func renderResolution(r channels.GateResolution) rendered {
 		section(escapeLimited("❓ "+q.Text, maxSectionText, "…")),
 		section(outcome),
 	}
-	return rendered{text: escapeLimited(channels.ResolutionText(r), maxMessageText, "…"), blocks: blocks}
+	return rendered{text: escapeLimited(r.Text(), maxMessageText, "…"), blocks: blocks}
 }
 
 // renderSettledPage replaces a follow-up page of a settled prompt's
 // buttons.
-func renderSettledPage(r channels.GateResolution) rendered {
+func renderSettledPage() rendered {
 	text := "These choices belong to the prompt above, which is settled."
 	return fit(rendered{text: text, blocks: []slackgo.Block{slackgo.NewContextBlock("", mrkdwn(text))}})
 }
@@ -339,10 +344,10 @@ func renderSettledPage(r channels.GateResolution) rendered {
 // decodeGateAction reads a gate button click; ok is false for buttons that
 // are not gate buttons or whose action_id and value disagree. gateOf
 // recalls a gate id left out of the value (see gateButton).
-func decodeGateAction(actionID, value string, gateOf func(nonce string) string) (channels.GateAnswer, bool) {
+func decodeGateAction(actionID, value string, gateOf func(nonce string) string) (runs.GateAnswer, bool) {
 	rest, isGate := strings.CutPrefix(actionID, gateActionPrefix)
 	if !isGate {
-		return channels.GateAnswer{}, false
+		return runs.GateAnswer{}, false
 	}
 	nonce, _, _ := strings.Cut(rest, ".")
 	var b gateButton
@@ -350,9 +355,9 @@ func decodeGateAction(actionID, value string, gateOf func(nonce string) string) 
 		b.Gate = gateOf(nonce)
 	}
 	if b.Nonce != nonce || b.Run == "" || b.Gate == "" || b.Option < 0 || (b.Option == 0 && b.Choice == "") {
-		return channels.GateAnswer{}, false
+		return runs.GateAnswer{}, false
 	}
-	return channels.GateAnswer{RunID: b.Run, GateID: b.Gate, Nonce: b.Nonce, Option: b.Option, Choice: b.Choice}, true
+	return runs.GateAnswer{RunID: b.Run, GateID: b.Gate, Nonce: b.Nonce, Option: b.Option, Choice: b.Choice}, true
 }
 
 func nonEmpty(s string) string {

@@ -34,8 +34,8 @@ func (c *Channel) Run(ctx context.Context, deliver func(channels.Inbound)) error
 		c.mu.Lock()
 		c.running = false
 		c.status.Open = 0
-		if s := c.status.State; s != StateInvalidAuth && s != StateMissingScope { // refusals stay visible to health checks
-			c.status.State, c.status.Since = StateDisconnected, time.Now()
+		if s := c.status.State; s != channels.InvalidAuth && s != channels.MissingScope { // refusals stay visible to health checks
+			c.status.State, c.status.Since = channels.Disconnected, time.Now()
 		}
 		c.mu.Unlock()
 	}()
@@ -76,10 +76,10 @@ func (c *Channel) identify(ctx context.Context) error {
 		case kind == failCanceled:
 			return nil
 		case !kind.retryable():
-			c.setState(StateInvalidAuth, err)
+			c.setState(channels.InvalidAuth, err)
 			return fmt.Errorf("slack: auth.test with the bot token failed (%w): check slack.bot_token", err)
 		}
-		c.setState(StateConnecting, err)
+		c.setState(channels.Connecting, err)
 		if err := sleep(ctx, c.life, max(backoff, after)); err != nil {
 			return nil
 		}
@@ -315,7 +315,7 @@ func firstLine(s string) string {
 
 // reply sends an ephemeral answer, logging (not failing) when it cannot.
 func (c *Channel) reply(ctx context.Context, chat, user, text string) {
-	if err := c.Ephemeral(ctx, chat, user, text); err != nil {
+	if err := c.Ephemeral(ctx, chat, "", user, text); err != nil {
 		c.log.Warn("slack: ephemeral reply", "user", user, "chat", chat, "err", err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	slackgo "github.com/slack-go/slack"
 
 	"nanohost/internal/channels"
+	"nanohost/internal/runs"
 )
 
 // Config configures the Slack channel.
@@ -72,10 +73,7 @@ type Channel struct {
 }
 
 var _ channels.Channel = (*Channel)(nil)
-var _ channels.GateAuthorizer = (*Channel)(nil)
-var _ channels.UserNamer = (*Channel)(nil)
-var _ channels.ConnStater = (*Channel)(nil)
-var _ channels.ThreadEphemeral = (*Channel)(nil)
+var _ runs.Policy = (*authorizer)(nil)
 
 // New checks the configuration and returns the channel (not connected
 // yet: call Run). Without a complete Policy it refuses, saying which
@@ -117,7 +115,7 @@ func New(cfg Config) (*Channel, error) {
 	c := &Channel{
 		cfg: cfg, api: api, log: log, life: life, close: cancel,
 		outbox:   make(map[string]*outbox),
-		status:   Status{State: StateDisconnected, Since: time.Now()},
+		status:   Status{State: channels.Disconnected, Since: time.Now()},
 		seen:     newLRU(4096),
 		rates:    newMethodRates(cfg.Send.MethodRates),
 		unsure:   newLRU(4096),
@@ -195,42 +193,41 @@ func (c *Channel) Update(ctx context.Context, chat, msgID string, m channels.Mes
 		return fmt.Errorf("slack: edit %s in %s: %w", msgID, chat, err)
 	}
 	if m.Resolved != nil {
-		c.settleFollowUps(ctx, chat, msgID, *m.Resolved)
+		c.settleFollowUps(ctx, chat, msgID)
 	}
 	return nil
 }
 
-// Ephemeral implements channels.Channel.
-func (c *Channel) Ephemeral(ctx context.Context, chat, user, text string) error {
-	if _, err := c.outboxFor(chat).do(ctx, &op{kind: opEphemeral, chat: chat, user: user, msg: ephemeralMessage(text)}); err != nil {
+// Ephemeral implements channels.Channel: shown to user alone, inside
+// thread when there is one (chat.postEphemeral with thread_ts).
+func (c *Channel) Ephemeral(ctx context.Context, chat, thread, user, text string) error {
+	call := &op{kind: opEphemeral, chat: chat, thread: thread, user: user, msg: ephemeralMessage(text)}
+	if _, err := c.outboxFor(chat).do(ctx, call); err != nil {
 		return fmt.Errorf("slack: ephemeral to %s in %s: %w", user, chat, err)
 	}
 	return nil
 }
 
-// EphemeralInThread implements channels.ThreadEphemeral.
-func (c *Channel) EphemeralInThread(ctx context.Context, chat, thread, user, text string) error {
-	call := &op{kind: opEphemeral, chat: chat, thread: thread, user: user, msg: ephemeralMessage(text)}
-	if _, err := c.outboxFor(chat).do(ctx, call); err != nil {
-		return fmt.Errorf("slack: ephemeral to %s in thread %s of %s: %w", user, thread, chat, err)
+// Capabilities implements channels.Channel: names from users.info (cached)
+// and the Socket Mode connection's state.
+func (c *Channel) Capabilities() channels.Capabilities {
+	return channels.Capabilities{
+		UserName:   c.names.get,
+		Connection: c.connection,
 	}
-	return nil
 }
 
-// AuthorizeGateAnswer implements channels.GateAuthorizer with the Policy.
-func (c *Channel) AuthorizeGateAnswer(ctx context.Context, user string, g channels.GateRef) error {
-	return c.auth.mayAnswer(ctx, user, g)
-}
+// Policy is what slack.policy allows, as the runs service asks it
+// (runs.Policy): who may start, cancel and resume runs, and who may answer
+// which gate, in which channels.
+func (c *Channel) Policy() runs.Policy { return c.auth }
 
-// AuthorizeRegister decides whether user may register a group from chat
+// MayRegister decides whether user may register a group from chat
 // (/register in the main group's channel): only slack.policy.starters may.
 // The error's text is shown to the user.
-func (c *Channel) AuthorizeRegister(ctx context.Context, user, chat string) error {
-	return c.auth.mayRegister(ctx, user, chat)
+func (c *Channel) MayRegister(ctx context.Context, user, chat string) error {
+	return c.auth.MayRegister(ctx, user, chat)
 }
-
-// UserName implements channels.UserNamer (users.info, cached).
-func (c *Channel) UserName(ctx context.Context, user string) string { return c.names.get(ctx, user) }
 
 func (c *Channel) checkChat(chat string) error {
 	if !c.auth.chatAllowed(chat) {
@@ -250,28 +247,9 @@ func (c *Channel) outboxFor(chat string) *outbox {
 	return o
 }
 
-// ConnState is the state of the Socket Mode connection.
-type ConnState string
-
-const (
-	StateDisconnected ConnState = "disconnected"
-	StateConnecting   ConnState = "connecting"
-	StateConnected    ConnState = "connected"
-	// StateInvalidAuth means Slack refused the tokens; Run has returned.
-	StateInvalidAuth ConnState = "invalid_auth"
-	// StateMissingScope means a token lacks a scope nanohost needs: the app
-	// token connections:write (Run has returned), or the bot token a scope
-	// the policy's channels need (Status.MissingScopes; Run goes on, but
-	// some things cannot work until the app is reinstalled).
-	StateMissingScope ConnState = "missing_scope"
-	// StateLinkDisabled means Socket Mode is turned off in the app's
-	// settings; Run keeps trying.
-	StateLinkDisabled ConnState = "link_disabled"
-)
-
 // Status is the connection's health, for health checks.
 type Status struct {
-	State ConnState
+	State channels.Connection
 	Since time.Time
 	// LastError is the last connection error, "" if none since connecting.
 	LastError string
@@ -293,23 +271,23 @@ func (c *Channel) State() Status {
 	return s
 }
 
-// ConnState implements channels.ConnStater: the socket's state, or
-// missing_scope while connected with a bot token that lacks a scope.
-func (c *Channel) ConnState() string {
+// connection is the socket's state, or missing_scope while connected with
+// a bot token that lacks a scope (Capabilities.Connection).
+func (c *Channel) connection() channels.Connection {
 	s := c.State()
-	if s.State == StateConnected && len(s.MissingScopes) > 0 {
-		return string(StateMissingScope)
+	if s.State == channels.Connected && len(s.MissingScopes) > 0 {
+		return channels.MissingScope
 	}
-	return string(s.State)
+	return s.State
 }
 
-func (c *Channel) setState(s ConnState, err error) {
+func (c *Channel) setState(s channels.Connection, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.status.State != s {
 		c.status.State, c.status.Since = s, time.Now()
 	}
-	if s == StateConnected {
+	if s == channels.Connected {
 		c.status.LastError = ""
 	}
 	if err != nil {

@@ -8,11 +8,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"nanohost/internal/channels"
 	"nanohost/internal/channels/eventscript"
 	"nanohost/internal/channels/report"
 	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
 )
 
 var t0 = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
@@ -45,7 +45,7 @@ func texts(ms []slacktest.Message) []string {
 
 func feed(r *report.Reporter, events []engine.Event) {
 	for _, e := range events {
-		r.OnEvent(e)
+		r.Tell(e)
 	}
 }
 
@@ -66,13 +66,13 @@ func (h *harness) runRoot(chat string) slacktest.Message {
 
 func TestRunStoryInOneThreadWithTheRootEditedInPlace(t *testing.T) {
 	h := newHarness(t)
-	r := h.startReporter(opsChat, "run-1", channels.VerbosityStandard)
+	r := h.startReporter(opsChat, "run-1", runs.VerbosityStandard)
 	feed(r, eventscript.FiveStageRun("run-1", t0))
 	h.closeReporter(r)
 
 	root := h.runRoot(opsChat)
-	if root.TS != r.Checkpoint().RootID {
-		t.Errorf("root %s, reporter checkpoint says %s", root.TS, r.Checkpoint().RootID)
+	if root.TS != r.Progress().RootID {
+		t.Errorf("root %s, reporter checkpoint says %s", root.TS, r.Progress().RootID)
 	}
 	if got := texts(h.fake.Thread(opsChat, root.TS)); !slices.Equal(got, standardThread) {
 		t.Errorf("thread:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(standardThread, "\n"))
@@ -88,13 +88,13 @@ func TestRunStoryInOneThreadWithTheRootEditedInPlace(t *testing.T) {
 			t.Errorf("final status card lacks %q:\n%s", want, card)
 		}
 	}
-	if cp := r.Checkpoint(); cp.LastSeq != int64(len(eventscript.FiveStageRun("run-1", t0))) {
+	if cp := r.Progress(); cp.LastSeq != int64(len(eventscript.FiveStageRun("run-1", t0))) {
 		t.Errorf("checkpoint seq = %d, want the last event's", cp.LastSeq)
 	}
 }
 
 func TestMessageCountsPerVerbosity(t *testing.T) {
-	for _, v := range []channels.Verbosity{channels.VerbosityMinimal, channels.VerbosityStandard, channels.VerbosityVerbose} {
+	for _, v := range []runs.Verbosity{runs.VerbosityMinimal, runs.VerbosityStandard, runs.VerbosityVerbose} {
 		t.Run(string(v), func(t *testing.T) {
 			h := newHarness(t)
 			r := h.startReporter(opsChat, "run-"+string(v), v)
@@ -111,7 +111,7 @@ func TestMessageCountsPerVerbosity(t *testing.T) {
 
 func TestMinimalThreadShowsOnlyErrorsAndTheEnd(t *testing.T) {
 	h := newHarness(t)
-	r := h.startReporter(opsChat, "run-min", channels.VerbosityMinimal)
+	r := h.startReporter(opsChat, "run-min", runs.VerbosityMinimal)
 	feed(r, eventscript.FiveStageRun("run-min", t0))
 	h.closeReporter(r)
 	want := []string{"✗ Run Tests — 3s — 2 failures", "✓ Pipeline complete — 4m 31s — $0.85"}
@@ -122,7 +122,7 @@ func TestMinimalThreadShowsOnlyErrorsAndTheEnd(t *testing.T) {
 
 func TestAgentTextCannotPingOrDisguiseLinks(t *testing.T) {
 	h := newHarness(t)
-	r := h.startReporter(opsChat, "run-inj", channels.VerbosityVerbose)
+	r := h.startReporter(opsChat, "run-inj", runs.VerbosityVerbose)
 	feed(r, eventscript.FiveStageRun("run-inj", t0))
 	h.closeReporter(r)
 
@@ -151,9 +151,9 @@ func TestAgentTextCannotPingOrDisguiseLinks(t *testing.T) {
 // returns the thread message it became.
 func (h *harness) agentResponse(runID, text string) slacktest.Message {
 	h.t.Helper()
-	r := h.startReporter(opsChat, runID, channels.VerbosityVerbose)
-	r.OnEvent(engine.Event{RunID: runID, Seq: 1, Time: t0, Type: engine.EventPipelineStarted, Label: "Agent"})
-	r.OnEvent(engine.Event{RunID: runID, Seq: 2, Time: t0, Type: engine.EventAgentResponse, Label: "Write", Message: text})
+	r := h.startReporter(opsChat, runID, runs.VerbosityVerbose)
+	r.Tell(engine.Event{RunID: runID, Seq: 1, Time: t0, Type: engine.EventPipelineStarted, Label: "Agent"})
+	r.Tell(engine.Event{RunID: runID, Seq: 2, Time: t0, Type: engine.EventAgentResponse, Label: "Write", Message: text})
 	h.closeReporter(r)
 	thread := h.fake.Thread(opsChat, h.runRoot(opsChat).TS)
 	if len(thread) != 1 {
@@ -203,16 +203,16 @@ func TestAgentCodeWithEmojiIsCutToSlackLimitsAndKeepsItsFormatting(t *testing.T)
 func TestReporterContinuesTheSameThreadAfterARestart(t *testing.T) {
 	h := newHarness(t)
 	events := eventscript.FiveStageRun("run-r", t0)
-	var saved report.Checkpoint
-	first := h.startReporter(opsChat, "run-r", channels.VerbosityStandard, func(c *report.Config) {
-		c.OnCheckpoint = func(cp report.Checkpoint) { saved = cp }
+	var saved runs.Progress
+	first := h.startReporter(opsChat, "run-r", runs.VerbosityStandard, func(c *report.Config) {
+		c.OnProgress = func(cp runs.Progress) { saved = cp }
 	})
 	feed(first, events[:15])
 	h.closeReporter(first) // the host stops here
 
 	// The new host replays the whole event log; the reporter posts only
 	// what the old one had not, in the same thread.
-	second := h.startReporter(opsChat, "run-r", channels.VerbosityStandard, func(c *report.Config) { c.Resume = saved })
+	second := h.startReporter(opsChat, "run-r", runs.VerbosityStandard, func(c *report.Config) { c.Resume = saved })
 	feed(second, events)
 	h.closeReporter(second)
 
@@ -236,7 +236,7 @@ func TestRateLimitsOutagesAndADisconnectLoseNothing(t *testing.T) {
 	h.fake.Fail("chat.postMessage", 2, slacktest.Fault{Status: 503})
 	h.fake.RateLimit("chat.update", 2, 1)
 
-	r := h.startReporter(opsChat, "run-storm", channels.VerbosityStandard)
+	r := h.startReporter(opsChat, "run-storm", runs.VerbosityStandard)
 	events := eventscript.FiveStageRun("run-storm", t0)
 	feed(r, events[:20])
 	// OnEvent never waits for Slack: everything is queued while the
@@ -266,9 +266,9 @@ func TestRateLimitsOutagesAndADisconnectLoseNothing(t *testing.T) {
 
 func TestStatusCardEditsAreSpacedAboutASecondApart(t *testing.T) {
 	h := newHarness(t)
-	r := h.startReporter(opsChat, "run-pace", channels.VerbosityMinimal)
+	r := h.startReporter(opsChat, "run-pace", runs.VerbosityMinimal)
 	for _, e := range eventscript.FiveStageRun("run-pace", t0) {
-		r.OnEvent(e)
+		r.Tell(e)
 		time.Sleep(80 * time.Millisecond) // a 3.5 s run
 	}
 	h.closeReporter(r)
@@ -290,7 +290,7 @@ func TestStatusCardEditsAreSpacedAboutASecondApart(t *testing.T) {
 func TestRefusedRootIsRetriedNeverSpilledIntoTheChannel(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Fail("chat.postMessage", 1, slacktest.Fault{Error: "restricted_action"})
-	r := h.startReporter(opsChat, "run-spill", channels.VerbosityStandard)
+	r := h.startReporter(opsChat, "run-spill", runs.VerbosityStandard)
 	feed(r, eventscript.FiveStageRun("run-spill", t0))
 	h.closeReporter(r)
 

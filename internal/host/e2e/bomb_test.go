@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"nanohost/internal/pipeline/pipelinetest"
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 // idleServeSetup prepares a directory for `nanohost serve` with the console
@@ -148,7 +148,7 @@ func TestPoisonRequestLeftByCrashesIsQuarantinedAtStart(t *testing.T) {
 		t.Errorf("quarantine reason %q (%v)", reason, err)
 	}
 	st := readStore(t, data)
-	if page, err := st.ListRuns(context.Background(), store.RunFilter{}); err != nil || len(page.Runs) != 0 {
+	if page, err := st.ListRuns(context.Background(), runs.Filter{}); err != nil || len(page.Runs) != 0 {
 		t.Errorf("runs %+v (%v): the poison request must not start one", page.Runs, err)
 	}
 	writeIPCRequest(t, data, "main", "messages", "after", map[string]any{"type": "send_message", "text": "serving on"})

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"nanohost/internal/runs"
 	"nanohost/internal/store"
 )
 
@@ -156,9 +157,9 @@ func TestKilledHostResumesRunWithoutRerunningCompletedStages(t *testing.T) {
 
 	ctx := context.Background()
 	st := readStore(t, data)
-	var before store.Run
+	var before runs.Run
 	waitUntil(t, 60*time.Second, "stage c runs and everything before it is in Slack", func() bool {
-		page, err := st.ListRuns(ctx, store.RunFilter{})
+		page, err := st.ListRuns(ctx, runs.Filter{})
 		if err != nil || len(page.Runs) != 1 {
 			return false
 		}
@@ -176,11 +177,11 @@ func TestKilledHostResumesRunWithoutRerunningCompletedStages(t *testing.T) {
 
 	second := serve()
 	defer second.terminate(t, false)
-	var after store.Run
+	var after runs.Run
 	waitUntil(t, 90*time.Second, "the resumed run succeeds with every event delivered", func() bool {
 		var err error
 		after, err = st.GetRun(ctx, before.ID)
-		return err == nil && after.Status == store.RunSuccess && after.LastDeliveredSeq == after.LastSeq
+		return err == nil && after.Status == runs.Succeeded && after.LastDeliveredSeq == after.LastSeq
 	})
 	if after.ThreadTS != before.ThreadTS {
 		t.Errorf("thread changed across the crash: %q → %q", before.ThreadTS, after.ThreadTS)

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"nanohost/internal/channels"
 	"nanohost/internal/channels/console"
+	"nanohost/internal/channels/report"
 	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/config"
 	"nanohost/internal/container"
@@ -197,23 +197,24 @@ func start(t *testing.T, docker *container.Docker, s setup) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, dir: dir, cfg: cfg, store: st, backend: backend, slack: s.slack, peak: peak}
-	var chans []channels.Channel
+	var eps []host.Endpoint
 	var closers []func()
 	if s.slack != nil {
 		ch := newSlackChannel(t, cfg, log)
-		chans = append(chans, slackConn{ch})
+		eps = append(eps, host.Endpoint{Channel: ch, Policy: ch.Policy(), MayRegister: ch.MayRegister})
 		closers = append(closers, ch.Close)
 	} else {
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
-		chans = append(chans, console.New(inR, outW))
+		eps = append(eps, host.Endpoint{Channel: console.New(inR, outW), Policy: console.Policy(),
+			MayRegister: func(context.Context, string, string) error { return nil }})
 		e.typing, e.screen = inW, newScreen(outR)
 		closers = append(closers, func() { inW.Close(); outW.Close() })
 	}
 	h, err := host.New(host.Options{
-		Config: cfg, Store: st, Backend: backend, Channels: chans, Docker: docker,
+		Config: cfg, Store: st, Agents: host.ContainerAgents(backend), Endpoints: eps, Docker: docker,
 		Logger: log, Metrics: metrics, Root: repoRoot(t),
-		DeliveryBackoff: host.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond},
+		DeliveryBackoff: report.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 const gatePipeline = `digraph Review {
@@ -42,7 +42,7 @@ func TestAgentStartedPipelineWithGateCompletes(t *testing.T) {
 	e.screen.waitFor(t, "❓ Review", 1, 60*time.Second)
 	waitUntil(t, 10*time.Second, "the run waits at its gate", func() bool {
 		r, err := e.store.GetRun(context.Background(), runID)
-		return err == nil && r.Status == store.RunWaiting
+		return err == nil && r.Status == runs.Waiting
 	})
 	e.typeLine("A")
 	e.screen.waitFor(t, "Pipeline complete", 1, 60*time.Second)
@@ -50,7 +50,7 @@ func TestAgentStartedPipelineWithGateCompletes(t *testing.T) {
 	ctx := context.Background()
 	waitUntil(t, 10*time.Second, "the run is recorded as succeeded", func() bool {
 		r, err := e.store.GetRun(ctx, runID)
-		return err == nil && r.Status == store.RunSuccess
+		return err == nil && r.Status == runs.Succeeded
 	})
 	run, _ := e.store.GetRun(ctx, runID)
 	if run.Goal != "Say hello" {
@@ -67,7 +67,7 @@ func TestAgentStartedPipelineWithGateCompletes(t *testing.T) {
 	if err != nil || len(gates) != 1 {
 		t.Fatalf("gates of the run = %v, %v; want one", gates, err)
 	}
-	if g := gates[0]; g.Status != store.GateAnswered || g.Answer != "A" || g.AnsweredBy != "console" || g.AnsweredAt.IsZero() {
+	if g := gates[0]; g.Status != runs.GateAnswered || g.Answer != "A" || g.AnsweredBy != "console" || g.AnsweredAt.IsZero() {
 		t.Errorf("gate recorded as %+v; want answered A by console with a time", g)
 	}
 	for _, node := range []string{"plan", "build", "ship"} {

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"nanohost/internal/channels"
-	"nanohost/internal/channels/report"
 	"nanohost/internal/channels/slacktest"
-	"nanohost/internal/store"
+	"nanohost/internal/runlog"
+	"nanohost/internal/runs"
 )
 
 const fiveNodes = `digraph Five {
@@ -33,15 +32,15 @@ func TestTwentyConcurrentPipelinesShareFiveContainers(t *testing.T) {
 	fake := newFakeSlack(t)
 	e := start(t, docker, setup{slack: fake, maxContainers: 5,
 		script: map[string]any{"default": map[string]any{"response": "[outcome:success]", "delay_ms": 200}}})
-	const runs = 20
+	const runCount = 20
 	began := time.Now()
-	for i := range runs {
+	for i := range runCount {
 		writeIPCRequest(t, e.cfg.DataDir, "main", "tasks", fmt.Sprintf("load-%d", i), map[string]any{
 			"type": "start_pipeline", "dot": fiveNodes, "verbosity": "standard",
 		})
 	}
-	ids := make([]string, runs)
-	for i := range runs {
+	ids := make([]string, runCount)
+	for i := range runCount {
 		resp := readResponse(t, e.cfg.DataDir, "main", fmt.Sprintf("load-%d", i))
 		id, _ := resp["run_id"].(string)
 		if id == "" {
@@ -58,7 +57,7 @@ func TestTwentyConcurrentPipelinesShareFiveContainers(t *testing.T) {
 		peakActive = max(peakActive, metric(t, e, "nanohost_active_runs"))
 		for _, id := range ids {
 			r, err := e.store.GetRun(ctx, id)
-			if err != nil || r.Status != store.RunSuccess || r.LastDeliveredSeq != r.LastSeq {
+			if err != nil || r.Status != runs.Succeeded || r.LastDeliveredSeq != r.LastSeq {
 				return false
 			}
 		}
@@ -69,15 +68,15 @@ func TestTwentyConcurrentPipelinesShareFiveContainers(t *testing.T) {
 		t.Errorf("peak containers = %d, want at most 5", p)
 	}
 	// What /metrics showed agrees with what happened.
-	if peakQueued < 1 || peakRunning < 1 || peakRunning > 5 || peakActive < 5 || peakActive > runs {
+	if peakQueued < 1 || peakRunning < 1 || peakRunning > 5 || peakActive < 5 || peakActive > runCount {
 		t.Errorf("metrics during the load: queued peak %v (want ≥1), containers running peak %v (want 1..5), active runs peak %v (want 5..%d)",
-			peakQueued, peakRunning, peakActive, runs)
+			peakQueued, peakRunning, peakActive, runCount)
 	}
 	waitUntil(t, 10*time.Second, "the gauges settle", func() bool {
 		return metric(t, e, "nanohost_active_runs") == 0 && metric(t, e, "nanohost_containers_queued") == 0
 	})
-	if n := metric(t, e, `nanohost_node_duration_seconds_count{status="success"}`); n < runs*3 {
-		t.Errorf("node durations observed for %v successful stages, want at least %d (a, b, c of every run)", n, runs*3)
+	if n := metric(t, e, `nanohost_node_duration_seconds_count{status="success"}`); n < runCount*3 {
+		t.Errorf("node durations observed for %v successful stages, want at least %d (a, b, c of every run)", n, runCount*3)
 	}
 	if n := metric(t, e, "nanohost_containers_started_total"); int(n) != e.peak.started() {
 		t.Errorf("nanohost_containers_started_total = %v, the backend started %d", n, e.peak.started())
@@ -92,8 +91,8 @@ func TestTwentyConcurrentPipelinesShareFiveContainers(t *testing.T) {
 			cards++
 		}
 	}
-	if cards != runs {
-		t.Errorf("%d status cards in the channel, want one per run (%d)", cards, runs)
+	if cards != runCount {
+		t.Errorf("%d status cards in the channel, want one per run (%d)", cards, runCount)
 	}
 	t.Logf("20 concurrent 5-node pipelines on Slack: wall %s, peak containers %d (of %d started), peak queued %v, %d thread messages, peak host RSS %d MiB",
 		wall.Round(time.Millisecond), e.peak.max(), e.peak.started(), peakQueued, posted, peakRSS/1024)
@@ -114,8 +113,8 @@ func checkThreadHasEveryEvent(t *testing.T, e *env, fake *slacktest.Server, runI
 	}
 	var want []string
 	for _, ev := range events {
-		if m, ok := report.EventMessage(ev, channels.Verbosity(run.Verbosity)); ok {
-			want = append(want, m.Text)
+		if text, _, ok := runlog.ThreadMessage(ev, run.Verbosity); ok {
+			want = append(want, text)
 		}
 	}
 	var got []string

@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,7 +18,7 @@ import (
 
 	"nanohost/internal/container"
 	"nanohost/internal/pipeline/engine"
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 // consoleServeConfig is a nanohost.yaml for `nanohost serve` with the
@@ -48,9 +52,9 @@ func TestSIGTERMInterruptsTheRunCleanlyAndTheNextStartResumesIt(t *testing.T) {
 	}
 	ctx := context.Background()
 	st := readStore(t, data)
-	var run store.Run
+	var run runs.Run
 	waitUntil(t, 60*time.Second, "stage c is at work", func() bool {
-		page, err := st.ListRuns(ctx, store.RunFilter{})
+		page, err := st.ListRuns(ctx, runs.Filter{})
 		if err != nil || len(page.Runs) != 1 {
 			return false
 		}
@@ -70,7 +74,7 @@ func TestSIGTERMInterruptsTheRunCleanlyAndTheNextStartResumesIt(t *testing.T) {
 		t.Errorf("the thread should say the run was interrupted (not cancelled):\n%s", first.screen.text())
 	}
 	run, _ = st.GetRun(ctx, run.ID)
-	if run.Status != store.RunInterrupted || run.LastDeliveredSeq != run.LastSeq {
+	if run.Status != runs.Interrupted || run.LastDeliveredSeq != run.LastSeq {
 		t.Errorf("after SIGTERM the run is %s with %d of %d events delivered; want interrupted, all delivered", run.Status, run.LastDeliveredSeq, run.LastSeq)
 	}
 	cp, err := engine.LoadCheckpoint(run.LogsRoot)
@@ -95,7 +99,7 @@ func TestSIGTERMInterruptsTheRunCleanlyAndTheNextStartResumesIt(t *testing.T) {
 	defer second.terminate(t, true)
 	waitUntil(t, 60*time.Second, "the resumed run succeeds", func() bool {
 		r, err := st.GetRun(ctx, run.ID)
-		return err == nil && r.Status == store.RunSuccess && r.LastDeliveredSeq == r.LastSeq
+		return err == nil && r.Status == runs.Succeeded && r.LastDeliveredSeq == r.LastSeq
 	})
 	for _, node := range []string{"a", "b"} {
 		if n := countEvents(t, st, run.ID, "StageStarted", node); n != 1 {
@@ -146,4 +150,135 @@ func logSays(t *testing.T, path, msg string) {
 	if !found {
 		t.Errorf("the log never says %q", msg)
 	}
+}
+
+// shipGatePipeline waits for a person after its first stage.
+const shipGatePipeline = `digraph Gate {
+    start  [shape=Mdiamond]
+    a      [prompt="a"]
+    review [shape=hexagon, label="Ship it?"]
+    ship   [prompt="ship"]
+    exit   [shape=Msquare]
+    start -> a -> review
+    review -> ship [label="[A] Approve"]
+    review -> exit [label="[S] Stop"]
+    ship -> exit
+}`
+
+// SIGTERM while a run waits at a gate: it is interrupted, not cancelled —
+// in the stored events, in `nanohost runs events` and `runs list`, in the
+// thread and on the dashboard — and the next start resumes it, asking the
+// gate again.
+func TestSIGTERMAtAGateIsInterruptedEverywhere(t *testing.T) {
+	t.Parallel()
+	requireDocker(t)
+	bin := nanohostBinary(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	script := writeScript(t, dir, map[string]any{"default": "[outcome:success]"})
+	if err := os.MkdirAll(filepath.Join(data, "groups", "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "groups", "main", "gate.dot"), []byte(shipGatePipeline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conf := consoleServeConfig(t, dir, script)
+	first := startServe(t, bin, dir, os.Environ(), "--config", conf)
+	first.screen.waitFor(t, "nanohost is ready", 1, 30*time.Second)
+	if _, err := fmt.Fprintln(first.typing, "/pipeline run gate"); err != nil {
+		t.Fatal(err)
+	}
+	first.screen.waitFor(t, "❓ Ship it?", 1, 60*time.Second)
+	ctx := context.Background()
+	st := readStore(t, data)
+	page, err := st.ListRuns(ctx, runs.Filter{})
+	if err != nil || len(page.Runs) != 1 {
+		t.Fatalf("runs: %+v %v", page, err)
+	}
+	id := page.Runs[0].ID
+	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	first.screen.waitFor(t, "nanohost stopped.", 1, 30*time.Second)
+	if err := first.cmd.Wait(); err != nil {
+		t.Errorf("nanohost serve after SIGTERM: %v, want exit 0", err)
+	}
+
+	// The record: interrupted, its last event PipelineInterrupted.
+	run, err := st.GetRun(ctx, id)
+	if err != nil || run.Status != runs.Interrupted {
+		t.Fatalf("after SIGTERM at the gate the run is %s (%v); want interrupted", run.Status, err)
+	}
+	events, _ := st.Events(ctx, id, 0, 0)
+	if last := events[len(events)-1]; last.Type != engine.EventPipelineInterrupted {
+		t.Errorf("last stored event %s; want PipelineInterrupted", last.Type)
+	}
+	for _, e := range events {
+		if e.Type == engine.EventPipelineCancelled || e.Type == engine.EventPipelineFailed {
+			t.Errorf("stored event %s for a run the host interrupted", e.Type)
+		}
+	}
+	// The thread, and the terminal's tools.
+	if screen := first.screen.text(); strings.Contains(screen, "cancelled") || !strings.Contains(screen, "⏸ Run interrupted") ||
+		!strings.Contains(screen, "The host stopped before anyone answered; the run asks again when it resumes.") {
+		t.Errorf("the console should say the run was interrupted at its gate, never cancelled:\n%s", screen)
+	}
+	for _, args := range [][]string{{"runs", "events", id}, {"runs", "list"}, {"runs", "show", id}} {
+		out := cliIn(t, bin, dir, args...)
+		if !strings.Contains(out, "interrupted") || strings.Contains(out, "cancelled") || strings.Contains(out, "resumable") {
+			t.Errorf("nanohost %s says:\n%s\nwant interrupted, never cancelled", strings.Join(args, " "), out)
+		}
+	}
+
+	// The next start resumes it: the gate is asked again, and the dashboard
+	// shows the interruption in the run's story, never a cancel.
+	second := startServe(t, bin, dir, os.Environ(), "--config", conf)
+	defer second.terminate(t, true)
+	second.screen.waitFor(t, "❓ Ship it?", 1, 60*time.Second)
+	waitUntil(t, 20*time.Second, "the resumed run waits at its gate", func() bool {
+		r, err := st.GetRun(ctx, id)
+		return err == nil && r.Status == runs.Waiting
+	})
+	second.screen.waitFor(t, "Dashboard: http://127.0.0.1:", 1, 10*time.Second)
+	dashboard := regexp.MustCompile(`Dashboard: (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(second.screen.text())[1]
+	page2 := httpGet(t, dashboard+"runs/"+id)
+	if !strings.Contains(page2, "⏸ Pipeline interrupted") || strings.Contains(page2, "cancelled") {
+		t.Errorf("the dashboard's run page should show the interruption, never a cancel")
+	}
+	if _, err := fmt.Fprintln(second.typing, "A"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 60*time.Second, "the resumed run succeeds", func() bool {
+		r, err := st.GetRun(ctx, id)
+		return err == nil && r.Status == runs.Succeeded
+	})
+}
+
+// cliIn runs the nanohost binary in dir and returns what it printed.
+func cliIn(t *testing.T, bin, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("nanohost %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// httpGet fetches url (a page of the dashboard on loopback) as a browser does.
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Accept", "text/html")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d\n%s", url, res.StatusCode, body)
+	}
+	return string(body)
 }

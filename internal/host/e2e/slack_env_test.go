@@ -80,12 +80,6 @@ func newSlackChannel(t *testing.T, cfg *config.Config, log *slog.Logger) *slack.
 	return ch
 }
 
-// slackConn is the adapter as serve hands it to the host: reporting whether
-// its socket is connected (host.ConnectionReporter).
-type slackConn struct{ *slack.Channel }
-
-func (c slackConn) Connected() bool { return c.State().State == slack.StateConnected }
-
 // health reads the host's /healthz: the HTTP status and the Slack state.
 func health(t *testing.T, e *env) (int, string) {
 	t.Helper()

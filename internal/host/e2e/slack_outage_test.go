@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"nanohost/internal/config"
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 // slowSteps makes each of the three steps take a moment, so an outage
@@ -19,7 +19,7 @@ var slowSteps = map[string]any{"default": map[string]any{"response": "[outcome:s
 // first step shows in Slack.
 func startRunAndWaitFirstStep(t *testing.T, e *env, fake interface {
 	SlashCommand(channel, user, text string) string
-}) store.Run {
+}) runs.Run {
 	t.Helper()
 	writeWorkflow(t, e, "steps", stepsPipeline)
 	fake.SlashCommand(opsChat, alice, "run steps")
@@ -32,7 +32,7 @@ func startRunAndWaitFirstStep(t *testing.T, e *env, fake interface {
 
 // checkStory asserts the thread tells the whole run, in order, each
 // message once.
-func checkStory(t *testing.T, e *env, run store.Run) {
+func checkStory(t *testing.T, e *env, run runs.Run) {
 	t.Helper()
 	story := threadText(e.slack, run.ThreadTS)
 	inOrder(t, story, "→ a (1/4)", "✓ a", "→ b (2/4)", "✓ b", "→ c (3/4)", "✓ c", "Pipeline complete")
@@ -69,7 +69,7 @@ func TestSlackOutageMidRunLosesNoEvent(t *testing.T) {
 
 	waitUntil(t, 60*time.Second, "the run finishes while Slack is down", func() bool {
 		r, err := e.store.GetRun(ctx, run.ID)
-		return err == nil && r.Status == store.RunSuccess
+		return err == nil && r.Status == runs.Succeeded
 	})
 	during, _ := e.store.GetRun(ctx, run.ID)
 	if during.LastDeliveredSeq >= during.LastSeq {
@@ -100,7 +100,7 @@ func TestSlackOutageMidRunLosesNoEvent(t *testing.T) {
 	fake.SlashCommand(opsChat, alice, "status "+run.ID)
 	waitSlack(t, fake, 20*time.Second, "a command over the new socket is answered", func() bool {
 		for _, m := range fake.TopLevel(opsChat) {
-			if m.FromBot() && strings.Contains(shown(m), "Run "+run.ID+": completed") {
+			if m.FromBot() && strings.Contains(shown(m), "Run "+run.ID+": ✓ succeeded") {
 				return true
 			}
 		}
@@ -124,7 +124,7 @@ func TestSlackDownAtShutdownDeliversOnNextStart(t *testing.T) {
 	slackAPI.down.Store(true)
 	waitUntil(t, 60*time.Second, "the run finishes while Slack is down", func() bool {
 		r, err := first.store.GetRun(ctx, run.ID)
-		return err == nil && r.Status == store.RunSuccess
+		return err == nil && r.Status == runs.Succeeded
 	})
 	first.stop()
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"nanohost/internal/store"
+	"nanohost/internal/runs"
 )
 
 const stepsPipeline = `digraph Steps {
@@ -36,11 +36,11 @@ func writeWorkflow(t *testing.T, e *env, name, src string) {
 }
 
 // onlyRun waits for the single run of the store and returns it.
-func onlyRun(t *testing.T, e *env) store.Run {
+func onlyRun(t *testing.T, e *env) runs.Run {
 	t.Helper()
-	var run store.Run
+	var run runs.Run
 	waitUntil(t, 30*time.Second, "a run is recorded with its thread", func() bool {
-		page, err := e.store.ListRuns(context.Background(), store.RunFilter{})
+		page, err := e.store.ListRuns(context.Background(), runs.Filter{})
 		if err != nil || len(page.Runs) != 1 {
 			return false
 		}
@@ -51,13 +51,13 @@ func onlyRun(t *testing.T, e *env) store.Run {
 }
 
 // waitRunDone waits until the run succeeded and every event reached Slack.
-func waitRunDone(t *testing.T, e *env, runID string, timeout time.Duration) store.Run {
+func waitRunDone(t *testing.T, e *env, runID string, timeout time.Duration) runs.Run {
 	t.Helper()
-	var run store.Run
+	var run runs.Run
 	waitUntil(t, timeout, "run "+runID+" succeeds with every event delivered", func() bool {
 		var err error
 		run, err = e.store.GetRun(context.Background(), runID)
-		return err == nil && run.Status == store.RunSuccess && run.LastSeq > 0 && run.LastDeliveredSeq == run.LastSeq
+		return err == nil && run.Status == runs.Succeeded && run.LastSeq > 0 && run.LastDeliveredSeq == run.LastSeq
 	})
 	return run
 }
@@ -81,7 +81,7 @@ func TestSlackPipelineCommandRunsInOneThreadForStartersOnly(t *testing.T) {
 	if run.StartedBy != alice {
 		t.Errorf("run started by %q, want %s", run.StartedBy, alice)
 	}
-	page, _ := e.store.ListRuns(context.Background(), store.RunFilter{})
+	page, _ := e.store.ListRuns(context.Background(), runs.Filter{})
 	if len(page.Runs) != 1 {
 		t.Errorf("%d runs recorded; Mallory's refused command must not start one", len(page.Runs))
 	}
@@ -173,7 +173,7 @@ func TestSlackAgentStartedPipelineGateAnsweredByButton(t *testing.T) {
 	prompt := gatePrompt(t, fake, run.ThreadTS)
 	click(t, fake, prompt, mallory, "Approve")
 	ephemeralTo(t, fake, mallory, "not allowed to answer gates")
-	if r, _ := e.store.GetRun(ctx, run.ID); r.Status != store.RunWaiting {
+	if r, _ := e.store.GetRun(ctx, run.ID); r.Status != runs.Waiting {
 		t.Fatalf("after a refused click the run is %s, want still waiting", r.Status)
 	}
 	click(t, fake, prompt, bob, "Approve")
@@ -186,7 +186,7 @@ func TestSlackAgentStartedPipelineGateAnsweredByButton(t *testing.T) {
 	if err != nil || len(gates) != 1 {
 		t.Fatalf("gates = %+v, %v; want one", gates, err)
 	}
-	if g := gates[0]; g.Status != store.GateAnswered || g.Answer != "A" || g.AnsweredBy != bob || g.AnsweredAt.IsZero() {
+	if g := gates[0]; g.Status != runs.GateAnswered || g.Answer != "A" || g.AnsweredBy != bob || g.AnsweredAt.IsZero() {
 		t.Errorf("gate recorded as %+v; want answered A by %s with a time", g, bob)
 	}
 	for _, node := range []string{"plan", "build", "ship"} {

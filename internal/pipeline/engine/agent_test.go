@@ -205,8 +205,8 @@ func TestFailWithoutAReasonIsGivenOne(t *testing.T) {
 		"review": {{Status: "fail", Text: "The change breaks the API.\nDetails follow."}},
 	}}})
 	wantReasonContains(t, out.res, "review failed: the agent reported fail: The change breaks the API.")
-	if got := engine.FormatEvent(out.rec.ofType(engine.EventStageFailed)[0]); !strings.HasSuffix(got, "the agent reported fail: The change breaks the API. …") {
-		t.Errorf("live log line = %q", got)
+	if got := out.rec.ofType(engine.EventStageFailed)[0].Message; !strings.HasSuffix(got, "the agent reported fail: The change breaks the API. …") {
+		t.Errorf("stage failure message = %q", got)
 	}
 }
 

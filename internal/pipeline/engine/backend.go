@@ -115,12 +115,6 @@ type Simulated interface {
 	Simulated()
 }
 
-// RunCloser is implemented by backends that hold per-run resources (live
-// agent sessions); the engine calls CloseRun when a run ends.
-type RunCloser interface {
-	CloseRun(runID string)
-}
-
 // TransientError marks an error that re-executing may fix (a container that
 // died, a daemon hiccup, a rate limit). Only these and RETRY outcomes are retried.
 type TransientError struct{ Err error }

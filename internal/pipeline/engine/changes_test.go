@@ -55,35 +55,10 @@ func TestWorkspaceChangesAreReportedAfterTheStage(t *testing.T) {
 			t.Errorf("WorkspaceChanged does not follow build's StageCompleted: %v", all[i-1].Type)
 		}
 	}
-	if got, want := engine.FormatEvent(changed[0]), "    ± build changed 3 files (+40 −7): a.go, b.go, c.go"; got != want {
-		t.Errorf("log line %q, want %q", got, want)
-	}
-	if engine.EventVerbosity(changed[0]) != engine.VerbosityVerbose {
-		t.Error("workspace changes are for verbose threads")
-	}
 	// The typed field survives the trace's JSON.
 	data, _ := json.Marshal(changed[0])
 	var back engine.Event
 	if err := json.Unmarshal(data, &back); err != nil || back.Changes == nil || back.Changes.LinesDeleted != 7 {
 		t.Errorf("round trip: %v %+v", err, back.Changes)
-	}
-}
-
-func TestWorkspaceChangesLine(t *testing.T) {
-	cases := []struct {
-		c    engine.WorkspaceChanges
-		want string
-	}{
-		{engine.WorkspaceChanges{ChangeCounts: engine.ChangeCounts{Files: 1, Modified: 1, LinesAdded: 1}, Paths: []string{"x"}}, "    ± Fix changed 1 file (+1 −0): x"},
-		{engine.WorkspaceChanges{ChangeCounts: engine.ChangeCounts{Files: 5, LinesAdded: 9, LinesDeleted: 2}, Paths: []string{"a", "b", "c", "d", "e"}}, "    ± Fix changed 5 files (+9 −2): a, b, c and 2 more"},
-		{engine.WorkspaceChanges{ChangeCounts: engine.ChangeCounts{Files: 1}, Paths: []string{"x"}, Overlapped: []engine.StageRef{{RunID: "r", NodeID: "lint"}}},
-			"    ± Fix changed 1 file (+0 −0): x (ran alongside lint; changes made by either are included)"},
-		{engine.WorkspaceChanges{Error: "the workspace has more than 200000 files"}, "    ± Fix: workspace changes not recorded (the workspace has more than 200000 files)"},
-	}
-	for _, tc := range cases {
-		e := engine.Event{Type: engine.EventWorkspaceChanged, Label: "Fix", Changes: &tc.c}
-		if got := engine.FormatEvent(e); got != tc.want {
-			t.Errorf("got %q, want %q", got, tc.want)
-		}
 	}
 }

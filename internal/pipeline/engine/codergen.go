@@ -239,3 +239,12 @@ func withUpdates(base, extra map[string]any) map[string]any {
 	maps.Copy(out, extra)
 	return out
 }
+
+// firstLine is s's first line, with " …" when more follows.
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}

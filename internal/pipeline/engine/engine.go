@@ -113,8 +113,14 @@ type RunResult struct {
 	Context        map[string]any `json:"context"`
 	LogsRoot       string         `json:"logs_root"`
 	Usage          Usage          `json:"usage"`
-	Cancelled      bool           `json:"cancelled,omitempty"`
-	Duration       time.Duration  `json:"duration_ns"`
+	// Cancelled: someone cancelled the run (engine.Cancel), CancelledBy
+	// says who. Interrupted: its context ended any other way (shutdown,
+	// Ctrl-C); its checkpoint keeps its place and it can be resumed. Both
+	// report Status "fail".
+	Cancelled   bool          `json:"cancelled,omitempty"`
+	CancelledBy string        `json:"cancelled_by,omitempty"`
+	Interrupted bool          `json:"interrupted,omitempty"`
+	Duration    time.Duration `json:"duration_ns"`
 }
 
 // Run executes g from its start node. source is the DOT text g was built

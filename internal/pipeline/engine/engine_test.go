@@ -312,7 +312,7 @@ func TestRunResultJSONNeverHasNullListsOrMaps(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	out := runGraph(t, linearDOT, runOpts{ctx: ctx})
-	if !out.res.Cancelled {
+	if !out.res.Interrupted || out.res.Cancelled {
 		t.Fatalf("result = %+v", out.res)
 	}
 	data, err := json.Marshal(out.res)

@@ -10,6 +10,11 @@ const (
 	EventPipelineCompleted EventType = "PipelineCompleted"
 	EventPipelineFailed    EventType = "PipelineFailed"
 	EventPipelineResumed   EventType = "PipelineResumed"
+	// EventPipelineCancelled ends a run someone cancelled (By says who).
+	EventPipelineCancelled EventType = "PipelineCancelled"
+	// EventPipelineInterrupted ends this execution of a run whose host
+	// stopped under it: it resumes from its checkpoint.
+	EventPipelineInterrupted EventType = "PipelineInterrupted"
 
 	EventStageStarted   EventType = "StageStarted"
 	EventStageCompleted EventType = "StageCompleted"
@@ -66,7 +71,9 @@ type Event struct {
 	Delay      time.Duration `json:"delay_ns,omitempty"`
 	Message    string        `json:"message,omitempty"` // human-readable summary / failure reason
 	WillRetry  bool          `json:"will_retry,omitempty"`
-	Usage      *Usage        `json:"usage,omitempty"`
+	// By is who caused the event: who cancelled a run (PipelineCancelled).
+	By    string `json:"by,omitempty"`
+	Usage *Usage `json:"usage,omitempty"`
 
 	Question *Question `json:"question,omitempty"`
 	Answer   *Answer   `json:"answer,omitempty"`
@@ -94,6 +101,16 @@ type Decision struct {
 	// block continuing at the fan-in node its branches reached).
 	Rule   string            `json:"rule"`
 	Values map[string]string `json:"values,omitempty"` // what it looked at (condition text, label, outcome, …)
+}
+
+// Ends reports whether e ends an execution of its run: completed, failed,
+// cancelled or interrupted.
+func (e Event) Ends() bool {
+	switch e.Type {
+	case EventPipelineCompleted, EventPipelineFailed, EventPipelineCancelled, EventPipelineInterrupted:
+		return true
+	}
+	return false
 }
 
 // Observer receives every event of a run, in order. It must not block for

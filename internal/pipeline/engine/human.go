@@ -141,42 +141,10 @@ func timeoutOutcome(st *Stage, opts []Option) Outcome {
 	return out
 }
 
-// matchOption finds the option an answer names: its accelerator key, its
-// label (normalised), or its target node id.
+// matchOption finds the option an answer names (OptionIndex).
 func matchOption(opts []Option, value string) (Option, bool) {
-	v := strings.TrimSpace(value)
-	if v == "" {
-		return Option{}, false
-	}
-	for _, o := range opts {
-		if strings.EqualFold(o.Key, v) {
-			return o, true
-		}
-	}
-	norm := NormalizeLabel(v)
-	for _, o := range opts {
-		if NormalizeLabel(o.Label) == norm {
-			return o, true
-		}
-	}
-	for _, o := range opts {
-		if o.To == v {
-			return o, true
-		}
-	}
-	for _, o := range opts {
-		if strings.EqualFold(o.To, v) {
-			return o, true
-		}
-	}
-	return Option{}, false
-}
-
-func freeformOption(opts []Option) (Option, bool) {
-	for _, o := range opts {
-		if o.Freeform {
-			return o, true
-		}
+	if i, ok := OptionIndex(opts, value); ok {
+		return opts[i], true
 	}
 	return Option{}, false
 }

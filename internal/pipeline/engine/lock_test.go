@@ -54,7 +54,7 @@ func TestARunningRunCannotBeResumedOrRunAgainAtTheSameTime(t *testing.T) {
 
 	cancel()
 	first := <-done
-	if !first.res.Cancelled {
+	if !first.res.Interrupted || first.res.Cancelled {
 		t.Fatalf("first run = %+v", first.res)
 	}
 	res, err := engine.New(cfg).Resume(t.Context(), root)

@@ -91,7 +91,7 @@ func resumeFromEveryCut(t *testing.T, configure func(*engine.Config), check func
 			c.Observers = append(c.Observers, &cancelAfter{n: cut, cancel: cancel})
 		}})
 		cancel()
-		if !first.res.Cancelled || first.res.Status != "fail" || first.res.FailureReason != "cancelled" {
+		if !first.res.Interrupted || first.res.Status != "fail" || first.res.FailureReason != "interrupted" {
 			t.Fatalf("cut %d: first part = %+v", cut, first.res)
 		}
 		check(cut, first)
@@ -149,7 +149,7 @@ func TestCancelMidNodeKeepsTheNodeForResume(t *testing.T) {
 	if time.Since(began) > 10*time.Second {
 		t.Fatalf("cancel took %v", time.Since(began))
 	}
-	if !first.res.Cancelled {
+	if !first.res.Interrupted || first.res.Cancelled {
 		t.Fatalf("result = %+v", first.res)
 	}
 	wantPath(t, first.res, "start", "build")

@@ -283,7 +283,7 @@ func (r *run) start(ctx context.Context) *RunResult {
 	err := r.commit(Event{Type: EventPipelineStarted, Label: r.g.Label(), Message: r.g.Goal(), Total: r.total,
 		Data: map[string]any{"logs_root": r.root, "graph_file": r.file}}, d, true)
 	if err != nil {
-		return r.finish(StateFail, "save the run's first state: "+err.Error(), false)
+		return r.finish(StateFail, "save the run's first state: "+err.Error(), nil)
 	}
 	return r.walk(ctx, first, nil, "", "")
 }
@@ -310,7 +310,7 @@ func (r *run) walk(ctx context.Context, cur string, incoming *pipeline.Edge, pre
 	w := &walker{r: r, cx: r.context(), d: &r.top, top: true}
 	for {
 		if ctx.Err() != nil {
-			return r.cancelled(lastDone, cur, incoming)
+			return r.stopped(ctx, lastDone, cur, incoming)
 		}
 		node := r.g.Node(cur)
 		if node == nil {
@@ -330,7 +330,7 @@ func (r *run) walk(ctx context.Context, cur string, incoming *pipeline.Edge, pre
 		}
 		st, out, err := w.execute(ctx, node, incoming, prev)
 		if errors.Is(err, errCancelled) {
-			return r.cancelled(lastDone, cur, incoming)
+			return r.stopped(ctx, lastDone, cur, incoming)
 		}
 		if err != nil {
 			return r.fail(lastDone, err.Error())
@@ -587,9 +587,9 @@ func (r *run) isGate(id string) bool {
 func (r *run) succeed(at string) *RunResult {
 	err := r.checkpoint(at, "", nil, StateSuccess, "")
 	if err != nil {
-		return r.finish(StateFail, err.Error(), false)
+		return r.finish(StateFail, err.Error(), nil)
 	}
-	return r.finish(StateSuccess, "", false)
+	return r.finish(StateSuccess, "", nil)
 }
 
 // fail finishes the run with reason; at is the last completed node.
@@ -597,19 +597,53 @@ func (r *run) fail(at, reason string) *RunResult {
 	if err := r.checkpoint(at, "", nil, StateFail, reason); err != nil {
 		reason += "; " + err.Error()
 	}
-	return r.finish(StateFail, reason, false)
+	return r.finish(StateFail, reason, nil)
 }
 
-// cancelled stops the run without losing its place: the checkpoint keeps
-// next = the node that was interrupted, so a resume re-runs it.
-func (r *run) cancelled(at, next string, incoming *pipeline.Edge) *RunResult {
+// stopped ends the run early because ctx ended (see stop.go) without losing
+// its place: the checkpoint keeps next = the node that was interrupted, so
+// a resume re-runs it.
+func (r *run) stopped(ctx context.Context, at, next string, incoming *pipeline.Edge) *RunResult {
 	if err := r.checkpoint(at, next, incoming, StateCancelled, ""); err != nil {
-		r.cfg.Logger.Error("checkpoint on cancel", "run_id", r.runID, "err", err)
+		r.cfg.Logger.Error("checkpoint on stop", "run_id", r.runID, "err", err)
 	}
-	return r.finish(StateFail, "cancelled", true)
+	stop := &stopCause{}
+	if c, ok := cancellation(ctx); ok {
+		stop.cancelledBy, stop.cancelled = c.By, true
+	}
+	return r.finish(StateFail, stop.reason(), stop)
 }
 
-func (r *run) finish(state, reason string, cancelled bool) *RunResult {
+// stopCause says how a run that ended early stopped.
+type stopCause struct {
+	cancelled   bool // else interrupted
+	cancelledBy string
+}
+
+func (s *stopCause) reason() string {
+	if !s.cancelled {
+		return "interrupted"
+	}
+	return (&Cancellation{By: s.cancelledBy}).Error()
+}
+
+// endEvent is the event that ends a run.
+func (r *run) endEvent(state, reason string, stop *stopCause, dur time.Duration, usage *Usage) Event {
+	e := Event{Label: r.g.Label(), Duration: dur, Usage: usage}
+	switch {
+	case state == StateSuccess:
+		e.Type, e.Status = EventPipelineCompleted, StatusSuccess
+	case stop != nil && stop.cancelled:
+		e.Type, e.By, e.Message = EventPipelineCancelled, stop.cancelledBy, reason
+	case stop != nil:
+		e.Type, e.Message = EventPipelineInterrupted, reason
+	default:
+		e.Type, e.Status, e.Message = EventPipelineFailed, StatusFail, reason
+	}
+	return e
+}
+
+func (r *run) finish(state, reason string, stop *stopCause) *RunResult {
 	dur := r.cfg.Now().Sub(r.startedAt)
 	r.mu.Lock()
 	// Lists and maps are never nil: the result's JSON has [] and {}, not null.
@@ -617,20 +651,15 @@ func (r *run) finish(state, reason string, cancelled bool) *RunResult {
 		RunID: r.runID, Status: state, FailureReason: reason,
 		Path: append([]string{}, r.path[r.pathFrom:]...), Attempts: maps.Clone(r.attempts),
 		CompletedNodes: append([]string{}, r.completed...), Context: r.cx.Snapshot(),
-		LogsRoot: r.root, Usage: r.usage, Cancelled: cancelled, Duration: dur,
+		LogsRoot: r.root, Usage: r.usage, Duration: dur,
 	}
 	r.mu.Unlock()
-	if state == StateSuccess {
-		r.emit(Event{Type: EventPipelineCompleted, Label: r.g.Label(), Status: StatusSuccess, Duration: dur, Usage: &res.Usage})
-	} else {
-		r.emit(Event{Type: EventPipelineFailed, Label: r.g.Label(), Status: StatusFail, Duration: dur, Message: reason, Usage: &res.Usage,
-			Data: map[string]any{"cancelled": cancelled}})
+	if stop != nil {
+		res.Cancelled, res.CancelledBy, res.Interrupted = stop.cancelled, stop.cancelledBy, !stop.cancelled
 	}
+	r.emit(r.endEvent(state, reason, stop, dur, &res.Usage))
 	if err := r.trace.close(); err != nil {
 		r.cfg.Logger.Warn("close the run's journal", "run_id", r.runID, "err", err)
-	}
-	if rc, ok := r.cfg.Backend.(RunCloser); ok {
-		rc.CloseRun(r.runID)
 	}
 	r.lock.release()
 	return res

@@ -24,26 +24,7 @@ func (AutoApprove) Ask(ctx context.Context, q engine.Question) (engine.Answer, e
 	case q.Type == engine.QuestionYesNo || q.Type == engine.QuestionConfirmation:
 		return engine.Answer{Value: "yes", By: "auto"}, nil
 	case q.Type != engine.QuestionFreeform && len(q.Options) > 0:
-		return engine.Answer{Value: optionValue(q.Options, 0), By: "auto"}, nil
+		return engine.Answer{Value: q.ChoiceValue(0), By: "auto"}, nil
 	}
 	return engine.Answer{Kind: engine.AnswerText, Value: "auto-approved", Text: "auto-approved", By: "auto"}, nil
-}
-
-// optionValue is what an answer choosing options[i] carries: its key when no
-// other option shares it, else its target id, which the engine also matches
-// and which tells two "[A]…" edges apart.
-func optionValue(options []engine.Option, i int) string {
-	o := options[i]
-	if o.Key == "" {
-		if o.To != "" {
-			return o.To
-		}
-		return o.Label
-	}
-	for j, other := range options {
-		if j != i && equalFold(other.Key, o.Key) && o.To != "" {
-			return o.To
-		}
-	}
-	return o.Key
 }

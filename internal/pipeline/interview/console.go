@@ -202,7 +202,7 @@ func interpret(q engine.Question, typed string) (engine.Answer, bool) {
 		return engine.Answer{Kind: engine.AnswerText, Text: s, By: "console"}, true
 	}
 	if i := matchOption(q.Options, s); i >= 0 {
-		return answer(optionValue(q.Options, i))
+		return answer(q.ChoiceValue(i))
 	}
 	for _, o := range q.Options {
 		if o.Freeform {
@@ -212,21 +212,14 @@ func interpret(q engine.Question, typed string) (engine.Answer, bool) {
 	return engine.Answer{}, false
 }
 
-// matchOption finds the option s names: by key, then by number, then by
-// label (with or without its accelerator), then by target id.
+// matchOption finds the option s names, as the engine matches answers
+// (engine.OptionIndex), or by its number in the list printed above.
 func matchOption(options []engine.Option, s string) int {
-	for i, o := range options {
-		if o.Key != "" && equalFold(o.Key, s) {
-			return i
-		}
+	if i, ok := engine.OptionIndex(options, s); ok {
+		return i
 	}
-	if n, err := strconv.Atoi(s); err == nil && n >= 1 && n <= len(options) {
+	if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n >= 1 && n <= len(options) {
 		return n - 1
-	}
-	for i, o := range options {
-		if equalFold(o.Label, s) || equalFold(stripAccelerator(o.Label, o.Key), s) || equalFold(o.To, s) {
-			return i
-		}
 	}
 	return -1
 }

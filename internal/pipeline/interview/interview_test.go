@@ -34,8 +34,8 @@ func TestAutoApprove(t *testing.T) {
 		{"confirmation", engine.Question{Type: engine.QuestionConfirmation}, engine.Answer{Value: "yes", By: "auto"}},
 		{"freeform", engine.Question{Type: engine.QuestionFreeform}, engine.Answer{Kind: engine.AnswerText, Value: "auto-approved", Text: "auto-approved", By: "auto"}},
 		{"choice without options", engine.Question{Type: engine.QuestionMultipleChoice}, engine.Answer{Kind: engine.AnswerText, Value: "auto-approved", Text: "auto-approved", By: "auto"}},
-		{"shared key picks the target", engine.Question{Type: engine.QuestionMultipleChoice, Options: []engine.Option{
-			{Key: "A", Label: "Approve", To: "deploy"}, {Key: "A", Label: "Abort", To: "exit"}}}, engine.Answer{Value: "deploy", By: "auto"}},
+		{"shared key: the value names the first option", engine.Question{Type: engine.QuestionMultipleChoice, Options: []engine.Option{
+			{Key: "A", Label: "Approve", To: "deploy"}, {Key: "A", Label: "Abort", To: "exit"}}}, engine.Answer{Value: "A", By: "auto"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -324,7 +324,7 @@
         var reason = $('#run-reason');
         reason.textContent = run.failure_reason || '';
         reason.hidden = !run.failure_reason;
-        var finished = run.status === 'success' || run.status === 'fail' || run.status === 'cancelled';
+        var finished = run.status === 'succeeded' || run.status === 'failed' || run.status === 'cancelled';
         body.dataset.finished = String(finished);
         if (run.started_at) body.dataset.started = run.started_at;
         body.dataset.status = run.status;

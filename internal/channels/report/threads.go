@@ -1,0 +1,74 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"nanohost/internal/channels"
+	"nanohost/internal/runs"
+)
+
+// Threads opens runs' chat threads on the channel that owns each run's
+// chat (runs.Threads).
+type Threads struct {
+	// Channels are the host's transports; a run's chat belongs to one.
+	Channels []channels.Channel
+	// Life bounds every thread: a thread still waiting for a chat that is
+	// down keeps trying until it ends (the host's delivery lifetime).
+	Life context.Context
+	// Backoff paces the retries of a chat that fails.
+	Backoff Backoff
+	// Verbosity is used for runs that do not say.
+	Verbosity    runs.Verbosity
+	CardInterval time.Duration
+	// GateLinks, when set, gives the links shown under a run's gate
+	// prompts (see Config.GateLinks); nil for none.
+	GateLinks func(ctx context.Context, run runs.Run) []channels.Link
+	Logger    *slog.Logger
+}
+
+var _ runs.Threads = (*Threads)(nil)
+
+// Open implements runs.Threads.
+func (t *Threads) Open(_ context.Context, run runs.Run, name string, progress func(runs.Progress), events runs.EventSource) (runs.Thread, error) {
+	ch, err := t.channelFor(run.ChatID)
+	if err != nil {
+		return nil, err
+	}
+	log := t.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	verbosity := run.Verbosity
+	if verbosity == "" {
+		verbosity = t.Verbosity
+	}
+	var links func(context.Context) []channels.Link
+	if t.GateLinks != nil {
+		links = func(ctx context.Context) []channels.Link { return t.GateLinks(ctx, run) }
+	}
+	return Start(t.Life, Config{
+		Channel: NewPatient(ch, t.Backoff, log.With("run", run.ID)), Chat: run.ChatID,
+		RunID: run.ID, Pipeline: name, Goal: run.Goal, Verbosity: verbosity.OrDefault(), LogRef: run.LogsRoot,
+		Resume:     runs.Progress{RootID: run.ThreadTS, LastSeq: run.LastDeliveredSeq},
+		OnProgress: progress, Events: events, GateLinks: links, CardInterval: t.CardInterval,
+		Logger: log.With("component", "report"),
+	}), nil
+}
+
+func (t *Threads) channelFor(chat string) (channels.Channel, error) {
+	for _, ch := range t.Channels {
+		if ch.Owns(chat) {
+			return ch, nil
+		}
+	}
+	return nil, fmt.Errorf("no channel of this host serves chat %q (is Slack configured?)", chat)
+}
+
+// Serves implements runs.Threads.
+func (t *Threads) Serves(chat string) error {
+	_, err := t.channelFor(chat)
+	return err
+}

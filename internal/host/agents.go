@@ -1,0 +1,105 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"nanohost/internal/changes"
+	"nanohost/internal/config"
+	"nanohost/internal/container"
+	"nanohost/internal/ipc"
+	"nanohost/internal/mounts"
+	"nanohost/internal/runs"
+)
+
+// Agents runs agent work in containers: a run's nodes, and each group's
+// chat conversation. ContainerAgents adapts the container backend.
+type Agents interface {
+	// ForRun is the engine's backend for one run, working in env.
+	ForRun(runID string, env container.RunEnv) runs.RunBackend
+	// Conversation opens a group's chat conversation (see container.Conversation).
+	Conversation(name string, env container.RunEnv, sessionID string) Conversation
+}
+
+// Conversation is a chat with one agent.
+type Conversation interface {
+	Send(ctx context.Context, prompt string, timeout time.Duration) (container.Reply, error)
+	Close()
+}
+
+// ContainerAgents are Agents in containers of b.
+func ContainerAgents(b *container.Backend) Agents { return containerAgents{b} }
+
+type containerAgents struct{ b *container.Backend }
+
+func (c containerAgents) ForRun(runID string, env container.RunEnv) runs.RunBackend {
+	return c.b.ForRun(runID, env)
+}
+
+func (c containerAgents) Conversation(name string, env container.RunEnv, sessionID string) Conversation {
+	return c.b.Conversation(name, env, sessionID)
+}
+
+// Waiting reports the requests waiting for a container slot (metrics).
+func (c containerAgents) Waiting() int { return c.b.Waiting() }
+
+// agentEnv says where a group's agents work: its workspace, its IPC queues,
+// the skills, and its configured extra mounts (validated against the mount
+// allowlist at start-up).
+type agentEnv struct {
+	groups *groupTable
+	root   string
+	extra  map[string][]mounts.Mount
+}
+
+func (e agentEnv) of(folder string) container.RunEnv {
+	env := container.RunEnv{Group: folder, Workspace: e.groups.dir(folder), ExtraMounts: e.extra[folder]}
+	if abs, err := filepath.Abs(ipc.GroupDir(ipcRoot(e.groups.cfg), folder)); err == nil {
+		env.GroupIPC = abs
+	}
+	if skills, err := filepath.Abs(filepath.Join(e.root, "skills")); err == nil {
+		if st, err := os.Stat(skills); err == nil && st.IsDir() {
+			env.Skills = skills
+		}
+	}
+	return env
+}
+
+// runtime binds runs to their group's containers (runs.Runtime), recording
+// what each stage changes in the workspace when changes is set.
+type runtime struct {
+	agents  Agents
+	env     agentEnv
+	changes *changes.Tracker
+}
+
+func (r runtime) ForRun(_ context.Context, run runs.Run) (runs.RunBackend, error) {
+	env := r.env.of(run.GroupFolder)
+	backend := r.agents.ForRun(run.ID, env)
+	if r.changes == nil {
+		return backend, nil
+	}
+	return recordedRun{Backend: r.changes.Wrap(backend, env.Workspace), run: backend, tracker: r.changes, runID: run.ID}, nil
+}
+
+func ipcRoot(cfg *config.Config) string { return filepath.Join(cfg.DataDir, "ipc") }
+
+// mountRefusal is the error New returns when a group asks for a mount the
+// allowlist refuses: the host does not start with a group missing a
+// directory it was promised.
+func mountRefusal(problems []config.Problem) error {
+	var lines []string
+	for _, p := range problems {
+		if p.Blocking {
+			lines = append(lines, p.String())
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return errors.New("host: refusing to start: " + strings.Join(lines, "; "))
+}

@@ -1,0 +1,97 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+
+	"nanohost/internal/channels"
+	"nanohost/internal/runs"
+)
+
+// The chat side of gates: a button clicked, a key typed, a reply in a
+// run's thread become runs.Answer calls; a refusal comes back as an error
+// and is shown to the person who answered, in the thread they answered in.
+
+// answerGate answers the gate a button or a typed key names.
+func answerGate(ctx context.Context, service *runs.Service, ch channels.Channel, in channels.Inbound, log *slog.Logger) {
+	if in.Gate == nil {
+		return
+	}
+	if _, err := service.Answer(ctx, *in.Gate, in.Who()); err != nil {
+		tell(ctx, ch, in, refusal(ctx, ch, err), log)
+	}
+}
+
+// answerInThread treats a plain message in a run's thread as the free-text
+// answer to the thread's open gate, if that gate takes text (the only case
+// a plain message answers anything: it is never an approval). It reports
+// whether the message was consumed.
+func answerInThread(ctx context.Context, service *runs.Service, ch channels.Channel, in channels.Inbound, log *slog.Logger) bool {
+	text := strings.TrimSpace(in.Text)
+	if in.Thread == "" || text == "" {
+		return false
+	}
+	g, ok, err := service.GateInThread(ctx, in.Chat, in.Thread)
+	if err != nil {
+		log.Warn("look up the thread's open gate", "chat", in.Chat, "thread", in.Thread, "err", err)
+		return false
+	}
+	if !ok {
+		return false
+	}
+	q := g.Question()
+	if !q.AcceptsText() {
+		if _, isChoice := q.Option(text); isChoice {
+			tell(ctx, ch, in, "A reply in the thread does not answer this gate; use its buttons.", log)
+		}
+		return false
+	}
+	answer := runs.GateAnswer{RunID: g.RunID, GateID: g.GateID, Nonce: g.Nonce, Text: text}
+	if _, err := service.Answer(ctx, answer, in.Who()); err != nil {
+		tell(ctx, ch, in, refusal(ctx, ch, err), log)
+	}
+	return true
+}
+
+// refusal is what the person is told when their answer is refused.
+func refusal(ctx context.Context, ch channels.Channel, err error) string {
+	var settled *runs.SettledError
+	switch {
+	case errors.As(err, &settled) && settled.Gate.Status == runs.GateAnswered:
+		g := settled.Gate
+		return "Already answered by " + channels.UserName(ctx, ch, g.AnsweredBy) + ": " + g.ChosenLabel() +
+			" (" + g.AnsweredAt.UTC().Format("15:04 UTC") + ")."
+	case errors.As(err, &settled):
+		return sentence(settled.Error())
+	case errors.Is(err, runs.ErrNoSuchGate):
+		return "That prompt is no longer active."
+	case errors.Is(err, runs.ErrStaleGate):
+		return "That button belongs to an older prompt for this gate; it no longer answers anything. Use the latest prompt in the thread."
+	case errors.Is(err, runs.ErrNotAllowed), errors.Is(err, runs.ErrInvalidAnswer):
+		// The policy's or the gate's own words, as they wrote them.
+		return strings.TrimPrefix(strings.TrimPrefix(err.Error(), runs.ErrNotAllowed.Error()+": "), runs.ErrInvalidAnswer.Error()+": ")
+	}
+	return "Your answer could not be recorded; please try again."
+}
+
+// sentence capitalises s and ends it with a full stop.
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
+
+// tell shows text to the person behind in, in the thread they wrote in.
+func tell(ctx context.Context, ch channels.Channel, in channels.Inbound, text string, log *slog.Logger) {
+	if err := ch.Ephemeral(ctx, in.Chat, in.Thread, in.User, text); err != nil {
+		log.Warn("reply to one person", "channel", ch.Name(), "user", in.User, "err", err)
+	}
+}

@@ -1,0 +1,278 @@
+package runlog
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
+)
+
+// routingRules are the decisions worth showing at standard verbosity: the
+// ones where something other than the graph's only path chose.
+var routingRules = map[string]bool{
+	"condition": true, "preferred_label": true, "suggested_next_ids": true, "fallback_any_edge": true,
+	"fail_condition": true, "fail_to_conditional": true, "retry_target": true, "fallback_retry_target": true,
+	"graph_retry_target": true, "graph_fallback_retry_target": true, "goal_gate_retry": true,
+}
+
+// Level is the least verbosity at which e is shown.
+func Level(e engine.Event) runs.Verbosity {
+	switch e.Type {
+	case engine.EventPipelineStarted, engine.EventPipelineCompleted, engine.EventPipelineFailed,
+		engine.EventPipelineCancelled, engine.EventPipelineInterrupted, engine.EventPipelineResumed:
+		return runs.VerbosityMinimal
+	case engine.EventStageFailed:
+		if e.WillRetry {
+			return runs.VerbosityStandard
+		}
+		return runs.VerbosityMinimal
+	case engine.EventStageStarted, engine.EventStageCompleted:
+		if handler(e) == engine.TypeConditional {
+			return runs.VerbosityVerbose
+		}
+		return runs.VerbosityStandard
+	case engine.EventStageRetrying, engine.EventParallelStarted, engine.EventParallelBranchCompleted, engine.EventParallelCompleted,
+		engine.EventInterviewStarted, engine.EventInterviewCompleted, engine.EventInterviewTimeout, engine.EventWarning:
+		return runs.VerbosityStandard
+	case engine.EventDecision:
+		if e.Decision != nil && routingRules[e.Decision.Rule] {
+			return runs.VerbosityStandard
+		}
+	}
+	return runs.VerbosityVerbose
+}
+
+// Shows reports whether e is shown at verbosity v.
+func Shows(e engine.Event, v runs.Verbosity) bool { return v.AtLeast(Level(e)) }
+
+// Line renders e as a line of the live log in the host document's format
+// ("  → Implement (3/5)", "  ✓ Implement — 2m 30s", …); "" when the event
+// has nothing to show.
+func Line(e engine.Event) string {
+	name := StageName(e.Label, e.NodeID, "")
+	branch := ""
+	if e.Branch != "" {
+		branch = " [branch " + e.Branch + "]"
+	}
+	switch e.Type {
+	case engine.EventPipelineStarted:
+		if e.Message != "" {
+			return fmt.Sprintf("[Pipeline] %s: %s", name, e.Message)
+		}
+		return "[Pipeline] " + name
+	case engine.EventPipelineResumed:
+		return fmt.Sprintf("[Pipeline] %s resumed at %s", name, e.NodeID)
+	case engine.EventPipelineCompleted:
+		return "✓ Pipeline complete — " + Duration(e.Duration)
+	case engine.EventPipelineFailed:
+		return fmt.Sprintf("✗ Pipeline failed — %s — %s", Duration(e.Duration), e.Message)
+	case engine.EventPipelineCancelled:
+		return "⊘ Pipeline cancelled" + byWhom(e.By) + " — " + Duration(e.Duration)
+	case engine.EventPipelineInterrupted:
+		return "⏸ Pipeline interrupted — " + Duration(e.Duration)
+	case engine.EventStageStarted:
+		return stageStarted(e, name, branch)
+	case engine.EventStageCompleted:
+		return stageCompleted(e, name, branch)
+	case engine.EventStageFailed:
+		return stageFailed(e, name, branch)
+	case engine.EventStageRetrying:
+		return fmt.Sprintf("  ↻ Retry: %s (%d/%d) in %s%s", name, e.Attempt, e.MaxAttempt, Duration(e.Delay), branch)
+	case engine.EventDecision:
+		return decisionLine(e.Decision, branch)
+	case engine.EventParallelStarted, engine.EventParallelBranchStarted, engine.EventParallelBranchCompleted, engine.EventParallelCompleted:
+		return parallelLine(e, name)
+	case engine.EventInterviewStarted:
+		return "  ? " + questionLine(e.Question)
+	case engine.EventInterviewCompleted:
+		return "  ✎ " + answerLine(e.Answer)
+	case engine.EventInterviewTimeout:
+		return fmt.Sprintf("  ⏱ %s: no answer after %s", name, Duration(e.Duration))
+	case engine.EventWarning:
+		return "  ! " + e.Message
+	case engine.EventAgentResponse:
+		return "    │ " + truncate(firstLine(e.Message), 200)
+	case engine.EventContextUpdated:
+		return "    context: " + strings.Join(dataStrings(e.Data, "keys"), ", ")
+	case engine.EventWorkspaceChanged:
+		return changesLine(name, branch, e.Changes)
+	case engine.EventCheckpointSaved:
+		return "    checkpoint after " + e.NodeID
+	}
+	return ""
+}
+
+// StageName is how a stage is named: its label, else its id, with its
+// parallel branch when it runs in one.
+func StageName(label, nodeID, branch string) string {
+	name := label
+	if name == "" {
+		name = nodeID
+	}
+	if branch != "" {
+		name += " [branch " + branch + "]"
+	}
+	return name
+}
+
+func byWhom(by string) string {
+	if by == "" {
+		return ""
+	}
+	return " by " + by
+}
+
+func stageStarted(e engine.Event, name, branch string) string {
+	if handler(e) == engine.TypeStart {
+		return ""
+	}
+	if e.Index > 0 {
+		return fmt.Sprintf("  → %s (%d/%d)%s%s", name, e.Index, e.Total, wornBy(e), branch)
+	}
+	return fmt.Sprintf("  → %s%s%s", name, wornBy(e), branch)
+}
+
+// wornBy says who works a stage: " as seeker wearing recall, forge".
+func wornBy(e engine.Event) string {
+	s := ""
+	if e.Persona != "" {
+		s += " as " + e.Persona
+	}
+	if len(e.Masks) > 0 {
+		s += " wearing " + strings.Join(e.Masks, ", ")
+	}
+	return s
+}
+
+func stageCompleted(e engine.Event, name, branch string) string {
+	if h := handler(e); h == engine.TypeStart || h == engine.TypeExit {
+		return ""
+	}
+	suffix := ""
+	if e.Status != "" && e.Status != engine.StatusSuccess {
+		suffix = " (" + string(e.Status) + ")"
+	}
+	return fmt.Sprintf("  ✓ %s — %s%s%s", name, Duration(e.Duration), suffix, branch)
+}
+
+func stageFailed(e engine.Event, name, branch string) string {
+	switch {
+	case e.WillRetry:
+		return fmt.Sprintf("  ✗ %s — %s (attempt %d/%d)%s", name, e.Message, e.Attempt, e.MaxAttempt, branch)
+	case e.Message == "":
+		return fmt.Sprintf("  ✗ %s — %s%s", name, Duration(e.Duration), branch)
+	}
+	return fmt.Sprintf("  ✗ %s — %s — %s%s", name, Duration(e.Duration), e.Message, branch)
+}
+
+func parallelLine(e engine.Event, name string) string {
+	switch e.Type {
+	case engine.EventParallelStarted:
+		return fmt.Sprintf("  ⑂ %s: %d branches", name, dataInt(e.Data, "branch_count"))
+	case engine.EventParallelBranchStarted:
+		return fmt.Sprintf("  ⑂ branch %s started", e.Branch)
+	case engine.EventParallelBranchCompleted:
+		mark, msg := "✓", ""
+		if !e.Status.IsSuccess() {
+			mark = "✗"
+			if e.Message != "" {
+				msg = " — " + e.Message
+			}
+		}
+		return fmt.Sprintf("  ⑂ %s branch %s — %s%s", mark, e.Branch, Duration(e.Duration), msg)
+	}
+	return fmt.Sprintf("  ⑂ %s: %d succeeded, %d failed — %s", name,
+		dataInt(e.Data, "success_count"), dataInt(e.Data, "failure_count"), Duration(e.Duration))
+}
+
+func decisionLine(d *engine.Decision, branch string) string {
+	if d == nil {
+		return ""
+	}
+	to := d.To
+	if to == "" {
+		to = "(nowhere)"
+	}
+	why := d.Rule
+	switch d.Rule {
+	case "condition", "fail_condition":
+		why += " " + d.Values["condition"]
+	case "preferred_label":
+		why += " " + d.Values["preferred_label"]
+	case "goal_gate_retry":
+		why = "goal gate " + d.Values["gate"] + " unsatisfied"
+	}
+	return fmt.Sprintf("  ⤷ %s → %s (%s)%s", d.From, to, why, branch)
+}
+
+func questionLine(q *engine.Question) string {
+	if q == nil {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(q.Text)
+	for _, o := range q.Options {
+		fmt.Fprintf(&b, "  [%s] %s", o.Key, engine.NormalizeLabelDisplay(o.Label))
+	}
+	return b.String()
+}
+
+func answerLine(a *engine.Answer) string {
+	if a == nil {
+		return ""
+	}
+	by := ""
+	if a.By != "" {
+		by = " (" + a.By + ")"
+	}
+	switch a.Kind {
+	case engine.AnswerText:
+		return "answered: " + truncate(a.Text, 200) + by
+	case engine.AnswerSkipped:
+		return "skipped" + by
+	}
+	return "answered: " + a.Value + by
+}
+
+// Event.Data read type-tolerantly: an event decoded from JSON (the trace,
+// the store) holds float64 (or json.Number) where the engine put an int,
+// and []any where it put []string.
+
+// handler is the node handler type the engine reports on stage events.
+func handler(e engine.Event) string {
+	h, _ := e.Data["handler"].(string)
+	return h
+}
+
+func dataInt(data map[string]any, key string) int {
+	switch v := data[key].(type) {
+	case int:
+		return v
+	case int64:
+		return int(v)
+	case float64:
+		return int(v)
+	case json.Number:
+		n, _ := v.Int64()
+		return int(n)
+	}
+	return 0
+}
+
+func dataStrings(data map[string]any, key string) []string {
+	switch v := data[key].(type) {
+	case []string:
+		return v
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package runs
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"nanohost/internal/pipeline/engine"
+)
+
+// delivery is a run's way out: every engine event is first appended to the
+// run's event log in the store (the source of truth, with a seq this
+// service assigns), then handed to the run's thread, which tells it in the
+// chat as the verbosity allows. The thread's progress (root message, last
+// delivered seq) is persisted, so after a restart it continues where it
+// stopped and nothing is posted twice.
+type delivery struct {
+	s      *Service
+	run    Run
+	ar     *activeRun
+	thread Thread
+
+	mu     sync.Mutex
+	seq    int64
+	rootID string
+}
+
+// openDelivery opens the run's thread. A run that has events already (a
+// resume) continues its thread: the thread reads what it has not shown
+// from the store.
+func (s *Service) openDelivery(ctx context.Context, run Run, ar *activeRun, name string) (*delivery, error) {
+	d := &delivery{s: s, run: run, ar: ar, seq: run.LastSeq, rootID: run.ThreadTS}
+	events := func(ctx context.Context, after int64) ([]engine.Event, error) {
+		return s.cfg.Store.Events(ctx, run.ID, after, 0)
+	}
+	t, err := s.cfg.Threads.Open(ctx, run, name, d.persist, events)
+	if err != nil {
+		return nil, err
+	}
+	d.thread = t
+	return d, nil
+}
+
+// OnEvent implements engine.Observer. The engine's own seq restarts from
+// its checkpoint on resume (events after the last checkpoint would collide),
+// so the event log is numbered here.
+func (d *delivery) OnEvent(e engine.Event) {
+	d.mu.Lock()
+	d.seq++
+	e.Seq = d.seq
+	d.mu.Unlock()
+	if e.RunID == "" {
+		e.RunID = d.run.ID
+	}
+	if _, err := d.s.cfg.Store.AppendEvent(context.Background(), e); err != nil {
+		d.s.log.Error("store run event; the dashboard and a restart will miss it", "run", e.RunID, "seq", e.Seq, "type", e.Type, "err", err)
+	}
+	d.s.streams.wake(e.RunID)
+	d.observe(e)
+	if d.s.cfg.Observe != nil {
+		d.s.cfg.Observe(d.run, e)
+	}
+	d.thread.Tell(e)
+}
+
+// observe keeps the run's state in the store in step with its events.
+func (d *delivery) observe(e engine.Event) {
+	ctx := context.Background()
+	switch e.Type {
+	case engine.EventStageStarted:
+		if e.Branch == "" {
+			d.ar.setCurrent(e.NodeID)
+		}
+	case engine.EventInterviewStarted:
+		d.s.logErr("mark run waiting", d.run.ID, d.s.cfg.Store.UpdateRunStatus(ctx, d.run.ID, Waiting))
+	case engine.EventInterviewCompleted, engine.EventInterviewTimeout:
+		d.s.logErr("mark run running", d.run.ID, d.s.cfg.Store.UpdateRunStatus(ctx, d.run.ID, Running))
+	}
+}
+
+// persist records the thread's progress (called from its goroutine).
+func (d *delivery) persist(p Progress) {
+	ctx := context.Background()
+	d.mu.Lock()
+	newRoot := p.RootID != "" && p.RootID != d.rootID
+	d.rootID = p.RootID
+	d.mu.Unlock()
+	if newRoot {
+		d.s.logErr("record run thread", d.run.ID, d.s.cfg.Store.SetRunThread(ctx, d.run.ID, p.RootID))
+	}
+	if p.LastSeq > 0 {
+		d.s.logErr("record delivered seq", d.run.ID, d.s.cfg.Store.SetDelivered(ctx, d.run.ID, p.LastSeq))
+	}
+}
+
+// close lets the thread deliver what is queued and stop. It waits a
+// bounded time, so a run's end (and shutdown) never hangs on a chat that is
+// down; the thread keeps trying in the background until the host stops,
+// and what it could not deliver by then goes out on the next start.
+func (d *delivery) close(wait time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := d.thread.Close(ctx); err != nil {
+		d.s.log.Warn("run thread not delivered yet; still trying (and on the next start)", "run", d.run.ID, "err", err)
+	}
+}

@@ -1,0 +1,51 @@
+package runs
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors the service's calls return (wrapped with what they are about).
+// Each is a refusal the caller shows: the chat tells the person, the web
+// maps it to an HTTP status, IPC answers the agent with it.
+var (
+	// ErrNoSuchRun: no run has that id (404).
+	ErrNoSuchRun = errors.New("no such run")
+	// ErrNoSuchGate: the run has no gate with that id (404).
+	ErrNoSuchGate = errors.New("no such gate")
+	// ErrStaleGate: the answer is for an older posting of the gate (a
+	// button from before a restart); the latest prompt is the one that
+	// counts (409).
+	ErrStaleGate = errors.New("that answer is for an older posting of this gate")
+	// ErrNotAllowed: the endpoint's policy refuses (403).
+	ErrNotAllowed = errors.New("not allowed")
+	// ErrInvalidAnswer: the answer does not fit the gate (422).
+	ErrInvalidAnswer = errors.New("not an answer to this gate")
+	// ErrSettled: the gate was settled already (409); errors.As with
+	// *SettledError tells how.
+	ErrSettled = errors.New("gate already settled")
+	// ErrRunEnded: the run already ended; it cannot be changed (409).
+	ErrRunEnded = errors.New("run already ended")
+	// ErrRunActive: the run is being executed already (409).
+	ErrRunActive = errors.New("run is running")
+	// ErrStopping: the host is shutting down and takes no new work (503).
+	ErrStopping = errors.New("the host is shutting down")
+)
+
+// SettledError is the refusal of an answer to a gate that was already
+// settled: it carries the gate as it stands (who answered what, and when).
+type SettledError struct{ Gate Gate }
+
+func (e *SettledError) Error() string {
+	g := e.Gate
+	switch g.Status {
+	case GateTimedOut:
+		return "this gate already timed out"
+	case GateWithdrawn:
+		return "that prompt is no longer active"
+	}
+	return fmt.Sprintf("already answered by %s: %s (%s)", g.AnsweredBy, g.ChosenLabel(), g.AnsweredAt.UTC().Format("15:04 UTC"))
+}
+
+// Is makes errors.Is(err, ErrSettled) true.
+func (e *SettledError) Is(target error) bool { return target == ErrSettled }

@@ -1,0 +1,281 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/pipeline/mask"
+	"nanohost/internal/pipeline/persona"
+)
+
+// launch executes run in the background: from the start (g set), or from
+// its checkpoint (g nil). askedIn is the thread it was asked from, if any.
+func (s *Service) launch(run Run, g *pipeline.Graph, askedIn string) {
+	ctx, cancel := context.WithCancelCause(s.life)
+	ar := &activeRun{id: run.ID, cancel: cancel, done: make(chan struct{})}
+	s.mu.Lock()
+	s.active[run.ID] = ar
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(ar.done)
+		defer func() {
+			s.mu.Lock()
+			delete(s.active, run.ID)
+			s.mu.Unlock()
+			cancel(nil)
+		}()
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error("run panicked; it is marked interrupted and resumes on the next start", "run", run.ID, "panic", r)
+				s.logErr("mark run interrupted", run.ID, s.cfg.Store.UpdateRunStatus(context.Background(), run.ID, Interrupted))
+			}
+		}()
+		s.execute(ctx, ar, run, g, askedIn)
+	}()
+}
+
+// execute runs one run to its end (or its interruption) under a run slot.
+func (s *Service) execute(ctx context.Context, ar *activeRun, run Run, g *pipeline.Graph, askedIn string) {
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	case <-ctx.Done():
+		s.settle(ctx, run, nil, ctx.Err(), nil)
+		return
+	}
+	bg := context.WithoutCancel(ctx)
+	s.logErr("mark run running", run.ID, s.cfg.Store.UpdateRunStatus(bg, run.ID, Running))
+	fresh, err := s.cfg.Store.GetRun(bg, run.ID) // its thread and delivery progress, as stored
+	if err != nil {
+		s.settle(ctx, run, nil, err, nil)
+		return
+	}
+	name := ""
+	if g != nil {
+		name = g.Label()
+	}
+	d, err := s.openDelivery(bg, fresh, ar, name)
+	if err != nil {
+		s.settle(ctx, run, nil, err, nil)
+		return
+	}
+	if askedIn != "" {
+		s.pointFrom(d.thread, askedIn, name, run.ID)
+	}
+	res, err := s.runEngine(ctx, fresh, g, d)
+	s.settle(ctx, run, res, err, d)
+}
+
+// runEngine runs the engine over the run's own backend.
+func (s *Service) runEngine(ctx context.Context, run Run, g *pipeline.Graph, d *delivery) (*engine.RunResult, error) {
+	backend, err := s.cfg.Runtime.ForRun(ctx, run)
+	if err != nil {
+		return nil, fmt.Errorf("prepare the run's agents: %w", err)
+	}
+	defer backend.Close()
+	var personas *persona.Catalog
+	var masks mask.Set
+	if s.cfg.Identities != nil {
+		if personas, masks, err = s.cfg.Identities(run.GroupFolder); err != nil {
+			return nil, fmt.Errorf("load the personas and masks of group %s: %w", run.GroupFolder, err)
+		}
+	}
+	eng := engine.New(engine.Config{
+		Backend:     backend,
+		Interviewer: s.interviewer(run, d.thread),
+		Observers:   []engine.Observer{d},
+		Registry:    s.cfg.Registry,
+		Loader: func(file string, src []byte) (*pipeline.Graph, error) {
+			return s.loadRunnable(run.GroupFolder, file, src, "")
+		},
+		Personas: personas,
+		Masks:    masks,
+		LogsRoot: run.LogsRoot,
+		RunID:    run.ID,
+		Logger:   s.cfg.Logger.With("run", run.ID),
+	})
+	if g != nil {
+		return eng.Run(ctx, g, []byte(run.SourceDOT), run.FileName)
+	}
+	return s.resumeEngine(ctx, eng, run)
+}
+
+// resumeEngine continues run from its checkpoint. The graph is loaded here,
+// not by the engine's loader, because the run's goal may have been given
+// when it started rather than written in its source (which is kept as
+// written): the recorded goal is applied again, so $goal expands as it did.
+func (s *Service) resumeEngine(ctx context.Context, eng *engine.Engine, run Run) (*engine.RunResult, error) {
+	cp, err := engine.LoadCheckpoint(run.LogsRoot)
+	if err != nil {
+		return nil, err
+	}
+	g, err := s.loadRunnable(run.GroupFolder, cp.GraphFile, []byte(cp.GraphDOT), run.Goal)
+	if err != nil {
+		return nil, fmt.Errorf("load the pipeline of run %s: %w", run.ID, err)
+	}
+	return eng.ResumeGraph(ctx, g, []byte(cp.GraphDOT), run.LogsRoot)
+}
+
+// loadRunnable loads a graph that must run: lint errors are an error.
+func (s *Service) loadRunnable(group, file string, src []byte, goal string) (*pipeline.Graph, error) {
+	g, diags, err := s.cfg.Load(group, file, src, goal)
+	if pipeline.HasErrors(diags) {
+		return nil, &InvalidError{Diagnostics: diags}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// settle records how a run's execution ended: succeeded, failed, cancelled
+// (by whom) — or interrupted, when its host stopped under it (it resumes on
+// the next start).
+func (s *Service) settle(ctx context.Context, run Run, res *engine.RunResult, err error, d *delivery) {
+	bg := context.WithoutCancel(ctx)
+	log := s.log.With("run", run.ID)
+	switch {
+	case res != nil && res.Cancelled:
+		s.finish(bg, run.ID, Cancelled, res.FailureReason, res.Usage)
+		s.withdrawGates(run.ID)
+		log.Info("run cancelled", "by", res.CancelledBy)
+	case (res != nil && res.Interrupted) || (err != nil && ctx.Err() != nil):
+		s.logErr("mark run interrupted", run.ID, s.cfg.Store.UpdateRunStatus(bg, run.ID, Interrupted))
+		log.Info("run interrupted; it resumes from its checkpoint on the next start")
+	case err != nil:
+		log.Error("run could not start", "err", err)
+		s.finish(bg, run.ID, Failed, "could not start: "+err.Error(), engine.Usage{})
+		if d != nil {
+			d.OnEvent(engine.Event{RunID: run.ID, Type: engine.EventPipelineFailed, Status: engine.StatusFail,
+				Message: "could not start: " + err.Error(), Time: s.cfg.Now()})
+		}
+	default:
+		state := Failed
+		if res.Status == engine.StateSuccess {
+			state = Succeeded
+		}
+		s.finish(bg, run.ID, state, res.FailureReason, res.Usage)
+		log.Info("run finished", "status", state, "reason", res.FailureReason, "duration", res.Duration)
+	}
+	if d != nil {
+		d.close(s.cfg.CloseWait)
+	}
+}
+
+func (s *Service) finish(ctx context.Context, id string, state State, reason string, usage engine.Usage) {
+	if err := s.cfg.Store.FinishRun(ctx, id, state, reason, usage); err != nil {
+		s.log.Error("record run end", "run", id, "status", state, "err", err)
+	}
+	s.streams.wake(id) // event streams end once they see the run finished
+}
+
+// withdrawGates withdraws the open gates of a run that ended.
+func (s *Service) withdrawGates(runID string) {
+	if _, err := s.cfg.Store.WithdrawOpenGates(context.Background(), runID); err != nil {
+		s.log.Error("withdraw the open gates of an ended run", "run", runID, "err", err)
+	}
+}
+
+// resume launches one unfinished run that is not executing here: from its
+// checkpoint when it has one (completed nodes do not run again), from the
+// start otherwise.
+func (s *Service) resume(run Run) error {
+	ctx := context.Background()
+	if run.SourceDOT == "" {
+		full, err := s.cfg.Store.GetRun(ctx, run.ID)
+		if err != nil {
+			return err
+		}
+		run = full
+	}
+	_, err := engine.LoadCheckpoint(run.LogsRoot)
+	switch {
+	case err == nil:
+		s.log.Info("resuming run from its checkpoint", "run", run.ID, "status", run.Status)
+		s.launch(run, nil, "")
+	case errors.Is(err, fs.ErrNotExist):
+		// It stopped before its first checkpoint: start it again.
+		g, err := s.loadRunnable(run.GroupFolder, run.FileName, []byte(run.SourceDOT), run.Goal)
+		if err != nil {
+			s.finish(ctx, run.ID, Failed, "cannot restart: "+err.Error(), run.Usage)
+			return err
+		}
+		s.log.Info("restarting run that had not checkpointed yet", "run", run.ID)
+		s.launch(run, g, "")
+	default:
+		return err
+	}
+	return nil
+}
+
+// ResumeUnfinished restarts, at start-up, every run a previous process left
+// unfinished (crash or shutdown), each in its own thread, and delivers the
+// events of finished runs that never reached their chat.
+func (s *Service) ResumeUnfinished(ctx context.Context) error {
+	list, err := s.cfg.Store.UnfinishedRuns(ctx)
+	if err != nil {
+		return fmt.Errorf("list unfinished runs: %w", err)
+	}
+	for _, run := range list {
+		if s.isActive(run.ID) {
+			continue
+		}
+		if err := s.resume(run); err != nil {
+			s.log.Error("resume run", "run", run.ID, "err", err)
+		}
+	}
+	ids, err := s.cfg.Store.RunsWithUndelivered(ctx)
+	if err != nil {
+		return fmt.Errorf("list runs with undelivered events: %w", err)
+	}
+	for _, id := range ids {
+		if !s.isActive(id) {
+			s.deliverStored(id)
+		}
+	}
+	return nil
+}
+
+// deliverStored delivers, in the background, the stored events of a run
+// this process does not execute that its thread has not shown yet.
+func (s *Service) deliverStored(runID string) {
+	s.bg.Go(func() {
+		ctx := context.Background()
+		run, err := s.cfg.Store.GetRun(ctx, runID)
+		if err != nil || !run.Status.Finished() {
+			return
+		}
+		d, err := s.openDelivery(ctx, run, &activeRun{id: runID}, "")
+		if err != nil {
+			s.log.Warn("deliver stored events", "run", runID, "err", err)
+			return
+		}
+		d.close(s.cfg.CloseWait)
+	})
+}
+
+// pointFrom tells the conversation thread a run was asked from where the
+// run's own thread is: a run's story is always told in one thread.
+func (s *Service) pointFrom(t Thread, askedIn, name, runID string) {
+	if name == "" {
+		name = "the pipeline"
+	}
+	text := fmt.Sprintf("Started %s (run %s); its progress is in the run's own thread.", name, runID)
+	s.bg.Go(func() {
+		if err := t.Point(s.life, askedIn, text); err != nil {
+			s.log.Warn("point the asking thread at the run", "run", runID, "err", err)
+		}
+	})
+}
+
+func (s *Service) logErr(what, runID string, err error) {
+	if err != nil {
+		s.log.Error(what, "run", runID, "err", err)
+	}
+}

@@ -1,0 +1,340 @@
+package runs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"nanohost/internal/pipeline/engine"
+)
+
+// How a human gate is asked and answered. The store decides: asking opens a
+// posting of the gate there; an answer — from any surface, any process — is
+// a compare-and-set there; the first wins. This process only holds the
+// askers waiting on the store, woken by the answers it takes itself and
+// re-reading the store now and then for answers taken elsewhere.
+
+// promptEditTimeout bounds an edit of a settled gate's prompt (cosmetic:
+// the run never waits for it).
+const promptEditTimeout = 2 * time.Minute
+
+// promptPostTimeout bounds how long posting a prompt is retried. The gate
+// does not wait for it: it is open, can be answered elsewhere (the
+// dashboard) and times out meanwhile.
+const promptPostTimeout = 30 * time.Minute
+
+// waiters are the askers of this process, by gate.
+type waiters struct {
+	mu sync.Mutex
+	m  map[gateKey]*asker
+}
+
+type gateKey struct{ run, gate string }
+
+func (w *waiters) add(a *asker) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[gateKey]*asker{}
+	}
+	w.m[gateKey{a.gate.RunID, a.gate.GateID}] = a
+}
+
+func (w *waiters) remove(a *asker) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := gateKey{a.gate.RunID, a.gate.GateID}
+	if w.m[k] == a {
+		delete(w.m, k)
+	}
+}
+
+// wake tells the asker of a gate, if it is here, that the store changed.
+func (w *waiters) wake(runID, gateID string) {
+	w.mu.Lock()
+	a := w.m[gateKey{runID, gateID}]
+	w.mu.Unlock()
+	if a != nil {
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// asker is one Ask waiting on one posting of a gate.
+type asker struct {
+	s      *Service
+	thread Thread
+	gate   Gate // the posting, as opened
+	wake   chan struct{}
+
+	mu    sync.Mutex
+	msgID string // the prompt, once posted
+	final *Gate  // how it ended, once it has
+	note  string
+}
+
+// interviewer asks run's gates in its thread.
+func (s *Service) interviewer(run Run, t Thread) engine.Interviewer {
+	return engine.InterviewerFunc(func(ctx context.Context, q engine.Question) (engine.Answer, error) {
+		return s.ask(ctx, t, q)
+	})
+}
+
+// ask opens a posting of q's gate, posts its prompt in the background (a
+// chat that is slow or down never holds up the gate, which is open — and
+// its timeout running — from the start) and waits for it to be settled: an
+// answer, the timeout, or ctx's end (then it is withdrawn).
+func (s *Service) ask(ctx context.Context, t Thread, q engine.Question) (engine.Answer, error) {
+	stored, previous, err := s.cfg.Store.OpenGate(ctx, NewGate(q, newNonce(), s.cfg.Now()))
+	if err != nil {
+		return engine.Answer{}, fmt.Errorf("open gate %s: %w", q.ID, err)
+	}
+	if stored.Status != GateOpen {
+		// Settled before a crash: the run takes that answer.
+		s.log.Info("gate was settled before the restart; taking its answer", "run", q.RunID, "gate", q.ID, "state", stored.Status)
+		s.editPrompt(t, stored, "")
+		return stored.EngineAnswer(), nil
+	}
+	if previous != nil && previous.MessageTS != "" {
+		// An earlier posting (before a restart) still shows buttons.
+		stale := *previous
+		stale.Status = GateWithdrawn
+		s.editPrompt(t, stale, "Superseded by a newer prompt below.")
+	}
+	a := &asker{s: s, thread: t, gate: stored, wake: make(chan struct{}, 1)}
+	s.gates.add(a)
+	defer s.gates.remove(a)
+	s.bg.Go(func() { a.post(ctx) })
+	return a.wait(ctx)
+}
+
+// post posts the prompt. It goes on even if the run stops meanwhile: a
+// prompt that reached the chat but whose id was lost would show live
+// buttons forever; once posted, a settled gate's prompt is edited at once.
+func (a *asker) post(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), promptPostTimeout)
+	defer cancel()
+	g := a.gate
+	log := a.s.log.With("run", g.RunID, "gate", g.GateID)
+	msgID, err := a.thread.Ask(ctx, g)
+	if err != nil {
+		log.Error("gate prompt not posted; the gate stays open (dashboard, timeout)", "err", err)
+		return
+	}
+	log.Info("gate opened", "msg", msgID, "timeout_s", g.TimeoutSeconds)
+	if err := a.s.cfg.Store.SetGateMessage(ctx, g.RunID, g.GateID, g.Nonce, msgID); err != nil {
+		log.Warn("record the gate's prompt message", "err", err)
+	}
+	a.mu.Lock()
+	a.msgID = msgID
+	final, note := a.final, a.note
+	a.mu.Unlock()
+	if final != nil {
+		a.s.editPrompt(a.thread, withMessage(*final, msgID), note)
+	}
+}
+
+// settled records how the posting ended and edits its prompt, now if it is
+// posted, else as soon as it is.
+func (a *asker) settled(g Gate, note string) {
+	a.mu.Lock()
+	a.final, a.note = &g, note
+	msgID := a.msgID
+	a.mu.Unlock()
+	if msgID != "" {
+		a.s.editPrompt(a.thread, withMessage(g, msgID), note)
+	}
+}
+
+func withMessage(g Gate, msgID string) Gate {
+	g.MessageTS = msgID
+	return g
+}
+
+// wait blocks until the posting is settled.
+func (a *asker) wait(ctx context.Context) (engine.Answer, error) {
+	var timeout <-chan time.Time
+	if sec := a.gate.TimeoutSeconds; sec > 0 {
+		timer := time.NewTimer(time.Duration(sec * float64(time.Second)))
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	poll := time.NewTicker(a.s.cfg.GatePoll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-a.wake:
+		case <-poll.C:
+		case <-timeout:
+			return a.close(ctx, GateTimedOut, "")
+		case <-ctx.Done():
+			if _, err := a.close(context.WithoutCancel(ctx), GateWithdrawn, stoppedNote(ctx)); err != nil {
+				a.s.log.Error("withdraw the gate of a stopped run", "run", a.gate.RunID, "gate", a.gate.GateID, "err", err)
+			}
+			return engine.Answer{}, ctx.Err()
+		}
+		if ans, done, err := a.check(ctx); done || err != nil {
+			return ans, err
+		}
+	}
+}
+
+// check re-reads the gate: answered (done) or still open.
+func (a *asker) check(ctx context.Context) (engine.Answer, bool, error) {
+	cur, err := a.s.cfg.Store.GetGate(ctx, a.gate.RunID, a.gate.GateID)
+	switch {
+	case err != nil:
+		a.s.log.Warn("read gate; trying again", "run", a.gate.RunID, "gate", a.gate.GateID, "err", err)
+		return engine.Answer{}, false, nil
+	case cur.Nonce != a.gate.Nonce:
+		return engine.Answer{}, true, fmt.Errorf("gate %s was asked again elsewhere: %w", a.gate.GateID, ErrStaleGate)
+	case cur.Status == GateOpen:
+		return engine.Answer{}, false, nil
+	}
+	a.settled(cur, "")
+	return cur.EngineAnswer(), true, nil
+}
+
+// close ends the posting as timed_out or withdrawn — unless an answer won
+// the race, which is then the result.
+func (a *asker) close(ctx context.Context, state GateState, note string) (engine.Answer, error) {
+	closed, cur, err := a.s.cfg.Store.CloseGate(ctx, a.gate.RunID, a.gate.GateID, a.gate.Nonce, state)
+	if err != nil {
+		return engine.Answer{}, fmt.Errorf("close gate %s as %s: %w", a.gate.GateID, state, err)
+	}
+	if !closed && cur.Nonce == a.gate.Nonce && cur.Status == GateAnswered {
+		a.settled(cur, "")
+		return cur.EngineAnswer(), nil
+	}
+	if state == GateTimedOut {
+		a.s.log.Info("gate timed out", "run", cur.RunID, "gate", cur.GateID, "timeout_s", cur.TimeoutSeconds)
+	}
+	a.settled(cur, note)
+	return engine.Answer{Kind: engine.AnswerTimeout}, nil
+}
+
+// stoppedNote says on a withdrawn prompt why its run stopped.
+func stoppedNote(ctx context.Context) string {
+	var c *engine.Cancellation
+	if errors.As(context.Cause(ctx), &c) {
+		return "The run was cancelled before anyone answered."
+	}
+	return "The host stopped before anyone answered; the run asks again when it resumes."
+}
+
+// editPrompt edits a settled gate's prompt in the background.
+func (s *Service) editPrompt(t Thread, g Gate, note string) {
+	if g.MessageTS == "" {
+		return
+	}
+	s.bg.Go(func() {
+		// Not bound to the runs' life: a prompt withdrawn because the host
+		// stops is edited to say so before it does (Shutdown waits).
+		ctx, cancel := context.WithTimeout(context.Background(), promptEditTimeout)
+		defer cancel()
+		if err := t.Settle(ctx, g, note); err != nil {
+			s.log.Warn("edit a settled gate's prompt", "run", g.RunID, "gate", g.GateID, "err", err)
+		}
+	})
+}
+
+// Answer answers a gate for who: the same call whatever the surface (a
+// Slack button, a key typed at the console, the dashboard). The refusals
+// are typed: ErrNoSuchGate, ErrStaleGate (an older posting's button),
+// ErrNotAllowed (the endpoint's policy, or an answer from another chat),
+// ErrInvalidAnswer (not one of the gate's choices), *SettledError (someone
+// answered first, it timed out or was withdrawn). The answer itself is a
+// compare-and-set in the store: of any number of concurrent answers, the
+// first wins.
+func (s *Service) Answer(ctx context.Context, a GateAnswer, who Principal) (Gate, error) {
+	g, err := s.cfg.Store.GetGate(ctx, a.RunID, a.GateID)
+	if err != nil {
+		return Gate{}, err
+	}
+	log := s.log.With("run", a.RunID, "gate", a.GateID, "by", who.String(), "choice", a.describe())
+	if err := s.checkAnswer(ctx, a, who, g); err != nil {
+		log.Info("gate answer refused", "reason", err)
+		return g, err
+	}
+	option, answer, _ := a.resolve(g.Question()) // checked by checkAnswer
+	accepted, cur, err := s.cfg.Store.AnswerGate(ctx, g.RunID, g.GateID, g.Nonce, option, answer, who.User)
+	switch {
+	case err != nil:
+		return g, fmt.Errorf("record the answer (try again): %w", err)
+	case !accepted && cur.Nonce != g.Nonce:
+		return cur, fmt.Errorf("gate %s: %w", g.GateID, ErrStaleGate)
+	case !accepted:
+		log.Info("gate answer refused", "reason", "lost the race")
+		return cur, &SettledError{Gate: cur}
+	}
+	log.Info("gate answer accepted")
+	s.gates.wake(cur.RunID, cur.GateID)
+	return cur, nil
+}
+
+func (s *Service) checkAnswer(ctx context.Context, a GateAnswer, who Principal, g Gate) error {
+	switch {
+	case a.Nonce != "" && a.Nonce != g.Nonce:
+		return fmt.Errorf("gate %s: %w", g.GateID, ErrStaleGate)
+	case g.Status != GateOpen:
+		return &SettledError{Gate: g}
+	}
+	run, err := s.cfg.Store.GetRun(ctx, g.RunID)
+	if err != nil {
+		return err
+	}
+	if who.Chat != "" && who.Chat != run.ChatID {
+		return fmt.Errorf("%w: that answer came from somewhere other than where the gate was asked", ErrNotAllowed)
+	}
+	option, _, err := a.resolve(g.Question())
+	if err != nil {
+		return err
+	}
+	p, err := s.cfg.Policies.of(who)
+	if err != nil {
+		return err
+	}
+	return notAllowed(p.MayAnswer(ctx, who, run, g, option))
+}
+
+// GateInThread is the open gate a plain reply in a run's thread is about:
+// the one that takes text first, else the newest. ok is false when the
+// thread has no open gate.
+func (s *Service) GateInThread(ctx context.Context, chat, thread string) (Gate, bool, error) {
+	if thread == "" {
+		return Gate{}, false, nil
+	}
+	open, err := s.cfg.Store.OpenGatesInChat(ctx, chat, thread)
+	if err != nil || len(open) == 0 {
+		return Gate{}, false, err
+	}
+	best := open[0]
+	for _, g := range open[1:] {
+		takes, bestTakes := g.Question().AcceptsText(), best.Question().AcceptsText()
+		if takes && !bestTakes || takes == bestTakes && g.AskedAt.After(best.AskedAt) {
+			best = g
+		}
+	}
+	return best, true, nil
+}
+
+// OpenGates lists the open gates of a chat's runs, oldest first.
+func (s *Service) OpenGates(ctx context.Context, chat string) ([]Gate, error) {
+	return s.cfg.Store.OpenGatesInChat(ctx, chat, "")
+}
+
+var nonceEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// newNonce returns 50 random bits, plenty to make an old button useless.
+func newNonce() string {
+	var b [7]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return strings.ToLower(nonceEncoding.EncodeToString(b[:]))[:10]
+}

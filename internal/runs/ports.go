@@ -1,0 +1,112 @@
+package runs
+
+import (
+	"context"
+
+	"nanohost/internal/pipeline/engine"
+)
+
+// The service's seams: the store it keeps runs and gates in, where it tells
+// runs to people, and where their agents run. Each is a small interface;
+// the host wires the implementations (internal/store, the chat reporter in
+// internal/channels/report, the container runtime).
+
+// Store is the one authority on runs, their events and their gates. Every
+// change goes through it first; memory only holds who is waiting on what.
+// Lookups of an unknown run or gate return errors wrapping ErrNoSuchRun or
+// ErrNoSuchGate; changing a finished run returns one wrapping ErrRunEnded.
+type Store interface {
+	CreateRun(ctx context.Context, r Run) error
+	GetRun(ctx context.Context, id string) (Run, error)
+	ListRuns(ctx context.Context, f Filter) (Page, error)
+	// UnfinishedRuns are the runs to resume at start-up, oldest first, with
+	// their source.
+	UnfinishedRuns(ctx context.Context) ([]Run, error)
+	UpdateRunStatus(ctx context.Context, id string, s State) error
+	FinishRun(ctx context.Context, id string, s State, reason string, usage engine.Usage) error
+	SetRunThread(ctx context.Context, id, threadTS string) error
+
+	// AppendEvent stores an event with its Seq; a Seq stored before is
+	// ignored (stored=false).
+	AppendEvent(ctx context.Context, e engine.Event) (stored bool, err error)
+	// Events are a run's events with seq > afterSeq, in order (limit <= 0: all).
+	Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error)
+	// SetDelivered moves the run's chat delivery watermark forward.
+	SetDelivered(ctx context.Context, runID string, seq int64) error
+	// RunsWithUndelivered lists runs whose stored events are not all delivered.
+	RunsWithUndelivered(ctx context.Context) ([]string, error)
+
+	// OpenGate records a posting of a gate (see store.OpenGate): stored is
+	// the gate as it stands (already answered before a crash, or this new
+	// open posting), previous the open posting it replaced.
+	OpenGate(ctx context.Context, g Gate) (stored Gate, previous *Gate, err error)
+	SetGateMessage(ctx context.Context, runID, gateID, nonce, msgID string) error
+	GetGate(ctx context.Context, runID, gateID string) (Gate, error)
+	// AnswerGate and CloseGate are compare-and-sets on the posting nonce:
+	// of concurrent settlements exactly one is accepted, from any process.
+	AnswerGate(ctx context.Context, runID, gateID, nonce string, option int, answer, by string) (accepted bool, current Gate, err error)
+	CloseGate(ctx context.Context, runID, gateID, nonce string, s GateState) (closed bool, current Gate, err error)
+	WithdrawOpenGates(ctx context.Context, runID string) (int, error)
+	// OpenGatesInChat lists the open gates of a chat's runs, oldest first;
+	// with thread, only the run whose thread it is.
+	OpenGatesInChat(ctx context.Context, chat, thread string) ([]Gate, error)
+	RunGates(ctx context.Context, runID string) ([]Gate, error)
+}
+
+// Progress is how far a run's thread got: its root message and the last
+// event delivered there. It is persisted, so a thread opened again after a
+// restart continues without repeating anything.
+type Progress struct {
+	RootID  string `json:"root_id"`
+	LastSeq int64  `json:"last_seq"`
+}
+
+// Threads opens the places where runs are told to people: a run's chat
+// thread — its status card as the root message, its events under it, its
+// gates as prompts.
+type Threads interface {
+	// Serves says whether runs reporting to chat can be told (a channel of
+	// this host owns it), or why not.
+	Serves(chat string) error
+	// Open starts (or, when run.ThreadTS is set, continues) run's thread.
+	// name is the pipeline's name for the card. progress is called as
+	// delivery moves on, to be persisted; events is how the thread reads
+	// what it missed from the store (after a restart, or when it fell
+	// behind).
+	Open(ctx context.Context, run Run, name string, progress func(Progress), events EventSource) (Thread, error)
+}
+
+// EventSource reads a run's stored events with seq > afterSeq, in order.
+type EventSource func(ctx context.Context, afterSeq int64) ([]engine.Event, error)
+
+// Thread is one run's thread.
+type Thread interface {
+	// Tell hands over a stored event (Seq set). It never blocks: a thread
+	// that falls behind reads the rest from its EventSource.
+	Tell(e engine.Event)
+	// Ask posts an open gate's prompt after what was told before it and
+	// returns the prompt's message id.
+	Ask(ctx context.Context, g Gate) (msgID string, err error)
+	// Settle edits the prompt of a settled gate (g.MessageTS) to show how it
+	// ended; note explains a timeout or withdrawal ("" for the usual words).
+	Settle(ctx context.Context, g Gate, note string) error
+	// Point tells another thread of the run's chat — the conversation the
+	// run was asked from — where the run's own thread is.
+	Point(ctx context.Context, thread, text string) error
+	// Close delivers what is queued, waiting at most until ctx ends; the
+	// thread keeps trying in the background until the host stops.
+	Close(ctx context.Context) error
+}
+
+// Runtime runs a run's agent work: the engine's backend for one run, bound
+// to its group's workspace. Close ends what the run still holds (live agent
+// sessions) when it ends.
+type Runtime interface {
+	ForRun(ctx context.Context, run Run) (RunBackend, error)
+}
+
+// RunBackend is a run-scoped engine.Backend.
+type RunBackend interface {
+	engine.Backend
+	Close()
+}

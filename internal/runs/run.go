@@ -1,0 +1,64 @@
+package runs
+
+import (
+	"time"
+
+	"nanohost/internal/pipeline/engine"
+)
+
+// Run is one pipeline execution, as recorded in the store.
+type Run struct {
+	ID          string `json:"id"`
+	GroupFolder string `json:"group"`
+	ChatID      string `json:"chat"`
+	// ThreadTS is the root message of the run's chat thread ("" until posted).
+	ThreadTS  string    `json:"thread_ts,omitempty"`
+	Verbosity Verbosity `json:"verbosity"`
+	// SourceDOT is the pipeline as submitted. Listing leaves it empty.
+	SourceDOT     string       `json:"source_dot,omitempty"`
+	FileName      string       `json:"file_name,omitempty"`
+	Goal          string       `json:"goal,omitempty"`
+	Status        State        `json:"status"`
+	FailureReason string       `json:"failure_reason,omitempty"`
+	CreatedAt     time.Time    `json:"created_at"`
+	StartedAt     time.Time    `json:"started_at,omitzero"`
+	FinishedAt    time.Time    `json:"finished_at,omitzero"`
+	LogsRoot      string       `json:"logs_root,omitempty"`
+	Usage         engine.Usage `json:"usage"`
+	// StartedBy is who started it (Principal.User: a Slack user id,
+	// "console", "web:<name>", "agent:<group>").
+	StartedBy string `json:"started_by,omitempty"`
+	// LastSeq is the highest stored event seq; LastDeliveredSeq the highest
+	// delivered to the chat. Events in between are still to be sent.
+	LastSeq          int64 `json:"last_seq"`
+	LastDeliveredSeq int64 `json:"last_delivered_seq"`
+}
+
+// Duration is how long the run has taken: until it finished, or until now.
+func (r Run) Duration(now time.Time) time.Duration {
+	switch {
+	case r.StartedAt.IsZero():
+		return 0
+	case r.FinishedAt.IsZero():
+		return now.Sub(r.StartedAt)
+	}
+	return r.FinishedAt.Sub(r.StartedAt)
+}
+
+// Filter selects runs for listing. Zero fields do not filter.
+type Filter struct {
+	Statuses []State
+	Group    string
+	Chat     string
+	// Limit caps the page (default 50, at most 1000).
+	Limit int
+	// Cursor continues after the page that returned it (Page.Next).
+	Cursor string
+}
+
+// Page is one page of runs, newest first.
+type Page struct {
+	Runs []Run `json:"runs"`
+	// Next is the cursor of the following page; "" on the last page.
+	Next string `json:"next,omitempty"`
+}

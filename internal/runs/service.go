@@ -1,0 +1,385 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/pipeline/mask"
+	"nanohost/internal/pipeline/persona"
+)
+
+// Loader turns a pipeline's source into a graph ready to run: the front end
+// with this host's handlers (and a group's personas, limits…). diags are
+// all its findings; err is set when the graph cannot run (diags with errors
+// say why).
+type Loader func(group, file string, src []byte, goal string) (g *pipeline.Graph, diags []pipeline.Diagnostic, err error)
+
+// Identities are what a group's pipelines may name: personas (nil: the
+// built-in ones) and masks (nil: none), for the engine of each run.
+type Identities func(group string) (*persona.Catalog, mask.Set, error)
+
+// Config is what a Service needs.
+type Config struct {
+	Store    Store
+	Threads  Threads
+	Runtime  Runtime
+	Policies Policies
+	Load     Loader
+	// Identities, when set, gives each run's engine its group's personas
+	// and masks.
+	Identities Identities
+	// Registry holds the engine's handlers (nil: the built-in ones).
+	Registry *engine.Registry
+	// RunsDir is where every run's logs root is created ({RunsDir}/{id}).
+	RunsDir string
+	// MaxConcurrent bounds the runs executing at once (default 20); more
+	// wait, queued. Their containers share the runtime's own limit.
+	MaxConcurrent int
+	// DefaultVerbosity is used for runs started without one.
+	DefaultVerbosity Verbosity
+	// Observe, when set, sees every event of every run after it is stored
+	// (the host's metrics).
+	Observe func(Run, engine.Event)
+	// GatePoll is how often a waiting gate re-reads the store, a safety net
+	// for answers written by another process (default 2s). Answers given
+	// through this service wake the gate at once.
+	GatePoll time.Duration
+	// CloseWait bounds how long a run's end waits for its thread to
+	// deliver what is queued (default 15s).
+	CloseWait time.Duration
+	Logger    *slog.Logger
+	Now       func() time.Time
+}
+
+// Service owns runs and their gates: it starts, cancels, resumes and
+// reports them, asks their gates and takes the answers. The store is the
+// one authority; this process holds only the runs it executes and the gate
+// askers waiting on the store.
+type Service struct {
+	cfg   Config
+	log   *slog.Logger
+	slots chan struct{}
+
+	// life bounds every run this process executes; stop ends them
+	// (interrupted) at shutdown.
+	life context.Context
+	stop context.CancelFunc
+
+	mu       sync.Mutex
+	active   map[string]*activeRun
+	stopping bool
+	wg       sync.WaitGroup // executing runs
+
+	gates   waiters
+	streams subscribers
+	bg      sync.WaitGroup // prompt edits and deliveries in the background
+}
+
+// activeRun is a run this process executes.
+type activeRun struct {
+	id      string
+	cancel  context.CancelCauseFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	current string // the node running now (top level)
+}
+
+func (a *activeRun) setCurrent(node string) {
+	a.mu.Lock()
+	a.current = node
+	a.mu.Unlock()
+}
+
+func (a *activeRun) currentNode() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.current
+}
+
+// New checks cfg and returns a Service. Call Shutdown when done.
+func New(cfg Config) (*Service, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("runs: no store")
+	case cfg.Threads == nil:
+		return nil, errors.New("runs: nowhere to tell runs (Threads)")
+	case cfg.Runtime == nil:
+		return nil, errors.New("runs: no runtime for agents")
+	case cfg.Load == nil:
+		return nil, errors.New("runs: no pipeline loader")
+	case cfg.RunsDir == "":
+		return nil, errors.New("runs: no runs directory")
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = engine.NewRegistry()
+	}
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = 20
+	}
+	if cfg.GatePoll <= 0 {
+		cfg.GatePoll = 2 * time.Second
+	}
+	if cfg.CloseWait <= 0 {
+		cfg.CloseWait = 15 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Service{cfg: cfg, log: cfg.Logger.With("component", "runs"), slots: make(chan struct{}, cfg.MaxConcurrent),
+		active: map[string]*activeRun{}}
+	s.life, s.stop = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// StartRequest asks for a pipeline run.
+type StartRequest struct {
+	Group string
+	Chat  string
+	// Thread is the conversation the run was asked from ("" for none): it
+	// is told where the run's own thread is.
+	Thread    string
+	File      string
+	Source    []byte
+	Goal      string
+	Verbosity Verbosity
+}
+
+// InvalidError is the refusal of a pipeline that does not validate: every
+// diagnostic, errors first among them.
+type InvalidError struct{ Diagnostics []pipeline.Diagnostic }
+
+func (e *InvalidError) Error() string {
+	n := 0
+	for _, d := range e.Diagnostics {
+		if d.Severity == pipeline.SeverityError {
+			n++
+		}
+	}
+	if n == 1 {
+		return "the pipeline does not validate: 1 error"
+	}
+	return fmt.Sprintf("the pipeline does not validate: %d errors", n)
+}
+
+// Start validates the pipeline, records the run and launches it. A
+// pipeline that does not validate is an *InvalidError; diags are returned
+// either way (warnings of a valid pipeline included).
+func (s *Service) Start(ctx context.Context, req StartRequest, who Principal) (Run, []pipeline.Diagnostic, error) {
+	if err := s.refuseWhenStopping(); err != nil {
+		return Run{}, nil, err
+	}
+	if err := s.mayControl(ctx, who, req.Chat); err != nil {
+		return Run{}, nil, err
+	}
+	if err := s.cfg.Threads.Serves(req.Chat); err != nil {
+		return Run{}, nil, err
+	}
+	file := req.File
+	if file == "" {
+		file = "pipeline.dot"
+	}
+	g, diags, err := s.cfg.Load(req.Group, file, req.Source, req.Goal)
+	if err != nil || pipeline.HasErrors(diags) {
+		if !pipeline.HasErrors(diags) {
+			return Run{}, diags, fmt.Errorf("load the pipeline: %w", err)
+		}
+		return Run{}, diags, &InvalidError{Diagnostics: diags}
+	}
+	verbosity := req.Verbosity
+	if verbosity == "" {
+		verbosity = s.cfg.DefaultVerbosity.OrDefault()
+	}
+	id := engine.NewRunID(s.cfg.Now())
+	logsRoot, err := filepath.Abs(filepath.Join(s.cfg.RunsDir, id))
+	if err != nil {
+		return Run{}, nil, err
+	}
+	run := Run{
+		ID: id, GroupFolder: req.Group, ChatID: req.Chat, Verbosity: verbosity, SourceDOT: string(req.Source),
+		FileName: file, Goal: g.Goal(), Status: Queued, LogsRoot: logsRoot, StartedBy: who.User,
+	}
+	if err := s.cfg.Store.CreateRun(ctx, run); err != nil {
+		return Run{}, nil, fmt.Errorf("record run: %w", err)
+	}
+	s.log.Info("run started", "run", id, "group", req.Group, "chat", req.Chat, "by", who.String(), "pipeline", g.Label())
+	s.launch(run, g, req.Thread)
+	return run, diags, nil
+}
+
+// Cancel stops a run at its next safe point and records it as cancelled
+// by who. A run cancelled is final: it does not resume.
+func (s *Service) Cancel(ctx context.Context, runID string, who Principal) error {
+	run, err := s.cfg.Store.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if err := s.mayControl(ctx, who, run.ChatID); err != nil {
+		return err
+	}
+	if run.Status.Finished() {
+		return fmt.Errorf("run %s %w as %s", runID, ErrRunEnded, run.Status)
+	}
+	s.log.Info("run cancel requested", "run", runID, "by", who.String())
+	if ar, ok := s.activeRun(runID); ok {
+		engine.Cancel(ar.cancel, who.User)
+		return nil
+	}
+	// Not executing here (interrupted, or queued before a restart): end it
+	// in the record, and tell its thread.
+	if err := s.cfg.Store.FinishRun(ctx, runID, Cancelled, "cancelled by "+who.User, run.Usage); err != nil {
+		return err
+	}
+	s.withdrawGates(runID)
+	end := engine.Event{RunID: runID, Seq: run.LastSeq + 1, Time: s.cfg.Now(), Type: engine.EventPipelineCancelled, By: who.User,
+		Message: (&engine.Cancellation{By: who.User}).Error()}
+	if _, err := s.cfg.Store.AppendEvent(ctx, end); err != nil {
+		s.log.Error("store the cancel event", "run", runID, "err", err)
+	}
+	s.streams.wake(runID)
+	s.deliverStored(runID)
+	return nil
+}
+
+// Resume continues an unfinished run that this process is not executing,
+// from its checkpoint.
+func (s *Service) Resume(ctx context.Context, runID string, who Principal) error {
+	if err := s.refuseWhenStopping(); err != nil {
+		return err
+	}
+	run, err := s.cfg.Store.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if err := s.mayControl(ctx, who, run.ChatID); err != nil {
+		return err
+	}
+	switch {
+	case run.Status.Finished():
+		return fmt.Errorf("run %s %w as %s; start a new one", runID, ErrRunEnded, run.Status)
+	case s.isActive(runID):
+		return fmt.Errorf("run %s: %w", runID, ErrRunActive)
+	}
+	return s.resume(run)
+}
+
+// Status is where a run is.
+type Status struct {
+	Run Run
+	// Current is the node running now, or the one it goes on at.
+	Current   string
+	Completed []string
+	// Gates are its open gates (a waiting run's questions).
+	Gates []Gate
+}
+
+// Status reports a run.
+func (s *Service) Status(ctx context.Context, runID string) (Status, error) {
+	run, err := s.cfg.Store.GetRun(ctx, runID)
+	if err != nil {
+		return Status{}, err
+	}
+	st := Status{Run: run}
+	if cp, err := engine.LoadCheckpoint(run.LogsRoot); err == nil {
+		st.Completed, st.Current = cp.CompletedNodes, cp.NextNode
+	}
+	if ar, ok := s.activeRun(runID); ok {
+		if cur := ar.currentNode(); cur != "" {
+			st.Current = cur
+		}
+	}
+	gates, err := s.cfg.Store.RunGates(ctx, runID)
+	if err != nil {
+		return Status{}, err
+	}
+	for _, g := range gates {
+		if g.Status == GateOpen {
+			st.Gates = append(st.Gates, g)
+		}
+	}
+	return st, nil
+}
+
+// List lists runs, newest first.
+func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
+	return s.cfg.Store.ListRuns(ctx, f)
+}
+
+// Active counts the runs this process executes.
+func (s *Service) Active() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.active)
+}
+
+// Subscribe wakes the returned channel whenever an event of the run is
+// stored or the run ends (the dashboard's event streams); stop releases it.
+func (s *Service) Subscribe(runID string) (wake <-chan struct{}, stop func()) {
+	return s.streams.subscribe(runID)
+}
+
+// Shutdown interrupts every run this process executes at a safe point and
+// waits (at most wait) for them to checkpoint and be marked interrupted,
+// and for prompt edits under way. New work is refused from now on.
+func (s *Service) Shutdown(wait time.Duration) {
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
+	s.stop() // cancels every run's context without a Cancellation: interrupted
+	if !waitAtMost(&s.wg, wait) {
+		s.log.Warn("some runs did not stop in time; they resume from their last checkpoint", "waited", wait)
+	}
+	waitAtMost(&s.bg, wait)
+}
+
+func (s *Service) refuseWhenStopping() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return fmt.Errorf("%w: start the pipeline again once it is back", ErrStopping)
+	}
+	return nil
+}
+
+func (s *Service) mayControl(ctx context.Context, who Principal, chat string) error {
+	p, err := s.cfg.Policies.of(who)
+	if err != nil {
+		return err
+	}
+	return notAllowed(p.MayControl(ctx, who, chat))
+}
+
+func (s *Service) activeRun(id string) (*activeRun, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ar, ok := s.active[id]
+	return ar, ok
+}
+
+func (s *Service) isActive(id string) bool {
+	_, ok := s.activeRun(id)
+	return ok
+}
+
+// waitAtMost waits for wg, but no longer than d; it reports whether wg was done.
+func waitAtMost(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
