@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -122,4 +123,40 @@ func TestConsoleRunsAPipelineWithAGateInATerminal(t *testing.T) {
 		page, err := th.Runs().List(context.Background(), runs.Filter{})
 		return err == nil && len(page.Runs) == 1 && page.Runs[0].Status == runs.Succeeded
 	})
+}
+
+// A gate answered on the dashboard first: a key typed at the console
+// afterwards does not change the answer — refused and told who answered
+// first if the prompt was still showing, or the prompt already says who
+// chose what. The same runs.Answer call decided both.
+func TestConsoleIsToldWhoAnsweredFirst(t *testing.T) {
+	th := startTestHost(t, "", succeed)
+	th.writeRequest(t, "tasks", "gate-1", map[string]any{"type": "start_pipeline", "dot": review(""), "chat": "console"})
+	runID, _ := th.response(t, "gate-1")["run_id"].(string)
+	eventually(t, 10*time.Second, "the prompt is at the console", func() bool {
+		return strings.Contains(th.screen.String(), "❓ Ship the RSI change?")
+	})
+	st, err := th.Runs().Status(context.Background(), runID)
+	if err != nil || len(st.Gates) != 1 {
+		t.Fatalf("status %+v %v", st, err)
+	}
+	g := st.Gates[0]
+	if _, err := th.WebRuns().Answer(context.Background(), runs.GateAnswer{RunID: runID, GateID: g.GateID, Option: 2},
+		runs.Principal{Endpoint: "web", User: "web:ops"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(th.typing, "A\n"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the console is told who answered first", func() bool {
+		screen := th.screen.String()
+		return strings.Contains(screen, "Already answered by web:ops: [R] Reject") || strings.Contains(screen, "✓ web:ops chose [R] Reject")
+	})
+	eventually(t, 10*time.Second, "the run takes the dashboard's answer", func() bool {
+		r, err := th.store.GetRun(context.Background(), runID)
+		return err == nil && r.Status == runs.Succeeded
+	})
+	if got := th.agents.prompts("fix"); len(got) != 1 || len(th.agents.prompts("ship")) != 0 {
+		t.Errorf("the run went to ship %d times, fix %d; want the dashboard's Reject", len(th.agents.prompts("ship")), len(got))
+	}
 }

@@ -599,3 +599,49 @@ func TestSlackEveryDecisionIsLogged(t *testing.T) {
 		}
 	}
 }
+
+// forged is a gate button as a tampered or outdated client might send it:
+// a gate, a posting nonce and an option of its own choosing.
+func forged(gate, nonce string, option int) slacktest.Button {
+	value, _ := json.Marshal(map[string]any{"r": "", "g": gate, "n": nonce, "o": option})
+	return slacktest.Button{ActionID: "nanohost.gate." + nonce + ".0", Value: string(value)}
+}
+
+// Every kind of refused click reaches the person who clicked, in the run's
+// thread, saying why: no such gate, an older posting, not one of the
+// gate's choices, not allowed, already answered — and the gate stays open
+// through all but the last.
+func TestSlackEveryRefusalReachesWhoClicked(t *testing.T) {
+	g := newSlackGates(t)
+	run := g.start(review(""))
+	prompt := g.prompt(run, 1)
+	gate := g.answer(run)
+	click := func(user string, b slacktest.Button) {
+		t.Helper()
+		var v map[string]any
+		_ = json.Unmarshal([]byte(b.Value), &v)
+		v["r"] = run.ID
+		value, _ := json.Marshal(v)
+		b.Value = string(value)
+		if _, err := g.fake.ClickButton(opsChat, prompt.TS, user, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	click(alice, forged("review-9", gate.Nonce, 1))
+	g.told(alice, "That prompt is no longer active.")
+	click(alice, forged(gate.GateID, "olderposting", 1))
+	g.told(alice, "That button belongs to an older prompt")
+	click(alice, forged(gate.GateID, gate.Nonce, 7))
+	g.told(alice, "option 7 is not one of this gate's 2 choices")
+	g.click(prompt, mallory, "Approve")
+	g.told(mallory, "not allowed to answer gates here")
+	g.open(run)
+	g.click(prompt, bob, "Reject")
+	g.click(prompt, alice, "Approve")
+	g.told(alice, "Already answered by Bob: [R] Reject")
+	for _, e := range g.fake.Ephemerals(opsChat, alice) {
+		if e.ThreadTS != run.ThreadTS {
+			t.Errorf("%q was told outside the run's thread", e.Text)
+		}
+	}
+}

@@ -246,9 +246,15 @@ func (c *Console) Ephemeral(_ context.Context, chat, _, _ string, text string) e
 	return nil
 }
 
-// Capabilities implements channels.Channel: the person reading is "you".
+// Capabilities implements channels.Channel: the person at the console is
+// "you"; anyone else (a dashboard user, an agent) goes by their id.
 func (c *Console) Capabilities() channels.Capabilities {
-	return channels.Capabilities{UserName: func(context.Context, string) string { return "you" }}
+	return channels.Capabilities{UserName: func(_ context.Context, user string) string {
+		if user == User {
+			return "you"
+		}
+		return user
+	}}
 }
 
 // Policy is the console's runs.Policy: whoever sits at the host's own

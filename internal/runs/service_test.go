@@ -1,0 +1,349 @@
+package runs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"nanohost/internal/channels"
+	"nanohost/internal/channels/console"
+	"nanohost/internal/channels/report"
+	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/pipeline/frontend"
+	"nanohost/internal/pipeline/script"
+	"nanohost/internal/runs"
+	"nanohost/internal/store"
+)
+
+// The service on real parts: a SQLite store, the engine over the script
+// backend, runs told on a console (into the void).
+
+type fixture struct {
+	t       *testing.T
+	st      *store.Store
+	service *runs.Service
+}
+
+// web and chat are the principals of the tests: the dashboard's operator
+// and a chat user (the console endpoint stands for any chat).
+var (
+	web  = runs.Principal{Endpoint: "web", User: "web:ana"}
+	chat = runs.Principal{Endpoint: "console", User: "console", Chat: console.Chat}
+)
+
+func newFixture(t *testing.T, policies runs.Policies) *fixture {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "nanohost.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if policies == nil {
+		policies = runs.Policies{"web": runs.Operators{}, "console": console.Policy()}
+	}
+	service, err := runs.New(runs.Config{
+		Store:    st,
+		Threads:  &report.Threads{Channels: []channels.Channel{console.New(strings.NewReader(""), io.Discard)}, Life: t.Context(), Logger: quiet},
+		Runtime:  simRuntime{},
+		Policies: policies,
+		Load: func(_, file string, src []byte, goal string) (*pipeline.Graph, []pipeline.Diagnostic, error) {
+			return frontend.Prepare(file, src, frontend.Options{Goal: goal})
+		},
+		RunsDir: t.TempDir(), GatePoll: 50 * time.Millisecond, Logger: quiet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { service.Shutdown(10 * time.Second) })
+	return &fixture{t: t, st: st, service: service}
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// simRuntime runs every node on the simulation backend (all succeed).
+type simRuntime struct{}
+
+func (simRuntime) ForRun(context.Context, runs.Run) (runs.RunBackend, error) { return simRun{}, nil }
+
+type simRun struct{ script.Sim }
+
+func (simRun) Close() {}
+
+const gateDOT = `digraph G {
+  start  [shape=Mdiamond]
+  review [shape=hexagon, label="Ship it?"]
+  ship   [prompt="ship"]
+  hold   [prompt="hold"]
+  exit   [shape=Msquare]
+  start -> review
+  review -> ship [label="[A] Approve"]
+  review -> hold [label="Abort"]
+  ship -> exit
+  hold -> exit
+}`
+
+// start starts dot as the chat user and waits for its first open gate.
+func (f *fixture) start(dot string) (runs.Run, runs.Gate) {
+	f.t.Helper()
+	run, _, err := f.service.Start(context.Background(), runs.StartRequest{Group: "main", Chat: console.Chat, Source: []byte(dot)}, chat)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return run, f.gate(run.ID)
+}
+
+func (f *fixture) gate(runID string) runs.Gate {
+	f.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		st, err := f.service.Status(context.Background(), runID)
+		if err == nil && len(st.Gates) > 0 {
+			return st.Gates[0]
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.t.Fatalf("run %s asked no gate", runID)
+	return runs.Gate{}
+}
+
+func (f *fixture) waitState(runID string, want runs.State) runs.Run {
+	f.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := f.st.GetRun(context.Background(), runID)
+		if err == nil && r.Status == want {
+			return r
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("run %s is %s (%v), want %s", runID, r.Status, err, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Every refusal of an answer is typed, so every surface can say why: no
+// such gate, an older posting's nonce, not one of the gate's answers, not
+// allowed by the endpoint's policy or from another chat, already settled.
+func TestAnswerRefusalsAreTyped(t *testing.T) {
+	f := newFixture(t, runs.Policies{
+		"web": runs.Operators{PreventSelfApproval: true}, "console": console.Policy(),
+	})
+	ctx := context.Background()
+	run, g := f.start(gateDOT)
+	answer := func(a runs.GateAnswer, who runs.Principal) error {
+		a.RunID = run.ID
+		if a.GateID == "" {
+			a.GateID = g.GateID
+		}
+		_, err := f.service.Answer(ctx, a, who)
+		return err
+	}
+	for _, tc := range []struct {
+		name string
+		a    runs.GateAnswer
+		who  runs.Principal
+		want error
+		text string
+	}{
+		{"no such gate", runs.GateAnswer{GateID: "nope-1", Option: 1}, chat, runs.ErrNoSuchGate, "nope-1"},
+		{"stale posting", runs.GateAnswer{Nonce: "older", Option: 1}, chat, runs.ErrStaleGate, "older posting"},
+		{"not a choice", runs.GateAnswer{Choice: "Z"}, chat, runs.ErrInvalidAnswer, `"Z" is not one of this gate's choices ([A] Approve, [A] Abort)`},
+		{"no such option", runs.GateAnswer{Option: 3}, chat, runs.ErrInvalidAnswer, "option 3 is not one of this gate's 2 choices"},
+		{"shared key", runs.GateAnswer{Choice: "a"}, chat, runs.ErrInvalidAnswer, `"a" is the key of more than one choice ([A] Approve, [A] Abort)`},
+		{"text to buttons", runs.GateAnswer{Text: "sure"}, chat, runs.ErrInvalidAnswer, "not free text"},
+		{"unknown endpoint", runs.GateAnswer{Option: 1}, runs.Principal{Endpoint: "irc", User: "x"}, runs.ErrNotAllowed, `"irc"`},
+		{"another chat", runs.GateAnswer{Option: 1}, runs.Principal{Endpoint: "console", User: "console", Chat: "elsewhere"}, runs.ErrNotAllowed, "somewhere other than where the gate was asked"},
+		{"another person at the console", runs.GateAnswer{Option: 1}, runs.Principal{Endpoint: "console", User: "intruder", Chat: console.Chat}, runs.ErrNotAllowed, "only the person at the console"},
+		{"agents never answer", runs.GateAnswer{Option: 1}, runs.Principal{Endpoint: "ipc", User: "agent:main"}, runs.ErrNotAllowed, `"ipc"`},
+	} {
+		err := answer(tc.a, tc.who)
+		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
+			t.Errorf("%s: %v; want %v saying %q", tc.name, err, tc.want, tc.text)
+		}
+	}
+	if err := answer(runs.GateAnswer{Option: 2}, web); err != nil {
+		t.Fatalf("a valid answer: %v", err)
+	}
+	err := answer(runs.GateAnswer{Option: 1}, chat)
+	var settled *runs.SettledError
+	if !errors.Is(err, runs.ErrSettled) || !errors.As(err, &settled) || settled.Gate.AnsweredBy != "web:ana" || settled.Gate.ChosenLabel() != "Abort" {
+		t.Errorf("a second answer: %v; want it told the web answered Abort first", err)
+	}
+	if r := f.waitState(run.ID, runs.Succeeded); r.Status != runs.Succeeded {
+		t.Fatal(r)
+	}
+	if nodes := f.nodes(run.ID); strings.Contains(nodes, "ship") || !strings.Contains(nodes, "hold") {
+		t.Errorf("the run went %s; the answer was Abort (option 2, sharing no key with Approve)", nodes)
+	}
+}
+
+func (f *fixture) nodes(runID string) string {
+	events, _ := f.st.Events(context.Background(), runID, 0, 0)
+	var out []string
+	for _, e := range events {
+		if e.Type == engine.EventStageStarted {
+			out = append(out, e.NodeID)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// The dashboard's policy: a gate naming its approvers is theirs to answer
+// in chat, and whoever started a run may not approve it when
+// self-approval is off.
+func TestOperatorsPolicy(t *testing.T) {
+	f := newFixture(t, runs.Policies{"web": runs.Operators{PreventSelfApproval: true}, "console": console.Policy()})
+	ctx := context.Background()
+	run, _, err := f.service.Start(ctx, runs.StartRequest{Group: "main", Chat: console.Chat, Source: []byte(gateDOT)}, web)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := f.gate(run.ID)
+	if _, err := f.service.Answer(ctx, runs.GateAnswer{RunID: run.ID, GateID: g.GateID, Option: 1}, web); !errors.Is(err, runs.ErrNotAllowed) ||
+		!strings.Contains(err.Error(), "self-approval is turned off") {
+		t.Errorf("the starter approving: %v", err)
+	}
+	named := strings.Replace(gateDOT, `label="Ship it?"`, `label="Ship it?", approvers="U1"`, 1)
+	run2, g2 := f.start(named)
+	if _, err := f.service.Answer(ctx, runs.GateAnswer{RunID: run2.ID, GateID: g2.GateID, Option: 1}, runs.Principal{Endpoint: "web", User: "web:bo"}); !errors.Is(err, runs.ErrNotAllowed) ||
+		!strings.Contains(err.Error(), "names its approvers (U1)") {
+		t.Errorf("the web answering a gate with named approvers: %v", err)
+	}
+}
+
+// Any number of answers at once, from any surfaces: exactly one wins, in
+// the store; every other is told who won; the run takes the winner.
+func TestConcurrentAnswersOneWins(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	run, g := f.start(gateDOT)
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		who := web
+		if i%2 == 1 {
+			who = chat
+		}
+		wg.Go(func() {
+			_, errs[i] = f.service.Answer(ctx, runs.GateAnswer{RunID: run.ID, GateID: g.GateID, Option: 1 + i%2}, who)
+		})
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, runs.ErrSettled):
+			t.Errorf("a losing answer got %v, want ErrSettled", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d answers accepted, want exactly 1", won)
+	}
+	stored, _ := f.st.GetGate(ctx, run.ID, g.GateID)
+	f.waitState(run.ID, runs.Succeeded)
+	wantNode := map[int]string{1: "ship", 2: "hold"}[stored.Option]
+	if !strings.Contains(f.nodes(run.ID), wantNode) {
+		t.Errorf("the store says option %d won, the run went %s", stored.Option, f.nodes(run.ID))
+	}
+}
+
+// An answer written to the store by another process (another replica, a
+// tool) reaches the waiting gate: the store is the authority, memory only
+// waits on it.
+func TestAnAnswerWrittenElsewhereIsTaken(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	run, g := f.start(gateDOT)
+	other, err := store.Open(ctx, f.st.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if ok, _, err := other.AnswerGate(ctx, run.ID, g.GateID, g.Nonce, 1, "A", "U7"); !ok || err != nil {
+		t.Fatalf("answer in the other connection: %v %v", ok, err)
+	}
+	f.waitState(run.ID, runs.Succeeded)
+	if !strings.Contains(f.nodes(run.ID), "ship") {
+		t.Errorf("the run went %s, want ship", f.nodes(run.ID))
+	}
+}
+
+// A gate that times out is closed as timed_out in the store; a run that
+// is cancelled withdraws its open gates and ends cancelled, saying by whom.
+func TestTimeoutAndCancelSettleTheGateInTheStore(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	timed := strings.Replace(gateDOT, `label="Ship it?"`, `label="Ship it?", timeout="100ms", human.default_choice="Abort"`, 1)
+	run, g := f.start(timed)
+	f.waitState(run.ID, runs.Succeeded)
+	if got, _ := f.st.GetGate(ctx, run.ID, g.GateID); got.Status != runs.GateTimedOut {
+		t.Errorf("gate after its timeout: %s", got.Status)
+	}
+	if _, err := f.service.Answer(ctx, runs.GateAnswer{RunID: run.ID, GateID: g.GateID, Option: 1}, chat); !errors.Is(err, runs.ErrSettled) ||
+		!strings.Contains(err.Error(), "timed out") {
+		t.Errorf("a late answer: %v", err)
+	}
+
+	run2, g2 := f.start(gateDOT)
+	if err := f.service.Cancel(ctx, run2.ID, web); err != nil {
+		t.Fatal(err)
+	}
+	r := f.waitState(run2.ID, runs.Cancelled)
+	if r.FailureReason != "cancelled by web:ana" {
+		t.Errorf("reason %q", r.FailureReason)
+	}
+	if got, _ := f.st.GetGate(ctx, run2.ID, g2.GateID); got.Status != runs.GateWithdrawn {
+		t.Errorf("gate of a cancelled run: %s", got.Status)
+	}
+	events, _ := f.st.Events(ctx, run2.ID, 0, 0)
+	last := events[len(events)-1]
+	if last.Type != engine.EventPipelineCancelled || last.By != "web:ana" {
+		t.Errorf("last event %s by %q; want PipelineCancelled by web:ana", last.Type, last.By)
+	}
+	if err := f.service.Cancel(ctx, run2.ID, web); !errors.Is(err, runs.ErrRunEnded) {
+		t.Errorf("cancelling a cancelled run: %v", err)
+	}
+	if err := f.service.Resume(ctx, run2.ID, web); !errors.Is(err, runs.ErrRunEnded) || !strings.Contains(err.Error(), "cancelled") {
+		t.Errorf("resuming a cancelled run: %v", err)
+	}
+}
+
+// Starting checks the endpoint's policy and the pipeline; a refused start
+// records nothing.
+func TestStartRefusals(t *testing.T) {
+	refuseAll := runs.PolicyFuncs{Control: func(context.Context, runs.Principal, string) error {
+		return fmt.Errorf("you may not start runs here")
+	}}
+	f := newFixture(t, runs.Policies{"console": refuseAll})
+	ctx := context.Background()
+	_, _, err := f.service.Start(ctx, runs.StartRequest{Group: "main", Chat: console.Chat, Source: []byte(gateDOT)}, chat)
+	if !errors.Is(err, runs.ErrNotAllowed) || !strings.Contains(err.Error(), "you may not start runs here") {
+		t.Errorf("refused start: %v", err)
+	}
+	g := newFixture(t, nil)
+	_, diags, err := g.service.Start(ctx, runs.StartRequest{Group: "main", Chat: console.Chat, Source: []byte(`digraph X { a -> b }`)}, chat)
+	var invalid *runs.InvalidError
+	if !errors.As(err, &invalid) || len(diags) == 0 || !pipeline.HasErrors(invalid.Diagnostics) {
+		t.Errorf("invalid pipeline: %v %v", err, diags)
+	}
+	_, _, err = g.service.Start(ctx, runs.StartRequest{Group: "main", Chat: "C0NOWHERE", Source: []byte(gateDOT)}, runs.Principal{Endpoint: "web", User: "web:ana"})
+	if err == nil || !strings.Contains(err.Error(), "no channel of this host serves chat") {
+		t.Errorf("a chat nobody serves: %v", err)
+	}
+	for _, fx := range []*fixture{f, g} {
+		if page, _ := fx.service.List(ctx, runs.Filter{}); len(page.Runs) != 0 {
+			t.Errorf("refused starts recorded runs: %+v", page.Runs)
+		}
+	}
+}
