@@ -302,25 +302,20 @@ func (r *chatRouter) processed(ctx context.Context, items []chatItem, replyID, t
 	}
 }
 
+// chatStopWait bounds how long shutdown waits for replies in flight.
+const chatStopWait = 10 * time.Second
+
 // stop ends the workers (closing their conversations) and waits a little
-// for replies in flight.
+// for replies in flight; what is not answered by then is answered after
+// the restart.
 func (r *chatRouter) stop() {
 	r.cancel()
-	waitAtMost(&r.wg, 10*time.Second)
-}
-
-// waitAtMost waits for wg, but no longer than d (shutdown must end); it
-// reports whether wg was done.
-func waitAtMost(wg *sync.WaitGroup, d time.Duration) bool {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	t := time.NewTimer(d)
-	defer t.Stop()
+	stopped := make(chan struct{})
+	go func() { r.wg.Wait(); close(stopped) }()
 	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
+	case <-stopped:
+	case <-time.After(chatStopWait):
+		r.log.Warn("chat replies still in flight at shutdown; they are answered after the restart")
 	}
 }
 
