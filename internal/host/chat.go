@@ -55,6 +55,10 @@ type chatRouter struct {
 	mu      sync.Mutex
 	workers map[string]*chatWorker
 	threads map[threadRef]bool // conversations the agent takes part in
+	// holding keeps new workers from taking work while the messages a
+	// previous instance left are queued again, so a thread's messages
+	// reach the agent together, as they would have.
+	holding bool
 	wg      sync.WaitGroup
 }
 
@@ -67,6 +71,7 @@ type chatWorker struct {
 	group   store.Group
 	conv    Conversation
 	pending *queue.Queue[chatItem]
+	started bool
 }
 
 type chatItem struct {
@@ -166,6 +171,8 @@ func (r *chatRouter) requeueUnprocessed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.hold(true)
+	defer r.hold(false)
 	for _, m := range msgs {
 		g, ok := r.groups.byChatID(m.ChatID)
 		ch, err := r.endpoints.channelFor(m.ChatID)
@@ -200,8 +207,30 @@ func (r *chatRouter) worker(g store.Group) *chatWorker {
 	}
 	w = &chatWorker{group: g, conv: r.agents.Conversation(g.Folder, r.env.of(g.Folder), sid), pending: queue.New[chatItem](chatQueueSize)}
 	r.workers[g.Folder] = w
-	r.wg.Go(func() { r.loop(w) })
+	if !r.holding {
+		r.startLocked(w)
+	}
 	return w
+}
+
+// hold stops new workers from starting (on) or starts every worker that
+// waited (off).
+func (r *chatRouter) hold(on bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holding = on
+	if !on {
+		for _, w := range r.workers {
+			r.startLocked(w)
+		}
+	}
+}
+
+func (r *chatRouter) startLocked(w *chatWorker) {
+	if !w.started {
+		w.started = true
+		r.wg.Go(func() { r.loop(w) })
+	}
 }
 
 func (r *chatRouter) loop(w *chatWorker) {
