@@ -50,7 +50,7 @@ func (c scriptChat) Send(ctx context.Context, prompt string, _ time.Duration) (c
 
 func (scriptChat) Close() {}
 
-// hostFixture runs the real host (run manager, gate desk, store-backed
+// hostFixture runs the real host (runs service, store-backed gates and
 // event delivery, console channel) and talks to its HTTP endpoint.
 type hostFixture struct {
 	*fixture
