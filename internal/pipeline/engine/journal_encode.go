@@ -41,6 +41,7 @@ func appendJournalLine(b []byte, e *Event, d *Delta) ([]byte, error) {
 	if e.WillRetry {
 		b = append(b, `,"will_retry":true`...)
 	}
+	b = appendStringField(b, "by", e.By)
 	var err error
 	if e.Usage != nil {
 		if b, err = appendMarshalField(b, "usage", e.Usage); err != nil {

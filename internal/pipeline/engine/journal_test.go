@@ -350,13 +350,13 @@ func TestCrashInsideAParallelBlockResumesOnlyUnfinishedBranches(t *testing.T) {
 // Cancelling a run inside a parallel block keeps the branches that
 // finished: the resume runs the others only.
 func TestCancelInsideAParallelBlockKeepsFinishedBranches(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	be := steps(map[string][]any{
 		"c": {script.Response{Text: "[outcome:success]", DelayMS: 60_000}},
 	})
 	var finished sync.WaitGroup
 	finished.Add(2)
-	go func() { finished.Wait(); cancel() }()
+	go func() { finished.Wait(); engine.Cancel(cancel, "tester") }()
 	first := runGraph(t, parallelGraph("", ""), runOpts{backend: be, ctx: ctx, configure: func(c *engine.Config) {
 		c.Observers = append(c.Observers, engine.ObserverFunc(func(e engine.Event) {
 			if e.Type == engine.EventParallelBranchCompleted && e.Branch != "c" {
