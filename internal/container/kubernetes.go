@@ -205,17 +205,29 @@ func (k *Kubernetes) Start(ctx context.Context, spec Spec) (*Handle, error) {
 // a container that cannot be created, or a pod still unscheduled after
 // StartTimeout is an error that says why.
 func (k *Kubernetes) waitRunning(ctx context.Context, name, image string) error {
-	ctx, cancel := context.WithTimeout(ctx, k.cfg.StartTimeout)
+	wctx, cancel := context.WithTimeout(ctx, k.cfg.StartTimeout)
 	defer cancel()
-	var last *corev1.Pod
-	err := k.watchPod(ctx, name, func(p *corev1.Pod) (bool, error) {
-		last = p
-		return podStarted(p, image)
-	})
-	if err != nil && ctx.Err() != nil && last != nil {
-		return fmt.Errorf("pod %s did not start in %s: %s", name, k.cfg.StartTimeout, pendingReason(last))
+	err := k.watchPod(wctx, name, func(p *corev1.Pod) (bool, error) { return podStarted(p, image) })
+	switch {
+	case err == nil || wctx.Err() == nil:
+		return err
+	case ctx.Err() == nil:
+		return fmt.Errorf("pod %s did not start in %s: %s", name, k.cfg.StartTimeout, k.whyPending(name))
+	default: // the caller gave up (a node timeout, a cancelled run)
+		return fmt.Errorf("pod %s not started (%s): %w", name, k.whyPending(name), ctx.Err())
 	}
-	return err
+}
+
+// whyPending says what holds a pod, as the API server sees it now: the
+// watch may have been too slow, on a busy host, to see the last change.
+func (k *Kubernetes) whyPending(name string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p, err := k.pods().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "its status could not be read: " + err.Error()
+	}
+	return pendingReason(p)
 }
 
 // podStarted reports whether the container runs (or already ended), or why

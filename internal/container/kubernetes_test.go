@@ -11,8 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
 	"nanohost/internal/container/protocol"
@@ -220,28 +223,56 @@ func TestPodWithoutStdinWaitsForTheAttach(t *testing.T) {
 	}
 }
 
-// setStatus makes the fake pod look as the kubelet would report it.
-func setStatus(t *testing.T, cs *fake.Clientset, ns, name string, st corev1.ContainerState) {
-	t.Helper()
-	ctx := context.Background()
-	for range 100 {
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err == nil {
-			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podContainer, State: st}}
-			if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-				t.Error(err)
-			}
-			return
+// watched returns a channel that gets a value each time the code under
+// test has opened a watch on pods (after it exists). The fake, unlike an
+// API server, does not replay what changed between a Get and the Watch
+// after it, so a test changes a pod's status only once a watch sees it.
+func watched(cs *fake.Clientset) <-chan struct{} {
+	opened := make(chan struct{}, 64)
+	cs.PrependWatchReactor("pods", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := cs.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		select {
+		case opened <- struct{}{}:
+		default:
 		}
-		time.Sleep(10 * time.Millisecond)
+		return true, w, err
+	})
+	return opened
+}
+
+// setStatus makes the fake pod look as the kubelet would report it, once
+// the code under test watches it.
+func setStatus(t *testing.T, cs *fake.Clientset, opened <-chan struct{}, ns, name string, mutate func(*corev1.PodStatus)) {
+	t.Helper()
+	select {
+	case <-opened:
+	case <-time.After(time.Minute):
+		t.Errorf("nothing watched pod %s", name)
+		return
 	}
-	t.Errorf("pod %s never created", name)
+	ctx := context.Background()
+	p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	mutate(&p.Status)
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Error(err)
+	}
+}
+
+func containerState(st corev1.ContainerState) func(*corev1.PodStatus) {
+	return func(s *corev1.PodStatus) {
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: podContainer, State: st}}
+	}
 }
 
 func TestStartReportsAMissingImageWithoutRetrying(t *testing.T) {
-	k, cs := fakeKube(t, nil)
-	go setStatus(t, cs, "agents", "nanohost-x", corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
-		Reason: "ErrImageNeverPull", Message: `Container image "img:1" is not present with pull policy of Never`}})
+	k, cs := fakeKube(t, func(c *KubernetesConfig) { c.StartTimeout = time.Minute })
+	opened := watched(cs)
+	go setStatus(t, cs, opened, "agents", "nanohost-x", containerState(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+		Reason: "ErrImageNeverPull", Message: `Container image "img:1" is not present with pull policy of Never`}}))
 	_, err := k.Start(context.Background(), Spec{Name: "nanohost-x", Image: "img:1", User: "1000:1000"})
 	if !errors.Is(err, ErrImageNotFound) || !strings.Contains(err.Error(), "import it into the nodes") {
 		t.Fatalf("Start = %v, want ErrImageNotFound with the fix", err)
@@ -254,24 +285,24 @@ func TestStartReportsAMissingImageWithoutRetrying(t *testing.T) {
 	}
 }
 
+// When the start timeout passes, the error says what holds the pod as the
+// API server sees it then (here the scheduler's reason, written when the
+// pod was created), however late the runtime got to look.
 func TestStartGivesUpOnAnUnschedulablePodSayingWhy(t *testing.T) {
-	k, cs := fakeKube(t, func(c *KubernetesConfig) { c.StartTimeout = 300 * time.Millisecond })
-	go func() {
-		ctx := context.Background()
-		for range 100 {
-			if p, err := cs.CoreV1().Pods("agents").Get(ctx, "big", metav1.GetOptions{}); err == nil {
-				p.Status.Phase = corev1.PodPending
-				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-					Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient memory."}}
-				cs.CoreV1().Pods("agents").UpdateStatus(ctx, p, metav1.UpdateOptions{})
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
+	k, cs := fakeKube(t, func(c *KubernetesConfig) { c.StartTimeout = 50 * time.Millisecond })
+	cs.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		p := action.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		p.Status.Phase = corev1.PodPending
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient memory."}}
+		return false, nil, nil
+	})
 	_, err := k.Start(context.Background(), Spec{Name: "big", Image: "img", User: "1000:1000"})
-	if err == nil || !strings.Contains(err.Error(), "Insufficient memory") {
-		t.Fatalf("Start = %v, want the scheduler's reason", err)
+	if err == nil || !strings.Contains(err.Error(), "did not start in 50ms") || !strings.Contains(err.Error(), "Unschedulable: 0/1 nodes are available: 1 Insufficient memory.") {
+		t.Fatalf("Start = %v, want the time limit and the scheduler's reason", err)
+	}
+	if _, err := cs.CoreV1().Pods("agents").Get(context.Background(), "big", metav1.GetOptions{}); err == nil {
+		t.Error("the pod that cannot start is left behind")
 	}
 }
 
@@ -281,10 +312,8 @@ func TestWaitReadsExitCodeAndOOMKilledFromThePodStatus(t *testing.T) {
 	if _, err := cs.CoreV1().Pods("agents").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "agents"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		setStatus(t, cs, "agents", "p", corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}})
-	}()
+	opened := watched(cs)
+	go setStatus(t, cs, opened, "agents", "p", containerState(corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}))
 	exit, err := k.Wait(ctx, "p")
 	if err != nil || exit != (Exit{Code: 137, OOMKilled: true}) {
 		t.Fatalf("Wait = %+v, %v; want 137 OOMKilled", exit, err)
