@@ -63,6 +63,17 @@ type slackGates struct {
 
 func newSlackGates(t *testing.T, policy ...func(*config.SlackPolicy)) *slackGates {
 	t.Helper()
+	return newSlackGatesWith(t, succeed, func(c *config.Config) {
+		for _, p := range policy {
+			p(&c.Slack.Policy)
+		}
+	})
+}
+
+// newSlackGatesWith is newSlackGates with agents that answer, and
+// configure applied to the host's configuration last.
+func newSlackGatesWith(t *testing.T, answer agentFunc, configure func(*config.Config)) *slackGates {
+	t.Helper()
 	fake := slacktest.New()
 	t.Cleanup(fake.Close)
 	fake.AddChannel(opsChat, "ops")
@@ -71,13 +82,11 @@ func newSlackGates(t *testing.T, policy ...func(*config.SlackPolicy)) *slackGate
 	}
 	fake.SetGroup(sreGroup, bob)
 	logs := &logRecords{}
-	th := launch(t, hostSetup{slack: fake, answer: succeed, logger: slog.New(slog.NewJSONHandler(logs, nil)),
+	th := launch(t, hostSetup{slack: fake, answer: answer, logger: slog.New(slog.NewJSONHandler(logs, nil)),
 		configure: func(c *config.Config) {
 			c.Slack.Policy = config.SlackPolicy{Channels: []string{opsChat}, Starters: []string{alice}, Approvers: []string{alice, "group:" + sreGroup}}
-			for _, p := range policy {
-				p(&c.Slack.Policy)
-			}
 			c.Groups = []config.Group{{Folder: "main", Name: "Ops", Chat: "slack:" + opsChat, Main: true}}
+			configure(c)
 		}})
 	return &slackGates{t: t, th: th, fake: fake, logs: logs}
 }
@@ -538,6 +547,53 @@ func TestSlackRateLimitedPromptDoesNotHoldUpTheGate(t *testing.T) {
 		return r.ThreadTS != ""
 	})
 	g.settled(g.prompt(run, 1), "⌛ Timed out.")
+}
+
+// A prompt Slack refuses does not hold up or fail the run: the gate is
+// open in the store (the dashboard can answer it, its timeout runs) while
+// the thread keeps trying to post the prompt, and an answer given
+// elsewhere moves the run on.
+func TestSlackRefusedPromptLeavesTheGateOpen(t *testing.T) {
+	release := make(chan struct{})
+	g := newSlackGatesWith(t, func(ctx context.Context, req engine.Request) (engine.Result, error) {
+		if req.NodeID == "work" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return engine.Result{}, ctx.Err()
+			}
+		}
+		return engine.Result{Text: "done [outcome:success]"}, nil
+	}, func(c *config.Config) { c.Pipelines.DefaultVerbosity = "minimal" })
+	run := g.start(strings.Replace(review(""), "start -> review", "start -> work -> review\n  work [prompt=\"work\"]", 1))
+	// At minimal verbosity the next post after the card is the prompt.
+	g.fake.Fail("chat.postMessage", 1000, slacktest.Fault{Error: "restricted_action"})
+	close(release)
+	eventually(t, waitLong, "the gate is open in the store", func() bool {
+		r, err := g.th.store.GetRun(context.Background(), run.ID)
+		return err == nil && r.Status == runs.Waiting
+	})
+	g.open(run)
+	for _, m := range g.fake.Thread(opsChat, run.ThreadTS) {
+		if strings.Contains(m.Text, "❓") {
+			t.Fatalf("a prompt was posted though Slack refused it: %+v", m)
+		}
+	}
+	gate := g.answer(run)
+	if _, err := g.th.WebRuns().Answer(context.Background(), runs.GateAnswer{RunID: run.ID, GateID: gate.GateID, Option: 1},
+		runs.Principal{Endpoint: "web", User: "web:ops"}); err != nil {
+		t.Fatal(err)
+	}
+	if r, nodes := g.ended(run); r.Status != runs.Succeeded || !slices.Contains(nodes, "ship") {
+		t.Fatalf("run %s went %v; want the web's Approve to ship", r.Status, nodes)
+	}
+	// The prompt is still being retried: stopping the host waits for it
+	// only for the delivery grace (3 s), not for Slack to relent.
+	began := time.Now()
+	g.th.stop()
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("the host took %v to stop while Slack refused a prompt; want its delivery grace", took)
+	}
 }
 
 // logRecords collects JSON log records, safe for concurrent writers.

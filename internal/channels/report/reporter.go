@@ -342,7 +342,14 @@ func (r *Reporter) handle(ctx context.Context, it item) bool {
 		if r.behind.Swap(false) {
 			r.catchUp(ctx) // what was told before the prompt goes first
 		}
-		id, err := r.postThread(it.post.ctx, it.post.msg)
+		// The post ends with the caller's context or with the reporter's
+		// life, whichever ends first: a chat that refuses it must not keep
+		// the reporter (and a host shutting down) waiting.
+		postCtx, cancel := context.WithCancel(it.post.ctx)
+		stop := context.AfterFunc(ctx, cancel)
+		id, err := r.postThread(postCtx, it.post.msg)
+		stop()
+		cancel()
 		it.post.result <- postResult{id, err}
 		return true
 	}
