@@ -1,11 +1,9 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +12,7 @@ import (
 
 	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/config"
+	"nanohost/internal/logtest"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 )
@@ -58,7 +57,7 @@ type slackGates struct {
 	t    *testing.T
 	th   *testHost
 	fake *slacktest.Server
-	logs *logRecords
+	logs *logtest.Records
 }
 
 func newSlackGates(t *testing.T, policy ...func(*config.SlackPolicy)) *slackGates {
@@ -81,8 +80,8 @@ func newSlackGatesWith(t *testing.T, answer agentFunc, configure func(*config.Co
 		fake.AddUser(id, name)
 	}
 	fake.SetGroup(sreGroup, bob)
-	logs := &logRecords{}
-	th := launch(t, hostSetup{slack: fake, answer: answer, logger: slog.New(slog.NewJSONHandler(logs, nil)),
+	logs := &logtest.Records{}
+	th := launch(t, hostSetup{slack: fake, answer: answer, logger: logs.Logger(),
 		configure: func(c *config.Config) {
 			c.Slack.Policy = config.SlackPolicy{Channels: []string{opsChat}, Starters: []string{alice}, Approvers: []string{alice, "group:" + sreGroup}}
 			c.Groups = []config.Group{{Folder: "main", Name: "Ops", Chat: "slack:" + opsChat, Main: true}}
@@ -596,39 +595,6 @@ func TestSlackRefusedPromptLeavesTheGateOpen(t *testing.T) {
 	}
 }
 
-// logRecords collects JSON log records, safe for concurrent writers.
-type logRecords struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logRecords) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// find returns the records whose fields include every one of want.
-func (l *logRecords) find(want map[string]any) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for line := range strings.SplitSeq(l.buf.String(), "\n") {
-		var rec map[string]any
-		if json.Unmarshal([]byte(line), &rec) != nil {
-			continue
-		}
-		match := true
-		for k, v := range want {
-			match = match && rec[k] == v
-		}
-		if match {
-			out = append(out, rec)
-		}
-	}
-	return out
-}
-
 // Every authorization decision is logged with who, where, which run, gate
 // and choice, and whether it was allowed: refusals as well as the answer
 // that won.
@@ -650,7 +616,7 @@ func TestSlackEveryDecisionIsLogged(t *testing.T) {
 		{"msg": "gate answer accepted", "by": "slack:" + bob, "run": run.ID, "gate": "review-1", "choice": "choice #2"},
 		{"msg": "slack: authorization", "action": "change_run", "allowed": false, "user": mallory, "chat": opsChat, "command": "cancel"},
 	} {
-		if got := g.logs.find(want); len(got) != 1 {
+		if got := g.logs.Find(want); len(got) != 1 {
 			t.Errorf("%d log records with %v, want exactly one", len(got), want)
 		}
 	}

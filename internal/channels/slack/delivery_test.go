@@ -2,8 +2,6 @@ package slack_test
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +12,7 @@ import (
 	"nanohost/internal/channels/eventscript"
 	"nanohost/internal/channels/slack"
 	"nanohost/internal/channels/slacktest"
+	"nanohost/internal/logtest"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
@@ -420,10 +419,10 @@ func TestSlackPrivateChannelsAndDMs(t *testing.T) {
 	old := slacktest.ShippedApp()
 	old.BotScopes = slices.DeleteFunc(old.BotScopes, func(s string) bool { return s == "groups:history" || s == "im:history" })
 	old.BotEvents = slices.DeleteFunc(old.BotEvents, func(e string) bool { return e == "message.groups" || e == "message.im" })
-	logs := &logRecords{}
+	logs := &logtest.Records{}
 	stale := newHarness(t, addBoth, inPolicy, mayLose(),
 		withFake(func(f *slacktest.Server) { f.Install(old) }),
-		withConfig(func(c *slack.Config) { c.Logger = slogJSON(logs) }))
+		withConfig(func(c *slack.Config) { c.Logger = logs.Logger() }))
 	if got := connection(stale.ch); got != channels.MissingScope {
 		t.Errorf("health state %q with the old manifest, want missing_scope", got)
 	}
@@ -432,7 +431,7 @@ func TestSlackPrivateChannelsAndDMs(t *testing.T) {
 		if !strings.Contains(missing[scope], "thread replies") {
 			t.Errorf("missing scopes %v do not name %s with what it is for", missing, scope)
 		}
-		if len(logs.find(map[string]any{"scope": scope})) != 1 {
+		if len(logs.Find(map[string]any{"scope": scope})) != 1 {
 			t.Errorf("the log does not name the missing scope %s once:\n%s", scope, logs)
 		}
 	}
@@ -464,5 +463,3 @@ func textLen(s string) int {
 
 // connection is the channel's state as health checks read it.
 func connection(ch *slack.Channel) channels.Connection { return ch.Capabilities().Connection() }
-
-func slogJSON(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }

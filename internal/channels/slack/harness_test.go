@@ -1,9 +1,7 @@
 package slack_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -292,41 +290,4 @@ func reviewQuestion(runID, gateID string) engine.Question {
 		ID: gateID, RunID: runID, Stage: "review", Text: "Ship the RSI change?", Type: engine.QuestionMultipleChoice,
 		Options: []engine.Option{{Key: "A", Label: "[A] Approve", To: "ship"}, {Key: "R", Label: "[R] Reject", To: "fix"}},
 	}
-}
-
-// logRecords collects JSON log records, safe for concurrent writers.
-type logRecords struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logRecords) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logRecords) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// find returns the records whose fields include every one of want.
-func (l *logRecords) find(want map[string]any) []map[string]any {
-	var out []map[string]any
-	for line := range strings.SplitSeq(l.String(), "\n") {
-		var rec map[string]any
-		if json.Unmarshal([]byte(line), &rec) != nil {
-			continue
-		}
-		match := true
-		for k, v := range want {
-			match = match && rec[k] == v
-		}
-		if match {
-			out = append(out, rec)
-		}
-	}
-	return out
 }

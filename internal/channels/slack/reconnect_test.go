@@ -12,6 +12,7 @@ import (
 	"nanohost/internal/channels"
 	"nanohost/internal/channels/slack"
 	"nanohost/internal/channels/slacktest"
+	"nanohost/internal/logtest"
 	"nanohost/internal/pipeline/engine"
 )
 
@@ -200,7 +201,7 @@ func TestSlackConnectionProblemsAreNamed(t *testing.T) {
 		run.stop(t)
 	})
 	t.Run("link_disabled", func(t *testing.T) {
-		logs := &logRecords{}
+		logs := &logtest.Records{}
 		fake := slacktest.New()
 		defer fake.Close()
 		ch, run := startChannel(t, fake, logs)
@@ -251,12 +252,12 @@ type runningChannel struct {
 
 // startChannel runs a channel against fake outside the harness (for tests
 // of how it connects); logs collects its JSON log when not nil.
-func startChannel(t *testing.T, fake *slacktest.Server, logs *logRecords) (*slack.Channel, runningChannel) {
+func startChannel(t *testing.T, fake *slacktest.Server, logs *logtest.Records) (*slack.Channel, runningChannel) {
 	t.Helper()
 	fake.AddChannel(opsChat, "ops")
 	logger := slog.New(slog.DiscardHandler)
 	if logs != nil {
-		logger = slog.New(slog.NewJSONHandler(logs, nil))
+		logger = logs.Logger()
 	}
 	cfg := slack.Config{BotToken: fake.BotToken, AppToken: fake.AppToken, APIURL: fake.APIURL(),
 		Policy: slack.Policy{Channels: []string{opsChat}, Starters: []string{alice}}, Send: fastSend(), Logger: logger}
