@@ -18,6 +18,7 @@ import (
 
 	"nanohost/internal/changes"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
 )
@@ -138,7 +139,7 @@ func writeChanges(w io.Writer, v changesView, color bool) {
 			title += fmt.Sprintf(" (visit %d)", v.Visit)
 		}
 	}
-	fmt.Fprintf(w, "%s: %s\n", title, v.Summary)
+	fmt.Fprintf(w, "%s: %s\n", title, runlog.ChangeCounts(v.Summary))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, c := range v.Changes {
 		note := fmt.Sprintf("+%d −%d", c.LinesAdded, c.LinesDeleted)
@@ -159,7 +160,7 @@ func writeChanges(w io.Writer, v changesView, color bool) {
 		fmt.Fprintln(w, "\nBy stage")
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, s := range v.Stages {
-			fmt.Fprintf(tw, "  %s\tvisit %d\t%s\n", s.NodeID, s.Visit, s.Changes.Describe())
+			fmt.Fprintf(tw, "  %s\tvisit %d\t%s\n", s.NodeID, s.Visit, runlog.ChangesDone(s.Changes))
 		}
 		tw.Flush()
 	}

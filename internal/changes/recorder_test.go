@@ -76,9 +76,6 @@ new file mode 100644
 	if sum.Files != 3 || sum.Added != 1 || sum.Modified != 1 || sum.Deleted != 1 || sum.LinesAdded != 3 || sum.LinesDeleted != 3 {
 		t.Errorf("summary %+v", sum)
 	}
-	if got := sum.Describe(); got != "changed 3 files (+3 −3)" {
-		t.Errorf("Describe() = %q", got)
-	}
 	// Each entry points at its own section of the diff.
 	set, err := ReadSet(os.DirFS(f.runDir), "implement", true)
 	if err != nil {
@@ -100,7 +97,7 @@ func TestStageThatChangesNothingRecordsAnEmptyList(t *testing.T) {
 	f := newFixture(t, Limits{})
 	write(t, filepath.Join(f.ws, "a.txt"), "a\n")
 	sum := f.stage("look", func(string) {})
-	if sum.Files != 0 || sum.Describe() != "changed no files" {
+	if sum.Files != 0 || sum.Error != "" {
 		t.Errorf("summary %+v", sum)
 	}
 	data, err := os.ReadFile(filepath.Join(f.runDir, "look", ListFile))

@@ -11,6 +11,7 @@ import (
 	"nanohost/internal/changes"
 	"nanohost/internal/channels"
 	"nanohost/internal/config"
+	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 )
 
@@ -68,7 +69,7 @@ func (g gateLinks) of(_ context.Context, run runs.Run) []channels.Link {
 	if len(set.Changes) == 0 {
 		return nil
 	}
-	link := channels.Link{Text: "Changes since the run started: " + changes.Summary(set.Changes).String()}
+	link := channels.Link{Text: "Changes since the run started: " + runlog.ChangeCounts(changes.Summary(set.Changes))}
 	if base := g.cfg.DashboardURL(); base != "" {
 		link.URL = base + "/runs/" + url.PathEscape(run.ID) + "#changes"
 	}

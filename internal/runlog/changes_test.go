@@ -31,3 +31,21 @@ func TestWorkspaceChangesLine(t *testing.T) {
 		}
 	}
 }
+
+// What a visit changed, as the run history and `runs show --changes` say it.
+func TestChangesDone(t *testing.T) {
+	for _, tc := range []struct {
+		c    *engine.WorkspaceChanges
+		want string
+	}{
+		{&engine.WorkspaceChanges{ChangeCounts: engine.ChangeCounts{Files: 3, LinesAdded: 3, LinesDeleted: 3}}, "changed 3 files (+3 −3)"},
+		{&engine.WorkspaceChanges{ChangeCounts: engine.ChangeCounts{Files: 1, LinesAdded: 2}}, "changed 1 file (+2 −0)"},
+		{&engine.WorkspaceChanges{}, "changed no files"},
+		{&engine.WorkspaceChanges{Error: "too many files"}, "changes not recorded: too many files"},
+		{nil, ""},
+	} {
+		if got := runlog.ChangesDone(tc.c); got != tc.want {
+			t.Errorf("ChangesDone(%+v) = %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}

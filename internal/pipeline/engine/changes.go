@@ -1,7 +1,5 @@
 package engine
 
-import "fmt"
-
 // WorkspaceChanges summarises what one visit of a node changed in the
 // workspace: the files added, modified and deleted, and the lines its text
 // diffs add and remove. A backend that records changes (internal/changes)
@@ -33,33 +31,10 @@ type ChangeCounts struct {
 	LinesDeleted int `json:"lines_deleted"`
 }
 
-// String reads "3 files (+40 −7)".
-func (c ChangeCounts) String() string {
-	noun := "files"
-	if c.Files == 1 {
-		noun = "file"
-	}
-	return fmt.Sprintf("%d %s (+%d −%d)", c.Files, noun, c.LinesAdded, c.LinesDeleted)
-}
-
 // StageRef names a stage of some run.
 type StageRef struct {
 	RunID  string `json:"run_id"`
 	NodeID string `json:"node_id"`
-}
-
-// Describe is the summary people read: "changed 3 files (+40 −7)".
-func (c *WorkspaceChanges) Describe() string {
-	if c == nil {
-		return ""
-	}
-	if c.Error != "" {
-		return "changes not recorded: " + c.Error
-	}
-	if c.Files == 0 {
-		return "changed no files"
-	}
-	return "changed " + c.ChangeCounts.String()
 }
 
 // emitChanges reports what the visit changed, when a backend recorded it:
