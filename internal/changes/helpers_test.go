@@ -21,6 +21,7 @@ type fixture struct {
 	runDir  string
 	runID   string
 	visits  map[string]int
+	execs   map[string]int
 	backend *Backend
 	work    map[string]func(ws string) // per node, what its stage does
 }
@@ -29,7 +30,7 @@ func newFixture(t testing.TB, lim Limits) *fixture {
 	t.Helper()
 	root := t.TempDir()
 	f := &fixture{t: t, ws: filepath.Join(root, "workspace"), runDir: filepath.Join(root, "runs", "run-1"), runID: "run-1",
-		visits: map[string]int{}, work: map[string]func(string){}}
+		visits: map[string]int{}, execs: map[string]int{}, work: map[string]func(string){}}
 	for _, d := range []string{f.ws, f.runDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -52,15 +53,16 @@ func newFixture(t testing.TB, lim Limits) *fixture {
 	return f
 }
 
-// request is the next visit of node (attempt 1).
+// request is the next visit of node (attempt 1), numbered as the engine does.
 func (f *fixture) request(node string) engine.Request {
 	f.visits[node]++
+	f.execs[node]++
 	dir := filepath.Join(f.runDir, node)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		f.t.Fatal(err)
 	}
 	return engine.Request{Kind: engine.KindTool, RunID: f.runID, NodeID: node, Visit: f.visits[node], Attempt: 1,
-		StageDir: dir, RunDir: f.runDir}
+		Execution: f.execs[node], StageDir: dir, RunDir: f.runDir}
 }
 
 // stage runs one visit of node doing work, and returns its summary.

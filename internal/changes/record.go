@@ -108,13 +108,15 @@ func baseFrom(recs []baseRecord) (base, error) {
 }
 
 // visitState is a node visit's record in progress, kept in its stage
-// directory: which visit, whether an execution of it is under way (true
-// after a crash mid-stage), and its "before" side.
+// directory: which visit and execution (Request.Visit, Request.Execution)
+// it was last at, whether that execution is under way (true after a crash
+// mid-stage), and its "before" side.
 type visitState struct {
-	RunID    string       `json:"run_id"`
-	Visit    int          `json:"visit"`
-	InFlight bool         `json:"in_flight"`
-	Base     []baseRecord `json:"base"`
+	RunID     string       `json:"run_id"`
+	Visit     int          `json:"visit"`
+	Execution int          `json:"execution,omitempty"`
+	InFlight  bool         `json:"in_flight"`
+	Base      []baseRecord `json:"base"`
 }
 
 // runState is a run's "before" side, kept in RunDir.

@@ -125,7 +125,7 @@ func (t *Tracker) begin(workspace string, req engine.Request) (*stage, error) {
 		t.log.Warn("a stage's change record is unreadable; starting it afresh", "run", req.RunID, "node", req.NodeID, "err", err)
 		had = false
 	}
-	sameVisit := had && vs.RunID == req.RunID && vs.Visit == req.Visit
+	sameVisit := had && vs.RunID == req.RunID && continues(vs, req)
 	visit := base{}
 	if sameVisit {
 		if visit, err = baseFrom(vs.Base); err != nil {
@@ -154,7 +154,7 @@ func (t *Tracker) begin(workspace string, req engine.Request) (*stage, error) {
 			return nil, err
 		}
 	}
-	vs = visitState{RunID: req.RunID, Visit: req.Visit, InFlight: true, Base: visit.records()}
+	vs = visitState{RunID: req.RunID, Visit: req.Visit, Execution: req.Execution, InFlight: true, Base: visit.records()}
 	if err := writeState(filepath.Join(req.StageDir, visitFile), vs); err != nil {
 		st.release(w)
 		return nil, fmt.Errorf("record the stage's start: %w", err)
@@ -185,7 +185,7 @@ func (t *Tracker) finish(s *stage) *engine.WorkspaceChanges {
 	if err := writeSet(s.req.StageDir, r); err != nil {
 		return &engine.WorkspaceChanges{Error: err.Error(), Overlapped: overlapped}
 	}
-	vs := visitState{RunID: s.req.RunID, Visit: s.req.Visit, Base: s.visit.records()}
+	vs := visitState{RunID: s.req.RunID, Visit: s.req.Visit, Execution: s.req.Execution, Base: s.visit.records()}
 	if err := writeState(filepath.Join(s.req.StageDir, visitFile), vs); err != nil {
 		t.log.Warn("record the stage's end", "run", s.req.RunID, "node", s.req.NodeID, "err", err)
 	}
@@ -195,6 +195,16 @@ func (t *Tracker) finish(s *stage) *engine.WorkspaceChanges {
 		}
 	}
 	return &r.summary
+}
+
+// continues reports whether a stage execution belongs to the visit whose
+// record is in progress: a retry within the visit (same visit), or the
+// execution that was interrupted, run again after a resume (the engine
+// gives it the same execution number; a crash also repeats the visit
+// number, a stop counts a new visit). A node visited again starts a record
+// of its own.
+func continues(vs visitState, req engine.Request) bool {
+	return vs.Visit == req.Visit || (req.Execution > 0 && vs.Execution == req.Execution)
 }
 
 // keepEarlierVisit moves an earlier visit's record into visit-<n>/ before

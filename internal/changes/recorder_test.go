@@ -339,7 +339,7 @@ func TestRetriedStageRecordsTheWholeVisit(t *testing.T) {
 	f := newFixture(t, Limits{})
 	req := f.request("fix")
 	f.run(req, func(ws string) { write(t, filepath.Join(ws, "a.txt"), "attempt 1\n") })
-	req.Attempt = 2
+	req.Attempt, req.Execution = 2, req.Execution+1
 	sum := f.run(req, func(ws string) { write(t, filepath.Join(ws, "b.txt"), "attempt 2\n") })
 	if sum.Files != 2 {
 		t.Errorf("the retry's record has %d files, want both attempts' (2): %+v", sum.Files, f.list("fix"))
