@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -168,12 +167,16 @@ func (s *scanner) walkDir(rel string) ([]found, []string, error) {
 	}
 	out := make([]found, 0, len(names))
 	var subdirs []string
+	prefix := ""
+	if rel != "" {
+		prefix = rel + "/"
+	}
 	for _, name := range names {
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			continue // vanished meanwhile
 		}
-		p := path.Join(rel, name)
+		p := prefix + name
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			if name == ".git" {
 				continue // a repository's internals are not the work; and never read
