@@ -242,3 +242,30 @@ func TestCheckWarnsWithoutAGroupOnSlackOrAMainGroup(t *testing.T) {
 		t.Errorf("a main group on Slack: %q", got)
 	}
 }
+
+// Links in chat point at the dashboard: http.public_url when set (checked
+// to be an http(s) URL), else the listen address, a wildcard as loopback.
+func TestDashboardURL(t *testing.T) {
+	c := Defaults()
+	for _, tc := range []struct{ listen, public, want string }{
+		{"127.0.0.1:8377", "", "http://127.0.0.1:8377"},
+		{"0.0.0.0:9000", "", "http://127.0.0.1:9000"},
+		{":9000", "", "http://127.0.0.1:9000"},
+		{"[::1]:80", "", "http://[::1]:80"},
+		{"127.0.0.1:8377", "https://nano.example.com/", "https://nano.example.com"},
+		{"", "", ""},
+	} {
+		c.HTTP.Listen, c.HTTP.PublicURL = tc.listen, tc.public
+		if got := c.DashboardURL(); got != tc.want {
+			t.Errorf("listen %q public %q: %q, want %q", tc.listen, tc.public, got, tc.want)
+		}
+	}
+	c.HTTP.Listen, c.HTTP.PublicURL = "127.0.0.1:8377", "javascript:alert(1)"
+	var found bool
+	for _, p := range c.Check() {
+		found = found || (p.Field == "http.public_url" && p.Blocking)
+	}
+	if !found {
+		t.Errorf("a public_url that is not http(s) is not refused: %v", c.Check())
+	}
+}
