@@ -104,6 +104,9 @@ type stage struct {
 	before walk
 	visit  base
 	fl     *flight
+	// adopted: the stage took over an interrupted execution's changes,
+	// which the run's record has to show even if it changes nothing more.
+	adopted bool
 }
 
 // begin takes the "before" side of a stage.
@@ -139,10 +142,11 @@ func (t *Tracker) begin(workspace string, req engine.Request) (*stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sameVisit && vs.InFlight {
-		// An execution of this visit was cut off (the host crashed or
-		// stopped mid-stage): what changed since the last snapshot is its
-		// work, and it is this visit's, recorded once.
+	adopted := sameVisit && vs.InFlight && len(w.deltas) > 0
+	if adopted {
+		// An execution of this visit was cut off (the host crashed
+		// mid-stage): what changed since the last snapshot is its work, and
+		// it is this visit's, recorded once.
 		rr.mu.Lock()
 		for _, d := range w.deltas {
 			rr.note(st, d.path, d.old, visit)
@@ -159,7 +163,7 @@ func (t *Tracker) begin(workspace string, req engine.Request) (*stage, error) {
 		st.release(w)
 		return nil, fmt.Errorf("record the stage's start: %w", err)
 	}
-	return &stage{req: req, st: st, run: rr, before: w, visit: visit,
+	return &stage{req: req, st: st, run: rr, before: w, visit: visit, adopted: adopted,
 		fl: st.takeOff(engine.StageRef{RunID: req.RunID, NodeID: req.NodeID})}, nil
 }
 
@@ -189,7 +193,7 @@ func (t *Tracker) finish(s *stage) *engine.WorkspaceChanges {
 	if err := writeState(filepath.Join(s.req.StageDir, visitFile), vs); err != nil {
 		t.log.Warn("record the stage's end", "run", s.req.RunID, "node", s.req.NodeID, "err", err)
 	}
-	if len(changed) > 0 {
+	if len(changed) > 0 || s.adopted {
 		if err := rr.write(s.st, after.snap, t.lim); err != nil {
 			t.log.Warn("write the run's workspace changes", "run", s.req.RunID, "err", err)
 		}

@@ -373,6 +373,21 @@ func TestStageRerunAfterACrashRecordsItsChangesOnce(t *testing.T) {
 		write(t, filepath.Join(ws, "a.txt"), "done\n")
 		write(t, filepath.Join(ws, "b.txt"), "new\n")
 	})
+	// A rerun that changes nothing more still shows the cut-off work, in
+	// its record and the run's.
+	crashAgain := f.request("quiet")
+	if _, err := f.tr.begin(f.ws, crashAgain); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(f.ws, "quiet.txt"), "before the crash\n")
+	tr3, err := NewTracker(Options{StateDir: f.tr.stateDir, Limits: Limits{Fresh: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.tr, f.backend = tr3, tr3.Wrap(f.backend.next, f.ws)
+	if q := f.run(crashAgain, func(string) {}); q.Files != 1 || q.Paths[0] != "quiet.txt" {
+		t.Errorf("the quiet rerun's record: %+v", q)
+	}
 	m := byPath(f.list("implement"))
 	if len(m) != 2 || m["a.txt"].Change != Modified || m["b.txt"].Change != Added || sum.Files != 2 {
 		t.Fatalf("implement's record after the rerun: %+v", f.list("implement"))
@@ -389,7 +404,7 @@ func TestStageRerunAfterACrashRecordsItsChangesOnce(t *testing.T) {
 	for _, c := range run {
 		paths = append(paths, c.Path)
 	}
-	if want := []string{"a.txt", "b.txt", "plan.md"}; !slices.Equal(paths, want) {
+	if want := []string{"a.txt", "b.txt", "plan.md", "quiet.txt"}; !slices.Equal(paths, want) {
 		t.Errorf("run's changes %v, want %v", paths, want)
 	}
 }
