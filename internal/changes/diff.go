@@ -84,14 +84,18 @@ type rendered struct {
 	summary engine.WorkspaceChanges
 }
 
+// blobCache keeps the contents one finishing stage reads: its record and
+// the run's mostly diff the same files.
+type blobCache map[[32]byte]string
+
 // render lists and diffs changes (in path order) within lim's bounds.
-func render(files []fileChange, lim Limits) rendered {
+func render(files []fileChange, lim Limits, blobs blobCache) rendered {
 	slices.SortFunc(files, func(a, b fileChange) int { return strings.Compare(a.path, b.path) })
 	out := rendered{changes: make([]Change, 0, len(files))}
 	budget := int64(lim.MaxStageDiff) * 8 // text read for line counts once the diff is full
 	for _, f := range files {
 		c := describe(f)
-		section, counted := diffSection(f, &c, lim, len(out.diff) >= lim.MaxStageDiff, &budget)
+		section, counted := diffSection(f, &c, lim, len(out.diff) >= lim.MaxStageDiff, &budget, blobs)
 		if len(section) > 0 {
 			c.DiffOffset, c.DiffBytes = int64(len(out.diff)), int64(len(section))
 			out.diff = append(out.diff, section...)
@@ -144,7 +148,7 @@ func describe(f fileChange) Change {
 // fills c's diff fields. Once the stage's diff is full, files get no
 // section, but text files still have their lines counted while the budget
 // for reading text lasts; counted is false for one that did not.
-func diffSection(f fileChange, c *Change, lim Limits, full bool, budget *int64) (section []byte, counted bool) {
+func diffSection(f fileChange, c *Change, lim Limits, full bool, budget *int64, blobs blobCache) (section []byte, counted bool) {
 	o, n := f.old.e, f.new.e
 	why := noDiffReason(o, lim)
 	if why == "" || why == NoDiffBinary {
@@ -164,8 +168,8 @@ func diffSection(f fileChange, c *Change, lim Limits, full bool, budget *int64) 
 			c.NoDiff = NoDiffStageLimit
 			return nil, false
 		}
-		before, err1 := content(f.old)
-		after, err2 := content(f.new)
+		before, err1 := content(f.old, blobs)
+		after, err2 := content(f.new, blobs)
 		if err1 != nil || err2 != nil {
 			c.NoDiff = NoDiffUnavailable
 		} else {
@@ -223,14 +227,20 @@ func noDiffReason(e *entry, lim Limits) string {
 
 // content is a side's text: a file's from the object store, a link's
 // target, "" for an absent path.
-func content(s side) (string, error) {
+func content(s side, blobs blobCache) (string, error) {
 	switch {
 	case s.e == nil:
 		return "", nil
 	case s.e.kind == kindSymlink:
 		return s.e.target, nil
 	}
+	if text, ok := blobs[s.e.sum]; ok {
+		return text, nil
+	}
 	data, err := s.objs.read(s.e.sum, 1<<31)
+	if err == nil && blobs != nil {
+		blobs[s.e.sum] = string(data)
+	}
 	return string(data), err
 }
 

@@ -1,6 +1,7 @@
 package changes
 
 import (
+	"fmt"
 	"encoding/hex"
 	"errors"
 	"io/fs"
@@ -18,16 +19,24 @@ func (o objects) path(sum [32]byte) string {
 	return filepath.Join(o.dir, h[:2], h[2:])
 }
 
-// put stores data under sum unless it is there already.
+// makeShards creates the 256 directories blobs go into, once, so storing
+// a blob is a create and a rename.
+func (o objects) makeShards() error {
+	for i := range 256 {
+		if err := os.MkdirAll(filepath.Join(o.dir, fmt.Sprintf("%02x", i)), 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// put stores data under sum unless it is there already (the shards exist).
 func (o objects) put(sum [32]byte, data []byte) error {
 	p := o.path(sum)
 	if _, err := os.Lstat(p); err == nil {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
-	}
-	return writeAtomicMode(p, data, 0o600)
+	return writeAtomicMode(p, data, 0) // CreateTemp's 0600 is right
 }
 
 // read returns the blob sum, at most limit bytes of it.
@@ -35,16 +44,10 @@ func (o objects) read(sum [32]byte, limit int64) ([]byte, error) {
 	return readBounded(o.path(sum), limit)
 }
 
-// linkFrom makes src's blob sum one of o's too: a hard link (blobs never
-// change), or a copy across file systems.
+// linkFrom makes src's blob sum one of o's too (the shards exist): a hard
+// link (blobs never change), or a copy across file systems.
 func (o objects) linkFrom(src objects, sum [32]byte) error {
 	dst := o.path(sum)
-	if _, err := os.Lstat(dst); err == nil {
-		return nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return err
-	}
 	err := os.Link(src.path(sum), dst)
 	if err == nil || errors.Is(err, fs.ErrExist) {
 		return nil
@@ -53,7 +56,10 @@ func (o objects) linkFrom(src objects, sum [32]byte) error {
 	if rerr != nil {
 		return rerr
 	}
-	return o.put(sum, data)
+	if _, err := os.Lstat(dst); err == nil {
+		return nil
+	}
+	return writeAtomicMode(dst, data, 0)
 }
 
 func (o objects) remove(sum [32]byte) {

@@ -178,13 +178,19 @@ func readRegular(f fs.File, name string, limit int64) ([]byte, error) {
 // whatever was at path is replaced, never written through.
 func writeAtomic(path string, data []byte) error { return writeAtomicMode(path, data, 0o644) }
 
+// writeAtomicMode is writeAtomic with the file's mode (0: 0600).
+
 func writeAtomicMode(path string, data []byte, perm os.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
 	_, werr := tmp.Write(data)
-	if err := errors.Join(werr, tmp.Close(), os.Chmod(tmp.Name(), perm)); err != nil {
+	err = errors.Join(werr, tmp.Close())
+	if err == nil && perm != 0 && perm != 0o600 {
+		err = os.Chmod(tmp.Name(), perm)
+	}
+	if err != nil {
 		os.Remove(tmp.Name())
 		return err
 	}

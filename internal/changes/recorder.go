@@ -184,7 +184,8 @@ func (t *Tracker) finish(s *stage) *engine.WorkspaceChanges {
 	for _, d := range changed {
 		rr.note(s.st, d.path, d.old, s.visit)
 	}
-	r := render(rr.set(s.st, s.visit, after.snap), t.lim)
+	blobs := blobCache{}
+	r := render(rr.set(s.st, s.visit, after.snap), t.lim, blobs)
 	r.summary.Overlapped = overlapped
 	if err := writeSet(s.req.StageDir, r); err != nil {
 		return &engine.WorkspaceChanges{Error: err.Error(), Overlapped: overlapped}
@@ -194,7 +195,7 @@ func (t *Tracker) finish(s *stage) *engine.WorkspaceChanges {
 		t.log.Warn("record the stage's end", "run", s.req.RunID, "node", s.req.NodeID, "err", err)
 	}
 	if len(changed) > 0 || s.adopted {
-		if err := rr.write(s.st, after.snap, t.lim); err != nil {
+		if err := rr.write(s.st, after.snap, t.lim, blobs); err != nil {
 			t.log.Warn("write the run's workspace changes", "run", s.req.RunID, "err", err)
 		}
 	}
@@ -277,10 +278,11 @@ func (t *Tracker) runRecord(runID, runDir string) (*runRecord, error) {
 		return rr, nil
 	}
 	dir := filepath.Join(runDir, RunDir)
-	if err := os.MkdirAll(filepath.Join(dir, objectsDir), 0o755); err != nil {
+	objs := objects{dir: filepath.Join(dir, objectsDir)}
+	if err := objs.makeShards(); err != nil {
 		return nil, fmt.Errorf("run change record: %w", err)
 	}
-	rr := &runRecord{runID: runID, dir: dir, objects: objects{dir: filepath.Join(dir, objectsDir)}, base: base{}}
+	rr := &runRecord{runID: runID, dir: dir, objects: objs, base: base{}}
 	var rs runState
 	if ok, err := readState(filepath.Join(dir, runBaseFile), &rs); err != nil {
 		return nil, fmt.Errorf("run change record: %w", err)
@@ -335,14 +337,14 @@ func (rr *runRecord) set(st *store, b base, snap *snapshot) []fileChange {
 // write saves the run's "before" side and renders its changes since it
 // started into RunDir — unless a stage that finished first rendered a
 // later snapshot already.
-func (rr *runRecord) write(st *store, snap *snapshot, lim Limits) error {
+func (rr *runRecord) write(st *store, snap *snapshot, lim Limits, blobs blobCache) error {
 	if err := rr.saveBase(); err != nil {
 		return err
 	}
 	if snap.gen < rr.gen {
 		return nil
 	}
-	if err := writeSet(rr.dir, render(rr.set(st, rr.base, snap), lim)); err != nil {
+	if err := writeSet(rr.dir, render(rr.set(st, rr.base, snap), lim, blobs)); err != nil {
 		return err
 	}
 	rr.gen = snap.gen

@@ -68,11 +68,12 @@ func storeDir(stateDir, workspace string) string {
 
 func openStore(stateDir, workspace string, lim Limits, log *slog.Logger) (*store, error) {
 	dir := storeDir(stateDir, workspace)
-	if err := os.MkdirAll(filepath.Join(dir, "objects"), 0o700); err != nil {
+	objs := objects{dir: filepath.Join(dir, "objects")}
+	if err := objs.makeShards(); err != nil {
 		return nil, fmt.Errorf("snapshot directory: %w", err)
 	}
 	s := &store{
-		workspace: workspace, dir: dir, objects: objects{dir: filepath.Join(dir, "objects")}, lim: lim,
+		workspace: workspace, dir: dir, objects: objs, lim: lim,
 		log: log.With("workspace", workspace), pins: map[*snapshot]int{}, retired: map[[32]byte]struct{}{},
 		flights: map[*flight]struct{}{},
 	}
