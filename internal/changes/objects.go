@@ -1,9 +1,9 @@
 package changes
 
 import (
-	"fmt"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
