@@ -2,9 +2,11 @@ package changes_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +100,20 @@ func TestResumedRunRecordsTheInterruptedStageOnce(t *testing.T) {
 	}
 	if got, want := paths(changes.RunDir), []string{"added done.txt", "added half.txt", "added plan.md"}; !slices.Equal(got, want) {
 		t.Errorf("the run's record %v, want %v", got, want)
+	}
+	// The summaries are in the run's journal, committed with their nodes.
+	journal, err := os.ReadFile(filepath.Join(logs, engine.EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summaries []string
+	for _, line := range strings.Split(string(journal), "\n") {
+		var e engine.Event
+		if json.Unmarshal([]byte(line), &e) == nil && e.Type == engine.EventWorkspaceChanged {
+			summaries = append(summaries, e.NodeID+" "+e.Changes.Describe())
+		}
+	}
+	if want := []string{"plan changed 1 file (+1 −0)", "implement changed 2 files (+2 −0)"}; !slices.Equal(summaries, want) {
+		t.Errorf("the journal's WorkspaceChanged events %q, want %q", summaries, want)
 	}
 }
