@@ -29,6 +29,7 @@ func changesDB(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tracker.Close()
 	visits := 0
 	backend := tracker.Wrap(engine.BackendFunc(func(_ context.Context, req engine.Request) (engine.Result, error) {
 		if req.NodeID == "implement" {

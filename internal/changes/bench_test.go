@@ -17,11 +17,13 @@ import (
 // cpu-ms/op is the CPU the process spent per stage (walks run on two
 // workers, so it can exceed the wall time on an idle machine).
 //
-// NoChange/reuse is a pipeline's common case: the stage starts right after
-// the previous one, whose "after" walk is its "before", so it pays one walk.
-// NoChange/walk-both is a stage after a pause (a gate, a retry's backoff):
-// two walks. Change1000 changes 1,000 of 10,000 files: the walk, reading
-// and storing them, the diff, and the run's record.
+// NoChange/back-to-back is a pipeline's common case: the stage starts right
+// after the previous one, whose "after" walk is its "before": one walk.
+// NoChange/after-pause starts long after the last walk (a gate, a retry's
+// backoff); the inotify watches say nothing changed since: one walk.
+// NoChange/no-watch is that stage where inotify is not available: two
+// walks. Change1000 changes 1,000 of 10,000 files: the walk, reading and
+// storing them, the diff, and the run's record.
 
 // makeWorkspace writes n small source files, 20 to a directory, dated in
 // the past (not racy), like a checked-out repository.
@@ -39,11 +41,12 @@ func makeWorkspace(tb testing.TB, ws string, n int) {
 func BenchmarkStageNoChange(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		for _, mode := range []struct {
-			name  string
-			fresh time.Duration
-		}{{"reuse", time.Hour}, {"walk-both", -1}} {
+			name    string
+			fresh   time.Duration
+			noWatch bool
+		}{{"back-to-back", time.Hour, false}, {"after-pause", -1, false}, {"no-watch", -1, true}} {
 			b.Run(fmt.Sprintf("files=%d/%s", n, mode.name), func(b *testing.B) {
-				f := newFixture(b, Limits{Fresh: mode.fresh})
+				f := newFixture(b, Limits{Fresh: mode.fresh}, func(o *Options) { o.NoWatch = mode.noWatch })
 				makeWorkspace(b, f.ws, n)
 				f.stage("warm", func(string) {}) // the first walk reads everything once
 				req := f.request("look")

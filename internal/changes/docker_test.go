@@ -71,6 +71,7 @@ func TestToolNodesChangesInRealContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tracker.Close()
 
 	src := []byte(`digraph changes {
 		start [shape=Mdiamond]

@@ -26,7 +26,7 @@ type fixture struct {
 	work    map[string]func(ws string) // per node, what its stage does
 }
 
-func newFixture(t testing.TB, lim Limits) *fixture {
+func newFixture(t testing.TB, lim Limits, opts ...func(*Options)) *fixture {
 	t.Helper()
 	root := t.TempDir()
 	f := &fixture{t: t, ws: filepath.Join(root, "workspace"), runDir: filepath.Join(root, "runs", "run-1"), runID: "run-1",
@@ -39,10 +39,15 @@ func newFixture(t testing.TB, lim Limits) *fixture {
 	if lim.Fresh == 0 {
 		lim.Fresh = -1 // a walk before every stage unless a test asks otherwise
 	}
-	tr, err := NewTracker(Options{StateDir: filepath.Join(root, "state"), Limits: lim})
+	o := Options{StateDir: filepath.Join(root, "state"), Limits: lim}
+	for _, set := range opts {
+		set(&o)
+	}
+	tr, err := NewTracker(o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { f.tr.Close() })
 	f.tr = tr
 	f.backend = tr.Wrap(engine.BackendFunc(func(_ context.Context, req engine.Request) (engine.Result, error) {
 		if w := f.work[req.NodeID]; w != nil {

@@ -21,6 +21,9 @@ type Options struct {
 	StateDir string
 	Limits   Limits
 	Logger   *slog.Logger
+	// NoWatch: no inotify watches; a stage long after the last walk of
+	// its workspace walks it again.
+	NoWatch bool
 }
 
 // Tracker records the workspace changes of stages, for every run and
@@ -31,6 +34,9 @@ type Tracker struct {
 	stateDir string
 	lim      Limits
 	log      *slog.Logger
+
+	watch   *watcher // nil until the first stage, and without inotify
+	noWatch bool     // Options.NoWatch, or closed
 
 	mu     sync.Mutex
 	stores map[string]*store     // by the workspace's real path
@@ -57,7 +63,19 @@ func NewTracker(opts Options) (*Tracker, error) {
 		log = slog.Default()
 	}
 	return &Tracker{stateDir: dir, lim: opts.Limits.withDefaults(), log: log.With("component", "changes"),
-		stores: map[string]*store{}, runs: map[string]*runRecord{}}, nil
+		stores: map[string]*store{}, runs: map[string]*runRecord{}, noWatch: opts.NoWatch}, nil
+}
+
+// Close releases the tracker's inotify instance (taken with its first
+// stage); stages after it walk their workspace before they start.
+func (t *Tracker) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.noWatch = true
+	if t.watch != nil {
+		t.watch.close()
+	}
+	return nil
 }
 
 // Wrap returns next recording, around each of its stages, what the stage
@@ -246,7 +264,10 @@ func (t *Tracker) store(workspace string) (*store, error) {
 	if st, ok := t.stores[real]; ok {
 		return st, nil
 	}
-	st, err := openStore(t.stateDir, real, t.lim, t.log)
+	if t.watch == nil && !t.noWatch {
+		t.watch, t.noWatch = newWatcher(), true // once
+	}
+	st, err := openStore(t.stateDir, real, t.lim, t.log, t.watch)
 	if err != nil {
 		return nil, err
 	}

@@ -137,7 +137,7 @@ func TestRestoredMtimeDoesNotHideAChange(t *testing.T) {
 // read again by the next walk.
 func TestFileChangedWithinTheScansTickIsReadAgain(t *testing.T) {
 	lim := Limits{}.withDefaults()
-	st, err := openStore(t.TempDir(), t.TempDir(), lim, discardLogger())
+	st, err := openStore(t.TempDir(), t.TempDir(), lim, discardLogger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,15 +175,15 @@ func TestUnchangedFilesAreNotReadAgain(t *testing.T) {
 	old := time.Now().Add(-time.Hour)
 	filepath.WalkDir(ws, func(p string, d os.DirEntry, _ error) error { os.Chtimes(p, old, old); return nil })
 	time.Sleep(racyWindow + 10*time.Millisecond) // the ctimes are not racy any more
-	st, err := openStore(t.TempDir(), ws, lim, discardLogger())
+	st, err := openStore(t.TempDir(), ws, lim, discardLogger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, stats, err := scan(ws, st.cur, st.objects, lim); err != nil || stats.Hashed != 50 {
+	if _, stats, err := scan(ws, st.cur, st.objects, lim, nil); err != nil || stats.Hashed != 50 {
 		t.Fatalf("first walk read %d files (%v), want 50", stats.Hashed, err)
 	}
 	w, _ := st.refresh()
-	_, stats, err := scan(ws, w.snap, st.objects, lim)
+	_, stats, err := scan(ws, w.snap, st.objects, lim, nil)
 	if err != nil || stats.Hashed != 0 || stats.Entries != 50 {
 		t.Errorf("second walk: %+v %v, want 50 entries and none read", stats, err)
 	}
@@ -367,6 +367,7 @@ func TestStageRerunAfterACrashRecordsItsChangesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tr2.Close()
 	f.tr = tr2
 	f.backend = tr2.Wrap(f.backend.next, f.ws)
 	sum := f.run(req, func(ws string) {
@@ -384,6 +385,7 @@ func TestStageRerunAfterACrashRecordsItsChangesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tr3.Close()
 	f.tr, f.backend = tr3, tr3.Wrap(f.backend.next, f.ws)
 	if q := f.run(crashAgain, func(string) {}); q.Files != 1 || q.Paths[0] != "quiet.txt" {
 		t.Errorf("the quiet rerun's record: %+v", q)
@@ -555,6 +557,7 @@ func TestStateDirectoryInsideTheWorkspaceIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tr.Close()
 	if _, err := tr.store(ws); err == nil || !strings.Contains(err.Error(), "inside the workspace") {
 		t.Errorf("err = %v", err)
 	}
@@ -577,5 +580,62 @@ func TestFreshSnapshotIsTheNextStagesBefore(t *testing.T) {
 	defer st.mu.Unlock()
 	if !st.curAt.After(at) {
 		t.Error("no walk after stage two")
+	}
+}
+
+// A stage long after the last walk needs none of its own while nothing in
+// the workspace changed (its directories are watched); a change made in
+// between — by a person, in a nested directory — is seen at once and kept
+// out of the stage's record.
+func TestWatchedWorkspaceSkipsTheWalkBeforeAStage(t *testing.T) {
+	f := newFixture(t, Limits{}) // Fresh -1: only the watches can spare a walk
+	write(t, filepath.Join(f.ws, "deep", "er", "a.txt"), "a\n")
+	f.stage("one", func(ws string) { write(t, filepath.Join(ws, "one.txt"), "1\n") })
+	st := f.tr.stores[mustReal(t, f.ws)]
+	walks := func() int { st.mu.Lock(); defer st.mu.Unlock(); return st.walks }
+	if st.watch == nil {
+		t.Skip("no inotify here")
+	}
+	if n := walks(); n != 2 {
+		t.Fatalf("%d walks for the first stage, want 2 (before, after)", n)
+	}
+	f.stage("two", func(ws string) { write(t, filepath.Join(ws, "two.txt"), "2\n") })
+	if n := walks(); n != 3 {
+		t.Errorf("%d walks after a second stage on a quiet workspace, want 3 (its after only)", n)
+	}
+	write(t, filepath.Join(f.ws, "deep", "er", "a.txt"), "a person's edit\n") // between stages
+	f.stage("three", func(ws string) { write(t, filepath.Join(ws, "three.txt"), "3\n") })
+	if n := walks(); n != 5 {
+		t.Errorf("%d walks, want 5: a change between stages makes the third walk first", n)
+	}
+	if l := f.list("three"); len(l) != 1 || l[0].Path != "three.txt" {
+		t.Errorf("three's record %+v, want three.txt only (the person's edit came before it)", l)
+	}
+	os.Chmod(filepath.Join(f.ws, "one.txt"), 0o600)
+	f.stage("four", func(string) {})
+	if l := f.list("four"); len(l) != 0 || walks() != 7 {
+		t.Errorf("a chmod between stages: four's record %+v after %d walks, want none after 7", l, walks())
+	}
+}
+
+func TestWithoutWatchesEveryStageWalksFirst(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	os.MkdirAll(ws, 0o755)
+	tr, err := NewTracker(Options{StateDir: filepath.Join(root, "state"), Limits: Limits{Fresh: -1}, NoWatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	b := tr.Wrap(engine.BackendFunc(func(context.Context, engine.Request) (engine.Result, error) { return engine.Result{}, nil }), ws)
+	for i := 1; i <= 2; i++ {
+		dir := filepath.Join(root, "run", "n")
+		os.MkdirAll(dir, 0o755)
+		if _, err := b.Run(context.Background(), engine.Request{RunID: "r", NodeID: "n", Visit: i, Execution: i, StageDir: dir, RunDir: filepath.Join(root, "run")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := tr.stores[mustReal(t, ws)]; st.walks != 4 {
+		t.Errorf("%d walks, want 4", st.walks)
 	}
 }

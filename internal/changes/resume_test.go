@@ -60,6 +60,7 @@ func TestResumedRunRecordsTheInterruptedStageOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { tr.Close() })
 		return tr
 	}
 

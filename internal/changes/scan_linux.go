@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,12 +52,19 @@ type scanner struct {
 	count   atomic.Int64
 	hashed  atomic.Int64 // files read for their content (tests, benchmarks)
 	skipped atomic.Int64 // entries left out: deeper than MaxDepth
+
+	// watch, when set, watches a directory before it is read; watched
+	// turns false when one could not be (or there were too many).
+	watch   func(dir string) bool
+	watched atomic.Bool
+	dirs    atomic.Int64
 }
 
 // scan walks root and returns its snapshot. prev (may be nil) lends the
 // hashes of entries whose metadata did not change; new text contents go
-// into objs.
-func scan(root string, prev *snapshot, objs objects, lim Limits) (*snapshot, scanStats, error) {
+// into objs. watch (may be nil) is called with each directory before it is
+// read; Watched says whether every call succeeded.
+func scan(root string, prev *snapshot, objs objects, lim Limits, watch func(dir string) bool) (*snapshot, scanStats, error) {
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, scanStats{}, fmt.Errorf("open workspace %s: %w", root, err)
@@ -64,8 +72,9 @@ func scan(root string, prev *snapshot, objs objects, lim Limits) (*snapshot, sca
 	defer unix.Close(fd)
 	s := &scanner{
 		root: root, rootFD: fd, objects: objs, lim: lim, queue: []string{""}, pending: 1,
-		racyAt: time.Now().Add(-racyWindow).UnixNano(), out: make(map[string]*entry, prevLen(prev)),
+		racyAt: time.Now().Add(-racyWindow).UnixNano(), out: make(map[string]*entry, prevLen(prev)), watch: watch,
 	}
+	s.watched.Store(watch != nil)
 	if prev != nil {
 		s.prev = prev.entries
 	}
@@ -75,7 +84,7 @@ func scan(root string, prev *snapshot, objs objects, lim Limits) (*snapshot, sca
 		wg.Go(s.work)
 	}
 	wg.Wait()
-	stats := scanStats{Entries: len(s.out), Hashed: int(s.hashed.Load()), Skipped: int(s.skipped.Load())}
+	stats := scanStats{Entries: len(s.out), Hashed: int(s.hashed.Load()), Skipped: int(s.skipped.Load()), Watched: s.watched.Load()}
 	if s.err != nil {
 		return nil, stats, s.err
 	}
@@ -84,9 +93,10 @@ func scan(root string, prev *snapshot, objs objects, lim Limits) (*snapshot, sca
 
 // scanStats say what a scan did.
 type scanStats struct {
-	Entries int // paths in the snapshot
-	Hashed  int // files read
-	Skipped int // entries deeper than MaxDepth, left out
+	Entries int  // paths in the snapshot
+	Hashed  int  // files read
+	Skipped int  // entries deeper than MaxDepth, left out
+	Watched bool // every directory was watched before it was read
 }
 
 func prevLen(p *snapshot) int {
@@ -146,6 +156,9 @@ type found struct {
 
 // walkDir lists one directory: its entries, and its subdirectories to walk.
 func (s *scanner) walkDir(rel string) ([]found, []string, error) {
+	if s.watched.Load() && (s.dirs.Add(1) > maxWatchedDirs || !s.watch(path.Join(s.root, rel))) {
+		s.watched.Store(false)
+	}
 	fd, err := s.openDir(rel)
 	if err != nil {
 		if rel == "" {

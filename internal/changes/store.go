@@ -44,6 +44,14 @@ type store struct {
 	pins    map[*snapshot]int
 	retired map[[32]byte]struct{} // objects of replaced entries, to remove once nobody holds them
 	flights map[*flight]struct{}
+
+	// watch (nil without inotify) watches the workspace's directories;
+	// armed: every directory was watched before the last walk read it, and
+	// dirty: an event came since. Armed and clean, cur is the workspace.
+	watch *watcher
+	armed bool
+	dirty bool
+	walks int // walks made (tests)
 }
 
 // indexID tells whether the index file changed under us (another process).
@@ -66,7 +74,7 @@ func storeDir(stateDir, workspace string) string {
 	return filepath.Join(stateDir, "changes", base+"-"+hex.EncodeToString(sum[:6]))
 }
 
-func openStore(stateDir, workspace string, lim Limits, log *slog.Logger) (*store, error) {
+func openStore(stateDir, workspace string, lim Limits, log *slog.Logger, watch *watcher) (*store, error) {
 	dir := storeDir(stateDir, workspace)
 	objs := objects{dir: filepath.Join(dir, "objects")}
 	if err := objs.makeShards(); err != nil {
@@ -75,7 +83,7 @@ func openStore(stateDir, workspace string, lim Limits, log *slog.Logger) (*store
 	s := &store{
 		workspace: workspace, dir: dir, objects: objs, lim: lim,
 		log: log.With("workspace", workspace), pins: map[*snapshot]int{}, retired: map[[32]byte]struct{}{},
-		flights: map[*flight]struct{}{},
+		flights: map[*flight]struct{}{}, watch: watch,
 	}
 	unlock, err := s.lockFile()
 	if err != nil {
@@ -171,6 +179,14 @@ func (s *store) sweepOrphans() {
 	}
 }
 
+// markDirty notes that something changed in the workspace since its last
+// walk armed the watches.
+func (s *store) markDirty() {
+	s.mu.Lock()
+	s.dirty = true
+	s.mu.Unlock()
+}
+
 // walk is a fresh snapshot, its deltas from the one before, and that one:
 // both snapshots are pinned (their objects kept) until release.
 type walk struct {
@@ -179,10 +195,15 @@ type walk struct {
 }
 
 // baseline is the workspace's state before a stage: the last snapshot when
-// it is fresher than Limits.Fresh, else a new walk. The result is pinned.
+// it is fresher than Limits.Fresh or nothing has changed in the workspace
+// since (its watches saw no event), else a new walk. The result is pinned.
 func (s *store) baseline() (walk, error) {
+	if s.watch != nil {
+		s.watch.drain() // every change made until now has queued its event
+	}
 	s.mu.Lock()
-	if s.lim.Fresh > 0 && !s.curAt.IsZero() && time.Since(s.curAt) <= s.lim.Fresh {
+	fresh := s.lim.Fresh > 0 && !s.curAt.IsZero() && time.Since(s.curAt) <= s.lim.Fresh
+	if fresh || (s.armed && !s.dirty) {
 		snap := s.cur
 		s.pins[snap]++
 		s.mu.Unlock()
@@ -202,15 +223,24 @@ func (s *store) refresh() (walk, error) {
 		return walk{}, err
 	}
 	defer unlock()
+	if s.watch != nil {
+		s.watch.drain() // events from before this walk are its to see
+	}
 	s.mu.Lock()
 	prev := s.cur
 	if id, ok := statIndex(s.indexPath()); ok && id != s.index {
 		prev = s.loadIndex() // another process walked the workspace since
 	}
 	s.pins[prev]++
+	s.armed, s.dirty = false, false
+	s.walks++
 	s.mu.Unlock()
 
-	snap, _, err := scan(s.workspace, prev, s.objects, s.lim)
+	var watch func(string) bool
+	if s.watch != nil {
+		watch = func(dir string) bool { return s.watch.add(s, dir) }
+	}
+	snap, stats, err := scan(s.workspace, prev, s.objects, s.lim, watch)
 	if err != nil {
 		s.unpin(prev)
 		return walk{}, err
@@ -224,6 +254,7 @@ func (s *store) refresh() (walk, error) {
 	s.mu.Lock()
 	s.cur, s.curAt = snap, time.Now()
 	s.pins[snap]++
+	s.armed = stats.Watched
 	s.mu.Unlock()
 	return walk{snap: snap, prev: prev, deltas: deltas}, nil
 }

@@ -20,7 +20,8 @@ import (
 // pipelines.record_changes is off.
 
 // newChangeTracker is the host's tracker, with its snapshots in the state
-// directory (data/state, outside every mounted folder); nil when off.
+// directory (data/state, outside every mounted folder); nil when off. The
+// host closes it when it stops.
 func newChangeTracker(cfg *config.Config, log *slog.Logger) (*changes.Tracker, error) {
 	if !cfg.Pipelines.RecordChanges {
 		return nil, nil

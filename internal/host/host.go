@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"nanohost/internal/changes"
 	"nanohost/internal/channels"
 	"nanohost/internal/channels/report"
 	"nanohost/internal/config"
@@ -88,6 +89,7 @@ type Host struct {
 	frontEnd  frontEnd
 	runs      *runs.Service
 	chats     *chatRouter
+	changes   *changes.Tracker // nil: pipelines.record_changes is off
 
 	// deliveryCtx outlives runs: threads still waiting for a chat that is
 	// down keep trying until the host stops.
@@ -129,6 +131,7 @@ func New(opts Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.changes = tracker
 	threads := &report.Threads{Channels: h.endpoints.channels(), Life: h.deliveryCtx, Backoff: opts.DeliveryBackoff,
 		Verbosity: defaultVerbosity(cfg), Logger: opts.Logger}
 	if tracker != nil {
@@ -219,6 +222,9 @@ func (h *Host) Run(ctx context.Context) error {
 	}
 	if err := h.groups.syncFromConfig(ctx); err != nil {
 		return err
+	}
+	if h.changes != nil {
+		defer h.changes.Close()
 	}
 	defer h.stopDelivery()
 	watcher, err := h.newIPCWatcher()
