@@ -13,7 +13,7 @@ var errTooManyFiles = errors.New("too many files")
 
 type scanStats struct {
 	Entries, Hashed, Skipped int
-	Watched                 bool
+	Watched                  bool
 }
 
 // scan is Linux-only: it relies on openat2 and the Linux stat layout.
