@@ -112,7 +112,6 @@ func baseFrom(recs []baseRecord) (base, error) {
 // it was last at, whether that execution is under way (true after a crash
 // mid-stage), and its "before" side.
 type visitState struct {
-	RunID     string       `json:"run_id"`
 	Visit     int          `json:"visit"`
 	Execution int          `json:"execution,omitempty"`
 	InFlight  bool         `json:"in_flight"`

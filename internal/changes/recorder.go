@@ -146,14 +146,14 @@ func (t *Tracker) begin(workspace string, req engine.Request) (*stage, error) {
 		t.log.Warn("a stage's change record is unreadable; starting it afresh", "run", req.RunID, "node", req.NodeID, "err", err)
 		had = false
 	}
-	sameVisit := had && vs.RunID == req.RunID && continues(vs, req)
+	sameVisit := had && continues(vs, req) // a stage directory is one run's
 	visit := base{}
 	if sameVisit {
 		if visit, err = baseFrom(vs.Base); err != nil {
 			t.log.Warn("a stage's change record is unreadable; starting it afresh", "run", req.RunID, "node", req.NodeID, "err", err)
 			visit = base{}
 		}
-	} else if had && vs.RunID == req.RunID {
+	} else if had {
 		keepEarlierVisit(req.StageDir, vs.Visit)
 	}
 	w, err := st.baseline()
@@ -176,7 +176,7 @@ func (t *Tracker) begin(workspace string, req engine.Request) (*stage, error) {
 			return nil, err
 		}
 	}
-	vs = visitState{RunID: req.RunID, Visit: req.Visit, Execution: req.Execution, InFlight: true, Base: visit.records()}
+	vs = visitState{Visit: req.Visit, Execution: req.Execution, InFlight: true, Base: visit.records()}
 	if err := writeState(filepath.Join(req.StageDir, visitFile), vs); err != nil {
 		st.release(w)
 		return nil, fmt.Errorf("record the stage's start: %w", err)
@@ -208,7 +208,7 @@ func (t *Tracker) finish(s *stage) *engine.WorkspaceChanges {
 	if err := writeSet(s.req.StageDir, r); err != nil {
 		return &engine.WorkspaceChanges{Error: err.Error(), Overlapped: overlapped}
 	}
-	vs := visitState{RunID: s.req.RunID, Visit: s.req.Visit, Execution: s.req.Execution, Base: s.visit.records()}
+	vs := visitState{Visit: s.req.Visit, Execution: s.req.Execution, Base: s.visit.records()}
 	if err := writeState(filepath.Join(s.req.StageDir, visitFile), vs); err != nil {
 		t.log.Warn("record the stage's end", "run", s.req.RunID, "node", s.req.NodeID, "err", err)
 	}

@@ -68,8 +68,8 @@ func TestResumedRunRecordsTheInterruptedStageOnce(t *testing.T) {
 	go func() { <-blocked; cancel() }()
 	first := engine.New(engine.Config{Backend: newTracker().Wrap(agent(true), ws), LogsRoot: logs, RunID: "run-r", NoBackoff: true, NoFsync: true})
 	res, err := first.Run(ctx, g, src, "r.dot")
-	if err != nil || !res.Cancelled {
-		t.Fatalf("first run: %v %+v", err, res)
+	if err != nil || !res.Interrupted {
+		t.Fatalf("first run: %v %+v, want interrupted", err, res)
 	}
 
 	resumed := engine.New(engine.Config{Backend: newTracker().Wrap(agent(false), ws), Loader: loader, NoBackoff: true, NoFsync: true})
