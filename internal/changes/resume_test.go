@@ -14,6 +14,7 @@ import (
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
+	"nanohost/internal/runlog"
 )
 
 // A run stopped mid-stage and resumed by a new process: the completed
@@ -111,7 +112,7 @@ func TestResumedRunRecordsTheInterruptedStageOnce(t *testing.T) {
 	for _, line := range strings.Split(string(journal), "\n") {
 		var e engine.Event
 		if json.Unmarshal([]byte(line), &e) == nil && e.Type == engine.EventWorkspaceChanged {
-			summaries = append(summaries, e.NodeID+" "+e.Changes.Describe())
+			summaries = append(summaries, e.NodeID+" "+runlog.ChangesDone(e.Changes))
 		}
 	}
 	if want := []string{"plan changed 1 file (+1 −0)", "implement changed 2 files (+2 −0)"}; !slices.Equal(summaries, want) {
