@@ -218,7 +218,7 @@ func (e *Engine) openJournal(root string) (Journal, error) {
 	if e.cfg.Journal != nil {
 		return e.cfg.Journal.OpenJournal(root)
 	}
-	return openFileJournal(root, !e.cfg.NoFsync)
+	return fileJournals{durable: !e.cfg.NoFsync}.OpenJournal(root)
 }
 
 // holdsRun reports whether root already holds a run.

@@ -52,16 +52,14 @@ type fileJournal struct {
 	root    string
 	durable bool
 
-	mu     sync.Mutex
-	f      *os.File // events.jsonl; nil when read only
-	fd     int
-	dir    *os.File // the run directory, for the snapshot's directory fsync
-	end    int64    // bytes of events.jsonl written
-	buf    []byte   // lines not written yet
-	timer  *time.Timer
-	armed  bool
-	werr   error // a failed background write of held-back events (retried with the next commit)
-	closed bool
+	mu    sync.Mutex
+	f     *os.File // events.jsonl; nil when read only
+	fd    int
+	dir   *os.File // the run directory, for the snapshot's directory fsync
+	end   int64    // bytes of events.jsonl written
+	buf   []byte   // lines not written yet
+	timer *time.Timer
+	armed bool
 }
 
 // readOnlyJournal reads the journal in root without taking it over.
@@ -173,9 +171,9 @@ func (j *fileJournal) lingered() {
 		return
 	}
 	j.armed = false
-	if err := j.flush(false); err != nil && j.werr == nil {
-		j.werr = err
-	}
+	// A failed write keeps the events held back: the next commit writes
+	// them, or reports why it cannot.
+	_ = j.flush(false)
 }
 
 // flush writes the held-back lines in one write, then (durable and
@@ -202,9 +200,6 @@ func (j *fileJournal) flush(commit bool) error {
 		if err := fdatasync(j.fd); err != nil {
 			return fmt.Errorf("sync the run's journal: %w", err)
 		}
-	}
-	if commit {
-		j.werr = nil // what failed in the background is written now
 	}
 	return nil
 }
