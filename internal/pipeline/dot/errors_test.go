@@ -79,9 +79,9 @@ func TestGrammarErrorsPointAtOriginalSource(t *testing.T) {
 	}{
 		{"dangling arrow", "digraph G {\n  a [prompt=\"two\nlines\"]\n  a -> }", pipeline.Pos{Line: 4, Column: 8}, "unexpected '}'"},
 		{"attributes before arrow", "digraph G {\n  a [prompt=\"two\nlines\"] -> b }", pipeline.Pos{Line: 3, Column: 9}, "unexpected '->'"},
-		{"missing bracket", "digraph G {\n  human.default_choice = yes\n  a [label=\"x\"\n  b -> c\n}", pipeline.Pos{Line: 4, Column: 5}, "unexpected '->'"},
+		{"missing bracket", "digraph G {\n  human.default_choice = yes\n  a [label=\"x\"\n  b -> c\n}", pipeline.Pos{Line: 3, Column: 15}, "missing ']' to close the attribute list opened at 3:5"},
 		{"header expects digraph", "digraph", pipeline.Pos{Line: 1, Column: 8}, "expected '{', a name or value"},
-		{"unclosed graph", "digraph G {\n  a -> b\n", pipeline.Pos{Line: 3, Column: 1}, "end of input"},
+		{"unclosed graph", "digraph G {\n  a -> b\n", pipeline.Pos{Line: 3, Column: 1}, "missing '}' to close the graph opened at 1:11; found end of input"},
 		{"stray close", "digraph G { a } }", pipeline.Pos{Line: 1, Column: 17}, "unexpected '}' after the end of the graph"},
 		{"nested digraph", "digraph G { digraph H { } }", pipeline.Pos{Line: 1, Column: 13}, "keyword digraph"},
 		{"stray character", "digraph G { a @ b }", pipeline.Pos{Line: 1, Column: 15}, "unexpected character '@'"},
@@ -150,5 +150,36 @@ func TestPanicInGographvizBecomesSyntaxError(t *testing.T) {
 	var se *SyntaxError
 	if !errors.As(err, &se) || se.Construct != "internal error" || !strings.Contains(se.Msg, "invalid action") || se.Pos.Line != 1 {
 		t.Fatalf("err = %#v", err)
+	}
+}
+
+// A bracket left open is reported where the closing one is missing — right
+// after the list's last key=value pair, not at the next statement the
+// grammar trips over — naming where it was opened and what follows.
+func TestUnclosedBracketsPointAtTheMistake(t *testing.T) {
+	cases := []struct {
+		name, src string
+		pos       pipeline.Pos
+		msg, fix  string
+	}{
+		{"list before the next node", "digraph X {\n  start [shape=Mdiamond]\n  a [prompt=\"x\", label=\"A\"\n  b [prompt=\"y\"]\n}",
+			pipeline.Pos{Line: 3, Column: 27}, "missing ']' to close the attribute list opened at 3:5", `before "b"`},
+		{"list before an edge", "digraph X {\n  a [shape=box\n  a -> b\n}", pipeline.Pos{Line: 2, Column: 15}, "opened at 2:5", `before "a"`},
+		{"list before the closing brace", "digraph X {\n  a [label=\"x\" + \"y\", shape=box\n}", pipeline.Pos{Line: 2, Column: 32}, "opened at 2:5", "before '}'"},
+		{"escaped quote in the last value", "digraph X {\n  a [label=\"say \\\"hi\\\"\"\n  node [shape=box]\n}", pipeline.Pos{Line: 2, Column: 24}, "opened at 2:5", "keyword node"},
+		{"list with no pair", "digraph X {\n  a [\n  b -> c\n}", pipeline.Pos{Line: 2, Column: 6}, "opened at 2:5", "'->'"},
+		{"subgraph never closed", "digraph X {\n  subgraph s {\n    a -> b\n", pipeline.Pos{Line: 4, Column: 1}, "missing '}' to close the block opened at 2:14", "'}'"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			se := parseErr(t, c.src)
+			if se.Pos != c.pos || !strings.Contains(se.Msg, c.msg) || !strings.Contains(se.Fix, c.fix) {
+				t.Errorf("got %v (pos %v)\nwant pos %v, message with %q, fix with %q", se, se.Pos, c.pos, c.msg, c.fix)
+			}
+		})
+	}
+	// Balanced brackets leave the grammar's own error alone.
+	if se := parseErr(t, "digraph X {\n  a -> \n}"); strings.Contains(se.Msg, "missing") {
+		t.Errorf("a dangling arrow is not a bracket problem: %v", se)
 	}
 }

@@ -84,7 +84,7 @@ func ParseWithLimits(file string, src []byte, lim Limits) (g *pipeline.Graph, er
 	text, offsets, index := normalise(toks)
 	tree, err := grammar(text)
 	if err != nil {
-		return nil, grammarError(file, toks, offsets, index, err)
+		return nil, grammarError(file, src, toks, offsets, index, err)
 	}
 	return build(file, toks, tree, lim)
 }
@@ -239,13 +239,16 @@ func braceOwner(toks []token, i int) string {
 
 // grammarError turns a gographviz parse error into a SyntaxError at the
 // original position of the offending token.
-func grammarError(file string, toks []token, offsets, index []int, err error) *SyntaxError {
+func grammarError(file string, src []byte, toks []token, offsets, index []int, err error) *SyntaxError {
 	ti := len(toks) - 1 // end of input unless the error names a token
 	off, expected, ok := goccDetails(err)
 	if ok {
 		if i, found := slices.BinarySearch(offsets, off); found {
 			ti = index[i]
 		}
+	}
+	if be := bracketError(file, src, toks, ti); be != nil {
+		return be
 	}
 	at, prev := toks[ti], token{}
 	if ti > 0 {

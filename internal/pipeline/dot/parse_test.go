@@ -408,7 +408,7 @@ func TestSyntaxErrorFormatAndDiagnostic(t *testing.T) {
 		t.Errorf("Diagnostic() = %+v", d)
 	}
 	_, err = Parse("", []byte("digraph G {"))
-	if !strings.HasPrefix(err.Error(), "<input>:1:12: unexpected end of input") {
+	if !strings.HasPrefix(err.Error(), "<input>:1:12: missing '}' to close the graph") {
 		t.Errorf("Error() without file = %q", err.Error())
 	}
 }
