@@ -18,6 +18,7 @@ import (
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/pipeline/render"
+	"nanohost/internal/termstyle"
 )
 
 // Exit statuses of the front-end commands.
@@ -215,6 +216,7 @@ type diagnosticJSON struct {
 func newPipelineValidateCmd() *cobra.Command {
 	var (
 		asJSON     bool
+		strict     bool
 		knownTypes []string
 		idFlags    identityFlags
 	)
@@ -237,10 +239,16 @@ infos do not. With --json the output is
 where a syntax error is a diagnostic with rule "syntax". FILE "-" reads
 standard input.
 
-Exit status: 0 no errors (warnings allowed); 2 at least one error;
-1 the file could not be read.`,
+--strict treats warnings as errors (a misspelt attribute such as promt is a
+warning, since the pipeline still runs): with a warning the summary says
+invalid, "valid" is false and the exit status is 2 — for CI and pre-commit
+hooks. Infos never fail.
+
+Exit status: 0 no errors (and with --strict no warnings); 2 at least one
+error (or, with --strict, warning); 1 the file could not be read.`,
 		Example: `  nanohost pipeline validate feature.dot
   nanohost pipeline validate feature.dot --json | jq '.diagnostics[] | select(.severity == "error")'
+  nanohost pipeline validate --strict feature.dot        # warnings fail too (exit 2)
   nanohost pipeline validate --known-type deploy feature.dot   # a custom handler type
   nanohost pipeline validate --personas personas/ --masks masks.yaml triage.dot`,
 		Args: cobra.ExactArgs(1),
@@ -257,12 +265,12 @@ Exit status: 0 no errors (warnings allowed); 2 at least one error;
 			opts := ids.frontendOptions()
 			opts.KnownTypes = append(opts.KnownTypes, knownTypes...)
 			_, ds, prepErr := frontend.Prepare(name, src, opts)
-			valid := prepErr == nil && !pipeline.HasErrors(ds)
+			valid := prepErr == nil && !pipeline.HasErrors(ds) && !(strict && hasWarnings(ds))
 			out := cmd.OutOrStdout()
 			if asJSON {
 				err = writeJSON(out, validationResult(valid, ds))
 			} else {
-				err = writeDiagnostics(out, name, ds)
+				err = writeDiagnostics(out, name, ds, strict)
 			}
 			if err != nil {
 				return exitCode(exitIO, err)
@@ -274,6 +282,7 @@ Exit status: 0 no errors (warnings allowed); 2 at least one error;
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings as errors: exit 2 if there is any")
 	cmd.Flags().StringSliceVar(&knownTypes, "known-type", nil, "a custom handler `type` to accept besides the built-in ones (repeatable)")
 	idFlags.register(cmd.Flags())
 	return cmd
@@ -290,20 +299,23 @@ func validationResult(valid bool, ds []pipeline.Diagnostic) validationJSON {
 	return out
 }
 
-// writeDiagnostics prints one compiler-style line per diagnostic and a summary.
-func writeDiagnostics(w io.Writer, name string, ds []pipeline.Diagnostic) error {
+// writeDiagnostics prints one compiler-style line per diagnostic and a
+// summary; on a terminal the severities are coloured and marked. Under
+// strict, warnings make the verdict invalid.
+func writeDiagnostics(w io.Writer, name string, ds []pipeline.Diagnostic, strict bool) error {
+	st := termstyle.For(w)
 	count := map[pipeline.Severity]int{}
 	for _, d := range ds {
 		if d.File == "" {
 			d.File = name
 		}
 		count[d.Severity]++
-		if _, err := fmt.Fprintln(w, d); err != nil {
+		if _, err := fmt.Fprintln(w, styleDiagnostic(st, d)); err != nil {
 			return err
 		}
 	}
 	if len(ds) == 0 {
-		_, err := fmt.Fprintf(w, "%s: valid, no problems found\n", name)
+		_, err := fmt.Fprintf(w, "%s%s: valid, no problems found\n", st.Symbol(st.Green("✓")), name)
 		return err
 	}
 	var parts []string
@@ -312,12 +324,51 @@ func writeDiagnostics(w io.Writer, name string, ds []pipeline.Diagnostic) error 
 			parts = append(parts, plural(n, string(s)))
 		}
 	}
-	verdict := "valid"
-	if count[pipeline.SeverityError] > 0 {
-		verdict = "invalid"
+	verdict := st.Symbol(st.Green("✓")) + name + ": valid"
+	switch {
+	case count[pipeline.SeverityError] > 0:
+		verdict = st.Symbol(st.Red("✗")) + name + ": " + st.Red("invalid")
+	case strict && count[pipeline.SeverityWarning] > 0:
+		verdict = st.Symbol(st.Red("✗")) + name + ": " + st.Red("invalid under --strict")
 	}
-	_, err := fmt.Fprintf(w, "%s: %s (%s)\n", name, verdict, strings.Join(parts, ", "))
+	_, err := fmt.Fprintf(w, "%s (%s)\n", verdict, strings.Join(parts, ", "))
 	return err
+}
+
+// styleDiagnostic is d's compiler-style line, its severity coloured and
+// marked and its fix dimmed on a terminal; plain otherwise.
+func styleDiagnostic(st termstyle.Style, d pipeline.Diagnostic) string {
+	line := d.String()
+	if !st.Enabled() {
+		return line
+	}
+	sev := ": " + string(d.Severity) + " ["
+	at := strings.Index(line, sev)
+	if at < 0 {
+		return line
+	}
+	mark := map[pipeline.Severity]string{pipeline.SeverityError: st.Red("✗ error"), pipeline.SeverityWarning: st.Yellow("⚠ warning"),
+		pipeline.SeverityInfo: st.Cyan("ℹ info")}[d.Severity]
+	if mark == "" {
+		return line
+	}
+	rest := line[at+len(sev)-1:]
+	if d.Fix != "" {
+		if fix := " (fix: " + d.Fix + ")"; strings.HasSuffix(rest, fix) {
+			rest = strings.TrimSuffix(rest, fix) + st.Dim(fix)
+		}
+	}
+	return st.Bold(line[:at]) + ": " + mark + " " + rest
+}
+
+// hasWarnings reports whether ds has a warning.
+func hasWarnings(ds []pipeline.Diagnostic) bool {
+	for _, d := range ds {
+		if d.Severity == pipeline.SeverityWarning {
+			return true
+		}
+	}
+	return false
 }
 
 func plural(n int, noun string) string {

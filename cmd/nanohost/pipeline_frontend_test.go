@@ -475,3 +475,33 @@ func TestValidateExpansionBombInBoundedMemory(t *testing.T) {
 		}
 	}
 }
+
+const promtDOT = `digraph G {
+    start [shape=Mdiamond]
+    exit [shape=Msquare]
+    a [promt="A", label="A"]
+    start -> a -> exit
+}`
+
+// A misspelt attribute is a warning: validate passes it (the pipeline
+// runs), --strict fails it with exit 2 and says why, in text and JSON.
+func TestValidateStrictFailsOnWarnings(t *testing.T) {
+	path := writeDOT(t, "typo.dot", promtDOT)
+	warning := path + `:4:8: warning [attr_unknown] node a: unknown node attribute "promt" (fix: did you mean prompt?)`
+	lenient := runNanohost(t, "", "pipeline", "validate", path)
+	if lenient.code != 0 || !strings.Contains(lenient.stdout, warning) || !strings.Contains(lenient.stdout, path+": valid (1 warning)") {
+		t.Errorf("without --strict: exit %d\n%s", lenient.code, lenient.stdout)
+	}
+	strict := runNanohost(t, "", "pipeline", "validate", "--strict", path)
+	if strict.code != 2 || !strings.Contains(strict.stdout, warning) || !strings.Contains(strict.stdout, path+": invalid under --strict (1 warning)") {
+		t.Errorf("--strict: exit %d\n%s", strict.code, strict.stdout)
+	}
+	v, r := validateJSON(t, "", "--strict", path)
+	if r.code != 2 || v.Valid || len(v.Diagnostics) != 1 || v.Diagnostics[0].Severity != "warning" {
+		t.Errorf("--strict --json: exit %d, %+v", r.code, v)
+	}
+	clean := writeDOT(t, "clean.dot", strings.Replace(promtDOT, "promt", "prompt", 1))
+	if r := runNanohost(t, "", "pipeline", "validate", "--strict", clean); r.code != 0 {
+		t.Errorf("--strict on a clean pipeline: exit %d\n%s", r.code, r.stdout)
+	}
+}

@@ -215,7 +215,7 @@ func newPipelineRunCmd() *cobra.Command {
 			}
 			g, ds, err := frontend.Prepare(name, src, ids.frontendOptions())
 			if err != nil || pipeline.HasErrors(ds) {
-				writeDiagnostics(cmd.ErrOrStderr(), name, ds)
+				writeDiagnostics(cmd.ErrOrStderr(), name, ds, false)
 				return exitCode(exitInvalid, nil)
 			}
 			for _, d := range ds {

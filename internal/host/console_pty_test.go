@@ -5,42 +5,15 @@ package host
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/ptytest"
 	"nanohost/internal/runs"
 )
-
-// openPTY opens a pseudo-terminal: the master is the person's keyboard and
-// screen, the slave is what `nanohost serve` gets as stdin and stdout.
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatalf("unlock pty: %v", err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("pty number: %v", err)
-	}
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("open pty slave: %v", err)
-	}
-	t.Cleanup(func() { s.Close(); m.Close() })
-	return m, s
-}
 
 // shipDOT is a pipeline typed on one line at the console.
 const shipDOT = `digraph Ship { graph [goal="Ship the RSI change"]; ` +
@@ -54,7 +27,7 @@ const shipDOT = `digraph Ship { graph [goal="Ship the RSI change"]; ` +
 // run by the runs service and the real engine, its thread printed as it
 // goes, its gate answered with a key.
 func TestConsoleRunsAPipelineWithAGateInATerminal(t *testing.T) {
-	master, slave := openPTY(t)
+	master, slave := ptytest.Open(t)
 	th := launch(t, hostSetup{answer: func(context.Context, engine.Request) (engine.Result, error) {
 		return engine.Result{Text: "Done. [outcome:success]"}, nil
 	}, terminal: slave})
