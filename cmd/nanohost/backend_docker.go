@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"nanohost/internal/changes"
+	"nanohost/internal/config"
 	"nanohost/internal/container"
 	"nanohost/internal/mounts"
 	"nanohost/internal/pipeline/engine"
@@ -271,7 +272,7 @@ func dockerAgent(kind, command, script string) (container.AgentConfig, error) {
 func dockerLimits(fs *pflag.FlagSet) (container.Limits, error) {
 	l := container.DefaultLimits
 	if s, _ := fs.GetString("memory"); s != "" {
-		n, err := parseBytes(s)
+		n, err := config.ParseSize(s)
 		if err != nil {
 			return l, fmt.Errorf("--memory: %w", err)
 		}

@@ -3,11 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
 	"nanohost/internal/config"
+	"nanohost/internal/termstyle"
 )
 
 var configPath string
@@ -22,39 +26,104 @@ var configCheckCmd = &cobra.Command{
 	Short: "Explain every problem with the configuration",
 	Long: `Loads the configuration the way ` + "`nanohost serve`" + ` does (embedded defaults,
 nanohost.yaml or --config, .env, environment overrides) and explains every
-problem with a fix. Exit 0 when the host can start, 1 when it cannot.`,
+problem with a fix — exactly the checks serve makes before it starts (sizes,
+limits, timeouts, Slack policy, groups, mounts, masks). Every problem is
+reported at once, at the line of nanohost.yaml it is on (or the environment
+variable that set it): a misspelt key or a value of the wrong type does not
+hide the others. Exit 0 when the host can start, 1 when it cannot.`,
 	Example: "  nanohost config check\n  nanohost config check --config /etc/nanohost.yaml --json",
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		c, err := config.Load(configPath)
 		if err != nil {
 			return exitCode(1, err)
 		}
-		problems := c.Check()
+		problems := inFileOrder(c, c.Check())
+		out := cmd.OutOrStdout()
 		if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-			enc := json.NewEncoder(cmd.OutOrStdout())
+			located := make([]locatedProblem, len(problems))
+			for i, p := range problems {
+				located[i].Problem = p
+				located[i].Line, located[i].Env = c.Locate(p)
+			}
+			enc := json.NewEncoder(out)
 			enc.SetIndent("", "  ")
-			if problems == nil {
-				problems = []config.Problem{}
+			if err := enc.Encode(map[string]any{"ok": !config.Blocking(problems), "source": c.Source, "problems": located}); err != nil {
+				return exitCode(1, err)
 			}
-			enc.Encode(map[string]any{"ok": !config.Blocking(problems), "source": c.Source, "problems": problems})
 		} else {
-			source := c.Source
-			if source == "" {
-				source = "embedded defaults (no nanohost.yaml)"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "configuration: %s\n", source)
-			for _, p := range problems {
-				fmt.Fprintln(cmd.OutOrStdout(), p)
-			}
-			if len(problems) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "ok: no problems")
-			}
+			writeProblems(out, c, problems)
 		}
 		if config.Blocking(problems) {
 			return exitCode(1, nil)
 		}
 		return nil
 	},
+}
+
+// locatedProblem is a problem in config check --json: where its setting
+// was given too.
+type locatedProblem struct {
+	config.Problem
+	Line int    `json:"line,omitempty"`
+	Env  string `json:"env,omitempty"`
+}
+
+// inFileOrder sorts problems by the line their setting is on; those not in
+// the file (defaults, the environment) keep their order, after them.
+func inFileOrder(c *config.Config, ps []config.Problem) []config.Problem {
+	out := slices.Clone(ps)
+	slices.SortStableFunc(out, func(a, b config.Problem) int {
+		la, _ := c.Locate(a)
+		lb, _ := c.Locate(b)
+		switch {
+		case la == lb:
+			return 0
+		case la == 0:
+			return 1
+		case lb == 0:
+			return -1
+		}
+		return la - lb
+	})
+	return out
+}
+
+// writeProblems prints config check's report: where the configuration
+// came from, then every problem (coloured on a terminal), or that there is none.
+func writeProblems(w io.Writer, c *config.Config, problems []config.Problem) {
+	st := termstyle.For(w)
+	source := c.Source
+	if source == "" {
+		source = "embedded defaults (no nanohost.yaml)"
+	}
+	fmt.Fprintf(w, "configuration: %s\n", source)
+	for _, p := range problems {
+		line := c.Explain(p)
+		if st.Enabled() {
+			level := st.Yellow("⚠ warning")
+			if p.Blocking {
+				level = st.Red("✗ error")
+			}
+			line = level + strings.TrimPrefix(line, p.Level())
+		}
+		fmt.Fprintln(w, line)
+	}
+	switch {
+	case len(problems) == 0:
+		fmt.Fprintln(w, st.Symbol(st.Green("✓"))+"ok: no problems")
+	case config.Blocking(problems):
+		fmt.Fprintln(w, st.Symbol(st.Red("✗"))+plural(countBlocking(problems), "error")+": nanohost serve will not start until they are fixed")
+	}
+}
+
+func countBlocking(ps []config.Problem) int {
+	n := 0
+	for _, p := range ps {
+		if p.Blocking {
+			n++
+		}
+	}
+	return n
 }
 
 var configShowCmd = &cobra.Command{

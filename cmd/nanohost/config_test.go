@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -42,13 +43,15 @@ func TestConfigCheckOfTheExample(t *testing.T) {
 
 	dir := configDir(t, "ANTHROPIC_API_KEY=sk-test\nSLACK_BOT_TOKEN=xoxb-1\nSLACK_APP_TOKEN=xapp-1\n")
 	r = runNanohostIn(t, dir, "config", "check")
+	// Each problem names the line of nanohost.yaml its setting is on.
 	for _, want := range []string{
-		"error: slack.policy.channels: is empty", `fix: set slack.policy.channels to the Slack channel ids`,
-		"error: slack.policy.starters: is empty, and so is slack.policy.approvers",
-		`warning: groups[0].chat: "console:main" is on the console, which is off`,
-		"warning: groups: no group is on Slack",
+		`error: slack\.policy\.channels \(line \d+\): is empty`, `fix: set slack\.policy\.channels to the Slack channel ids`,
+		`error: slack\.policy\.starters \(line \d+\): is empty, and so is slack\.policy\.approvers`,
+		`warning: groups\[0\]\.chat \(line \d+\): "console:main" is on the console, which is off`,
+		`warning: groups \(line \d+\): no group is on Slack`,
+		`2 errors: nanohost serve will not start until they are fixed`,
 	} {
-		if !strings.Contains(r.stdout, want) {
+		if !regexp.MustCompile(want).MatchString(r.stdout) {
 			t.Errorf("config check does not say %q:\n%s", want, r.stdout)
 		}
 	}
@@ -88,5 +91,53 @@ func TestConfigCheckOfTheExample(t *testing.T) {
 	}
 	if r.code != 2 || strings.Join(fields, ", ") != "ERROR slack.policy.channels, ERROR slack.policy.starters, WARN groups[0].chat, WARN groups" {
 		t.Errorf("serve with a JSON log: exit %d, problems logged %q\n%s", r.code, fields, r.stderr)
+	}
+}
+
+// config check makes the checks serve makes: a file with several mistakes
+// gets every one reported by both, at its line, and both refuse it.
+func TestConfigCheckAndServeRefuseTheSameMistakes(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "nanohost.yaml"), []byte(`runtime:
+  agent: script
+  script: s.json
+  memory: lots
+  cpus: -3
+  pids: 0
+  imgae: custom
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "s.json"), []byte(`{"default": "[outcome:success]"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`error: runtime.memory (line 4): "lots" is not a size`,
+		`error: runtime.cpus (line 5): is -3`,
+		`error: runtime.pids (line 6): is 0`,
+		`error: runtime.imgae (line 7): is not a setting nanohost knows (fix: did you mean runtime.image?`,
+	}
+	check := runNanohostIn(t, dir, "config", "check")
+	serve := runNanohostIn(t, dir, "serve")
+	for _, w := range want {
+		if !strings.Contains(check.stdout, w) {
+			t.Errorf("config check does not say %q:\n%s", w, check.stdout)
+		}
+		if !strings.Contains(serve.stderr, w) {
+			t.Errorf("serve does not say %q:\n%s", w, serve.stderr)
+		}
+	}
+	if check.code != 1 || serve.code != 2 || !strings.Contains(check.stdout, "4 errors") {
+		t.Errorf("config check exit %d, serve exit %d; want 1 and 2\n%s", check.code, serve.code, check.stdout)
+	}
+	var out struct {
+		Problems []struct {
+			Field string `json:"field"`
+			Line  int    `json:"line"`
+		} `json:"problems"`
+	}
+	r := runNanohostIn(t, dir, "config", "check", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || len(out.Problems) != 4 || out.Problems[0].Field != "runtime.memory" || out.Problems[0].Line != 4 {
+		t.Errorf("--json: %v %+v\n%s", err, out, r.stdout)
 	}
 }

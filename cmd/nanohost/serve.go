@@ -67,7 +67,7 @@ func reportProblems(stderr io.Writer, cfg *config.Config) error {
 	const refusal = "nanohost: not starting until the configuration errors are fixed (see `nanohost config check`)"
 	if cfg.Log.Format != "json" {
 		for _, p := range problems {
-			fmt.Fprintln(stderr, p.String())
+			fmt.Fprintln(stderr, cfg.Explain(p))
 		}
 		if config.Blocking(problems) {
 			return errors.New(refusal)
@@ -80,7 +80,15 @@ func reportProblems(stderr io.Writer, cfg *config.Config) error {
 		if p.Blocking {
 			level = slog.LevelError
 		}
-		log.Log(context.Background(), level, "configuration problem", "field", p.Field, "problem", p.Message, "fix", p.Fix)
+		line, env := cfg.Locate(p)
+		args := []any{"field", p.Field, "problem", p.Message, "fix", p.Fix}
+		if line > 0 {
+			args = append(args, "line", line)
+		}
+		if env != "" {
+			args = append(args, "env", env)
+		}
+		log.Log(context.Background(), level, "configuration problem", args...)
 	}
 	if config.Blocking(problems) {
 		log.Error(refusal)
@@ -187,7 +195,7 @@ func newContainerBackend(cfg *config.Config, docker *container.Docker, metrics *
 		}
 		agent.ScriptFile = abs
 	}
-	mem, err := parseBytes(cfg.Runtime.Memory)
+	mem, err := config.ParseSize(cfg.Runtime.Memory)
 	if err != nil {
 		return nil, fmt.Errorf("runtime.memory: %w", err)
 	}
@@ -246,29 +254,4 @@ func newLogger(c config.Log) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
-}
-
-// parseBytes reads sizes such as 512m or 2g ("" = no limit).
-func parseBytes(s string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	mult := int64(1)
-	switch s[len(s)-1] {
-	case 'k', 'K':
-		mult = 1 << 10
-	case 'm', 'M':
-		mult = 1 << 20
-	case 'g', 'G':
-		mult = 1 << 30
-	}
-	num := s
-	if mult > 1 {
-		num = s[:len(s)-1]
-	}
-	var n int64
-	if _, err := fmt.Sscanf(num, "%d", &n); err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not a size (e.g. 512m, 2g)", s)
-	}
-	return n * mult, nil
 }

@@ -11,6 +11,8 @@ import (
 )
 
 // Problem is one thing wrong with a configuration, with how to fix it.
+// Where it was given (a line of the file, an environment variable) is the
+// configuration's to say: Config.Locate.
 type Problem struct {
 	Field    string `json:"field"`
 	Message  string `json:"message"`
@@ -19,17 +21,51 @@ type Problem struct {
 }
 
 func (p Problem) String() string {
-	level := "warning"
+	return fmt.Sprintf("%s: %s: %s (fix: %s)", p.Level(), p.Field, p.Message, p.Fix)
+}
+
+// Level is "error" for a blocking problem, else "warning".
+func (p Problem) Level() string {
 	if p.Blocking {
-		level = "error"
+		return "error"
 	}
-	return fmt.Sprintf("%s: %s: %s (fix: %s)", level, p.Field, p.Message, p.Fix)
+	return "warning"
 }
 
 var folderName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
-// Check explains every problem with the configuration.
+// Check explains every problem with the configuration: what reading the
+// file found (misspelt keys, values of the wrong type), then the checks
+// serve makes before it starts.
 func (c *Config) Check() []Problem {
+	ps := append([]Problem(nil), c.readProblems...)
+	return append(ps, c.check()...)
+}
+
+// Locate says where p's setting was given: the environment variable that
+// overrode it, else its line in the file; neither for a setting left at
+// its default.
+func (c *Config) Locate(p Problem) (line int, env string) {
+	if env := c.fromEnv[p.Field]; env != "" {
+		return 0, env
+	}
+	return c.lines[p.Field], ""
+}
+
+// Explain is p as a line for people, with where its setting was given:
+// "error: runtime.memory (line 12): … (fix: …)".
+func (c *Config) Explain(p Problem) string {
+	where := ""
+	switch line, env := c.Locate(p); {
+	case env != "":
+		where = " (" + env + ")"
+	case line > 0:
+		where = fmt.Sprintf(" (line %d)", line)
+	}
+	return fmt.Sprintf("%s: %s%s: %s (fix: %s)", p.Level(), p.Field, where, p.Message, p.Fix)
+}
+
+func (c *Config) check() []Problem {
 	var ps []Problem
 	add := func(blocking bool, field, msg, fix string) {
 		ps = append(ps, Problem{Field: field, Message: msg, Fix: fix, Blocking: blocking})
@@ -45,6 +81,7 @@ func (c *Config) Check() []Problem {
 	}
 	ps = append(ps, c.checkHTTP()...)
 	ps = append(ps, c.checkRuntime()...)
+	ps = append(ps, c.checkLimits()...)
 	ps = append(ps, c.checkSlack()...)
 	ps = append(ps, c.checkGroups()...)
 	_, maskProblems := c.MaskMounts()

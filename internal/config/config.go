@@ -43,6 +43,12 @@ type Config struct {
 	secretValues map[string]Secret
 	// Source is the file the config was read from ("" = embedded defaults).
 	Source string `yaml:"-"`
+	// readProblems are what reading Source found (misspelt keys, values of
+	// the wrong type); lines where each setting is written in it; fromEnv
+	// the settings an environment variable overrode (by that variable).
+	readProblems []Problem
+	lines        positions
+	fromEnv      map[string]string
 }
 
 // Log configures structured logging.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,13 +80,153 @@ groups:
 	os.Unsetenv("ANTHROPIC_API_KEY")
 }
 
-func TestMisspeltKeyNamesTheLine(t *testing.T) {
+// A file with several mistakes is read to its end: every one is a problem
+// at its own line — misspelt keys with a did-you-mean on that key's line,
+// values of the wrong type, values serve would refuse — alongside the
+// other checks, not an error that stops at the first.
+func TestEveryProblemAtOnceAtItsLine(t *testing.T) {
 	dir := inDir(t)
 	path := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(path, []byte("runtime:\n  max_contaners: 3\n"), 0o600)
-	_, err := Load(path)
-	if err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "max_contaners") {
+	os.WriteFile(path, []byte(`data_dir: data
+runtime:
+  memory: lots
+  cpus: -3
+  pids: 0
+  max_contaners: 3
+  max_containers: many
+  idle_timeout: soon
+http:
+  listen: "127.0.0.1:8377"
+groups:
+  - folder: main
+    chat: "console:main"
+    mian: true
+`), 0o600)
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		line     int
+		msg, fix string
+	}{
+		"runtime.memory":         {3, `"lots" is not a size`, "512m or 2g"},
+		"runtime.cpus":           {4, "is -3", "set it to 1"},
+		"runtime.pids":           {5, "is 0", "512"},
+		"runtime.max_contaners":  {6, "is not a setting", "did you mean runtime.max_containers?"},
+		"runtime.max_containers": {7, `"many" is not a whole number`, "number"},
+		"runtime.idle_timeout":   {8, `"soon" is not a duration`, "90s or 10m"},
+		"groups[0].mian":         {14, "is not a setting", "did you mean groups[0].main?"},
+	}
+	got := map[string]Problem{}
+	for _, p := range c.Check() {
+		got[p.Field] = p
+	}
+	for field, w := range want {
+		p, ok := got[field]
+		if !ok {
+			t.Errorf("no problem for %s; got %v", field, c.Check())
+			continue
+		}
+		line, env := c.Locate(p)
+		if line != w.line || env != "" || !p.Blocking || !strings.Contains(p.Message, w.msg) || !strings.Contains(p.Fix, w.fix) {
+			t.Errorf("%s: line %d %q, want line %d with %q and a fix with %q", field, line, c.Explain(p), w.line, w.msg, w.fix)
+		}
+	}
+	if len(got) != len(want)+1 { // and agent_secrets: no API key
+		t.Errorf("problems: %v", c.Check())
+	}
+	p := got["runtime.memory"]
+	if s := c.Explain(p); !strings.HasPrefix(s, `error: runtime.memory (line 3): "lots" is not a size (fix: `) {
+		t.Errorf("Explain = %q", s)
+	}
+}
+
+// A value set by an environment variable is blamed on the variable, not
+// on the line of the file it overrides.
+func TestProblemFromTheEnvironmentNamesTheVariable(t *testing.T) {
+	dir := inDir(t)
+	path := filepath.Join(dir, "nanohost.yaml")
+	os.WriteFile(path, []byte("http:\n  listen: 127.0.0.1:8377\n"), 0o600)
+	t.Setenv("NANOHOST_HTTP_LISTEN", "nowhere")
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range c.Check() {
+		if p.Field == "http.listen" {
+			if line, env := c.Locate(p); line != 0 || env != "NANOHOST_HTTP_LISTEN" || !strings.HasPrefix(c.Explain(p), "error: http.listen (NANOHOST_HTTP_LISTEN): ") {
+				t.Errorf("line %d env %q: %s", line, env, c.Explain(p))
+			}
+			return
+		}
+	}
+	t.Errorf("no http.listen problem: %v", c.Check())
+}
+
+// YAML that does not parse at all still stops the reading, with its line.
+func TestBrokenYAMLIsAnErrorWithItsLine(t *testing.T) {
+	dir := inDir(t)
+	path := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(path, []byte("runtime:\n  memory: 2g\n cpus: 1\n"), 0o600)
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "bad.yaml: yaml: line 2") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The limits serve hands on to Docker are checked as it would take them.
+func TestLimitsServeWouldRefuse(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		set   func(*Config)
+	}{
+		{"runtime.memory", func(c *Config) { c.Runtime.Memory = "1m" }},
+		{"runtime.memory", func(c *Config) { c.Runtime.Memory = "" }},
+		{"runtime.cpus", func(c *Config) { c.Runtime.CPUs = 0 }},
+		{"runtime.pids", func(c *Config) { c.Runtime.Pids = -1 }},
+		{"runtime.node_timeout", func(c *Config) { c.Runtime.NodeTimeout = -time.Second }},
+		{"runtime.script", func(c *Config) { c.Runtime.Agent, c.Runtime.Script = "script", "/nonexistent/s.json" }},
+		{"pipelines.max_concurrent_runs", func(c *Config) { c.Pipelines.MaxConcurrentRuns = 0 }},
+		{"ipc.rescan", func(c *Config) { c.IPC.Rescan = 0 }},
+		{"ipc.pipelines_per_hour", func(c *Config) { c.IPC.PipelinesPerHour = -1 }},
+	} {
+		c := Defaults()
+		tc.set(c)
+		found := false
+		for _, p := range c.Check() {
+			found = found || (p.Field == tc.field && p.Blocking)
+		}
+		if !found {
+			t.Errorf("%s: no blocking problem in %v", tc.field, c.Check())
+		}
+	}
+	for s, want := range map[string]int64{"512m": 512 << 20, "2g": 2 << 30, "2G": 2 << 30, "64k": 64 << 10, "1048576": 1 << 20, "7b": 7} {
+		if got, err := ParseSize(s); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"lots", "-1m", "1.5g", "g", "99999999999g"} {
+		if _, err := ParseSize(s); err == nil {
+			t.Errorf("ParseSize(%q) accepted", s)
+		}
+	}
+}
+
+// A port in use is explained with the setting that chose it and a fix.
+func TestListenErrorNamesTheSetting(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	c := Defaults()
+	c.HTTP.Listen = busy.Addr().String()
+	_, lerr := net.Listen("tcp", c.HTTP.Listen)
+	msg := c.ListenError(lerr).Error()
+	for _, want := range []string{"cannot serve the dashboard on " + c.HTTP.Listen, "the address is in use", "http.listen", "NANOHOST_HTTP_LISTEN"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%q lacks %q", msg, want)
+		}
 	}
 }
 

@@ -5,14 +5,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
 // DefaultFile is read when no --config is given and it exists.
@@ -55,7 +52,9 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
-// decode parses YAML strictly, so a misspelt key is an error with its line.
+// decode reads the YAML into c. A file that is not YAML is an error; a
+// misspelt key or a value of the wrong type is a problem Check reports
+// (with every other one, each at its line), the setting left at its default.
 func decode(data []byte, c *Config) error {
 	expanded := os.Expand(string(data), func(name string) string {
 		if name == "$" {
@@ -63,50 +62,61 @@ func decode(data []byte, c *Config) error {
 		}
 		return os.Getenv(name)
 	})
-	dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file
-		return explainYAML(err)
+	problems, lines, err := decodeChecked([]byte(expanded), c)
+	if err != nil {
+		return err
 	}
+	c.readProblems, c.lines = problems, lines
 	return nil
 }
 
-// explainYAML turns "field foo not found in type config.Runtime" into a fix.
-func explainYAML(err error) error {
-	msg := err.Error()
-	if strings.Contains(msg, "not found in type") {
-		return fmt.Errorf("%s (misspelt key? see nanohost.example.yaml for every setting)", msg)
-	}
-	return err
+// envOverride is an environment variable that sets one setting.
+type envOverride struct {
+	field string // the setting, as problems name it
+	set   func(c *Config, v string) error
 }
 
-// envOverrides maps environment variables to setters.
-var envOverrides = map[string]func(c *Config, v string) error{
-	"NANOHOST_DATA_DIR":       func(c *Config, v string) error { c.DataDir = v; return nil },
-	"NANOHOST_DATABASE":       func(c *Config, v string) error { c.Database = v; return nil },
-	"NANOHOST_LOG_LEVEL":      func(c *Config, v string) error { c.Log.Level = v; return nil },
-	"NANOHOST_LOG_FORMAT":     func(c *Config, v string) error { c.Log.Format = v; return nil },
-	"NANOHOST_HTTP_LISTEN":    func(c *Config, v string) error { c.HTTP.Listen = v; return nil },
-	"NANOHOST_HTTP_TOKEN":     func(c *Config, v string) error { c.HTTP.Token = Secret(v); return nil },
-	"NANOHOST_PUBLIC_URL":     func(c *Config, v string) error { c.HTTP.PublicURL = v; return nil },
-	"NANOHOST_IMAGE":          func(c *Config, v string) error { c.Runtime.Image = v; return nil },
-	"NANOHOST_AGENT":          func(c *Config, v string) error { c.Runtime.Agent = v; return nil },
-	"NANOHOST_AGENT_SCRIPT":   func(c *Config, v string) error { c.Runtime.Script = v; return nil },
-	"NANOHOST_MAX_CONTAINERS": func(c *Config, v string) error { return setInt(&c.Runtime.MaxContainers, "NANOHOST_MAX_CONTAINERS", v) },
-	"NANOHOST_IDLE_TIMEOUT": func(c *Config, v string) error {
+// envOverrides maps environment variables to the settings they override.
+var envOverrides = map[string]envOverride{
+	"NANOHOST_DATA_DIR":       {"data_dir", func(c *Config, v string) error { c.DataDir = v; return nil }},
+	"NANOHOST_DATABASE":       {"database", func(c *Config, v string) error { c.Database = v; return nil }},
+	"NANOHOST_LOG_LEVEL":      {"log.level", func(c *Config, v string) error { c.Log.Level = v; return nil }},
+	"NANOHOST_LOG_FORMAT":     {"log.format", func(c *Config, v string) error { c.Log.Format = v; return nil }},
+	"NANOHOST_HTTP_LISTEN":    {"http.listen", func(c *Config, v string) error { c.HTTP.Listen = v; return nil }},
+	"NANOHOST_HTTP_TOKEN":     {"http.token", func(c *Config, v string) error { c.HTTP.Token = Secret(v); return nil }},
+	"NANOHOST_PUBLIC_URL":     {"http.public_url", func(c *Config, v string) error { c.HTTP.PublicURL = v; return nil }},
+	"NANOHOST_IMAGE":          {"runtime.image", func(c *Config, v string) error { c.Runtime.Image = v; return nil }},
+	"NANOHOST_AGENT":          {"runtime.agent", func(c *Config, v string) error { c.Runtime.Agent = v; return nil }},
+	"NANOHOST_AGENT_SCRIPT":   {"runtime.script", func(c *Config, v string) error { c.Runtime.Script = v; return nil }},
+	"NANOHOST_MAX_CONTAINERS": {"runtime.max_containers", func(c *Config, v string) error { return setInt(&c.Runtime.MaxContainers, "NANOHOST_MAX_CONTAINERS", v) }},
+	"NANOHOST_IDLE_TIMEOUT": {"runtime.idle_timeout", func(c *Config, v string) error {
 		return setDuration(&c.Runtime.IdleTimeout, "NANOHOST_IDLE_TIMEOUT", v)
-	},
-	"SLACK_BOT_TOKEN": func(c *Config, v string) error { c.Slack.BotToken = Secret(v); return nil },
-	"SLACK_APP_TOKEN": func(c *Config, v string) error { c.Slack.AppToken = Secret(v); return nil },
-	"SLACK_API_URL":   func(c *Config, v string) error { c.Slack.APIURL = v; return nil },
+	}},
+	"SLACK_BOT_TOKEN": {"slack.bot_token", func(c *Config, v string) error { c.Slack.BotToken = Secret(v); return nil }},
+	"SLACK_APP_TOKEN": {"slack.app_token", func(c *Config, v string) error { c.Slack.AppToken = Secret(v); return nil }},
+	"SLACK_API_URL":   {"slack.api_url", func(c *Config, v string) error { c.Slack.APIURL = v; return nil }},
+}
+
+// EnvVar is the environment variable that overrides field ("" for none).
+func EnvVar(field string) string {
+	for name, o := range envOverrides {
+		if o.field == field {
+			return name
+		}
+	}
+	return ""
 }
 
 func applyEnv(c *Config, lookup func(string) (string, bool)) error {
-	for name, set := range envOverrides {
+	for name, o := range envOverrides {
 		if v, ok := lookup(name); ok && v != "" {
-			if err := set(c, v); err != nil {
+			if err := o.set(c, v); err != nil {
 				return err
 			}
+			if c.fromEnv == nil {
+				c.fromEnv = map[string]string{}
+			}
+			c.fromEnv[o.field] = name
 		}
 	}
 	return nil

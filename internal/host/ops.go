@@ -192,7 +192,7 @@ func (h *Host) startHTTP() (*http.Server, error) {
 	}
 	ln, err := net.Listen("tcp", h.cfg.HTTP.Listen)
 	if err != nil {
-		return nil, err
+		return nil, h.cfg.ListenError(err)
 	}
 	h.mu.Lock()
 	h.httpAddr = ln.Addr().String()

@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"nanohost/internal/channels/console"
 	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
+	"nanohost/internal/store"
 )
 
 func get(t *testing.T, url, token string) (int, string) {
@@ -137,4 +142,41 @@ func grepLines(text, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A dashboard port another program holds stops the host with an error that
+// names the setting to change (and the variable that overrides it), not a
+// bare "bind: address already in use".
+func TestPortInUseNamesTheSetting(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	dir := t.TempDir()
+	cfg := config.Defaults()
+	cfg.DataDir = filepath.Join(dir, "data")
+	cfg.HTTP.Listen = busy.Addr().String()
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), cfg.DatabasePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	h, err := New(Options{Config: cfg, Store: st, Agents: &fakeAgents{answer: succeed}, Logger: quiet,
+		Endpoints: []Endpoint{{Channel: console.New(inR, io.Discard), Policy: console.Policy()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = h.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "http.listen") || !strings.Contains(err.Error(), "NANOHOST_HTTP_LISTEN") ||
+		!strings.Contains(err.Error(), "the address is in use") {
+		t.Fatalf("Run = %v", err)
+	}
 }
