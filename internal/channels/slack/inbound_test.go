@@ -155,6 +155,52 @@ func TestAcksDoNotWaitForASlowHost(t *testing.T) {
 	}
 }
 
+// A host far behind does not make the channel take more than it can hold:
+// past MaxWaiting an envelope is left unacknowledged, so Slack tells the
+// person their command failed (an event it would retry later) instead of
+// nanohost acknowledging it and never handling it; once the host catches
+// up, commands are taken again.
+func TestEnvelopesPastTheBoundAreLeftToSlack(t *testing.T) {
+	h := newHarness(t, mayLose(),
+		withConfig(func(c *slack.Config) { c.MaxWaiting = 1 }),
+		withFake(func(f *slacktest.Server) { f.AckTimeout = 300 * time.Millisecond }))
+	h.mu.Lock()
+	h.hostDelay = 2 * time.Second
+	h.mu.Unlock()
+	for i := range 4 {
+		h.fake.SlashCommand(opsChat, alice, "status run-"+string(rune('a'+i)))
+	}
+	// Each command either reaches the host or is left to Slack.
+	taken := func() (n int) {
+		for _, c := range h.deliveredCounts() {
+			n += c
+		}
+		return n
+	}
+	eventually(t, "every command is taken or left to Slack", func() bool {
+		return taken()+len(h.fake.Undelivered()) == 4
+	})
+	if n := taken(); n < 1 || n > 2 {
+		t.Errorf("%d commands taken with room for one waiting (and one in the host's hands)", n)
+	}
+	for _, u := range h.fake.Undelivered() {
+		if u.Type != "slash_commands" || u.Reason != "operation_timeout" {
+			t.Errorf("undelivered %+v; want an unacknowledged command (Slack shows the person operation_timeout)", u)
+		}
+	}
+	for range taken() {
+		h.nextInbound()
+	}
+	h.noInbound(300 * time.Millisecond)
+	h.mu.Lock()
+	h.hostDelay = 0
+	h.mu.Unlock()
+	h.fake.SlashCommand(opsChat, alice, "list")
+	if in := h.nextInbound(); in.Command == nil || in.Command.Kind != channels.CmdList {
+		t.Errorf("after catching up got %+v, want the list command", in)
+	}
+}
+
 func TestNoPolicyRefusesToStart(t *testing.T) {
 	_, err := slack.New(slack.Config{BotToken: "xoxb-1", AppToken: "xapp-1"})
 	if err == nil {

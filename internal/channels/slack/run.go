@@ -46,7 +46,7 @@ func (c *Channel) Run(ctx context.Context, deliver func(channels.Inbound)) error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	work := newWorkQueue()
+	work := newWorkQueue(c.cfg.MaxWaiting)
 	var wg sync.WaitGroup
 	wg.Go(func() { c.work(ctx, work, deliver) })
 	err := newPool(c, func(s *socket, req socketmode.Request, raw json.RawMessage) {
@@ -98,6 +98,11 @@ func (c *Channel) onRequest(s *socket, req socketmode.Request, raw json.RawMessa
 			_ = s.ack(req.EnvelopeID, nil)
 		}
 		c.log.Warn("slack: unreadable envelope", "type", req.Type, "err", err, "bytes", len(raw))
+		return
+	}
+	if work.full() {
+		c.log.Error("slack: the host is behind; an envelope is left unacknowledged for Slack to retry or report",
+			"type", req.Type, "waiting", work.len())
 		return
 	}
 	j := job{ev: ev}

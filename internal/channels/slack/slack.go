@@ -40,8 +40,17 @@ type Config struct {
 	// PingTimeout is how long without a ping from Slack before the
 	// connection is considered dead and reopened (default 30s).
 	PingTimeout time.Duration
-	Logger      *slog.Logger
+	// MaxWaiting bounds the envelopes acknowledged and waiting for the
+	// host (default DefaultMaxWaiting). Past it an envelope is left
+	// unacknowledged: Slack retries an event later and tells the person a
+	// command or click failed — rather than nanohost taking it and
+	// dropping it, or growing without bound while the host is stuck.
+	MaxWaiting int
+	Logger     *slog.Logger
 }
+
+// DefaultMaxWaiting is Config.MaxWaiting's default.
+const DefaultMaxWaiting = 4096
 
 // Channel is the Slack channel.
 type Channel struct {

@@ -19,17 +19,33 @@ import (
 // handed over in the order people acted, by Slack's clock.
 const settleTime = 150 * time.Millisecond
 
-// workQueue is an unbounded queue between the socket readers (which must
-// never wait, or acks would be late) and the worker. It hands jobs over in
+// workQueue is the queue between the socket readers (which must never
+// wait, or acks would be late) and the worker, holding at most max jobs
+// (the readers check full before they acknowledge). It hands jobs over in
 // arrival order, except that within a conversation a job Slack stamped
 // earlier goes before one stamped later.
 type workQueue struct {
 	mu    sync.Mutex
 	items []job
+	max   int
 	wake  chan struct{}
 }
 
-func newWorkQueue() *workQueue { return &workQueue{wake: make(chan struct{}, 1)} }
+func newWorkQueue(max int) *workQueue {
+	if max <= 0 {
+		max = DefaultMaxWaiting
+	}
+	return &workQueue{max: max, wake: make(chan struct{}, 1)}
+}
+
+func (q *workQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}
+
+// full reports whether the queue holds max jobs.
+func (q *workQueue) full() bool { return q.len() >= q.max }
 
 func (q *workQueue) push(j job) {
 	j.arrived = time.Now()
