@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
 )
 
@@ -62,7 +61,9 @@ type KubernetesConfig struct {
 	Volumes VolumeMapping
 	// StartTimeout bounds scheduling and starting a pod (default 5m).
 	StartTimeout time.Duration
-	Logger       *slog.Logger
+	// Source says where the client's configuration came from (messages).
+	Source string
+	Logger *slog.Logger
 }
 
 // VolumeMapping maps host directories to pod volumes. With a Claim, the
@@ -115,32 +116,6 @@ func NewKubernetes(cfg KubernetesConfig) (*Kubernetes, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Kubernetes{cfg: cfg, log: cfg.Logger.With("component", "kubernetes")}, nil
-}
-
-// KubeClient connects to a cluster: the kubeconfig file when given, else
-// the in-cluster service account when running in a pod, else the usual
-// kubeconfig ($KUBECONFIG, ~/.kube/config). context picks a kubeconfig
-// context ("" = its current one).
-func KubeClient(kubeconfig, context string) (kubernetes.Interface, *rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig == "" && context == "" {
-		cfg, err = rest.InClusterConfig()
-	}
-	if cfg == nil {
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = kubeconfig
-		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-			&clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("kubernetes client configuration: %w (set runtime.kubernetes.kubeconfig, or run nanohost in a pod)", err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return cs, cfg, nil
 }
 
 // Remote: a pod may run on any node, so nothing of the host's is mounted

@@ -161,7 +161,7 @@ func TestKubernetesAgentPodIsLockedDownAndKeepsTheSecretOut(t *testing.T) {
 		t.Fatalf("pods: %v, %v", list, err)
 	}
 	pod := list.Items[0]
-	problems := checkPodHardening(&pod)
+	problems := containertest.PodHardeningProblems(&pod)
 	for _, p := range problems {
 		t.Error(p)
 	}
@@ -181,7 +181,7 @@ func TestKubernetesAgentPodIsLockedDownAndKeepsTheSecretOut(t *testing.T) {
 		t.Error("the secret is in the pod's log")
 	}
 	if os.Getenv("NANOHOST_KUBE_POD_YAML") != "" {
-		writePodYAML(t, &pod, os.Getenv("NANOHOST_KUBE_POD_YAML"))
+		containertest.WritePodYAML(t, &pod, os.Getenv("NANOHOST_KUBE_POD_YAML"))
 	}
 }
 
@@ -210,7 +210,10 @@ func readFile(t testing.TB, path string) string {
 
 // An agent in a pod runs `nanoagent ipc start-pipeline`: the request
 // travels over the attach stream into the group's host-side tasks/ queue,
-// and the host's answer in responses/ travels back to the agent.
+// and the host's answer in responses/ travels back to the agent. (The
+// relay alone, with the host's side played by the test; the real host
+// starting a real run from a pod's request is
+// internal/host/e2e's TestServeOnKubernetesAgentInAPodStartsARunThroughTheHost.)
 func TestKubernetesAgentIPCRequestReachesTheHostAndGetsItsAnswer(t *testing.T) {
 	groupIPC := t.TempDir()
 	for _, d := range []string{"tasks", "messages", "responses"} {

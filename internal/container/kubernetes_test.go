@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
+	"nanohost/internal/container/containertest"
 	"nanohost/internal/container/protocol"
 	"nanohost/internal/mounts"
 	"nanohost/internal/pipeline/engine"
@@ -76,7 +76,7 @@ func TestPodSpecIsLockedDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range checkPodHardening(pod) {
+	for _, p := range containertest.PodHardeningProblems(pod) {
 		t.Error(p)
 	}
 	c := pod.Spec.Containers[0]
@@ -101,77 +101,6 @@ func TestPodSpecIsLockedDown(t *testing.T) {
 	if len(c.Command) != 0 || strings.Join(c.Args, " ") != "run --agent script" {
 		t.Errorf("command %q args %q: the agent runs the image's entrypoint (nanoagent) with the runner's flags", c.Command, c.Args)
 	}
-}
-
-// checkPodHardening lists what a pod lacks of item 2 of the Kubernetes
-// runtime's security (docs/kubernetes.md).
-func checkPodHardening(p *corev1.Pod) []string {
-	var bad []string
-	fail := func(format string, a ...any) { bad = append(bad, fmt.Sprintf(format, a...)) }
-	ps := p.Spec.SecurityContext
-	if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot || ps.RunAsUser == nil || *ps.RunAsUser != 1000 {
-		fail("pod securityContext %+v: want runAsNonRoot and runAsUser 1000", ps)
-	}
-	if ps == nil || ps.SeccompProfile == nil || ps.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-		fail("pod seccompProfile is not RuntimeDefault")
-	}
-	if a := p.Spec.AutomountServiceAccountToken; a == nil || *a {
-		fail("the service-account token is mounted")
-	}
-	if s := p.Spec.EnableServiceLinks; s == nil || *s {
-		fail("service links put cluster addresses in the environment")
-	}
-	if p.Spec.RestartPolicy != corev1.RestartPolicyNever {
-		fail("restartPolicy %q, want Never", p.Spec.RestartPolicy)
-	}
-	if len(p.Spec.Containers) != 1 {
-		fail("%d containers, want 1", len(p.Spec.Containers))
-		return bad
-	}
-	c := p.Spec.Containers[0]
-	sc := c.SecurityContext
-	switch {
-	case sc == nil:
-		fail("the container has no securityContext")
-		return bad
-	case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
-		fail("allowPrivilegeEscalation is not false")
-	case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
-		fail("the root filesystem is writable")
-	case sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) > 0:
-		fail("capabilities %+v, want drop ALL", sc.Capabilities)
-	case sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot:
-		fail("the container may run as root")
-	case sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
-		fail("the container's seccompProfile is not RuntimeDefault")
-	}
-	if c.Resources.Limits.Memory().IsZero() || c.Resources.Limits.Cpu().IsZero() {
-		fail("limits %v: want CPU and memory", c.Resources.Limits)
-	}
-	for _, e := range c.Env {
-		if e.Name != "HOME" && e.Name != "TZ" {
-			fail("environment variable %s in the pod spec", e.Name)
-		}
-	}
-	scratch := map[string]bool{}
-	for _, v := range p.Spec.Volumes {
-		if v.Projected != nil || v.Secret != nil {
-			fail("volume %s carries a token or a secret", v.Name)
-		}
-		if v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory && v.EmptyDir.SizeLimit != nil {
-			scratch[v.Name] = true
-		}
-	}
-	for _, want := range []string{"/tmp", "/home/agent"} {
-		found := false
-		for _, m := range c.VolumeMounts {
-			found = found || m.MountPath == want && scratch[m.Name]
-		}
-		if !found {
-			fail("%s is not a size-limited memory-backed emptyDir", want)
-		}
-	}
-	return bad
 }
 
 func TestPodVolumesMapHostDirectories(t *testing.T) {
@@ -364,16 +293,36 @@ func TestNewKubernetesRefusesBadSettings(t *testing.T) {
 	}
 }
 
-// writePodYAML writes a pod as `kubectl get pod -o yaml` shows it.
-func writePodYAML(t testing.TB, pod *corev1.Pod, path string) {
-	p := pod.DeepCopy()
-	p.APIVersion, p.Kind = "v1", "Pod"
-	p.ManagedFields = nil
-	data, err := yaml.Marshal(p)
-	if err == nil {
-		err = os.WriteFile(path, data, 0o644)
-	}
+// The Role in docs/kubernetes.md grants exactly what the runtime uses
+// (KubernetesAccess, which config check asks the cluster about): nothing
+// missing, nothing more.
+func TestDocsRBACGrantsExactlyWhatTheRuntimeUses(t *testing.T) {
+	_, role, binding, err := containertest.DocsRBAC()
 	if err != nil {
-		t.Error(err)
+		t.Fatal(err)
+	}
+	granted := map[KubeAccess]bool{}
+	for _, r := range role.Rules {
+		if len(r.APIGroups) != 1 || r.APIGroups[0] != "" || len(r.ResourceNames) > 0 {
+			t.Errorf("rule %+v: want the core API group, on every pod", r)
+		}
+		for _, res := range r.Resources {
+			resource, sub, _ := strings.Cut(res, "/")
+			for _, verb := range r.Verbs {
+				granted[KubeAccess{verb, resource, sub}] = true
+			}
+		}
+	}
+	for _, a := range KubernetesAccess {
+		if !granted[a] {
+			t.Errorf("the documented Role does not grant %s, which the runtime uses", a)
+		}
+		delete(granted, a)
+	}
+	for a := range granted {
+		t.Errorf("the documented Role grants %s, which the runtime does not use", a)
+	}
+	if binding.RoleRef.Name != role.Name || binding.RoleRef.Kind != "Role" {
+		t.Errorf("the RoleBinding binds %+v, not the Role %s", binding.RoleRef, role.Name)
 	}
 }
