@@ -30,14 +30,22 @@ problem with a fix — exactly the checks serve makes before it starts (sizes,
 limits, timeouts, Slack policy, groups, mounts, masks). Every problem is
 reported at once, at the line of nanohost.yaml it is on (or the environment
 variable that set it): a misspelt key or a value of the wrong type does not
-hide the others. Exit 0 when the host can start, 1 when it cannot.`,
-	Example: "  nanohost config check\n  nanohost config check --config /etc/nanohost.yaml --json",
+hide the others. With runtime.kind kubernetes it also reaches the cluster,
+as serve does: the API server answers and takes the credentials, the
+namespace exists, the identity has every permission the runtime uses (the
+RBAC in docs/kubernetes.md), and the cluster admits an agent's pod (a dry
+run); --offline skips that. Exit 0 when the host can start, 1 when it cannot.`,
+	Example: "  nanohost config check\n  nanohost config check --config /etc/nanohost.yaml --json\n  nanohost config check --offline",
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		c, err := config.Load(configPath)
 		if err != nil {
 			return exitCode(1, err)
 		}
-		problems := inFileOrder(c, c.Check())
+		problems := c.Check()
+		if offline, _ := cmd.Flags().GetBool("offline"); !offline && !config.Blocking(problems) {
+			problems = append(problems, runtimeProblems(cmd.Context(), c)...)
+		}
+		problems = inFileOrder(c, problems)
 		out := cmd.OutOrStdout()
 		if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 			located := make([]locatedProblem, len(problems))
@@ -143,6 +151,7 @@ var configShowCmd = &cobra.Command{
 func init() {
 	configCmd.PersistentFlags().StringVar(&configPath, "config", "", "configuration file (default ./nanohost.yaml if present)")
 	configCheckCmd.Flags().Bool("json", false, "print problems as JSON")
+	configCheckCmd.Flags().Bool("offline", false, "do not reach the runtime (the Kubernetes cluster); check the file only")
 	configCmd.AddCommand(configCheckCmd, configShowCmd)
 	rootCmd.AddCommand(configCmd)
 }

@@ -28,10 +28,11 @@ var serveCmd = &cobra.Command{
 	Short: "Run the host: chat channels, agent containers, IPC and pipelines",
 	Long: `serve runs the nanohost daemon. With no configuration file it uses the
 embedded defaults: data in ./data (SQLite data/nanohost.db), the console chat
-on this terminal (when Slack is not configured) and the Docker runtime.
+on this terminal (when Slack is not configured) and the Docker runtime
+(runtime.kind: kubernetes runs the agents as pods; see docs/kubernetes.md).
 
-It refuses to start when the configuration has a blocking problem, and says
-how to fix it. SIGINT/SIGTERM stop it gracefully: runs stop at a safe point,
+It refuses to start when the configuration has a blocking problem, or the
+Kubernetes cluster cannot run its pods, and says how to fix it. SIGINT/SIGTERM stop it gracefully: runs stop at a safe point,
 are marked interrupted, and resume from their checkpoints on the next start.`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
@@ -39,14 +40,18 @@ are marked interrupted, and resume from their checkpoints on the next start.`,
 		if err != nil {
 			return exitCode(2, err)
 		}
-		if refused := reportProblems(cmd.ErrOrStderr(), cfg); refused != nil {
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		problems := cfg.Check()
+		if !config.Blocking(problems) {
+			problems = append(problems, runtimeProblems(ctx, cfg)...)
+		}
+		if refused := reportProblems(cmd.ErrOrStderr(), cfg, problems); refused != nil {
 			if errors.Is(refused, errRefusalLogged) {
 				return exitCode(2, nil)
 			}
 			return exitCode(2, refused)
 		}
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
 		return serve(ctx, cfg)
 	},
 }
@@ -62,8 +67,7 @@ var errRefusalLogged = errors.New("refused to start (logged)")
 // reportProblems tells about every configuration problem — as log records
 // when the log is JSON (a log collector reads stderr), as lines otherwise —
 // and returns the refusal to start when one of them blocks.
-func reportProblems(stderr io.Writer, cfg *config.Config) error {
-	problems := cfg.Check()
+func reportProblems(stderr io.Writer, cfg *config.Config, problems []config.Problem) error {
 	const refusal = "nanohost: not starting until the configuration errors are fixed (see `nanohost config check`)"
 	if cfg.Log.Format != "json" {
 		for _, p := range problems {
@@ -109,16 +113,13 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	defer st.Close()
 
-	docker, err := container.NewDocker()
+	rt, err := openRuntime(ctx, cfg, log)
 	if err != nil {
-		return fmt.Errorf("connect to Docker: %w", err)
+		return err
 	}
-	defer docker.Close()
-	if err := docker.Ping(ctx); err != nil {
-		return fmt.Errorf("Docker does not answer (is it running, and may this user use it?): %w", err)
-	}
+	defer rt.close()
 	metrics := host.NewMetrics()
-	backend, err := newContainerBackend(cfg, docker, metrics, log)
+	backend, err := newContainerBackend(cfg, rt.Runtime, metrics, log)
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,13 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	defer closeEndpoints() // after the host stopped: Slack's queued calls end here
 	opts := host.Options{
-		Config: cfg, Store: st, Agents: host.ContainerAgents(backend), Endpoints: endpoints, Docker: docker, Logger: log, Metrics: metrics,
+		Config: cfg, Store: st, Agents: host.ContainerAgents(backend), Endpoints: endpoints, Logger: log, Metrics: metrics,
+	}
+	if rt.docker != nil {
+		opts.Docker = rt.docker
+	}
+	if rt.kube != nil {
+		opts.Kubernetes = rt.kube
 	}
 	if con != nil {
 		opts.OnReady = func(addr string) { con.Notice(readyNotice(addr, cfg.HTTP.Token != "")) }
@@ -178,11 +185,30 @@ func readyNotice(addr string, token bool) string {
 	return text
 }
 
-func newContainerBackend(cfg *config.Config, docker *container.Docker, metrics *host.Metrics, log *slog.Logger) (*container.Backend, error) {
+func newContainerBackend(cfg *config.Config, rt container.Runtime, metrics *host.Metrics, log *slog.Logger) (*container.Backend, error) {
 	hostID, err := container.LoadHostID(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
+	stateDir, err := filepath.Abs(filepath.Join(cfg.DataDir, "state"))
+	if err != nil {
+		return nil, err
+	}
+	bc, err := containerConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	bc.Runtime, bc.HostID, bc.StateDir, bc.Logger, bc.OnEvent = rt, hostID, stateDir, log, metrics.OnContainerEvent
+	b, err := container.NewBackend(bc)
+	if err != nil {
+		return nil, fmt.Errorf("agent containers: %w", err)
+	}
+	return b, nil
+}
+
+// containerConfig is the container backend's configuration from
+// nanohost.yaml, short of the runtime and the host's own directories.
+func containerConfig(cfg *config.Config) (container.Config, error) {
 	secrets := map[string]string{}
 	for name, v := range cfg.AgentSecretValues() {
 		secrets[name] = v.Reveal()
@@ -191,37 +217,26 @@ func newContainerBackend(cfg *config.Config, docker *container.Docker, metrics *
 	if cfg.Runtime.Script != "" {
 		abs, err := filepath.Abs(cfg.Runtime.Script)
 		if err != nil {
-			return nil, err
+			return container.Config{}, err
 		}
 		agent.ScriptFile = abs
 	}
 	mem, err := config.ParseSize(cfg.Runtime.Memory)
 	if err != nil {
-		return nil, fmt.Errorf("runtime.memory: %w", err)
-	}
-	stateDir, err := filepath.Abs(filepath.Join(cfg.DataDir, "state"))
-	if err != nil {
-		return nil, err
+		return container.Config{}, fmt.Errorf("runtime.memory: %w", err)
 	}
 	// config check refused the start if a mask's folders are not allowed.
 	grants, problems := cfg.MaskMounts()
 	if len(problems) > 0 {
-		return nil, fmt.Errorf("masks: %s", problems[0])
+		return container.Config{}, fmt.Errorf("masks: %s", problems[0])
 	}
-	b, err := container.NewBackend(container.Config{
-		Runtime: docker, Image: cfg.Runtime.Image, HostID: hostID, StateDir: stateDir,
-		Agent: agent, Secrets: secrets, MaskMounts: grants,
+	return container.Config{
+		Image: cfg.Runtime.Image, Agent: agent, Secrets: secrets, MaskMounts: grants,
 		Limits:        container.Limits{MemoryBytes: mem, CPUs: cfg.Runtime.CPUs, Pids: cfg.Runtime.Pids},
 		Network:       cfg.Runtime.Network,
 		MaxContainers: cfg.Runtime.MaxContainers,
 		IdleTimeout:   cfg.Runtime.IdleTimeout,
-		Logger:        log,
-		OnEvent:       metrics.OnContainerEvent,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("agent containers: %w", err)
-	}
-	return b, nil
+	}, nil
 }
 
 // newEndpoints are the chat endpoints the configuration asks for: Slack

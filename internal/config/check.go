@@ -82,6 +82,7 @@ func (c *Config) check() []Problem {
 	ps = append(ps, c.checkHTTP()...)
 	ps = append(ps, c.checkRuntime()...)
 	ps = append(ps, c.checkLimits()...)
+	ps = append(ps, c.checkKubernetes()...)
 	ps = append(ps, c.checkSlack()...)
 	ps = append(ps, c.checkGroups()...)
 	_, maskProblems := c.MaskMounts()
@@ -123,8 +124,8 @@ func isLoopback(host string) bool {
 func (c *Config) checkRuntime() []Problem {
 	var ps []Problem
 	r := c.Runtime
-	if r.Kind != "docker" {
-		ps = append(ps, Problem{"runtime.kind", fmt.Sprintf("%q is not supported", r.Kind), "use docker", true})
+	if !oneOf(r.Kind, RuntimeDocker, RuntimeKubernetes) {
+		ps = append(ps, Problem{"runtime.kind", fmt.Sprintf("%q is not supported", r.Kind), "use docker, or kubernetes (runtime.kubernetes, docs/kubernetes.md)", true})
 	}
 	if !oneOf(r.Agent, "claude", "command", "script") {
 		ps = append(ps, Problem{"runtime.agent", fmt.Sprintf("%q is not an agent", r.Agent), "use claude, command or script", true})

@@ -70,7 +70,7 @@ type HTTP struct {
 
 // Runtime configures agent containers.
 type Runtime struct {
-	Kind  string `yaml:"kind"`  // docker
+	Kind  string `yaml:"kind"`  // docker or kubernetes
 	Image string `yaml:"image"` // the agent image
 	// Agent selects the runner inside the image: claude, command or script.
 	Agent string `yaml:"agent"`
@@ -87,6 +87,8 @@ type Runtime struct {
 	NodeTimeout   time.Duration `yaml:"node_timeout"` // default per node when it sets none
 	// MountAllowlist is a JSON file, outside every mounted directory, listing extra mounts agents may get.
 	MountAllowlist string `yaml:"mount_allowlist"`
+	// Kubernetes configures kind: kubernetes.
+	Kubernetes Kubernetes `yaml:"kubernetes"`
 }
 
 // Slack configures the Slack channel. Empty tokens = Slack disabled.

@@ -86,6 +86,8 @@ var envOverrides = map[string]envOverride{
 	"NANOHOST_HTTP_TOKEN":     {"http.token", func(c *Config, v string) error { c.HTTP.Token = Secret(v); return nil }},
 	"NANOHOST_PUBLIC_URL":     {"http.public_url", func(c *Config, v string) error { c.HTTP.PublicURL = v; return nil }},
 	"NANOHOST_IMAGE":          {"runtime.image", func(c *Config, v string) error { c.Runtime.Image = v; return nil }},
+	"NANOHOST_RUNTIME":        {"runtime.kind", func(c *Config, v string) error { c.Runtime.Kind = v; return nil }},
+	"NANOHOST_KUBE_NAMESPACE": {"runtime.kubernetes.namespace", func(c *Config, v string) error { c.Runtime.Kubernetes.Namespace = v; return nil }},
 	"NANOHOST_AGENT":          {"runtime.agent", func(c *Config, v string) error { c.Runtime.Agent = v; return nil }},
 	"NANOHOST_AGENT_SCRIPT":   {"runtime.script", func(c *Config, v string) error { c.Runtime.Script = v; return nil }},
 	"NANOHOST_MAX_CONTAINERS": {"runtime.max_containers", func(c *Config, v string) error { return setInt(&c.Runtime.MaxContainers, "NANOHOST_MAX_CONTAINERS", v) }},

@@ -129,6 +129,8 @@ type hostSetup struct {
 	terminal *os.File
 	// logger, when set, receives the host's log (default: discarded).
 	logger *slog.Logger
+	// kube, when set, is the Kubernetes runtime /healthz pings.
+	kube Pinger
 }
 
 func launch(t *testing.T, s hostSetup) *testHost {
@@ -195,7 +197,7 @@ func launch(t *testing.T, s hostSetup) *testHost {
 		closeChans = func() { inW.Close(); outW.Close() }
 	}
 	h, err := New(Options{
-		Config: cfg, Store: st, Agents: th.agents, Endpoints: eps,
+		Config: cfg, Store: st, Agents: th.agents, Endpoints: eps, Kubernetes: s.kube,
 		Logger: log, DeliveryBackoff: report.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 	})
 	if err != nil {

@@ -27,7 +27,8 @@ import (
 	"nanohost/internal/store"
 )
 
-// Pinger checks a dependency for /healthz (the Docker engine).
+// Pinger checks a dependency for /healthz (the Docker engine, the
+// Kubernetes API server).
 type Pinger interface {
 	Ping(ctx context.Context) error
 }
@@ -43,6 +44,9 @@ type Options struct {
 	Endpoints []Endpoint
 	// Docker is pinged by /healthz; nil reports docker as "unknown".
 	Docker Pinger
+	// Kubernetes, when the agents run on a cluster, is pinged by /healthz
+	// instead of Docker.
+	Kubernetes Pinger
 	// Metrics, when set, are the collectors to use (serve creates them
 	// first so the container backend can report into them).
 	Metrics *Metrics
@@ -81,6 +85,7 @@ type Host struct {
 	log       *slog.Logger
 	metrics   *Metrics
 	docker    Pinger
+	kube      Pinger
 	onReady   func(httpAddr string)
 	endpoints *endpoints
 	groups    *groupTable
@@ -119,7 +124,7 @@ func New(opts Options) (*Host, error) {
 	if err := mountRefusal(problems); err != nil {
 		return nil, err
 	}
-	h := &Host{cfg: cfg, store: opts.Store, log: opts.Logger, metrics: opts.Metrics, docker: opts.Docker, onReady: opts.OnReady}
+	h := &Host{cfg: cfg, store: opts.Store, log: opts.Logger, metrics: opts.Metrics, docker: opts.Docker, kube: opts.Kubernetes, onReady: opts.OnReady}
 	h.deliveryCtx, h.stopDelivery = context.WithCancel(context.Background())
 	h.endpoints = newEndpoints(opts.Endpoints, opts.Metrics, opts.Logger)
 	h.groups = newGroupTable(opts.Store, cfg, h.endpoints.has("console"), opts.Logger)

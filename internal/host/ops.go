@@ -118,20 +118,28 @@ func (m *Metrics) OnContainerEvent(e container.Event) {
 
 // Health is the /healthz answer.
 type Health struct {
-	OK       bool              `json:"ok"`
-	Store    string            `json:"store"`
-	Docker   string            `json:"docker"`
-	Channels map[string]string `json:"channels"`
-	Runs     int               `json:"active_runs"`
+	OK     bool   `json:"ok"`
+	Store  string `json:"store"`
+	Docker string `json:"docker,omitempty"`
+	// Kubernetes is set when the agents run on a cluster (then Docker is not).
+	Kubernetes string            `json:"kubernetes,omitempty"`
+	Channels   map[string]string `json:"channels"`
+	Runs       int               `json:"active_runs"`
 }
 
-// Health checks the store, Docker and the channels.
+// Health checks the store, the runtime (Docker or Kubernetes) and the channels.
 func (h *Host) Health(ctx context.Context) Health {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	out := Health{OK: true, Store: "ok", Docker: "unknown", Channels: h.endpoints.states()}
 	if _, err := h.store.SchemaVersion(ctx); err != nil {
 		out.OK, out.Store = false, err.Error()
+	}
+	if h.kube != nil {
+		out.Docker, out.Kubernetes = "", "ok"
+		if err := h.kube.Ping(ctx); err != nil {
+			out.OK, out.Kubernetes = false, err.Error()
+		}
 	}
 	if h.docker != nil {
 		if err := h.docker.Ping(ctx); err != nil {

@@ -3,12 +3,14 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,5 +180,32 @@ func TestPortInUseNamesTheSetting(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "http.listen") || !strings.Contains(err.Error(), "NANOHOST_HTTP_LISTEN") ||
 		!strings.Contains(err.Error(), "the address is in use") {
 		t.Fatalf("Run = %v", err)
+	}
+}
+
+// pingFunc is a Pinger.
+type pingFunc func(context.Context) error
+
+func (f pingFunc) Ping(ctx context.Context) error { return f(ctx) }
+
+// With the agents on Kubernetes, /healthz checks the cluster (not Docker)
+// and fails, with the reason, while the runtime cannot reach its pods.
+func TestHealthChecksTheClusterWhenAgentsRunOnKubernetes(t *testing.T) {
+	var down atomic.Bool
+	th := launch(t, hostSetup{answer: succeed, kube: pingFunc(func(context.Context) error {
+		if down.Load() {
+			return errors.New("list pods in namespace agents: connection refused")
+		}
+		return nil
+	})})
+	base := "http://" + th.HTTPAddr()
+	code, body := get(t, base+"/healthz", "")
+	if code != http.StatusOK || !strings.Contains(body, `"kubernetes":"ok"`) || strings.Contains(body, `"docker"`) {
+		t.Errorf("/healthz = %d %s; want the cluster ok and no Docker", code, body)
+	}
+	down.Store(true)
+	code, body = get(t, base+"/healthz", "")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"kubernetes":"list pods in namespace agents: connection refused"`) {
+		t.Errorf("/healthz with the cluster down = %d %s; want 503 with the reason", code, body)
 	}
 }

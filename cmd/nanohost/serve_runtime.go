@@ -1,0 +1,142 @@
+package main
+
+// The runtime `nanohost serve` runs its agent and tool containers on
+// (runtime.kind): the host's Docker engine, or a Kubernetes cluster
+// (runtime.kubernetes, docs/kubernetes.md). Both sit behind the same
+// container.Backend; only connecting to them, checking them before the
+// start, and what /healthz pings differ.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"nanohost/internal/config"
+	"nanohost/internal/container"
+	"nanohost/internal/mounts"
+)
+
+// agentRuntime is the runtime serve opened, with what /healthz pings.
+// (Hand the backend Runtime itself: it asks the runtime whether it is
+// remote, which this struct would hide.)
+type agentRuntime struct {
+	Runtime      container.Runtime
+	docker, kube interface{ Ping(context.Context) error }
+	close        func()
+}
+
+// openRuntime connects to the runtime runtime.kind names.
+func openRuntime(ctx context.Context, cfg *config.Config, log *slog.Logger) (agentRuntime, error) {
+	if cfg.Runtime.Kind == config.RuntimeKubernetes {
+		k, err := kubernetesRuntime(cfg, log)
+		if err != nil {
+			return agentRuntime{}, err
+		}
+		return agentRuntime{Runtime: k, kube: k, close: func() {}}, nil
+	}
+	docker, err := container.NewDocker()
+	if err != nil {
+		return agentRuntime{}, fmt.Errorf("connect to Docker: %w", err)
+	}
+	if err := docker.Ping(ctx); err != nil {
+		docker.Close()
+		return agentRuntime{}, fmt.Errorf("Docker does not answer (is it running, and may this user use it?): %w", err)
+	}
+	return agentRuntime{Runtime: docker, docker: docker, close: func() { docker.Close() }}, nil
+}
+
+// kubernetesRuntime is the Kubernetes runtime runtime.kubernetes
+// describes (it does not reach the cluster yet).
+func kubernetesRuntime(cfg *config.Config, log *slog.Logger) (*container.Kubernetes, error) {
+	k := cfg.Runtime.Kubernetes
+	conn, err := container.KubeConnect(k.Kubeconfig, k.Context)
+	if err != nil {
+		return nil, err
+	}
+	volumes := container.VolumeMapping{Claim: k.WorkspaceClaim}
+	if k.WorkspaceClaim != "" {
+		// The pods' mounts are resolved paths (mounts.Resolve): so is the root.
+		if volumes.HostRoot, err = mounts.Resolve(k.WorkspaceHostRoot); err != nil {
+			return nil, fmt.Errorf("runtime.kubernetes.workspace_host_root: %w", err)
+		}
+	}
+	var tolerations []corev1.Toleration
+	for _, t := range k.Tolerations {
+		tolerations = append(tolerations, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator),
+			Value: t.Value, Effect: corev1.TaintEffect(t.Effect), TolerationSeconds: t.Seconds})
+	}
+	namespace := k.Namespace
+	if namespace == "" {
+		namespace = conn.Namespace
+	}
+	return container.NewKubernetes(container.KubernetesConfig{
+		Client: conn.Client, REST: conn.REST, Source: conn.Source,
+		Namespace: namespace, PullPolicy: corev1.PullPolicy(k.ImagePullPolicy),
+		NodeSelector: k.NodeSelector, Tolerations: tolerations,
+		CPURequest: k.CPURequest, MemoryRequest: k.MemoryRequest, ServiceAccount: k.ServiceAccount,
+		Volumes: volumes, StartTimeout: k.StartTimeout, Logger: log,
+	})
+}
+
+// clusterCheckTimeout bounds the checks that reach the cluster.
+const clusterCheckTimeout = 30 * time.Second
+
+// runtimeProblems are the problems only the runtime itself can tell:
+// for Kubernetes, whether the cluster answers and takes the credentials,
+// whether the namespace and every permission the runtime uses exist, and
+// whether the cluster admits an agent's pod. Each is blocking and names
+// the setting and the fix. Docker is checked when serve connects.
+func runtimeProblems(ctx context.Context, cfg *config.Config) []config.Problem {
+	if cfg.Runtime.Kind != config.RuntimeKubernetes {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, clusterCheckTimeout)
+	defer cancel()
+	k, err := kubernetesRuntime(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return []config.Problem{{Field: "runtime.kubernetes.kubeconfig", Message: err.Error(),
+			Fix: "set runtime.kubernetes.kubeconfig (and context) to a kubeconfig that reaches the cluster, or run nanohost in a pod with a service account", Blocking: true}}
+	}
+	probe, err := agentProbe(cfg, k)
+	if err != nil {
+		return []config.Problem{{Field: "runtime", Message: "an agent's pod cannot be made: " + err.Error(), Fix: "fix the setting the message names", Blocking: true}}
+	}
+	var ps []config.Problem
+	for _, p := range k.Check(ctx, probe) {
+		field := "runtime.kubernetes"
+		if p.Setting != "" {
+			field += "." + p.Setting
+		}
+		ps = append(ps, config.Problem{Field: field, Message: p.Problem, Fix: p.Fix, Blocking: true})
+	}
+	return ps
+}
+
+// agentProbe is an agent's container as serve would start it on rt, in
+// the main group's folder (nothing is written).
+func agentProbe(cfg *config.Config, rt container.Runtime) (container.Spec, error) {
+	bc, err := containerConfig(cfg)
+	if err != nil {
+		return container.Spec{}, err
+	}
+	state, err := filepath.Abs(filepath.Join(cfg.DataDir, "state"))
+	if err != nil {
+		return container.Spec{}, err
+	}
+	folder := "main"
+	if g, ok := cfg.MainGroup(); ok {
+		folder = g.Folder
+	} else if len(cfg.Groups) > 0 {
+		folder = cfg.Groups[0].Folder
+	}
+	workspace, err := filepath.Abs(filepath.Join(cfg.DataDir, "groups", folder))
+	if err != nil {
+		return container.Spec{}, err
+	}
+	bc.Runtime, bc.HostID, bc.StateDir = rt, "config-check", state
+	return container.AgentProbe(bc, workspace)
+}
