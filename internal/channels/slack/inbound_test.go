@@ -163,9 +163,9 @@ func TestAcksDoNotWaitForASlowHost(t *testing.T) {
 func TestEnvelopesPastTheBoundAreLeftToSlack(t *testing.T) {
 	h := newHarness(t, mayLose(),
 		withConfig(func(c *slack.Config) { c.MaxWaiting = 1 }),
-		withFake(func(f *slacktest.Server) { f.AckTimeout = 300 * time.Millisecond }))
+		withFake(func(f *slacktest.Server) { f.AckTimeout = time.Second }))
 	h.mu.Lock()
-	h.hostDelay = 2 * time.Second
+	h.hostDelay = 4 * time.Second // long past the ack timeout: the bound must hold
 	h.mu.Unlock()
 	for i := range 4 {
 		h.fake.SlashCommand(opsChat, alice, "status run-"+string(rune('a'+i)))
