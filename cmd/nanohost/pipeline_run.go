@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -26,7 +25,6 @@ import (
 	"nanohost/internal/pipeline/interview"
 	"nanohost/internal/pipeline/mask"
 	"nanohost/internal/pipeline/script"
-	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 )
 
@@ -134,6 +132,7 @@ type runFlags struct {
 	logs        string
 	noBackoff   bool
 	asJSON      bool
+	progress    time.Duration
 	identityFlags
 }
 
@@ -147,6 +146,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, withLogs bool) {
 	}
 	fs.BoolVar(&f.noBackoff, "no-backoff", false, "retry at once instead of backing off")
 	fs.BoolVar(&f.asJSON, "json", false, "print only the result, as JSON")
+	fs.DurationVar(&f.progress, "progress-every", time.Minute, "when stdout is not a terminal, say which stages are still running after this long without a log line (0: never)")
 	f.identityFlags.register(fs)
 }
 
@@ -183,7 +183,12 @@ Human gates ask on the terminal unless --answers A.json (a list of answers:
 a key, label or target id as a string, {"timeout": true}, {"skip": true}
 or {"text": "…"}) or --auto-approve is given.
 
-Without --json a live log is printed; with --json only the result:
+Without --json a live log is printed: a line per stage start and end (with
+its duration, and its attempt or visit when it is not the first), retries,
+routing decisions and gates. On a terminal it is coloured, and a status line
+under it shows the stages running and for how long; piped, a "… still
+running" line comes after --progress-every without a line (NO_COLOR turns
+colour off). With --json only the result is printed:
   {"run_id", "status": "success"|"fail", "failure_reason", "path": [...],
    "attempts": {node: n}, "completed_nodes": [...], "context": {...},
    "logs_root", "usage": {...}}
@@ -307,7 +312,9 @@ func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string
 	var observers []engine.Observer
 	if !f.asJSON {
 		fmt.Fprintf(out, "run %s — logs in %s\n", runID, logs)
-		observers = append(observers, liveLog(out, runs.VerbosityStandard))
+		live := newLiveLog(out, runs.VerbosityStandard, f.progress)
+		defer live.Close()
+		observers = append(observers, live)
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -364,18 +371,6 @@ func newInterviewer(cmd *cobra.Command, f *runFlags) (engine.Interviewer, error)
 		return interview.AutoApprove{}, nil
 	}
 	return &interview.Console{In: cmd.InOrStdin(), Out: cmd.ErrOrStderr()}, nil
-}
-
-// liveLog prints each event the verbosity shows, in the host's log format.
-func liveLog(w io.Writer, v runs.Verbosity) engine.Observer {
-	return engine.ObserverFunc(func(e engine.Event) {
-		if !runlog.Shows(e, v) {
-			return
-		}
-		if line := runlog.Line(e); line != "" {
-			fmt.Fprintln(w, line)
-		}
-	})
 }
 
 // resultJSON is the --json contract: the engine's RunResult (whose lists

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -724,4 +725,44 @@ func diskFloor(b *testing.B, path string, n int) time.Duration {
 		}
 	}
 	return time.Since(began)
+}
+
+// slowDOT's build stage is retried once, then takes a while: the live log
+// shows the attempt and the duration, and how the long stage is getting on.
+const slowDOT = `digraph Slow {
+  graph [goal="Try it"]
+  start [shape=Mdiamond]
+  plan [prompt="plan"]
+  build [prompt="build", max_retries=2]
+  done [shape=Msquare]
+  start -> plan -> build -> done
+  build -> plan [condition="outcome=partial_success"]
+}`
+
+const slowScript = `{"nodes": {"build": [{"response": "[outcome:retry]"}, {"response": "[outcome:success]", "delay_ms": 2600}]}}`
+
+// Piped, the live log is plain: attempts and durations on the stage lines,
+// and a "still running" line while a stage takes longer than
+// --progress-every without a line.
+func TestPipelineRunLiveLogShowsAttemptsAndProgressWhenPiped(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "slow.dot", slowDOT)
+	writeFile(t, dir, "slow.json", slowScript)
+	r := runNanohostIn(t, dir, "pipeline", "run", "slow.dot", "--script", "slow.json", "--no-backoff", "--progress-every", "500ms")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{`\n  ✗ build — the agent reported retry \(attempt 1/3\)\n`, `\n  ↻ Retry: build \(2/3\)`,
+		`\n  … build \(2/3\) running \d+(ms|s) · 1 of 3 stages done · \d+s in all\n`, `\n  ✓ build — \ds \(attempt 2\)\n`, `\n✓ Pipeline complete — `} {
+		if !regexp.MustCompile(want).MatchString(r.stdout) {
+			t.Errorf("live log lacks %s:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, ansiEscape) || strings.Contains(r.stdout, "\r") {
+		t.Errorf("piped live log has terminal control codes:\n%q", r.stdout)
+	}
+	quiet := runNanohostIn(t, dir, "pipeline", "run", "slow.dot", "--script", "slow.json", "--no-backoff", "--progress-every", "0")
+	if strings.Contains(quiet.stdout, "running") {
+		t.Errorf("--progress-every 0 still printed progress:\n%s", quiet.stdout)
+	}
 }

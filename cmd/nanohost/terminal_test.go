@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -75,5 +77,32 @@ func TestValidateIsColouredOnlyOnATerminal(t *testing.T) {
 	}
 	if noColor.stdout != piped.stdout {
 		t.Errorf("NO_COLOR on a terminal differs from piped output:\n%q\n%q", noColor.stdout, piped.stdout)
+	}
+}
+
+// On a terminal the live log is coloured and a status line under it shows
+// the long stage running, redrawn in place and erased before the next log
+// line; with NO_COLOR the same terminal gets the plain log.
+func TestPipelineRunLiveLogOnATerminal(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "slow.dot", slowDOT)
+	writeFile(t, dir, "slow.json", slowScript)
+	args := []string{"pipeline", "run", filepath.Join(dir, "slow.dot"), "--script", filepath.Join(dir, "slow.json"),
+		"--no-backoff", "--logs", filepath.Join(dir, "logs-tty")}
+	tty := runOnTerminal(t, nil, args...)
+	if tty.code != 0 {
+		t.Fatalf("exit %d\n%s", tty.code, tty.stdout)
+	}
+	for _, want := range []string{`\x1b\[32m  ✓ plan — `, `\x1b\[33m  ✗ build — the agent reported retry \(attempt 1/3\)`,
+		`\x1b\[2m  . build \(2/3\) running \d+s · 1 of 3 stages done · \d+s in all\x1b\[0m\r\x1b\[K`,
+		`\r\x1b\[K\x1b\[32m  ✓ build — \ds \(attempt 2\)`} {
+		if !regexp.MustCompile(want).MatchString(tty.stdout) {
+			t.Errorf("terminal lacks %s:\n%q", want, tty.stdout)
+		}
+	}
+	args[len(args)-1] = filepath.Join(dir, "logs-nocolor")
+	plain := runOnTerminal(t, []string{"NO_COLOR=1"}, args...)
+	if plain.code != 0 || strings.Contains(plain.stdout, ansiEscape) || !regexp.MustCompile(`\n  ✓ build — \ds \(attempt 2\)\n`).MatchString(plain.stdout) {
+		t.Errorf("NO_COLOR: exit %d\n%q", plain.code, plain.stdout)
 	}
 }

@@ -128,10 +128,23 @@ func stageStarted(e engine.Event, name, branch string) string {
 	if handler(e) == engine.TypeStart {
 		return ""
 	}
-	if e.Index > 0 {
-		return fmt.Sprintf("  → %s (%d/%d)%s%s", name, e.Index, e.Total, wornBy(e), branch)
+	again := ""
+	if visit := dataInt(e.Data, "visit"); visit > 1 {
+		again = fmt.Sprintf(" — visit %d", visit) // a loop brought the run back here
 	}
-	return fmt.Sprintf("  → %s%s%s", name, wornBy(e), branch)
+	if e.Index > 0 {
+		return fmt.Sprintf("  → %s (%d/%d)%s%s%s", name, e.Index, e.Total, wornBy(e), again, branch)
+	}
+	return fmt.Sprintf("  → %s%s%s%s", name, wornBy(e), again, branch)
+}
+
+// attempts says how many attempts a stage's outcome took, when it took
+// more than one: " (attempt 2)".
+func attempts(e engine.Event) string {
+	if e.Attempt > 1 {
+		return fmt.Sprintf(" (attempt %d)", e.Attempt)
+	}
+	return ""
 }
 
 // wornBy says who works a stage: " as seeker wearing recall, forge".
@@ -154,7 +167,7 @@ func stageCompleted(e engine.Event, name, branch string) string {
 	if e.Status != "" && e.Status != engine.StatusSuccess {
 		suffix = " (" + string(e.Status) + ")"
 	}
-	return fmt.Sprintf("  ✓ %s — %s%s%s", name, Duration(e.Duration), suffix, branch)
+	return fmt.Sprintf("  ✓ %s — %s%s%s%s", name, Duration(e.Duration), attempts(e), suffix, branch)
 }
 
 func stageFailed(e engine.Event, name, branch string) string {
@@ -162,9 +175,11 @@ func stageFailed(e engine.Event, name, branch string) string {
 	case e.WillRetry:
 		return fmt.Sprintf("  ✗ %s — %s (attempt %d/%d)%s", name, e.Message, e.Attempt, e.MaxAttempt, branch)
 	case e.Message == "":
-		return fmt.Sprintf("  ✗ %s — %s%s", name, Duration(e.Duration), branch)
+		return fmt.Sprintf("  ✗ %s — %s%s%s", name, Duration(e.Duration), attempts(e), branch)
+	case strings.Contains(e.Message, "attempts"): // "max retries exceeded after 3 attempts: …"
+		return fmt.Sprintf("  ✗ %s — %s — %s%s", name, Duration(e.Duration), e.Message, branch)
 	}
-	return fmt.Sprintf("  ✗ %s — %s — %s%s", name, Duration(e.Duration), e.Message, branch)
+	return fmt.Sprintf("  ✗ %s — %s%s — %s%s", name, Duration(e.Duration), attempts(e), e.Message, branch)
 }
 
 func parallelLine(e engine.Event, name string) string {

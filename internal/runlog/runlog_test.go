@@ -336,3 +336,25 @@ func TestCardTitleBeforeThePipelineIsKnown(t *testing.T) {
 		t.Errorf("a card posted before the first event reads %q", got)
 	}
 }
+
+// A stage's line says when it is not its first visit or its outcome took
+// more than one attempt, on every surface (the CLI, chat threads).
+func TestLineShowsVisitsAndAttempts(t *testing.T) {
+	cases := []struct {
+		e    engine.Event
+		want string
+	}{
+		{engine.Event{Type: engine.EventStageStarted, Label: "Implement", Index: 3, Total: 5, Data: map[string]any{"handler": "codergen", "visit": 1}}, "  → Implement (3/5)"},
+		{engine.Event{Type: engine.EventStageStarted, Label: "Implement", Index: 3, Total: 5, Data: map[string]any{"handler": "codergen", "visit": float64(2)}}, "  → Implement (3/5) — visit 2"},
+		{engine.Event{Type: engine.EventStageCompleted, Label: "Build", Status: engine.StatusSuccess, Duration: 12 * time.Second, Attempt: 1}, "  ✓ Build — 12s"},
+		{engine.Event{Type: engine.EventStageCompleted, Label: "Build", Status: engine.StatusSuccess, Duration: 12 * time.Second, Attempt: 2}, "  ✓ Build — 12s (attempt 2)"},
+		{engine.Event{Type: engine.EventStageFailed, Label: "Test", Duration: 3 * time.Second, Attempt: 2, Message: "2 failures"}, "  ✗ Test — 3s (attempt 2) — 2 failures"},
+		{engine.Event{Type: engine.EventStageFailed, Label: "Test", Duration: 3 * time.Second, Attempt: 3, Message: "max retries exceeded after 3 attempts: flaky"},
+			"  ✗ Test — 3s — max retries exceeded after 3 attempts: flaky"},
+	}
+	for _, tc := range cases {
+		if got := runlog.Line(tc.e); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}

@@ -64,3 +64,30 @@ func (s Style) Symbol(sym string) string {
 	}
 	return sym + " "
 }
+
+// Width is the width of the terminal w writes to, in columns; 0 when w is
+// not a terminal or its size is unknown.
+func Width(w io.Writer) int {
+	f, ok := w.(interface{ Fd() uintptr })
+	if !ok {
+		return 0
+	}
+	cols, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return cols
+}
+
+// Fit cuts text to at most cols runes (cols <= 0: no limit), ending a cut
+// with "…": a line redrawn in place must not wrap.
+func Fit(text string, cols int) string {
+	if cols <= 0 {
+		return text
+	}
+	r := []rune(text)
+	if len(r) <= cols {
+		return text
+	}
+	return string(r[:cols-1]) + "…"
+}
