@@ -21,6 +21,7 @@ import (
 	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
+	"nanohost/internal/termstyle"
 )
 
 // Exit statuses of `nanohost runs …`.
@@ -63,11 +64,12 @@ var runsListCmd = &cobra.Command{
 	Short: "List runs, newest first",
 	Long: `list prints runs newest first: id, status, group, when it started, how long it
 took, what it cost and its goal (or file). Filters combine; --status takes a
-comma-separated list of queued, running, waiting, interrupted, success, fail,
-cancelled.`,
+comma-separated list of queued, running, waiting, interrupted, succeeded,
+failed, cancelled (the words every surface shows; success and fail are
+accepted too). On a terminal the status has its colour and mark.`,
 	Example: `  nanohost runs list
   nanohost runs list --status running,waiting --group main
-  nanohost runs list --status fail --limit 5 --json | jq '.runs[].failure_reason'`,
+  nanohost runs list --status failed --limit 5 --json | jq '.runs[].failure_reason'`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		filter, err := listFilter()
@@ -232,18 +234,38 @@ func encodeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func writeRunTable(w io.Writer, runs []runs.Run, now time.Time) {
-	if len(runs) == 0 {
+func writeRunTable(w io.Writer, list []runs.Run, now time.Time) {
+	if len(list) == 0 {
 		fmt.Fprintln(w, "no runs")
 		return
 	}
+	st := termstyle.For(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tSTATUS\tGROUP\tSTARTED\tDURATION\tCOST\tGOAL")
-	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.GroupFolder,
+	fmt.Fprintf(tw, "RUN\t%s\tGROUP\tSTARTED\tDURATION\tCOST\tGOAL\n", st.Default("STATUS"))
+	for _, r := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, stateCell(st, r.Status), r.GroupFolder,
 			shortTime(r.StartedAt), formatDuration(r.Duration(now)), formatCost(r.Usage.CostUSD), clip(runTitle(r), 50))
 	}
 	tw.Flush()
+}
+
+// stateCell is a run's state in a table: the word, or on a terminal its
+// mark and word in the state's colour (every colour code has the same
+// length, so the columns stay aligned).
+func stateCell(st termstyle.Style, s runs.State) string {
+	if !st.Enabled() {
+		return string(s)
+	}
+	word := runlog.StateWord(s)
+	switch s {
+	case runs.Succeeded:
+		return st.Green(word)
+	case runs.Failed:
+		return st.Red(word)
+	case runs.Cancelled, runs.Interrupted, runs.Waiting:
+		return st.Yellow(word)
+	}
+	return st.Blue(word)
 }
 
 func runTitle(r runs.Run) string {
@@ -412,7 +434,7 @@ func writeRunDetails(w io.Writer, r runs.Run, events []engine.Event) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	line := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
 	line("Run", "%s", r.ID)
-	status := string(r.Status)
+	status := stateCell(termstyle.For(w), r.Status)
 	if r.FailureReason != "" {
 		status += " — " + r.FailureReason
 	}

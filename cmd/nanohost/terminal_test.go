@@ -106,3 +106,37 @@ func TestPipelineRunLiveLogOnATerminal(t *testing.T) {
 		t.Errorf("NO_COLOR: exit %d\n%q", plain.code, plain.stdout)
 	}
 }
+
+// runs list marks and colours each status on a terminal, keeping the
+// columns aligned; piped it prints the bare state words.
+func TestRunsListColoursStatesOnATerminal(t *testing.T) {
+	dir, _ := hostDB(t)
+	tty := runOnTerminal(t, nil, "runs", "list", "--db", filepath.Join(dir, "data", "nanohost.db"))
+	if tty.code != 0 {
+		t.Fatalf("exit %d\n%s", tty.code, tty.stdout)
+	}
+	lines := strings.Split(strings.TrimSpace(tty.stdout), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("want a header and 3 runs:\n%q", tty.stdout)
+	}
+	for i, want := range []string{"\x1b[34m▶ running\x1b[0m", "\x1b[31m✗ failed\x1b[0m", "\x1b[32m✓ succeeded\x1b[0m"} {
+		if !strings.Contains(lines[i+1], want) {
+			t.Errorf("row %d %q lacks %q", i+1, lines[i+1], want)
+		}
+	}
+	column := runeIndex(regexp.MustCompile("\x1b\\[[0-9]+m").ReplaceAllString(lines[0], ""), " GROUP") + 1
+	for _, row := range lines[1:] {
+		plain := regexp.MustCompile("\x1b\\[[0-9]+m").ReplaceAllString(row, "")
+		if runeIndex(plain, " main ")+1 != column && runeIndex(plain, " ops ")+1 != column {
+			t.Errorf("the GROUP column is not aligned (header at %d):\n%s", column, strings.Join(lines, "\n"))
+		}
+	}
+}
+
+func runeIndex(s, sub string) int {
+	i := strings.Index(s, sub)
+	if i < 0 {
+		return -10
+	}
+	return len([]rune(s[:i]))
+}

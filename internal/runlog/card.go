@@ -160,21 +160,39 @@ func (c Card) Text() string {
 // StateText is a run state with its symbol, as every surface shows it:
 // "✓ succeeded", "⏸ waiting for an answer".
 func StateText(s runs.State) string {
+	if s == runs.Waiting {
+		return StateMark(s) + " waiting for an answer"
+	}
+	return StateMark(s) + " " + string(stateOrRunning(s))
+}
+
+// StateMark is the symbol of a run state: ✓ ✗ ⊘ ⏸ … ▶.
+func StateMark(s runs.State) string {
 	switch s {
 	case runs.Succeeded:
-		return "✓ succeeded"
+		return "✓"
 	case runs.Failed:
-		return "✗ failed"
+		return "✗"
 	case runs.Cancelled:
-		return "⊘ cancelled"
-	case runs.Interrupted:
-		return "⏸ interrupted"
-	case runs.Waiting:
-		return "⏸ waiting for an answer"
+		return "⊘"
+	case runs.Interrupted, runs.Waiting:
+		return "⏸"
 	case runs.Queued:
-		return "… queued"
+		return "…"
 	}
-	return "▶ running"
+	return "▶"
+}
+
+// StateWord is a run state as a list shows it: its mark and its word,
+// "⏸ waiting".
+func StateWord(s runs.State) string { return StateMark(s) + " " + string(stateOrRunning(s)) }
+
+func stateOrRunning(s runs.State) runs.State {
+	switch s {
+	case runs.Succeeded, runs.Failed, runs.Cancelled, runs.Interrupted, runs.Waiting, runs.Queued:
+		return s
+	}
+	return runs.Running
 }
 
 // Progress renders "Implement (3/5)", or just the name when the position

@@ -48,6 +48,7 @@ func (s Style) paint(code, text string) string {
 	return "\x1b[" + code + "m" + text + "\x1b[0m"
 }
 
+// Bold, Dim and the colours paint t (and return it unchanged when off).
 func (s Style) Bold(t string) string   { return s.paint("1", t) }
 func (s Style) Dim(t string) string    { return s.paint("2", t) }
 func (s Style) Red(t string) string    { return s.paint("31", t) }
@@ -55,6 +56,11 @@ func (s Style) Green(t string) string  { return s.paint("32", t) }
 func (s Style) Yellow(t string) string { return s.paint("33", t) }
 func (s Style) Blue(t string) string   { return s.paint("34", t) }
 func (s Style) Cyan(t string) string   { return s.paint("36", t) }
+
+// Default is t in the terminal's default colour: no visible change, but
+// the same number of bytes as the colours above, so a table cell painted
+// with it lines up (text/tabwriter counts the codes) with coloured ones.
+func (s Style) Default(t string) string { return s.paint("39", t) }
 
 // Symbol is sym followed by a space when the style is on, "" when off:
 // the marks a terminal shows before a verdict ("✗ ", "✓ ").
