@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -26,6 +28,7 @@ import (
 	"nanohost/internal/pipeline/mask"
 	"nanohost/internal/pipeline/script"
 	"nanohost/internal/runs"
+	"nanohost/internal/store"
 )
 
 // Exit statuses of run and resume.
@@ -80,13 +83,17 @@ var backendFactories = map[string]func(backendOptions) (runBackend, error){
 // not given (docker keeps it out of the agents' workspace).
 var backendDefaultLogs = map[string]func(fs *pflag.FlagSet, runID string) (string, error){}
 
-// defaultLogs is --logs, else the backend's default, else ./data/runs/<run id>.
+// defaultLogs is --logs, else the backend's default, else <--data>/runs/<run
+// id>, else ./data/runs/<run id>.
 func defaultLogs(cmd *cobra.Command, f *runFlags, runID string) (string, error) {
 	if f.logs != "" {
 		return f.logs, nil
 	}
 	if def, ok := backendDefaultLogs[backendName(f)]; ok {
 		return def(cmd.Flags(), runID)
+	}
+	if f.data != "" {
+		return filepath.Join(f.data, "runs", runID), nil
 	}
 	return engine.DefaultLogsRoot(runID), nil
 }
@@ -133,6 +140,7 @@ type runFlags struct {
 	noBackoff   bool
 	asJSON      bool
 	progress    time.Duration
+	data        string
 	identityFlags
 }
 
@@ -142,8 +150,9 @@ func (f *runFlags) register(fs *pflag.FlagSet, withLogs bool) {
 	fs.StringVar(&f.answers, "answers", "", "answer human gates from `A.json` (a list of answers; an empty queue skips)")
 	fs.BoolVar(&f.autoApprove, "auto-approve", false, "answer every human gate with its first option")
 	if withLogs {
-		fs.StringVar(&f.logs, "logs", "", "run directory (default ./data/runs/<run id>; with --backend docker <state dir>/runs/<run id>)")
+		fs.StringVar(&f.logs, "logs", "", "run directory (default ./data/runs/<run id>, with --data DIR/runs/<run id>; with --backend docker <state dir>/runs/<run id>)")
 	}
+	fs.StringVar(&f.data, "data", "", "record the run in the host data directory `DIR` (its DIR/nanohost.db), so `nanohost runs` and the dashboard show it")
 	fs.BoolVar(&f.noBackoff, "no-backoff", false, "retry at once instead of backing off")
 	fs.BoolVar(&f.asJSON, "json", false, "print only the result, as JSON")
 	fs.DurationVar(&f.progress, "progress-every", time.Minute, "when stdout is not a terminal, say which stages are still running after this long without a log line (0: never)")
@@ -195,6 +204,16 @@ colour off). With --json only the result is printed:
 
 Ctrl-C stops the run at once, keeping its checkpoint for 'nanohost pipeline resume'.
 
+Where the run is recorded: always in its run directory (--logs). With
+--data DIR it is also recorded in the host database DIR/nanohost.db (created
+if need be; the run directory defaults to DIR/runs/<run id>): the run, its
+events and how it ended, so 'nanohost runs list/show/events --db
+DIR/nanohost.db' (or, for the default ./data, plain 'nanohost runs') and the
+dashboard of a host serving from DIR show it. Such a run belongs to this
+command: a host does not resume it, and the dashboard cannot cancel it.
+Without --data no database is touched: 'nanohost runs' does not list the
+run; its run directory holds everything (events.jsonl, stage files).
+
 Exit status: 0 the run succeeded; 1 it failed (or was stopped); 2 the
 pipeline is invalid (diagnostics on stderr) or the command was misused.`
 
@@ -234,7 +253,8 @@ func newPipelineRunCmd() *cobra.Command {
 			if err != nil {
 				return exitCode(exitInvalid, err)
 			}
-			return execute(cmd, &f, ids, runID, logs, func(ctx context.Context, eng *engine.Engine) (*engine.RunResult, error) {
+			record := runs.Run{ID: runID, SourceDOT: string(src), FileName: filepath.Base(name), Goal: g.Goal()}
+			return execute(cmd, &f, ids, runID, logs, record, func(ctx context.Context, eng *engine.Engine) (*engine.RunResult, error) {
 				return eng.Run(ctx, g, src, name)
 			})
 		},
@@ -268,7 +288,8 @@ directory holds no resumable run, or another process is executing it.`,
 			if err != nil {
 				return exitCode(exitInvalid, err)
 			}
-			return execute(cmd, &f, ids, cp.RunID, logs, func(ctx context.Context, eng *engine.Engine) (*engine.RunResult, error) {
+			record := runs.Run{ID: cp.RunID, SourceDOT: cp.GraphDOT, FileName: filepath.Base(cp.GraphFile)}
+			return execute(cmd, &f, ids, cp.RunID, logs, record, func(ctx context.Context, eng *engine.Engine) (*engine.RunResult, error) {
 				return eng.Resume(ctx, logs)
 			})
 		},
@@ -297,8 +318,9 @@ func (id identities) loadGraph(file string, src []byte) (*pipeline.Graph, error)
 	return g, nil
 }
 
-// execute builds the engine from the flags, runs start and reports.
-func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string, start func(context.Context, *engine.Engine) (*engine.RunResult, error)) error {
+// execute builds the engine from the flags, runs start and reports; with
+// --data it records the run (record: what is known of it) in that store.
+func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string, record runs.Run, start func(context.Context, *engine.Engine) (*engine.RunResult, error)) error {
 	backend, err := newBackend(cmd, f, ids, runID, logs)
 	if err != nil {
 		return exitCode(exitInvalid, err)
@@ -308,8 +330,16 @@ func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string
 	if err != nil {
 		return exitCode(exitInvalid, err)
 	}
+	rec, closeStore, err := recordRun(cmd.Context(), f.data, record, logs)
+	if err != nil {
+		return exitCode(exitInvalid, err)
+	}
+	defer closeStore()
 	out := cmd.OutOrStdout()
 	var observers []engine.Observer
+	if rec != nil {
+		observers = append(observers, rec)
+	}
 	if !f.asJSON {
 		fmt.Fprintf(out, "run %s — logs in %s\n", runID, logs)
 		live := newLiveLog(out, runs.VerbosityStandard, f.progress)
@@ -324,6 +354,11 @@ func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string
 		LogsRoot: logs, RunID: runID, NoBackoff: f.noBackoff,
 	})
 	res, err := start(ctx, eng)
+	if rec != nil {
+		if ferr := rec.Finish(context.WithoutCancel(ctx), res, err); ferr != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "nanohost: record how the run ended in %s: %v\n", f.data, ferr)
+		}
+	}
 	if err != nil {
 		return exitCode(exitInvalid, err)
 	}
@@ -339,6 +374,41 @@ func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string
 		return exitCode(exitRunFailed, nil)
 	}
 	return nil
+}
+
+// recordRun opens the store of the host data directory data and starts
+// recording the run there; with no data directory it records nothing.
+func recordRun(ctx context.Context, data string, run runs.Run, logs string) (*runs.Recorder, func(), error) {
+	if data == "" {
+		return nil, func() {}, nil
+	}
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("--data: %w", err)
+	}
+	st, err := store.Open(ctx, filepath.Join(data, "nanohost.db"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--data: open the database: %w", err)
+	}
+	abs, err := filepath.Abs(logs)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	run.GroupFolder, run.LogsRoot, run.StartedBy = "cli", abs, "cli:"+currentUser()
+	rec, err := runs.Record(ctx, st, run, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		st.Close()
+		return nil, nil, fmt.Errorf("--data: %w", err)
+	}
+	return rec, func() { st.Close() }, nil
+}
+
+// currentUser names who runs the command, for the run's record.
+func currentUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "unknown"
 }
 
 func newBackend(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string) (runBackend, error) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
 )
 
 // runResult is the --json contract of `pipeline run|resume`.
@@ -764,5 +765,71 @@ func TestPipelineRunLiveLogShowsAttemptsAndProgressWhenPiped(t *testing.T) {
 	quiet := runNanohostIn(t, dir, "pipeline", "run", "slow.dot", "--script", "slow.json", "--no-backoff", "--progress-every", "0")
 	if strings.Contains(quiet.stdout, "running") {
 		t.Errorf("--progress-every 0 still printed progress:\n%s", quiet.stdout)
+	}
+}
+
+// With --data the run is recorded in that host data directory's database
+// as it goes: `nanohost runs` lists it and shows its path; stopped with
+// Ctrl-C it is interrupted there, and `pipeline resume --data` continues
+// the same record to its end. Without --data no database is created.
+func TestPipelineRunRecordsTheRunWithData(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "slow.dot", slowDOT)
+	writeFile(t, dir, "slow.json", `{"nodes": {"build": [{"response": "[outcome:success]", "delay_ms": 60000}]}}`)
+	cmd := exec.Command(nanohostBin, "pipeline", "run", "slow.dot", "--script", "slow.json", "--data", "hostdata")
+	cmd.Dir = dir
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	var runID string
+	for sc.Scan() {
+		line := sc.Text()
+		if runID == "" {
+			runID = strings.Fields(line)[1]
+		}
+		if strings.Contains(line, "→ build") {
+			break
+		}
+	}
+	db := filepath.Join(dir, "hostdata", "nanohost.db")
+	if r := runNanohostIn(t, dir, "runs", "show", runID, "--db", db); !strings.Contains(r.stdout, "running") || !strings.Contains(r.stdout, "✓ plan") {
+		t.Errorf("runs show while it runs:\n%s%s", r.stdout, r.stderr)
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	_ = cmd.Wait()
+	if r := runNanohostIn(t, dir, "runs", "list", "--db", db); !strings.Contains(r.stdout, runID) || !strings.Contains(r.stdout, "interrupted") || !strings.Contains(r.stdout, "cli") {
+		t.Errorf("runs list after Ctrl-C:\n%s%s", r.stdout, r.stderr)
+	}
+	logs := filepath.Join("hostdata", "runs", runID)
+	writeFile(t, dir, "fast.json", `{"default": "[outcome:success]"}`)
+	r := runNanohostIn(t, dir, "pipeline", "resume", logs, "--script", "fast.json", "--data", "hostdata")
+	if r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runNanohostIn(t, dir, "runs", "show", runID, "--db", db, "--json")
+	var shown struct {
+		Run    runs.Run `json:"run"`
+		Events int      `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	if shown.Run.Status != runs.Succeeded || shown.Run.ChatID != runs.TerminalChat || shown.Run.FileName != "slow.dot" ||
+		shown.Run.Goal != "Try it" || shown.Events == 0 || int64(shown.Events) != shown.Run.LastSeq {
+		t.Errorf("recorded run after the resume: %+v (%d events)", shown.Run, shown.Events)
+	}
+
+	plain := t.TempDir()
+	writeFile(t, plain, "slow.dot", slowDOT)
+	if r := runNanohostIn(t, plain, "pipeline", "run", "slow.dot", "--backend", "sim"); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(plain, "data", "nanohost.db")); err == nil {
+		t.Error("a run without --data created a database")
 	}
 }

@@ -223,8 +223,8 @@ func (s *Service) ResumeUnfinished(ctx context.Context) error {
 		return fmt.Errorf("list unfinished runs: %w", err)
 	}
 	for _, run := range list {
-		if s.isActive(run.ID) {
-			continue
+		if s.isActive(run.ID) || run.ChatID == TerminalChat {
+			continue // the command line that started it resumes it
 		}
 		if err := s.resume(run); err != nil {
 			s.log.Error("resume run", "run", run.ID, "err", err)

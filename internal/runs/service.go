@@ -229,6 +229,9 @@ func (s *Service) Cancel(ctx context.Context, runID string, who Principal) error
 	if run.Status.Finished() {
 		return fmt.Errorf("run %s %w as %s", runID, ErrRunEnded, run.Status)
 	}
+	if err := onTheCommandLine(run); err != nil {
+		return err
+	}
 	s.log.Info("run cancel requested", "run", runID, "by", who.String())
 	if ar, ok := s.activeRun(runID); ok {
 		engine.Cancel(ar.cancel, who.User)
@@ -269,7 +272,19 @@ func (s *Service) Resume(ctx context.Context, runID string, who Principal) error
 	case s.isActive(runID):
 		return fmt.Errorf("run %s: %w", runID, ErrRunActive)
 	}
+	if err := onTheCommandLine(run); err != nil {
+		return err
+	}
 	return s.resume(run)
+}
+
+// onTheCommandLine refuses to control a run the command line executes.
+func onTheCommandLine(run Run) error {
+	if run.ChatID != TerminalChat {
+		return nil
+	}
+	return fmt.Errorf("%w: run %s runs in `nanohost pipeline run` on the command line: stop it there (Ctrl-C) and continue it with `nanohost pipeline resume %s`",
+		ErrNotAllowed, run.ID, run.LogsRoot)
 }
 
 // Status is where a run is.
