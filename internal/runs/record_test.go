@@ -74,7 +74,9 @@ func TestRecorderKeepsACommandLineRunInTheStore(t *testing.T) {
 	}
 	eng = engine.New(engine.Config{Backend: script.Sim{}, Interviewer: interview.AutoApprove{}, Observers: []engine.Observer{rec},
 		LogsRoot: logs, RunID: run.ID, NoFsync: true, Logger: quiet,
-		Loader: func(file string, src []byte) (*pipeline.Graph, error) { return frontend.Parse(file, src, frontend.Options{}) }})
+		Loader: func(file string, src []byte) (*pipeline.Graph, error) {
+			return frontend.Parse(file, src, frontend.Options{})
+		}})
 	res, err = eng.Resume(ctx, logs)
 	if err := rec.Finish(ctx, res, err); err != nil {
 		t.Fatal(err)
