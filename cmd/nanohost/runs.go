@@ -49,11 +49,12 @@ var runsFlags struct {
 var runsCmd = &cobra.Command{
 	Use:   "runs",
 	Short: "List pipeline runs and inspect their metadata and events (reads the host's database)",
-	Long: `runs reads the host's SQLite database (read-only; safe while ` + "`nanohost serve`" + ` runs)
+	Long: `runs reads the host's database (read-only; safe while ` + "`nanohost serve`" + ` runs)
 and shows pipeline runs: their status, path through the graph, cost and events.
 
-The database is --db, else the one the configuration names (nanohost.yaml,
-NANOHOST_DATA_DIR), else ` + defaultDBPath + `.
+The database is --db (a SQLite file, or a postgres:// URL), else the one the
+configuration names (store.url / NANOHOST_STORE_URL, else the SQLite file of
+nanohost.yaml or NANOHOST_DATA_DIR), else ` + defaultDBPath + `.
 
 Exit status: 0 ok; 1 no database, no such run, or the database could not be
 read; 2 bad flag values.`,
@@ -160,7 +161,7 @@ until the run succeeds, fails or is cancelled (Ctrl-C stops earlier).
 }
 
 func init() {
-	runsCmd.PersistentFlags().StringVar(&runsFlags.db, "db", "", "SQLite database of the host (default: from the configuration, else "+defaultDBPath+")")
+	runsCmd.PersistentFlags().StringVar(&runsFlags.db, "db", "", "the host's database: a SQLite file or a postgres:// URL (default: from the configuration, else "+defaultDBPath+")")
 	runsCmd.PersistentFlags().BoolVar(&runsFlags.json, "json", false, "print JSON instead of tables")
 	runsListCmd.Flags().StringSliceVar(&runsFlags.statuses, "status", nil, "only runs with these statuses (comma-separated)")
 	runsListCmd.Flags().StringVar(&runsFlags.group, "group", "", "only runs of this group folder")
@@ -196,7 +197,7 @@ func dbPath() string {
 		return runsFlags.db
 	}
 	if cfg, err := config.Load(""); err == nil {
-		return cfg.DatabasePath()
+		return cfg.StoreURL()
 	}
 	return defaultDBPath
 }

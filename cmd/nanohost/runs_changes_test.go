@@ -64,7 +64,7 @@ func changesDB(t *testing.T) string {
 		t.Fatalf("run: %v %+v", err, res)
 	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(dir, "data", "nanohost.db"))
+	st, err := store.Open(ctx, dbOf(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"nanohost/internal/store/storetest"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,6 +24,9 @@ func runNanohostIn(t *testing.T, dir string, args ...string) cliResult {
 	cmd := exec.Command(nanohostBin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(cmd.Environ(), "TZ=UTC")
+	if u, ok := storetest.Known(dir); ok { // NANOHOST_TEST_STORE=postgres: the database hostDB filled
+		cmd.Env = append(cmd.Env, "NANOHOST_STORE_URL="+u)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -38,13 +42,23 @@ func runNanohostIn(t *testing.T, dir string, args ...string) cliResult {
 
 var t0 = time.Date(2026, 2, 28, 10, 0, 0, 0, time.UTC)
 
+// dbOf is where the host serving from dir/data keeps its database: the
+// SQLite file, or with NANOHOST_TEST_STORE=postgres a PostgreSQL database
+// (which runNanohostIn points the CLI at).
+func dbOf(t *testing.T, dir string) string {
+	if u, ok := storetest.PostgresFor(t, dir); ok {
+		return u
+	}
+	return filepath.Join(dir, "data", "nanohost.db")
+}
+
 // hostDB is a database as a running host leaves it, in dir/data/nanohost.db:
 // a finished run with retries and a gate, a failed one, a running one.
 func hostDB(t *testing.T) (dir string, st *store.Store) {
 	t.Helper()
 	dir = t.TempDir()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(dir, "data", "nanohost.db"))
+	st, err := store.Open(ctx, dbOf(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,6 +346,9 @@ func TestRunsEventsFollow(t *testing.T) {
 	ctx := context.Background()
 	cmd := exec.Command(nanohostBin, "runs", "events", "run-live", "--follow", "--json", "--interval", "20ms")
 	cmd.Dir = dir
+	if u, ok := storetest.Known(dir); ok {
+		cmd.Env = append(cmd.Environ(), "NANOHOST_STORE_URL="+u)
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

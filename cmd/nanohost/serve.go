@@ -31,6 +31,9 @@ embedded defaults: data in ./data (SQLite data/nanohost.db), the console chat
 on this terminal (when Slack is not configured) and the Docker runtime
 (runtime.kind: kubernetes runs the agents as pods; see docs/kubernetes.md).
 
+With store.url (NANOHOST_STORE_URL) naming a PostgreSQL database, the host
+keeps its state there instead of SQLite.
+
 It refuses to start when the configuration has a blocking problem, or the
 Kubernetes cluster cannot run its pods, and says how to fix it. SIGINT/SIGTERM stop it gracefully: runs stop at a safe point,
 are marked interrupted, and resume from their checkpoints on the next start.`,
@@ -107,7 +110,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
-	st, err := store.Open(ctx, cfg.DatabasePath())
+	st, err := store.Open(ctx, cfg.StoreURL())
 	if err != nil {
 		return fmt.Errorf("open the database: %w", err)
 	}

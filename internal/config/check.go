@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Problem is one thing wrong with a configuration, with how to fix it.
@@ -79,6 +80,7 @@ func (c *Config) check() []Problem {
 	if !oneOf(c.Log.Format, "text", "json") {
 		add(true, "log.format", fmt.Sprintf("%q is not a format", c.Log.Format), "use text or json")
 	}
+	ps = append(ps, c.checkStore()...)
 	ps = append(ps, c.checkHTTP()...)
 	ps = append(ps, c.checkRuntime()...)
 	ps = append(ps, c.checkLimits()...)
@@ -89,6 +91,28 @@ func (c *Config) check() []Problem {
 	ps = append(ps, maskProblems...)
 	if !oneOf(c.Pipelines.DefaultVerbosity, "minimal", "standard", "verbose") {
 		add(true, "pipelines.default_verbosity", fmt.Sprintf("%q is not a verbosity", c.Pipelines.DefaultVerbosity), "use minimal, standard or verbose")
+	}
+	return ps
+}
+
+var replicaName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+func (c *Config) checkStore() []Problem {
+	var ps []Problem
+	if u := c.Store.URL.Reveal(); u != "" {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "postgres" && p.Scheme != "postgresql") || p.Host == "" {
+			ps = append(ps, Problem{"store.url", "is not a postgres:// URL",
+				"use postgres://USER:PASSWORD@HOST:5432/DATABASE (or unset it for SQLite at database)", true})
+		}
+	}
+	if id := c.ReplicaID(); !replicaName.MatchString(id) {
+		ps = append(ps, Problem{"replica.id", fmt.Sprintf("%q is not a replica name", id),
+			"use up to 63 letters, digits, '.', '-' or '_' (or NANOHOST_REPLICA_ID)", true})
+	}
+	if c.Replica.LeaseTTL < 2*time.Second || c.Replica.LeaseTTL > 10*time.Minute {
+		ps = append(ps, Problem{"replica.lease_ttl", fmt.Sprintf("%s is out of range", c.Replica.LeaseTTL),
+			"use 2s to 10m; 8s (the default) resumes a dead replica's runs within ~10s", true})
 	}
 	return ps
 }

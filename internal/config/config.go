@@ -7,6 +7,7 @@ package config
 import (
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -18,8 +19,13 @@ import (
 type Config struct {
 	// DataDir holds the database, group folders, IPC directories and run logs.
 	DataDir string `yaml:"data_dir"`
-	// Database is the SQLite file (default <data_dir>/nanohost.db).
+	// Database is the SQLite file (default <data_dir>/nanohost.db), used
+	// unless Store.URL names a PostgreSQL database.
 	Database string `yaml:"database"`
+	// Store selects PostgreSQL, which several replicas share.
+	Store Store `yaml:"store"`
+	// Replica names this host among the replicas sharing Store.
+	Replica Replica `yaml:"replica"`
 
 	Log       Log       `yaml:"log"`
 	HTTP      HTTP      `yaml:"http"`
@@ -49,6 +55,27 @@ type Config struct {
 	readProblems []Problem
 	lines        positions
 	fromEnv      map[string]string
+}
+
+// Store selects the database. Empty: SQLite at Database (one host).
+type Store struct {
+	// URL is a postgres:// (or postgresql://) URL: several `nanohost serve`
+	// replicas share runs through it (docs/scaling.md). It may carry a
+	// password, so it never prints.
+	URL Secret `yaml:"url"`
+}
+
+// Replica configures this host as one of several sharing a PostgreSQL
+// store.
+type Replica struct {
+	// ID names the replica in leases, /healthz and `runs list` (default:
+	// the machine's host name). Each replica needs its own; a second
+	// process with the id of a live replica refuses to start.
+	ID string `yaml:"id"`
+	// LeaseTTL is how long a replica's claim on a run lasts without being
+	// renewed: a replica that dies has its runs taken over within about
+	// this long (renewed every LeaseTTL/4).
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
 }
 
 // Log configures structured logging.
@@ -164,6 +191,7 @@ func Defaults() *Config {
 			MaxContainers: 5, Memory: "2g", CPUs: 1, Pids: 512, Network: "bridge",
 			IdleTimeout: 10 * time.Minute,
 		},
+		Replica:      Replica{LeaseTTL: 8 * time.Second},
 		Console:      Console{Enabled: "auto"},
 		IPC:          IPC{Rescan: 2 * time.Second, PipelinesPerHour: 30, MessagesPerMinute: 30, MaxRequestBytes: 2 << 20},
 		Pipelines:    Pipelines{DefaultVerbosity: "standard", MaxConcurrentRuns: 20, RecordChanges: true},
@@ -177,6 +205,29 @@ func (c *Config) DatabasePath() string {
 		return c.Database
 	}
 	return filepath.Join(c.DataDir, "nanohost.db")
+}
+
+// StoreURL is what the store opens: Store.URL (PostgreSQL) when set, else
+// the SQLite file DatabasePath.
+func (c *Config) StoreURL() string {
+	if u := c.Store.URL.Reveal(); u != "" {
+		return u
+	}
+	return c.DatabasePath()
+}
+
+// SharedStore reports whether the store is PostgreSQL, shared by replicas.
+func (c *Config) SharedStore() bool { return c.Store.URL != "" }
+
+// ReplicaID is Replica.ID, defaulting to the machine's host name.
+func (c *Config) ReplicaID() string {
+	if c.Replica.ID != "" {
+		return c.Replica.ID
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "nanohost"
 }
 
 // DashboardURL is where people reach the dashboard: http.public_url, else

@@ -410,3 +410,43 @@ func TestDashboardURL(t *testing.T) {
 		t.Errorf("a public_url that is not http(s) is not refused: %v", c.Check())
 	}
 }
+
+// store.url selects PostgreSQL (from the environment too), never prints,
+// and config check names what is wrong with it and with the replica
+// settings.
+func TestStoreAndReplicaSettings(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("NANOHOST_STORE_URL", "postgres://nano:s3cret@db:5432/nanohost")
+	t.Setenv("NANOHOST_REPLICA_ID", "replica-b")
+	t.Setenv("NANOHOST_LEASE_TTL", "5s")
+	c, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.SharedStore() || c.StoreURL() != "postgres://nano:s3cret@db:5432/nanohost" {
+		t.Errorf("store: shared %v, url %q", c.SharedStore(), c.StoreURL())
+	}
+	if c.ReplicaID() != "replica-b" || c.Replica.LeaseTTL != 5*time.Second {
+		t.Errorf("replica: %q, lease ttl %s", c.ReplicaID(), c.Replica.LeaseTTL)
+	}
+	if strings.Contains(c.Store.URL.String(), "s3cret") {
+		t.Errorf("the store URL prints: %s", c.Store.URL)
+	}
+
+	d := Defaults()
+	if d.SharedStore() || d.StoreURL() != filepath.Join("data", "nanohost.db") || d.ReplicaID() == "" {
+		t.Errorf("defaults: shared %v, url %q, replica %q", d.SharedStore(), d.StoreURL(), d.ReplicaID())
+	}
+	d.Store.URL = "mysql://db/x"
+	d.Replica.ID = "no spaces please"
+	d.Replica.LeaseTTL = time.Second
+	got := map[string]Problem{}
+	for _, p := range d.Check() {
+		got[p.Field] = p
+	}
+	for _, field := range []string{"store.url", "replica.id", "replica.lease_ttl"} {
+		if p, ok := got[field]; !ok || !p.Blocking || p.Fix == "" {
+			t.Errorf("%s: %+v, want a blocking problem with a fix", field, p)
+		}
+	}
+}

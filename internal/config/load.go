@@ -78,8 +78,13 @@ type envOverride struct {
 
 // envOverrides maps environment variables to the settings they override.
 var envOverrides = map[string]envOverride{
-	"NANOHOST_DATA_DIR":       {"data_dir", func(c *Config, v string) error { c.DataDir = v; return nil }},
-	"NANOHOST_DATABASE":       {"database", func(c *Config, v string) error { c.Database = v; return nil }},
+	"NANOHOST_DATA_DIR":   {"data_dir", func(c *Config, v string) error { c.DataDir = v; return nil }},
+	"NANOHOST_DATABASE":   {"database", func(c *Config, v string) error { c.Database = v; return nil }},
+	"NANOHOST_STORE_URL":  {"store.url", func(c *Config, v string) error { c.Store.URL = Secret(v); return nil }},
+	"NANOHOST_REPLICA_ID": {"replica.id", func(c *Config, v string) error { c.Replica.ID = v; return nil }},
+	"NANOHOST_LEASE_TTL": {"replica.lease_ttl", func(c *Config, v string) error {
+		return setDuration(&c.Replica.LeaseTTL, "NANOHOST_LEASE_TTL", v)
+	}},
 	"NANOHOST_LOG_LEVEL":      {"log.level", func(c *Config, v string) error { c.Log.Level = v; return nil }},
 	"NANOHOST_LOG_FORMAT":     {"log.format", func(c *Config, v string) error { c.Log.Format = v; return nil }},
 	"NANOHOST_HTTP_LISTEN":    {"http.listen", func(c *Config, v string) error { c.HTTP.Listen = v; return nil }},

@@ -22,7 +22,10 @@ import (
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
+	"nanohost/internal/store/storetest"
 )
+
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
 // agentFunc answers an agent request; it may block until ctx ends.
 type agentFunc func(ctx context.Context, req engine.Request) (engine.Result, error)
@@ -153,7 +156,10 @@ func launch(t *testing.T, s hostSetup) *testHost {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, cfg.DatabasePath())
+	if u, ok := storetest.PostgresFor(t, s.dir); ok {
+		cfg.Store.URL = config.Secret(u)
+	}
+	st, err := store.Open(ctx, cfg.StoreURL())
 	if err != nil {
 		t.Fatal(err)
 	}

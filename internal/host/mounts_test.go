@@ -12,6 +12,7 @@ import (
 	"nanohost/internal/config"
 	"nanohost/internal/mounts"
 	"nanohost/internal/store"
+	"nanohost/internal/store/storetest"
 )
 
 // newMountsHost makes (without running) a host whose group "team" asks for
@@ -39,7 +40,7 @@ func newMountsHost(t *testing.T, mounts ...string) (*Host, string, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(context.Background(), cfg.DatabasePath())
+	st, err := store.Open(context.Background(), storetest.URL(t, cfg.DataDir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +21,7 @@ import (
 	"nanohost/internal/pipeline/script"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
+	"nanohost/internal/store/storetest"
 )
 
 // The service on real parts: a SQLite store, the engine over the script
@@ -29,8 +30,11 @@ import (
 type fixture struct {
 	t       *testing.T
 	st      *store.Store
+	url     string // where st is: a SQLite file, or PostgreSQL (NANOHOST_TEST_STORE=postgres)
 	service *runs.Service
 }
+
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
 // web and chat are the principals of the tests: the dashboard's operator
 // and a chat user (the console endpoint stands for any chat).
@@ -41,7 +45,8 @@ var (
 
 func newFixture(t *testing.T, policies runs.Policies) *fixture {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "nanohost.db"))
+	url := storetest.URL(t, t.TempDir())
+	st, err := store.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +68,7 @@ func newFixture(t *testing.T, policies runs.Policies) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { service.Shutdown(10 * time.Second) })
-	return &fixture{t: t, st: st, service: service}
+	return &fixture{t: t, st: st, url: url, service: service}
 }
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -265,7 +270,7 @@ func TestAnAnswerWrittenElsewhereIsTaken(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
 	run, g := f.start(gateDOT)
-	other, err := store.Open(ctx, f.st.Path())
+	other, err := store.Open(ctx, f.url)
 	if err != nil {
 		t.Fatal(err)
 	}

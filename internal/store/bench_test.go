@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"nanohost/internal/runs"
@@ -194,8 +193,8 @@ func seedRunsFast(b *testing.B, s *Store, n int) {
 	ctx := context.Background()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cycle := []runs.State{runs.Succeeded, runs.Failed, runs.Running, runs.Queued, runs.Succeeded, runs.Succeeded, runs.Cancelled, runs.Succeeded}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO runs (id, group_folder, chat_id, source_dot, status, created_at, started_at)
+	err := s.write(ctx, func(tx *txn) error {
+		stmt, err := tx.tx.PrepareContext(ctx, `INSERT INTO runs (id, group_folder, chat_id, source_dot, status, created_at, started_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
@@ -218,7 +217,7 @@ func seedRunsFast(b *testing.B, s *Store, n int) {
 		b.Fatal(err)
 	}
 	// Statistics, as PRAGMA optimize on Close would leave them.
-	if _, err := s.writer.Exec("ANALYZE"); err != nil {
+	if _, err := s.writer.db.Exec("ANALYZE"); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -16,56 +16,57 @@ import (
 // transactions) and readers tailing the logs, all at once. Every call must
 // succeed: no SQLITE_BUSY, no lost or reordered event.
 func TestConcurrentWritersNeverBusy(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	const (
-		runs          = 4
-		writersPerRun = 4
-		eventsPerW    = 100 // per writer; writer w owns seqs w*eventsPerW+1 …
-	)
-	for r := range runs {
-		createTestRun(t, s, fmt.Sprintf("run-%d", r))
-	}
+	eachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		const (
+			runs          = 4
+			writersPerRun = 4
+			eventsPerW    = 100 // per writer; writer w owns seqs w*eventsPerW+1 …
+		)
+		for r := range runs {
+			createTestRun(t, s, fmt.Sprintf("run-%d", r))
+		}
 
-	var wg sync.WaitGroup
-	errs := make(chan error, 1024)
-	for r := range runs {
-		runID := fmt.Sprintf("run-%d", r)
-		for w := range writersPerRun {
-			wg.Go(func() { errs <- appendRange(ctx, s, runID, int64(w*eventsPerW), eventsPerW, w%2 == 0) })
+		var wg sync.WaitGroup
+		errs := make(chan error, 1024)
+		for r := range runs {
+			runID := fmt.Sprintf("run-%d", r)
+			for w := range writersPerRun {
+				wg.Go(func() { errs <- appendRange(ctx, s, runID, int64(w*eventsPerW), eventsPerW, w%2 == 0) })
+			}
+			wg.Go(func() { errs <- deliverLoop(ctx, s, runID, runs*writersPerRun*eventsPerW/runs) })
+			wg.Go(func() { errs <- tailLoop(ctx, s, runID) })
 		}
-		wg.Go(func() { errs <- deliverLoop(ctx, s, runID, runs*writersPerRun*eventsPerW/runs) })
-		wg.Go(func() { errs <- tailLoop(ctx, s, runID) })
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
-	}
-
-	want := int64(writersPerRun * eventsPerW)
-	for r := range runs {
-		runID := fmt.Sprintf("run-%d", r)
-		events, err := s.Events(ctx, runID, 0, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if int64(len(events)) != want {
-			t.Errorf("%s: %d events stored, want %d", runID, len(events), want)
-			continue
-		}
-		for i, e := range events {
-			if e.Seq != int64(i+1) {
-				t.Errorf("%s: event %d has seq %d: log out of order or with holes", runID, i, e.Seq)
-				break
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Error(err)
 			}
 		}
-		if last, _ := s.LastEventSeq(ctx, runID); last != want {
-			t.Errorf("%s: last seq %d, want %d", runID, last, want)
+
+		want := int64(writersPerRun * eventsPerW)
+		for r := range runs {
+			runID := fmt.Sprintf("run-%d", r)
+			events, err := s.Events(ctx, runID, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(len(events)) != want {
+				t.Errorf("%s: %d events stored, want %d", runID, len(events), want)
+				continue
+			}
+			for i, e := range events {
+				if e.Seq != int64(i+1) {
+					t.Errorf("%s: event %d has seq %d: log out of order or with holes", runID, i, e.Seq)
+					break
+				}
+			}
+			if last, _ := s.LastEventSeq(ctx, runID); last != want {
+				t.Errorf("%s: last seq %d, want %d", runID, last, want)
+			}
 		}
-	}
+	})
 }
 
 // appendRange appends seqs from+1 … from+n, singly or in batches of 10.

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
-
 	"nanohost/internal/pipeline/engine"
 )
 
@@ -58,12 +56,12 @@ func (s *Store) insertEvents(ctx context.Context, events []engine.Event, payload
 		return 0, ErrReadOnly
 	}
 	if len(events) == 1 {
-		return insertEvent(ctx, s.writer, events[0], payloads[0])
+		return s.insertEvent(ctx, s.writer, events[0], payloads[0])
 	}
 	inserted := 0
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		for i, e := range events {
-			n, err := insertEvent(ctx, tx, e, payloads[i])
+			n, err := s.insertEvent(ctx, tx, e, payloads[i])
 			if err != nil {
 				return err
 			}
@@ -74,13 +72,9 @@ func (s *Store) insertEvents(ctx context.Context, events []engine.Event, payload
 	return inserted, err
 }
 
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
-func insertEvent(ctx context.Context, db execer, e engine.Event, payload []byte) (int, error) {
-	res, err := db.ExecContext(ctx, insertEventSQL, e.RunID, e.Seq, string(e.Type), e.NodeID, encTime(e.Time), payload)
-	if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
+func (s *Store) insertEvent(ctx context.Context, db execer, e engine.Event, payload []byte) (int, error) {
+	res, err := db.ExecContext(ctx, insertEventSQL, e.RunID, e.Seq, string(e.Type), e.NodeID, encTime(e.Time), string(payload))
+	if s.violated(err, foreignKeyViolation) {
 		return 0, fmt.Errorf("run %q: %w", e.RunID, ErrNotFound)
 	}
 	if err != nil {
@@ -120,11 +114,8 @@ func encodeEvents(events []engine.Event) ([][]byte, error) {
 // Events returns a run's events with seq > afterSeq, in seq order, at most
 // limit of them (limit <= 0: all). An unknown run has no events.
 func (s *Store) Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error) {
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
-	}
 	rows, err := s.reader.QueryContext(ctx, `SELECT payload FROM run_events
-		WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, afterSeq, limit)
+		WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, afterSeq, s.limit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("events of run %s: %w", runID, err)
 	}
@@ -193,21 +184,26 @@ func (s *Store) LastEventSeq(ctx context.Context, runID string) (int64, error) {
 // The watermark only moves forward (an older seq is a no-op), and cannot
 // pass the last stored event: store first, then deliver.
 func (s *Store) SetDelivered(ctx context.Context, runID string, seq int64) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
+		// One statement: the check and the move see the same row.
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET last_delivered_seq =
+			CASE WHEN last_delivered_seq < ? THEN ? ELSE last_delivered_seq END
+			WHERE id = ? AND last_seq >= ?`, seq, seq, runID, seq)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
 		var last int64
-		err := tx.QueryRowContext(ctx, `SELECT last_seq FROM runs WHERE id = ?`, runID).Scan(&last)
+		err = tx.QueryRowContext(ctx, `SELECT last_seq FROM runs WHERE id = ?`, runID).Scan(&last)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("run %q: %w", runID, ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
-		if seq > last {
-			return fmt.Errorf("seq %d is beyond the run's last stored event %d (append events before delivering them)", seq, last)
-		}
-		_, err = tx.ExecContext(ctx,
-			`UPDATE runs SET last_delivered_seq = max(last_delivered_seq, ?) WHERE id = ?`, seq, runID)
-		return err
+		return fmt.Errorf("seq %d is beyond the run's last stored event %d (append events before delivering them)", seq, last)
 	})
 	if err != nil {
 		return fmt.Errorf("set delivered seq of run %s: %w", runID, err)
@@ -218,12 +214,9 @@ func (s *Store) SetDelivered(ctx context.Context, runID string, seq int64) error
 // Undelivered returns the run's events above its delivered watermark, in
 // seq order, at most limit of them (limit <= 0: all).
 func (s *Store) Undelivered(ctx context.Context, runID string, limit int) ([]engine.Event, error) {
-	if limit <= 0 {
-		limit = -1
-	}
 	// One statement, so the watermark and the events come from one snapshot.
 	rows, err := s.reader.QueryContext(ctx, `SELECT e.payload FROM run_events e JOIN runs r ON r.id = e.run_id
-		WHERE e.run_id = ? AND e.seq > r.last_delivered_seq ORDER BY e.seq LIMIT ?`, runID, limit)
+		WHERE e.run_id = ? AND e.seq > r.last_delivered_seq ORDER BY e.seq LIMIT ?`, runID, s.limit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("undelivered events of run %s: %w", runID, err)
 	}

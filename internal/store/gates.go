@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
-
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 )
@@ -37,8 +35,10 @@ func (s *Store) OpenGate(ctx context.Context, g runs.Gate) (stored runs.Gate, pr
 	if err != nil {
 		return runs.Gate{}, nil, fmt.Errorf("open gate %s/%s: encode choices: %w", g.RunID, g.GateID, err)
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		old, err := getGate(ctx, tx, g.RunID, g.GateID)
+	err = s.write(ctx, func(tx *txn) error {
+		// Locked until the posting is replaced: an answer to the old
+		// posting waits, then finds the new nonce and is refused as stale.
+		old, err := s.getGate(ctx, tx, g.RunID, g.GateID, s.b.forUpdate())
 		switch {
 		case err == nil && (old.Status == runs.GateAnswered || old.Status == runs.GateTimedOut):
 			stored = old
@@ -57,13 +57,13 @@ func (s *Store) OpenGate(ctx context.Context, g runs.Gate) (stored runs.Gate, pr
 				status = 'open', option_index = 0, answer = '', answered_by = '', answered_at = NULL`,
 			g.RunID, g.GateID, g.NodeID, g.Text, string(choices), string(g.Type), g.Approvers, g.TimeoutSeconds,
 			g.Nonce, encTime(g.AskedAt))
-		if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
+		if s.violated(err, foreignKeyViolation) {
 			return runNotFound(g.RunID)
 		}
 		if err != nil {
 			return err
 		}
-		stored, err = getGate(ctx, tx, g.RunID, g.GateID)
+		stored, err = s.getGate(ctx, tx, g.RunID, g.GateID, "")
 		return err
 	})
 	if err != nil {
@@ -101,7 +101,7 @@ func (s *Store) AnswerGate(ctx context.Context, runID, gateID, nonce string, opt
 		return false, runs.Gate{}, fmt.Errorf("answer gate %s/%s: empty answer", runID, gateID)
 	}
 	now := encTime(time.Now())
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE gates SET status = 'answered', option_index = ?, answer = ?,
 			answered_by = ?, answered_at = ? WHERE run_id = ? AND gate_id = ? AND nonce = ? AND status = 'open'`,
 			option, answer, by, now, runID, gateID, nonce)
@@ -110,7 +110,7 @@ func (s *Store) AnswerGate(ctx context.Context, runID, gateID, nonce string, opt
 		}
 		n, _ := res.RowsAffected()
 		accepted = n == 1
-		current, err = getGate(ctx, tx, runID, gateID)
+		current, err = s.getGate(ctx, tx, runID, gateID, "")
 		return err
 	})
 	if err != nil {
@@ -128,7 +128,7 @@ func (s *Store) CloseGate(ctx context.Context, runID, gateID, nonce string, stat
 		return false, runs.Gate{}, fmt.Errorf("close gate %s/%s: state %q (want timed_out or withdrawn)", runID, gateID, status)
 	}
 	now := encTime(time.Now())
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE gates SET status = ?, answered_at = ?
 			WHERE run_id = ? AND gate_id = ? AND nonce = ? AND status = 'open'`, status, now, runID, gateID, nonce)
 		if err != nil {
@@ -136,7 +136,7 @@ func (s *Store) CloseGate(ctx context.Context, runID, gateID, nonce string, stat
 		}
 		n, _ := res.RowsAffected()
 		closed = n == 1
-		current, err = getGate(ctx, tx, runID, gateID)
+		current, err = s.getGate(ctx, tx, runID, gateID, "")
 		return err
 	})
 	if err != nil {
@@ -149,7 +149,7 @@ func (s *Store) CloseGate(ctx context.Context, runID, gateID, nonce string, stat
 // or ended) and returns how many it withdrew.
 func (s *Store) WithdrawOpenGates(ctx context.Context, runID string) (int, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE gates SET status = 'withdrawn', answered_at = ?
 			WHERE run_id = ? AND status = 'open'`, encTime(time.Now()), runID)
 		if err != nil {
@@ -168,7 +168,7 @@ func (s *Store) WithdrawOpenGates(ctx context.Context, runID string) (int, error
 // gate, so a reply or button click on that message finds it. A posting
 // replaced meanwhile is left alone (ErrNotFound).
 func (s *Store) SetGateMessage(ctx context.Context, runID, gateID, nonce, messageTS string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE gates SET message_ts = ? WHERE run_id = ? AND gate_id = ? AND nonce = ?`,
 			messageTS, runID, gateID, nonce)
 		if err != nil {
@@ -202,9 +202,10 @@ func scanGate(row rowScanner) (runs.Gate, error) {
 	return g, nil
 }
 
-func getGate(ctx context.Context, q queryer, runID, gateID string) (runs.Gate, error) {
+// getGate reads one gate; lock is "" or the backend's forUpdate.
+func (s *Store) getGate(ctx context.Context, q queryer, runID, gateID, lock string) (runs.Gate, error) {
 	g, err := scanGate(q.QueryRowContext(ctx,
-		`SELECT `+gateColumns+` FROM gates g WHERE g.run_id = ? AND g.gate_id = ?`, runID, gateID))
+		`SELECT `+gateColumns+` FROM gates g WHERE g.run_id = ? AND g.gate_id = ?`+lock, runID, gateID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return runs.Gate{}, gateNotFound(runID, gateID)
 	}
@@ -213,7 +214,7 @@ func getGate(ctx context.Context, q queryer, runID, gateID string) (runs.Gate, e
 
 // GetGate returns one gate.
 func (s *Store) GetGate(ctx context.Context, runID, gateID string) (runs.Gate, error) {
-	g, err := getGate(ctx, s.reader, runID, gateID)
+	g, err := s.getGate(ctx, s.reader, runID, gateID, "")
 	if err != nil {
 		return runs.Gate{}, fmt.Errorf("get gate: %w", err)
 	}

@@ -8,8 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/mattn/go-sqlite3"
 )
 
 // Chat is a conversation the host has seen on a channel: a Slack channel
@@ -47,7 +45,7 @@ func (s *Store) UpsertChat(ctx context.Context, c Chat) error {
 		return fmt.Errorf("upsert chat: ID and Channel are required (got %q, %q)", c.ID, c.Channel)
 	}
 	now := encTime(time.Now())
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO chats (chat_id, channel, name, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (chat_id) DO UPDATE SET channel = excluded.channel, name = excluded.name,
@@ -108,10 +106,10 @@ func (s *Store) LinkChat(ctx context.Context, chatID, folder string) error {
 	if folder != "" {
 		target = folder
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE chats SET group_folder = ?, updated_at = ? WHERE chat_id = ?`,
 			target, encTime(time.Now()), chatID)
-		if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
+		if s.violated(err, foreignKeyViolation) {
 			return fmt.Errorf("group %q: %w", folder, ErrNotFound)
 		}
 		if err != nil {
@@ -135,10 +133,10 @@ func (s *Store) CreateGroup(ctx context.Context, g Group) error {
 	if g.CreatedAt.IsZero() {
 		g.CreatedAt = time.Now()
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO groups (folder, name, chat_id, trigger_pattern, is_main, created_at)
 			VALUES (?, ?, ?, ?, ?, ?)`, g.Folder, g.Name, g.ChatID, g.Trigger, g.IsMain, encTime(g.CreatedAt))
-		if err := explainGroupConstraint(err, g); err != nil {
+		if err := s.explainGroupConstraint(err, g); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE chats SET group_folder = ?, updated_at = ? WHERE chat_id = ?`,
@@ -161,18 +159,19 @@ func checkGroup(g Group) error {
 	return nil
 }
 
-func explainGroupConstraint(err error, g Group) error {
-	var se sqlite3.Error
-	if !errors.As(err, &se) {
-		return err
+func (s *Store) explainGroupConstraint(err error, g Group) error {
+	if err == nil {
+		return nil
 	}
-	switch se.ExtendedCode {
-	case sqlite3.ErrConstraintPrimaryKey:
+	kind, constraint := s.b.violation(err)
+	switch kind {
+	case primaryKeyViolation:
 		return fmt.Errorf("group %q: %w", g.Folder, ErrExists)
-	case sqlite3.ErrConstraintForeignKey:
+	case foreignKeyViolation:
 		return fmt.Errorf("chat %q is unknown (save it with UpsertChat first): %w", g.ChatID, ErrNotFound)
-	case sqlite3.ErrConstraintUnique:
-		if strings.Contains(se.Error(), "groups.is_main") {
+	case uniqueViolation:
+		// SQLite names the column (groups.is_main), PostgreSQL the index.
+		if strings.Contains(constraint, "is_main") || strings.Contains(constraint, "one_main") {
 			return fmt.Errorf("another group is already main (unset it first): %w", ErrExists)
 		}
 		return fmt.Errorf("chat %q already is the home chat of another group: %w", g.ChatID, ErrExists)
@@ -187,10 +186,10 @@ func (s *Store) UpdateGroup(ctx context.Context, g Group) error {
 	if err := checkGroup(g); err != nil {
 		return fmt.Errorf("update group: %w", err)
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE groups SET name = ?, chat_id = ?, trigger_pattern = ?, is_main = ?
 			WHERE folder = ?`, g.Name, g.ChatID, g.Trigger, g.IsMain, g.Folder)
-		if err := explainGroupConstraint(err, g); err != nil {
+		if err := s.explainGroupConstraint(err, g); err != nil {
 			return err
 		}
 		if err := requireOneRow(res, "group", g.Folder); err != nil {
@@ -209,7 +208,7 @@ func (s *Store) UpdateGroup(ctx context.Context, g Group) error {
 // DeleteGroup unregisters a group: its sessions go, its chats are
 // unlinked, its runs stay in the history.
 func (s *Store) DeleteGroup(ctx context.Context, folder string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM groups WHERE folder = ?`, folder)
 		if err != nil {
 			return err

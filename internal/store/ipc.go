@@ -34,7 +34,7 @@ func (s *Store) MarkProcessed(ctx context.Context, group, requestID, typ string,
 	if response != nil {
 		resp = string(response)
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO ipc_requests (group_folder, request_id, type, response, processed_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (group_folder, request_id) DO NOTHING`,
 			group, requestID, typ, resp, encTime(time.Now()))
@@ -74,7 +74,7 @@ func (s *Store) Processed(ctx context.Context, group, requestID string) (rec IPC
 // retried shortly after it was written) and returns how many it removed.
 func (s *Store) PruneIPC(ctx context.Context, cutoff time.Time) (int64, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM ipc_requests WHERE processed_at < ?`, encTime(cutoff))
 		if err != nil {
 			return err

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -21,7 +20,7 @@ func (s *Store) MarkMessageProcessed(ctx context.Context, chatID string, channel
 		return 0, nil
 	}
 	now := encTime(time.Now())
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *txn) error {
 		for _, id := range channelMsgIDs {
 			res, err := tx.ExecContext(ctx, `UPDATE messages SET processed_at = ?
 				WHERE chat_id = ? AND channel_msg_id = ? AND processed_at IS NULL`, now, chatID, id)

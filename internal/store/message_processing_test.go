@@ -74,12 +74,12 @@ func TestUnprocessedMessagesSurviveReopenUntilMarked(t *testing.T) {
 func TestMigrationMarksEarlierMessagesProcessed(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v3.db")
-	ms, err := loadMigrations(migrationFiles)
+	ms, err := loadMigrations(sqliteBackend{}.migrations())
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := openRawWriter(t, path)
-	if err := migrate(ctx, db, ms[:3]); err != nil {
+	if err := migrate(ctx, sqliteBackend{}, db, ms[:3]); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{

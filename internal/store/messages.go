@@ -2,11 +2,8 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
-
-	"github.com/mattn/go-sqlite3"
 )
 
 // Direction says whether a message came into the host or went out.
@@ -50,12 +47,12 @@ func (s *Store) SaveMessage(ctx context.Context, m Message) (saved bool, err err
 	if m.TS.IsZero() {
 		m.TS = now
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO messages (chat_id, channel_msg_id, thread_ts, user_id,
 			text, ts, direction, created_at, processed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (chat_id, channel_msg_id) DO NOTHING`,
 			m.ChatID, m.ChannelMsgID, m.ThreadTS, m.UserID, m.Text, encTime(m.TS), m.Direction, encTime(now), encOptTime(m.ProcessedAt))
-		if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
+		if s.violated(err, foreignKeyViolation) {
 			return fmt.Errorf("chat %q is unknown (save it with UpsertChat first): %w", m.ChatID, ErrNotFound)
 		}
 		if err != nil {
@@ -76,11 +73,8 @@ const messageColumns = `id, chat_id, channel_msg_id, thread_ts, user_id, text, t
 // MessagesSince returns a chat's messages sent after since, oldest first,
 // at most limit (limit <= 0: all): the conversation an agent has not seen.
 func (s *Store) MessagesSince(ctx context.Context, chatID string, since time.Time, limit int) ([]Message, error) {
-	if limit <= 0 {
-		limit = -1
-	}
 	return s.queryMessages(ctx, "messages of chat "+chatID, `SELECT `+messageColumns+` FROM messages
-		WHERE chat_id = ? AND ts > ? ORDER BY ts, id LIMIT ?`, chatID, encTime(since), limit)
+		WHERE chat_id = ? AND ts > ? ORDER BY ts, id LIMIT ?`, chatID, encTime(since), s.limit(limit))
 }
 
 // ThreadMessages returns the replies in a thread, oldest first.

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"fmt"
 	"io/fs"
 	"path"
@@ -13,11 +12,10 @@ import (
 	"time"
 )
 
-// migrationFiles holds the schema history, one SQL file per version,
-// named NNNN_description.sql. Never edit a released file: add a new one.
-//
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
+// The schema history is one SQL file per version, NNNN_description.sql,
+// for each backend (migrations/sqlite, migrations/postgres): version N
+// means the same schema on both. Never edit a released file: add a new
+// one, to both.
 
 type migration struct {
 	version int
@@ -27,10 +25,10 @@ type migration struct {
 
 var migrationName = regexp.MustCompile(`^(\d{4})_[a-z0-9_]+\.sql$`)
 
-// loadMigrations reads migrations/*.sql from fsys, sorted by version, and
+// loadMigrations reads the *.sql files of fsys, sorted by version, and
 // checks the versions run 1, 2, 3… without gaps or duplicates.
 func loadMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "migrations/*.sql")
+	names, err := fs.Glob(fsys, "*.sql")
 	if err != nil {
 		return nil, fmt.Errorf("list migrations: %w", err)
 	}
@@ -69,28 +67,32 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 // migrate applies the migrations newer than the database's version, each in
 // its own transaction together with its schema_migrations row, so a crash
 // leaves the database at a whole version. The version is re-read inside
-// each (IMMEDIATE) transaction, so two processes opening the same file at
-// once apply every migration exactly once.
-func migrate(ctx context.Context, db *sql.DB, ms []migration) error {
+// each transaction, which excludes other migrators (SQLite: IMMEDIATE;
+// PostgreSQL: an advisory lock), so two processes opening the same
+// database at once apply every migration exactly once.
+func migrate(ctx context.Context, b backend, db *sql.DB, ms []migration) error {
 	latest := ms[len(ms)-1].version
 	for _, m := range ms {
-		if err := applyMigration(ctx, db, m, latest); err != nil {
+		if err := applyMigration(ctx, b, db, m, latest); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func applyMigration(ctx context.Context, db *sql.DB, m migration, latest int) error {
+func applyMigration(ctx context.Context, b backend, db *sql.DB, m migration, latest int) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migration %s: begin: %w", m.name, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	if err := b.lockMigrations(ctx, tx); err != nil {
+		return fmt.Errorf("migration %s: wait for other migrators: %w", m.name, err)
+	}
 	if _, err := tx.ExecContext(ctx, createMigrationsTable); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
-	have, err := schemaVersion(ctx, tx)
+	have, err := schemaVersion(ctx, b, &txn{tx: tx, b: b})
 	if err != nil {
 		return err
 	}
@@ -104,7 +106,7 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration, latest int) er
 		return fmt.Errorf("migration %s: %w", m.name, err)
 	}
 	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)`,
+		b.rebind(`INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)`),
 		m.version, m.name, encTime(time.Now())); err != nil {
 		return fmt.Errorf("migration %s: record version: %w", m.name, err)
 	}
@@ -116,14 +118,12 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration, latest int) er
 
 // schemaVersion is the highest applied migration, 0 for a database that
 // has none (or no schema_migrations table yet).
-func schemaVersion(ctx context.Context, q queryer) (int, error) {
-	var exists int
-	err := q.QueryRowContext(ctx,
-		`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&exists)
+func schemaVersion(ctx context.Context, b backend, q queryer) (int, error) {
+	exists, err := b.hasTable(ctx, q, "schema_migrations")
 	if err != nil {
 		return 0, fmt.Errorf("read schema version: %w", err)
 	}
-	if exists == 0 {
+	if !exists {
 		return 0, nil
 	}
 	var v int
@@ -135,5 +135,5 @@ func schemaVersion(ctx context.Context, q queryer) (int, error) {
 
 // SchemaVersion reports the database's applied schema version.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
-	return schemaVersion(ctx, s.reader)
+	return schemaVersion(ctx, s.b, s.reader)
 }

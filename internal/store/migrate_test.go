@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +17,7 @@ import (
 
 func latestVersion(t testing.TB) int {
 	t.Helper()
-	ms, err := loadMigrations(migrationFiles)
+	ms, err := loadMigrations(sqliteBackend{}.migrations())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func openRawWriter(t *testing.T, path string) *sql.DB {
 func TestOpenMigratesVersion1Database(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
-	ms, err := loadMigrations(migrationFiles)
+	ms, err := loadMigrations(sqliteBackend{}.migrations())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestOpenMigratesVersion1Database(t *testing.T) {
 
 	// A database as the first release left it, with some state in it.
 	db := openRawWriter(t, path)
-	if err := migrate(ctx, db, ms[:1]); err != nil {
+	if err := migrate(ctx, sqliteBackend{}, db, ms[:1]); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
@@ -91,12 +92,12 @@ func TestOpenMigratesVersion1Database(t *testing.T) {
 func TestMigration5KeepsRunsEventsAndGates(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v4.db")
-	ms, err := loadMigrations(migrationFiles)
+	ms, err := loadMigrations(sqliteBackend{}.migrations())
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := openRawWriter(t, path)
-	if err := migrate(ctx, db, ms[:4]); err != nil {
+	if err := migrate(ctx, sqliteBackend{}, db, ms[:4]); err != nil {
 		t.Fatal(err)
 	}
 	const at = "'2025-01-01T00:00:00.000000000Z'"
@@ -170,8 +171,8 @@ func TestMigration5KeepsRunsEventsAndGates(t *testing.T) {
 func TestFailedMigrationLeavesPreviousVersion(t *testing.T) {
 	ctx := context.Background()
 	fsys := fstest.MapFS{
-		"migrations/0001_first.sql":  {Data: []byte(`CREATE TABLE a (x INTEGER);`)},
-		"migrations/0002_broken.sql": {Data: []byte(`CREATE TABLE b (y INTEGER); INSERT INTO nowhere VALUES (1);`)},
+		"0001_first.sql":  {Data: []byte(`CREATE TABLE a (x INTEGER);`)},
+		"0002_broken.sql": {Data: []byte(`CREATE TABLE b (y INTEGER); INSERT INTO nowhere VALUES (1);`)},
 	}
 	ms, err := loadMigrations(fsys)
 	if err != nil {
@@ -180,11 +181,11 @@ func TestFailedMigrationLeavesPreviousVersion(t *testing.T) {
 	db := openRawWriter(t, filepath.Join(t.TempDir(), "x.db"))
 	defer db.Close()
 
-	err = migrate(ctx, db, ms)
+	err = migrate(ctx, sqliteBackend{}, db, ms)
 	if err == nil || !strings.Contains(err.Error(), "0002_broken.sql") {
 		t.Fatalf("migrate: %v, want an error naming 0002_broken.sql", err)
 	}
-	if v, _ := schemaVersion(ctx, db); v != 1 {
+	if v, _ := schemaVersion(ctx, sqliteBackend{}, &conn{db: db, b: sqliteBackend{}}); v != 1 {
 		t.Errorf("version %d after failed migration 2, want 1", v)
 	}
 	var n int
@@ -194,12 +195,12 @@ func TestFailedMigrationLeavesPreviousVersion(t *testing.T) {
 	}
 
 	// Fixed, it applies on the next open.
-	fsys["migrations/0002_broken.sql"] = &fstest.MapFile{Data: []byte(`CREATE TABLE b (y INTEGER);`)}
+	fsys["0002_broken.sql"] = &fstest.MapFile{Data: []byte(`CREATE TABLE b (y INTEGER);`)}
 	ms, _ = loadMigrations(fsys)
-	if err := migrate(ctx, db, ms); err != nil {
+	if err := migrate(ctx, sqliteBackend{}, db, ms); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := schemaVersion(ctx, db); v != 2 {
+	if v, _ := schemaVersion(ctx, sqliteBackend{}, &conn{db: db, b: sqliteBackend{}}); v != 2 {
 		t.Errorf("version %d, want 2", v)
 	}
 }
@@ -211,7 +212,7 @@ func TestOpenRejectsNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.writer.Exec(`INSERT INTO schema_migrations VALUES (99, '0099_future.sql', '2030-01-01T00:00:00.000000000Z')`); err != nil {
+	if _, err := s.writer.db.Exec(`INSERT INTO schema_migrations VALUES (99, '0099_future.sql', '2030-01-01T00:00:00.000000000Z')`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -229,9 +230,9 @@ func TestOpenRejectsNewerSchema(t *testing.T) {
 func TestOpenReadOnlyRejectsOlderSchema(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
-	ms, _ := loadMigrations(migrationFiles)
+	ms, _ := loadMigrations(sqliteBackend{}.migrations())
 	db := openRawWriter(t, path)
-	if err := migrate(ctx, db, ms[:1]); err != nil {
+	if err := migrate(ctx, sqliteBackend{}, db, ms[:1]); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -242,49 +243,69 @@ func TestOpenReadOnlyRejectsOlderSchema(t *testing.T) {
 }
 
 func TestConcurrentOpensMigrateOnce(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "race.db")
-	var wg sync.WaitGroup
-	errs := make([]error, 4)
-	for i := range errs {
-		wg.Go(func() {
-			s, err := Open(ctx, path)
-			if err == nil {
-				s.Close()
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("open %d: %v", i, err)
+	eachBackend(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() {
+				s, err := Open(ctx, url)
+				if err == nil {
+					s.Close()
+				}
+				errs[i] = err
+			})
 		}
-	}
-	s, err := Open(ctx, path)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("open %d: %v", i, err)
+			}
+		}
+		s := openURL(t, url)
+		var n int
+		s.reader.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n)
+		if n != latestVersion(t) {
+			t.Errorf("%d migration rows, want %d", n, latestVersion(t))
+		}
+	})
+}
+
+// Version N means the same schema on both backends: the two histories have
+// the same versions under the same names.
+func TestBackendsShareSchemaVersions(t *testing.T) {
+	lite, err := loadMigrations(sqliteBackend{}.migrations())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	var n int
-	s.reader.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
-	if n != latestVersion(t) {
-		t.Errorf("%d migration rows, want %d", n, latestVersion(t))
+	pg, err := loadMigrations(postgresBackend{}.migrations())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b []string
+	for _, m := range lite {
+		a = append(a, m.name)
+	}
+	for _, m := range pg {
+		b = append(b, m.name)
+	}
+	if !slices.Equal(a, b) {
+		t.Errorf("schema histories differ:\n sqlite:   %v\n postgres: %v\nadd each migration to both (migrations/sqlite, migrations/postgres)", a, b)
 	}
 }
 
 func TestLoadMigrationsRejectsBadSets(t *testing.T) {
 	for name, fsys := range map[string]fstest.MapFS{
 		"gap": {
-			"migrations/0001_a.sql": {Data: []byte("SELECT 1;")},
-			"migrations/0003_c.sql": {Data: []byte("SELECT 1;")},
+			"0001_a.sql": {Data: []byte("SELECT 1;")},
+			"0003_c.sql": {Data: []byte("SELECT 1;")},
 		},
 		"duplicate": {
-			"migrations/0001_a.sql": {Data: []byte("SELECT 1;")},
-			"migrations/0001_b.sql": {Data: []byte("SELECT 1;")},
+			"0001_a.sql": {Data: []byte("SELECT 1;")},
+			"0001_b.sql": {Data: []byte("SELECT 1;")},
 		},
 		"bad name": {
-			"migrations/1_a.sql": {Data: []byte("SELECT 1;")},
+			"1_a.sql": {Data: []byte("SELECT 1;")},
 		},
 		"empty": {},
 	} {

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
-
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 )
@@ -23,7 +21,7 @@ func (s *Store) CreateRun(ctx context.Context, r runs.Run) error {
 	if err := prepareNewRun(&r); err != nil {
 		return fmt.Errorf("create run: %w", err)
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, group_folder, chat_id, thread_ts, verbosity,
 			source_dot, file_name, goal, status, failure_reason, created_at, started_at, finished_at,
 			logs_root, cost_usd, input_tokens, output_tokens, started_by)
@@ -32,7 +30,7 @@ func (s *Store) CreateRun(ctx context.Context, r runs.Run) error {
 			r.SourceDOT, r.FileName, r.Goal, r.Status, r.FailureReason, encTime(r.CreatedAt),
 			encOptTime(r.StartedAt), encOptTime(r.FinishedAt),
 			r.LogsRoot, r.Usage.CostUSD, r.Usage.InputTokens, r.Usage.OutputTokens, r.StartedBy)
-		if isConstraint(err, sqlite3.ErrConstraintPrimaryKey) {
+		if s.violated(err, primaryKeyViolation) {
 			return fmt.Errorf("run %q: %w", r.ID, ErrExists)
 		}
 		return err
@@ -85,7 +83,7 @@ func (s *Store) UpdateRunStatus(ctx context.Context, id string, status runs.Stat
 		return fmt.Errorf("update run %s to %s: use FinishRun for a final status", id, status)
 	}
 	now := encTime(time.Now())
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?,
 			started_at = CASE WHEN ? = 'running' THEN coalesce(started_at, ?) ELSE started_at END
 			WHERE id = ? AND status NOT IN ('succeeded', 'failed', 'cancelled')`,
@@ -110,7 +108,7 @@ func (s *Store) FinishRun(ctx context.Context, id string, status runs.State, rea
 		return fmt.Errorf("finish run %s: status %q is not final (want succeeded, failed or cancelled)", id, status)
 	}
 	now := encTime(time.Now())
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, failure_reason = ?, finished_at = ?,
 			started_at = coalesce(started_at, ?),
 			cost_usd = ?, input_tokens = ?, output_tokens = ?
@@ -130,7 +128,7 @@ func (s *Store) FinishRun(ctx context.Context, id string, status runs.State, rea
 // SetRunThread records the root message of the run's chat thread, known
 // once the host has posted the run's first message.
 func (s *Store) SetRunThread(ctx context.Context, id, threadTS string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET thread_ts = ? WHERE id = ?`, threadTS, id)
 		if err != nil {
 			return err
@@ -145,7 +143,7 @@ func (s *Store) SetRunThread(ctx context.Context, id, threadTS string) error {
 
 // explainNoRunChange turns "no row updated" into ErrNotFound or
 // ErrRunFinished (with the final status).
-func explainNoRunChange(ctx context.Context, tx *sql.Tx, res sql.Result, id string) error {
+func explainNoRunChange(ctx context.Context, tx *txn, res sql.Result, id string) error {
 	n, err := res.RowsAffected()
 	if err != nil || n == 1 {
 		return err

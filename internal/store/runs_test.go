@@ -13,162 +13,168 @@ import (
 )
 
 func TestCreateRunDefaultsAndGet(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	in := runs.Run{ID: "r1", GroupFolder: "main", ChatID: "C1", SourceDOT: testDOT, FileName: "feature.dot",
-		Goal: "Add RSI", LogsRoot: "/data/pipelines/r1", StartedBy: "U42"}
-	if err := s.CreateRun(ctx, in); err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.GetRun(ctx, "r1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Status != runs.Queued || r.Verbosity != "standard" {
-		t.Errorf("defaults: status %q verbosity %q, want queued/standard", r.Status, r.Verbosity)
-	}
-	if r.SourceDOT != testDOT || r.FileName != "feature.dot" || r.Goal != "Add RSI" ||
-		r.LogsRoot != in.LogsRoot || r.StartedBy != "U42" {
-		t.Errorf("fields not stored: %+v", r)
-	}
-	if r.CreatedAt.IsZero() || !r.StartedAt.IsZero() || !r.FinishedAt.IsZero() {
-		t.Errorf("times: created %v started %v finished %v; want created only", r.CreatedAt, r.StartedAt, r.FinishedAt)
-	}
+	eachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		in := runs.Run{ID: "r1", GroupFolder: "main", ChatID: "C1", SourceDOT: testDOT, FileName: "feature.dot",
+			Goal: "Add RSI", LogsRoot: "/data/pipelines/r1", StartedBy: "U42"}
+		if err := s.CreateRun(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.GetRun(ctx, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != runs.Queued || r.Verbosity != "standard" {
+			t.Errorf("defaults: status %q verbosity %q, want queued/standard", r.Status, r.Verbosity)
+		}
+		if r.SourceDOT != testDOT || r.FileName != "feature.dot" || r.Goal != "Add RSI" ||
+			r.LogsRoot != in.LogsRoot || r.StartedBy != "U42" {
+			t.Errorf("fields not stored: %+v", r)
+		}
+		if r.CreatedAt.IsZero() || !r.StartedAt.IsZero() || !r.FinishedAt.IsZero() {
+			t.Errorf("times: created %v started %v finished %v; want created only", r.CreatedAt, r.StartedAt, r.FinishedAt)
+		}
+	})
 }
 
 func TestCreateRunRejectsBadInput(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	createTestRun(t, s, "dup")
-	for name, tc := range map[string]struct {
-		run  runs.Run
-		want string
-	}{
-		"missing fields": {runs.Run{ID: "x"}, "missing GroupFolder, ChatID, SourceDOT"},
-		"bad verbosity":  {runs.Run{ID: "x", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT, Verbosity: "loud"}, "want minimal, standard or verbose"},
-		"bad status":     {runs.Run{ID: "x", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT, Status: "done"}, "unknown run state"},
-		"duplicate id":   {runs.Run{ID: "dup", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT}, "already exists"},
-	} {
-		err := s.CreateRun(ctx, tc.run)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want error containing %q", name, err, tc.want)
+	eachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		createTestRun(t, s, "dup")
+		for name, tc := range map[string]struct {
+			run  runs.Run
+			want string
+		}{
+			"missing fields": {runs.Run{ID: "x"}, "missing GroupFolder, ChatID, SourceDOT"},
+			"bad verbosity":  {runs.Run{ID: "x", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT, Verbosity: "loud"}, "want minimal, standard or verbose"},
+			"bad status":     {runs.Run{ID: "x", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT, Status: "done"}, "unknown run state"},
+			"duplicate id":   {runs.Run{ID: "dup", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT}, "already exists"},
+		} {
+			err := s.CreateRun(ctx, tc.run)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: %v, want error containing %q", name, err, tc.want)
+			}
 		}
-	}
-	if err := s.CreateRun(ctx, runs.Run{ID: "dup", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT}); !errors.Is(err, ErrExists) {
-		t.Errorf("duplicate: %v, want ErrExists", err)
-	}
+		if err := s.CreateRun(ctx, runs.Run{ID: "dup", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT}); !errors.Is(err, ErrExists) {
+			t.Errorf("duplicate: %v, want ErrExists", err)
+		}
+	})
 }
 
 func TestRunLifecycle(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	createTestRun(t, s, "r")
+	eachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		createTestRun(t, s, "r")
 
-	if err := s.UpdateRunStatus(ctx, "r", runs.Running); err != nil {
-		t.Fatal(err)
-	}
-	r, _ := s.GetRun(ctx, "r")
-	started := r.StartedAt
-	if r.Status != runs.Running || started.IsZero() {
-		t.Fatalf("after running: %s started %v", r.Status, started)
-	}
-	// Waiting then running again keeps the first start.
-	for _, st := range []runs.State{runs.Waiting, runs.Interrupted, runs.Running} {
-		if err := s.UpdateRunStatus(ctx, "r", st); err != nil {
-			t.Fatalf("to %s: %v", st, err)
+		if err := s.UpdateRunStatus(ctx, "r", runs.Running); err != nil {
+			t.Fatal(err)
 		}
-	}
-	r, _ = s.GetRun(ctx, "r")
-	if !r.StartedAt.Equal(started) {
-		t.Errorf("started_at moved from %v to %v on resume", started, r.StartedAt)
-	}
+		r, _ := s.GetRun(ctx, "r")
+		started := r.StartedAt
+		if r.Status != runs.Running || started.IsZero() {
+			t.Fatalf("after running: %s started %v", r.Status, started)
+		}
+		// Waiting then running again keeps the first start.
+		for _, st := range []runs.State{runs.Waiting, runs.Interrupted, runs.Running} {
+			if err := s.UpdateRunStatus(ctx, "r", st); err != nil {
+				t.Fatalf("to %s: %v", st, err)
+			}
+		}
+		r, _ = s.GetRun(ctx, "r")
+		if !r.StartedAt.Equal(started) {
+			t.Errorf("started_at moved from %v to %v on resume", started, r.StartedAt)
+		}
 
-	usage := engine.Usage{InputTokens: 1200, OutputTokens: 340, CostUSD: 0.25}
-	if err := s.FinishRun(ctx, "r", runs.Failed, "tests failed 3 times", usage); err != nil {
-		t.Fatal(err)
-	}
-	r, _ = s.GetRun(ctx, "r")
-	if r.Status != runs.Failed || r.FailureReason != "tests failed 3 times" || r.Usage != usage || r.FinishedAt.IsZero() {
-		t.Errorf("after finish: %+v", r)
-	}
-	if d := r.Duration(time.Now()); d <= 0 || d != r.FinishedAt.Sub(r.StartedAt) {
-		t.Errorf("duration %v", d)
-	}
+		usage := engine.Usage{InputTokens: 1200, OutputTokens: 340, CostUSD: 0.25}
+		if err := s.FinishRun(ctx, "r", runs.Failed, "tests failed 3 times", usage); err != nil {
+			t.Fatal(err)
+		}
+		r, _ = s.GetRun(ctx, "r")
+		if r.Status != runs.Failed || r.FailureReason != "tests failed 3 times" || r.Usage != usage || r.FinishedAt.IsZero() {
+			t.Errorf("after finish: %+v", r)
+		}
+		if d := r.Duration(time.Now()); d <= 0 || d != r.FinishedAt.Sub(r.StartedAt) {
+			t.Errorf("duration %v", d)
+		}
 
-	// The outcome is final.
-	if err := s.FinishRun(ctx, "r", runs.Cancelled, "", engine.Usage{}); !errors.Is(err, ErrRunFinished) ||
-		!strings.Contains(err.Error(), "ended as fail") {
-		t.Errorf("second finish: %v, want ErrRunFinished naming fail", err)
-	}
-	if err := s.UpdateRunStatus(ctx, "r", runs.Running); !errors.Is(err, ErrRunFinished) {
-		t.Errorf("revive finished run: %v, want ErrRunFinished", err)
-	}
-	r, _ = s.GetRun(ctx, "r")
-	if r.Status != runs.Failed {
-		t.Errorf("finished run changed to %s", r.Status)
-	}
+		// The outcome is final.
+		if err := s.FinishRun(ctx, "r", runs.Cancelled, "", engine.Usage{}); !errors.Is(err, ErrRunFinished) ||
+			!strings.Contains(err.Error(), "ended as fail") {
+			t.Errorf("second finish: %v, want ErrRunFinished naming fail", err)
+		}
+		if err := s.UpdateRunStatus(ctx, "r", runs.Running); !errors.Is(err, ErrRunFinished) {
+			t.Errorf("revive finished run: %v, want ErrRunFinished", err)
+		}
+		r, _ = s.GetRun(ctx, "r")
+		if r.Status != runs.Failed {
+			t.Errorf("finished run changed to %s", r.Status)
+		}
+	})
 }
 
 func TestRunStatusErrors(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	createTestRun(t, s, "r")
-	if err := s.UpdateRunStatus(ctx, "nope", runs.Running); !errors.Is(err, ErrNotFound) {
-		t.Errorf("unknown run: %v, want ErrNotFound", err)
-	}
-	if err := s.FinishRun(ctx, "nope", runs.Succeeded, "", engine.Usage{}); !errors.Is(err, ErrNotFound) {
-		t.Errorf("finish unknown run: %v, want ErrNotFound", err)
-	}
-	if err := s.UpdateRunStatus(ctx, "r", runs.Succeeded); err == nil || !strings.Contains(err.Error(), "FinishRun") {
-		t.Errorf("final status via UpdateRunStatus: %v, want pointer to FinishRun", err)
-	}
-	if err := s.FinishRun(ctx, "r", runs.Waiting, "", engine.Usage{}); err == nil {
-		t.Error("FinishRun accepted waiting")
-	}
-	if err := s.UpdateRunStatus(ctx, "r", "paused"); err == nil {
-		t.Error("accepted unknown status")
-	}
-	if _, err := s.GetRun(ctx, "nope"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("GetRun unknown: %v", err)
-	}
+	eachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		createTestRun(t, s, "r")
+		if err := s.UpdateRunStatus(ctx, "nope", runs.Running); !errors.Is(err, ErrNotFound) {
+			t.Errorf("unknown run: %v, want ErrNotFound", err)
+		}
+		if err := s.FinishRun(ctx, "nope", runs.Succeeded, "", engine.Usage{}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("finish unknown run: %v, want ErrNotFound", err)
+		}
+		if err := s.UpdateRunStatus(ctx, "r", runs.Succeeded); err == nil || !strings.Contains(err.Error(), "FinishRun") {
+			t.Errorf("final status via UpdateRunStatus: %v, want pointer to FinishRun", err)
+		}
+		if err := s.FinishRun(ctx, "r", runs.Waiting, "", engine.Usage{}); err == nil {
+			t.Error("FinishRun accepted waiting")
+		}
+		if err := s.UpdateRunStatus(ctx, "r", "paused"); err == nil {
+			t.Error("accepted unknown status")
+		}
+		if _, err := s.GetRun(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("GetRun unknown: %v", err)
+		}
+	})
 }
 
 func TestFinishQueuedRunSetsStart(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	createTestRun(t, s, "r")
-	if err := s.FinishRun(ctx, "r", runs.Cancelled, "cancelled by U1 before it started", engine.Usage{}); err != nil {
-		t.Fatal(err)
-	}
-	r, _ := s.GetRun(ctx, "r")
-	if r.StartedAt.IsZero() || r.Duration(time.Now()) < 0 {
-		t.Errorf("cancelled-before-start run: started %v duration %v", r.StartedAt, r.Duration(time.Now()))
-	}
+	eachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		createTestRun(t, s, "r")
+		if err := s.FinishRun(ctx, "r", runs.Cancelled, "cancelled by U1 before it started", engine.Usage{}); err != nil {
+			t.Fatal(err)
+		}
+		r, _ := s.GetRun(ctx, "r")
+		if r.StartedAt.IsZero() || r.Duration(time.Now()) < 0 {
+			t.Errorf("cancelled-before-start run: started %v duration %v", r.StartedAt, r.Duration(time.Now()))
+		}
+	})
 }
 
 func TestRunThread(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	createTestRun(t, s, "old")
-	createTestRun(t, s, "new")
-	for _, id := range []string{"old", "new"} {
-		if err := s.SetRunThread(ctx, id, "1700000000.000100"); err != nil {
+	eachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		createTestRun(t, s, "old")
+		createTestRun(t, s, "new")
+		for _, id := range []string{"old", "new"} {
+			if err := s.SetRunThread(ctx, id, "1700000000.000100"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := s.RunByThread(ctx, "C1", "1700000000.000100")
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	r, err := s.RunByThread(ctx, "C1", "1700000000.000100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.ID != "new" || r.SourceDOT == "" {
-		t.Errorf("RunByThread = %s (dot %d bytes), want the newest run with its source", r.ID, len(r.SourceDOT))
-	}
-	if _, err := s.RunByThread(ctx, "C2", "1700000000.000100"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("other chat: %v, want ErrNotFound", err)
-	}
-	if err := s.SetRunThread(ctx, "nope", "1"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("unknown run: %v", err)
-	}
+		if r.ID != "new" || r.SourceDOT == "" {
+			t.Errorf("RunByThread = %s (dot %d bytes), want the newest run with its source", r.ID, len(r.SourceDOT))
+		}
+		if _, err := s.RunByThread(ctx, "C2", "1700000000.000100"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("other chat: %v, want ErrNotFound", err)
+		}
+		if err := s.SetRunThread(ctx, "nope", "1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("unknown run: %v", err)
+		}
+	})
 }
 
 // seedRuns creates n runs one second apart: run-0000 oldest. Every third
@@ -191,44 +197,45 @@ func seedRuns(t testing.TB, s *Store, n int) {
 }
 
 func TestListRunsFiltersAndOrder(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	seedRuns(t, s, 12)
+	eachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedRuns(t, s, 12)
 
-	page, err := s.ListRuns(ctx, runs.Filter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(page.Runs) != 12 || page.Runs[0].ID != "run-0011" || page.Runs[11].ID != "run-0000" || page.Next != "" {
-		t.Fatalf("unfiltered: %d runs, first %s, next %q; want 12 newest first, no next", len(page.Runs), page.Runs[0].ID, page.Next)
-	}
-	if page.Runs[0].SourceDOT != "" {
-		t.Error("ListRuns returned the DOT source; it should leave it out")
-	}
-
-	for name, tc := range map[string]struct {
-		f    runs.Filter
-		want []string
-	}{
-		"status":        {runs.Filter{Statuses: []runs.State{runs.Failed}}, []string{"run-0009", "run-0005", "run-0001"}},
-		"two statuses":  {runs.Filter{Statuses: []runs.State{runs.Failed, runs.Queued}}, []string{"run-0011", "run-0009", "run-0007", "run-0005", "run-0003", "run-0001"}},
-		"group":         {runs.Filter{Group: "ops"}, []string{"run-0009", "run-0006", "run-0003", "run-0000"}},
-		"chat":          {runs.Filter{Chat: "C2", Limit: 3}, []string{"run-0011", "run-0009", "run-0007"}},
-		"group+status":  {runs.Filter{Group: "ops", Statuses: []runs.State{runs.Succeeded}}, []string{"run-0000"}},
-		"nothing":       {runs.Filter{Group: "nobody"}, nil},
-		"limit":         {runs.Filter{Limit: 2}, []string{"run-0011", "run-0010"}},
-		"chat+group":    {runs.Filter{Chat: "C1", Group: "ops"}, []string{"run-0006", "run-0000"}},
-		"status+limit1": {runs.Filter{Statuses: []runs.State{runs.Running}, Limit: 1}, []string{"run-0010"}},
-	} {
-		page, err := s.ListRuns(ctx, tc.f)
+		page, err := s.ListRuns(ctx, runs.Filter{})
 		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
+			t.Fatal(err)
 		}
-		if got := runIDs(page.Runs); strings.Join(got, ",") != strings.Join(tc.want, ",") {
-			t.Errorf("%s: got %v, want %v", name, got, tc.want)
+		if len(page.Runs) != 12 || page.Runs[0].ID != "run-0011" || page.Runs[11].ID != "run-0000" || page.Next != "" {
+			t.Fatalf("unfiltered: %d runs, first %s, next %q; want 12 newest first, no next", len(page.Runs), page.Runs[0].ID, page.Next)
 		}
-	}
+		if page.Runs[0].SourceDOT != "" {
+			t.Error("ListRuns returned the DOT source; it should leave it out")
+		}
+
+		for name, tc := range map[string]struct {
+			f    runs.Filter
+			want []string
+		}{
+			"status":        {runs.Filter{Statuses: []runs.State{runs.Failed}}, []string{"run-0009", "run-0005", "run-0001"}},
+			"two statuses":  {runs.Filter{Statuses: []runs.State{runs.Failed, runs.Queued}}, []string{"run-0011", "run-0009", "run-0007", "run-0005", "run-0003", "run-0001"}},
+			"group":         {runs.Filter{Group: "ops"}, []string{"run-0009", "run-0006", "run-0003", "run-0000"}},
+			"chat":          {runs.Filter{Chat: "C2", Limit: 3}, []string{"run-0011", "run-0009", "run-0007"}},
+			"group+status":  {runs.Filter{Group: "ops", Statuses: []runs.State{runs.Succeeded}}, []string{"run-0000"}},
+			"nothing":       {runs.Filter{Group: "nobody"}, nil},
+			"limit":         {runs.Filter{Limit: 2}, []string{"run-0011", "run-0010"}},
+			"chat+group":    {runs.Filter{Chat: "C1", Group: "ops"}, []string{"run-0006", "run-0000"}},
+			"status+limit1": {runs.Filter{Statuses: []runs.State{runs.Running}, Limit: 1}, []string{"run-0010"}},
+		} {
+			page, err := s.ListRuns(ctx, tc.f)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			if got := runIDs(page.Runs); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("%s: got %v, want %v", name, got, tc.want)
+			}
+		}
+	})
 }
 
 func runIDs(list []runs.Run) []string {
@@ -240,45 +247,46 @@ func runIDs(list []runs.Run) []string {
 }
 
 func TestListRunsPaginatesWithCursor(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	seedRuns(t, s, 25)
-	var all []string
-	f := runs.Filter{Limit: 10}
-	for pages := 0; ; pages++ {
-		if pages > 5 {
-			t.Fatal("pagination does not end")
+	eachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedRuns(t, s, 25)
+		var all []string
+		f := runs.Filter{Limit: 10}
+		for pages := 0; ; pages++ {
+			if pages > 5 {
+				t.Fatal("pagination does not end")
+			}
+			page, err := s.ListRuns(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, runIDs(page.Runs)...)
+			if page.Next == "" {
+				break
+			}
+			f.Cursor = page.Next
+			// A run added while paging does not shift later pages.
+			if pages == 0 {
+				createTestRun(t, s, "run-late")
+			}
 		}
-		page, err := s.ListRuns(ctx, f)
-		if err != nil {
-			t.Fatal(err)
+		if len(all) != 25 || all[0] != "run-0024" || all[24] != "run-0000" {
+			t.Errorf("paged through %d runs (%s…%s), want the 25 seeded newest first", len(all), all[0], all[len(all)-1])
 		}
-		all = append(all, runIDs(page.Runs)...)
-		if page.Next == "" {
-			break
+		seen := map[string]bool{}
+		for _, id := range all {
+			if seen[id] {
+				t.Errorf("%s on two pages", id)
+			}
+			seen[id] = true
 		}
-		f.Cursor = page.Next
-		// A run added while paging does not shift later pages.
-		if pages == 0 {
-			createTestRun(t, s, "run-late")
+		if _, err := s.ListRuns(ctx, runs.Filter{Cursor: "garbage"}); err == nil || !strings.Contains(err.Error(), "cursor") {
+			t.Errorf("bad cursor: %v", err)
 		}
-	}
-	if len(all) != 25 || all[0] != "run-0024" || all[24] != "run-0000" {
-		t.Errorf("paged through %d runs (%s…%s), want the 25 seeded newest first", len(all), all[0], all[len(all)-1])
-	}
-	seen := map[string]bool{}
-	for _, id := range all {
-		if seen[id] {
-			t.Errorf("%s on two pages", id)
+		if _, err := s.ListRuns(ctx, runs.Filter{Statuses: []runs.State{"done"}}); err == nil {
+			t.Error("unknown status filter accepted")
 		}
-		seen[id] = true
-	}
-	if _, err := s.ListRuns(ctx, runs.Filter{Cursor: "garbage"}); err == nil || !strings.Contains(err.Error(), "cursor") {
-		t.Errorf("bad cursor: %v", err)
-	}
-	if _, err := s.ListRuns(ctx, runs.Filter{Statuses: []runs.State{"done"}}); err == nil {
-		t.Error("unknown status filter accepted")
-	}
+	})
 }
 
 func TestListRunsUsesIndexes(t *testing.T) {
@@ -309,7 +317,7 @@ func TestListRunsUsesIndexes(t *testing.T) {
 
 func queryPlan(t *testing.T, s *Store, q string, args ...any) string {
 	t.Helper()
-	rows, err := s.reader.Query("EXPLAIN QUERY PLAN "+q, args...)
+	rows, err := s.reader.db.Query("EXPLAIN QUERY PLAN "+q, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,27 +335,28 @@ func queryPlan(t *testing.T, s *Store, q string, args ...any) string {
 }
 
 func TestUnfinishedRuns(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
-		createTestRun(t, s, id)
-	}
-	s.UpdateRunStatus(ctx, "b", runs.Running)
-	s.UpdateRunStatus(ctx, "c", runs.Waiting)
-	s.UpdateRunStatus(ctx, "d", runs.Interrupted)
-	s.FinishRun(ctx, "e", runs.Succeeded, "", engine.Usage{})
-	s.FinishRun(ctx, "f", runs.Cancelled, "", engine.Usage{})
-
-	list, err := s.UnfinishedRuns(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Join(runIDs(list), ","); got != "a,b,c,d" {
-		t.Errorf("unfinished = %s, want a,b,c,d (oldest first)", got)
-	}
-	for _, r := range list {
-		if r.SourceDOT != testDOT {
-			t.Errorf("%s: no DOT source to resume from", r.ID)
+	eachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
+			createTestRun(t, s, id)
 		}
-	}
+		s.UpdateRunStatus(ctx, "b", runs.Running)
+		s.UpdateRunStatus(ctx, "c", runs.Waiting)
+		s.UpdateRunStatus(ctx, "d", runs.Interrupted)
+		s.FinishRun(ctx, "e", runs.Succeeded, "", engine.Usage{})
+		s.FinishRun(ctx, "f", runs.Cancelled, "", engine.Usage{})
+
+		list, err := s.UnfinishedRuns(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(runIDs(list), ","); got != "a,b,c,d" {
+			t.Errorf("unfinished = %s, want a,b,c,d (oldest first)", got)
+		}
+		for _, r := range list {
+			if r.SourceDOT != testDOT {
+				t.Errorf("%s: no DOT source to resume from", r.ID)
+			}
+		}
+	})
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/mattn/go-sqlite3"
 )
 
 // Sessions map a conversation to the agent session that continues it. The
@@ -35,12 +33,12 @@ func (s *Store) SetSession(ctx context.Context, folder, threadKey, sessionID str
 	if sessionID == "" {
 		return fmt.Errorf("set session of %s/%q: empty session id (use DeleteSession to forget it)", folder, threadKey)
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (group_folder, thread_key, session_id, updated_at)
 			VALUES (?, ?, ?, ?) ON CONFLICT (group_folder, thread_key) DO UPDATE
 			SET session_id = excluded.session_id, updated_at = excluded.updated_at`,
 			folder, threadKey, sessionID, encTime(time.Now()))
-		if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
+		if s.violated(err, foreignKeyViolation) {
 			return fmt.Errorf("group %q: %w", folder, ErrNotFound)
 		}
 		return err
@@ -54,7 +52,7 @@ func (s *Store) SetSession(ctx context.Context, folder, threadKey, sessionID str
 // DeleteSession forgets a conversation's session (the next message starts
 // a fresh one). Forgetting an unknown session is not an error.
 func (s *Store) DeleteSession(ctx context.Context, folder, threadKey string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE group_folder = ? AND thread_key = ?`, folder, threadKey)
 		return err
 	})

@@ -5,9 +5,11 @@ import (
 	"time"
 )
 
-// timeLayout is how times are stored: UTC, fixed width, nanoseconds. Fixed
-// width makes string order equal time order, so indexes on time columns
-// sort correctly, and the text stays readable in the sqlite3 shell.
+// timeLayout is how times are stored in SQLite, and passed to PostgreSQL
+// (which parses them into timestamptz): UTC, fixed width, nanoseconds.
+// Fixed width makes string order equal time order, so SQLite's indexes on
+// time columns sort correctly, and the text stays readable in the sqlite3
+// shell.
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
 func encTime(t time.Time) string { return t.UTC().Format(timeLayout) }
@@ -28,6 +30,9 @@ func (c timeCol) Scan(src any) error {
 	switch v := src.(type) {
 	case nil:
 		*c.t = time.Time{}
+		return nil
+	case time.Time: // PostgreSQL's timestamptz
+		*c.t = v.UTC()
 		return nil
 	case string:
 		s = v

@@ -1,36 +1,22 @@
-// Package store is nanohost's durable state: one SQLite file holding chats,
-// groups, messages, agent sessions, pipeline runs with their event logs,
-// human gates and the IPC idempotency log.
+// Package store is nanohost's durable state: chats, groups, messages,
+// agent sessions, pipeline runs with their event logs, human gates and the
+// IPC idempotency log — and, for host replicas sharing one database, who
+// drives each run (leases), runs' journals and stage files, and the claims
+// on inbound chat events.
 //
-// Connections. SQLite allows one writer at a time. The store keeps two
-// pools: a writer pool of exactly one connection, so every write
-// transaction is queued in Go instead of racing for SQLite's lock (no
-// SQLITE_BUSY between the host's own goroutines, whatever the load), and a
-// pool of read-only connections that WAL lets run alongside the writer.
-// Write transactions also begin IMMEDIATE, so a transaction that reads
-// before it writes cannot fail to upgrade its lock when another process
-// (a second host by mistake, the sqlite3 shell) writes; busy_timeout makes
-// such cross-process contention wait instead of fail.
-//
-// Durability. journal_mode=WAL with synchronous=NORMAL: a commit is durable
-// once it is in the WAL, which survives a crash of the host process; only
-// an OS crash or power loss can lose the last transactions, and never
-// corrupts the file. FULL would fsync on every commit — one per engine
-// event — for no gain a chat-ops history needs (see BenchmarkSynchronous).
+// Two databases: SQLite, one file, the embedded default (sqlite.go), and
+// PostgreSQL, which several `nanohost serve` replicas share (postgres.go).
+// The queries and rules are the store's own, written once; a backend says
+// how to connect, its schema history (migrations/sqlite, migrations/
+// postgres: the same versions with the same meaning) and the few SQL
+// spellings that differ.
 package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
-	"runtime"
-	"strconv"
-
-	"github.com/mattn/go-sqlite3"
+	"strings"
 
 	"nanohost/internal/runs"
 )
@@ -50,107 +36,64 @@ var (
 	ErrSchemaVersion = errors.New("unsupported database schema version")
 )
 
-// busyTimeoutMS bounds how long a connection waits for a lock held by
-// another process before failing with SQLITE_BUSY.
-const busyTimeoutMS = 5000
-
-// Store is the SQLite-backed state. It is safe for concurrent use.
+// Store is nanohost's state on SQLite or PostgreSQL. It is safe for
+// concurrent use, and (on PostgreSQL) by several host replicas at once.
 type Store struct {
+	// path is what it was opened on: the SQLite file, or the PostgreSQL
+	// URL without its password.
 	path   string
-	writer *sql.DB // nil when read-only
-	reader *sql.DB
+	b      backend
+	writer *conn // nil when read-only
+	reader *conn
+	// replica names the host replica using the store, for leases and
+	// claims (see Replica).
+	replica string
+	// pg is set on PostgreSQL: its notifications and leases.
+	pg *pgExtras
 }
 
-// config is how the connections are set up. Only benchmarks and tests
-// change it, to measure the alternatives the defaults were chosen over.
-type config struct {
-	writerConns int    // max open writer connections
-	txLock      string // "immediate" or "deferred"
-	synchronous string // "NORMAL" or "FULL"
-}
-
-var defaultConfig = config{writerConns: 1, txLock: "immediate", synchronous: "NORMAL"}
-
-// Open opens (creating it and its directory if needed) the database at
-// path and migrates it to the latest schema. Opening an up-to-date
-// database changes nothing.
-func Open(ctx context.Context, path string) (*Store, error) {
-	return openWith(ctx, path, defaultConfig)
-}
-
-func openWith(ctx context.Context, path string, cfg config) (*Store, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+// Open opens the store at dsn and migrates it to the latest schema:
+// a postgres:// (or postgresql://) URL opens PostgreSQL, anything else is
+// the SQLite file at that path (created, with its directory, if needed).
+// Opening an up-to-date database changes nothing.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	if isPostgresURL(dsn) {
+		return openPostgres(ctx, dsn, false)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
-		return nil, fmt.Errorf("open store %s: create directory: %w", path, err)
-	}
-	writer, err := sql.Open("sqlite3", writerDSN(abs, cfg))
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	writer.SetMaxOpenConns(cfg.writerConns)
-	writer.SetMaxIdleConns(cfg.writerConns)
-	s := &Store{path: path, writer: writer}
-	if err := s.initWriter(ctx); err != nil {
-		writer.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	// The reader pool opens after the writer created the file and its WAL.
-	s.reader, err = openReader(abs)
-	if err != nil {
-		writer.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	return s, nil
-}
-
-func (s *Store) initWriter(ctx context.Context) error {
-	var mode string
-	if err := s.writer.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	if mode != "wal" {
-		return fmt.Errorf("journal_mode is %q, want wal (is the file on a filesystem without shared memory?)", mode)
-	}
-	ms, err := loadMigrations(migrationFiles)
-	if err != nil {
-		return err
-	}
-	return migrate(ctx, s.writer, ms)
+	return openWith(ctx, dsn, defaultConfig)
 }
 
 // OpenReadOnly opens an existing database for reading only (the CLI's
-// `nanohost runs`). It fails with an error wrapping fs.ErrNotExist when
-// there is no file at path, and with ErrSchemaVersion when the schema is
-// not the one this binary writes (the host migrates it when it starts).
-func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+// `nanohost runs`). For SQLite it fails with an error wrapping
+// fs.ErrNotExist when there is no file at dsn; for either it fails with
+// ErrSchemaVersion when the schema is not the one this binary writes (the
+// host migrates it when it starts).
+func OpenReadOnly(ctx context.Context, dsn string) (*Store, error) {
+	if isPostgresURL(dsn) {
+		return openPostgres(ctx, dsn, true)
 	}
-	if _, err := os.Stat(abs); err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	reader, err := openReader(abs)
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	s := &Store{path: path, reader: reader}
-	if err := s.checkSchema(ctx); err != nil {
-		reader.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	return s, nil
+	return openSQLiteReadOnly(ctx, dsn)
 }
 
+// isPostgresURL reports whether dsn names a PostgreSQL database.
+func isPostgresURL(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// Backend is "sqlite" or "postgres".
+func (s *Store) Backend() string { return s.b.name() }
+
+// Shared reports whether several host replicas can use the store at once
+// (PostgreSQL): runs then keep their journal, snapshot and stage files in
+// it, and replicas wake each other through it.
+func (s *Store) Shared() bool { return s.pg != nil }
+
 func (s *Store) checkSchema(ctx context.Context) error {
-	ms, err := loadMigrations(migrationFiles)
+	ms, err := loadMigrations(s.b.migrations())
 	if err != nil {
 		return err
 	}
-	have, err := schemaVersion(ctx, s.reader)
+	have, err := schemaVersion(ctx, s.b, s.reader)
 	if err != nil {
 		return err
 	}
@@ -166,61 +109,27 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	return nil
 }
 
-func openReader(abs string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite3", readerDSN(abs))
-	if err != nil {
-		return nil, err
-	}
-	n := max(4, runtime.NumCPU())
-	db.SetMaxOpenConns(n)
-	db.SetMaxIdleConns(n)
-	return db, nil
-}
-
-// writerDSN builds the writer's connection string. Every setting is a
-// connection parameter so it applies to each (re)opened connection.
-func writerDSN(abs string, cfg config) string {
-	q := url.Values{}
-	q.Set("_journal_mode", "WAL")
-	q.Set("_busy_timeout", strconv.Itoa(busyTimeoutMS))
-	q.Set("_foreign_keys", "on")
-	q.Set("_synchronous", cfg.synchronous)
-	q.Set("_txlock", cfg.txLock)
-	q.Set("_stmt_cache_size", "64")
-	return fileURI(abs, q)
-}
-
-// readerDSN opens with mode=ro, so a bug cannot write through a reader and
-// the CLI never changes the host's database.
-func readerDSN(abs string) string {
-	q := url.Values{}
-	q.Set("mode", "ro")
-	q.Set("_busy_timeout", strconv.Itoa(busyTimeoutMS))
-	q.Set("_foreign_keys", "on")
-	q.Set("_stmt_cache_size", "64")
-	return fileURI(abs, q)
-}
-
-// fileURI escapes the path so names with '?', '#' or '%' stay file names.
-func fileURI(abs string, q url.Values) string {
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
-	return u.String()
-}
-
-// Path is the database file the store was opened on.
+// Path is the database the store was opened on: the SQLite file, or the
+// PostgreSQL URL without its password.
 func (s *Store) Path() string { return s.path }
 
-// Close optimizes the query planner statistics and closes the connections;
-// the last connection to close checkpoints the WAL into the main file.
+// Close closes the connections (and on SQLite first refreshes the query
+// planner's statistics; the last connection to close checkpoints the WAL
+// into the main file).
 func (s *Store) Close() error {
 	var errs []error
-	if s.reader != nil {
-		errs = append(errs, s.reader.Close())
+	if s.pg != nil {
+		errs = append(errs, s.pg.close())
+	}
+	if s.reader != nil && (s.writer == nil || s.reader.db != s.writer.db) {
+		errs = append(errs, s.reader.db.Close())
 	}
 	if s.writer != nil {
-		// Best effort: statistics only make later queries faster.
-		_, _ = s.writer.Exec("PRAGMA optimize")
-		errs = append(errs, s.writer.Close())
+		if s.b.name() == "sqlite" {
+			// Best effort: statistics only make later queries faster.
+			_, _ = s.writer.db.Exec("PRAGMA optimize")
+		}
+		errs = append(errs, s.writer.db.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close store %s: %w", s.path, err)
@@ -228,18 +137,18 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// write runs fn in one write transaction (BEGIN IMMEDIATE on the single
-// writer connection). fn must not use the store's other methods: the only
-// writer connection is the one it holds.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// write runs fn in one write transaction (on SQLite, BEGIN IMMEDIATE on
+// the single writer connection). fn must not use the store's other
+// methods: on SQLite the only writer connection is the one it holds.
+func (s *Store) write(ctx context.Context, fn func(tx *txn) error) error {
 	if s.writer == nil {
 		return ErrReadOnly
 	}
-	tx, err := s.writer.BeginTx(ctx, nil)
+	tx, err := s.writer.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(&txn{tx: tx, b: s.b}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -249,14 +158,19 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return nil
 }
 
-// queryer is what read helpers need: a reader pool or a write transaction.
-type queryer interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+// violated reports whether err is a violation of the given kind.
+func (s *Store) violated(err error, kind violationKind) bool {
+	if err == nil {
+		return false
+	}
+	k, _ := s.b.violation(err)
+	return k == kind
 }
 
-// isConstraint reports whether err is the given SQLite constraint violation.
-func isConstraint(err error, code sqlite3.ErrNoExtended) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && se.ExtendedCode == code
+// limit is a LIMIT argument: n, or all rows when n <= 0.
+func (s *Store) limit(n int) any {
+	if n <= 0 {
+		return s.b.noLimit()
+	}
+	return n
 }

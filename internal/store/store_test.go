@@ -4,24 +4,59 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"nanohost/internal/runs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
+	"nanohost/internal/store/storetest"
 )
 
-// openTest opens a fresh store on a real file in a temp dir.
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+
+// openTest opens a fresh SQLite store on a real file in a temp dir.
 func openTest(t testing.TB) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "data", "nanohost.db"))
+	return openURL(t, filepath.Join(t.TempDir(), "data", "nanohost.db"))
+}
+
+// openURL opens the store at url (a SQLite path or a PostgreSQL URL),
+// closed when the test ends.
+func openURL(t testing.TB, url string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// eachBackend runs test on each database the store supports: a fresh
+// SQLite file, and a fresh database on a real PostgreSQL server. url is
+// what Open takes; a test may open it again (a restart).
+func eachBackend(t *testing.T, test func(t *testing.T, url string)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { test(t, filepath.Join(t.TempDir(), "data", "nanohost.db")) })
+	t.Run("postgres", func(t *testing.T) { test(t, storetest.PostgresURL(t)) })
+}
+
+// eachStore runs test on a fresh store of each backend.
+func eachStore(t *testing.T, test func(t *testing.T, s *Store)) {
+	t.Helper()
+	eachBackend(t, func(t *testing.T, url string) { test(t, openURL(t, url)) })
+}
+
+// precision is how finely the backend keeps times: SQLite to the
+// nanosecond (text), PostgreSQL to the microsecond (timestamptz).
+func (s *Store) precision() time.Duration {
+	if s.b.name() == "postgres" {
+		return time.Microsecond
+	}
+	return time.Nanosecond
 }
 
 const testDOT = `digraph T { start [shape=Mdiamond]; exit [shape=Msquare]; start -> exit }`
@@ -43,7 +78,7 @@ func createTestRun(t testing.TB, s *Store, id string) runs.Run {
 func pragma(t *testing.T, s *Store, name string) string {
 	t.Helper()
 	var v string
-	if err := s.writer.QueryRow("PRAGMA " + name).Scan(&v); err != nil {
+	if err := s.writer.db.QueryRow("PRAGMA " + name).Scan(&v); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -61,7 +96,7 @@ func TestOpenConfiguresConnection(t *testing.T) {
 			t.Errorf("PRAGMA %s = %s, want %s", name, got, want)
 		}
 	}
-	if got := s.writer.Stats().MaxOpenConnections; got != 1 {
+	if got := s.writer.db.Stats().MaxOpenConnections; got != 1 {
 		t.Errorf("writer pool allows %d connections, want 1", got)
 	}
 }
@@ -101,31 +136,32 @@ func TestOpenPathWithURISpecialCharacters(t *testing.T) {
 }
 
 func TestReopenKeepsDataAndDoesNotRemigrate(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "nanohost.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	createTestRun(t, s, "r1")
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = Open(ctx, path)
-	if err != nil {
-		t.Fatalf("reopen: %v", err)
-	}
-	defer s.Close()
-	if _, err := s.GetRun(ctx, "r1"); err != nil {
-		t.Errorf("run lost on reopen: %v", err)
-	}
-	var n int
-	if err := s.reader.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	if want := latestVersion(t); n != want {
-		t.Errorf("schema_migrations has %d rows after reopen, want %d (one per migration)", n, want)
-	}
+	eachBackend(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		s, err := Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		createTestRun(t, s, "r1")
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s, err = Open(ctx, url)
+		if err != nil {
+			t.Fatalf("reopen: %v", err)
+		}
+		defer s.Close()
+		if _, err := s.GetRun(ctx, "r1"); err != nil {
+			t.Errorf("run lost on reopen: %v", err)
+		}
+		var n int
+		if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if want := latestVersion(t); n != want {
+			t.Errorf("schema_migrations has %d rows after reopen, want %d (one per migration)", n, want)
+		}
+	})
 }
 
 func TestOpenReadOnly(t *testing.T) {
@@ -166,6 +202,34 @@ func TestOpenReadOnly(t *testing.T) {
 	check("host stopped")
 }
 
+func TestOpenReadOnlyPostgres(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.PostgresURL(t)
+	if _, err := OpenReadOnly(ctx, url); !errors.Is(err, ErrSchemaVersion) {
+		t.Fatalf("OpenReadOnly on an empty database: %v, want ErrSchemaVersion (start the host once to create the schema)", err)
+	}
+	w := openURL(t, url)
+	createTestRun(t, w, "r1")
+	r, err := OpenReadOnly(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.GetRun(ctx, "r1"); err != nil {
+		t.Errorf("read: %v", err)
+	}
+	if err := r.CreateRun(ctx, runs.Run{ID: "r2", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT}); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("write on read-only store: %v, want ErrReadOnly", err)
+	}
+	// Not even a statement slipped past the store's own check changes it.
+	if _, err := r.reader.ExecContext(ctx, `DELETE FROM runs`); err == nil {
+		t.Error("a read-only PostgreSQL connection deleted rows")
+	}
+	if strings.Contains(r.Path(), "password") {
+		t.Errorf("Path shows the password: %s", r.Path())
+	}
+}
+
 func TestOpenReadOnlyRejectsForeignFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "notes.txt")
 	if err := os.WriteFile(path, []byte("hello"), 0o600); err != nil {
@@ -177,49 +241,51 @@ func TestOpenReadOnlyRejectsForeignFile(t *testing.T) {
 }
 
 func TestTimesRoundTripInUTC(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	loc := time.FixedZone("UTC+5", 5*3600)
-	at := time.Date(2026, 2, 28, 15, 0, 0, 123456789, loc)
-	if err := s.CreateRun(ctx, runs.Run{ID: "r", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT, CreatedAt: at}); err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.GetRun(ctx, "r")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !r.CreatedAt.Equal(at) {
-		t.Errorf("created_at %v, want %v (nanoseconds kept)", r.CreatedAt, at)
-	}
-	if r.CreatedAt.Location() != time.UTC {
-		t.Errorf("times come back in %v, want UTC", r.CreatedAt.Location())
-	}
+	eachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		loc := time.FixedZone("UTC+5", 5*3600)
+		at := time.Date(2026, 2, 28, 15, 0, 0, 123456789, loc)
+		if err := s.CreateRun(ctx, runs.Run{ID: "r", GroupFolder: "g", ChatID: "c", SourceDOT: testDOT, CreatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.GetRun(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := at.Round(s.precision()); !r.CreatedAt.Equal(want) {
+			t.Errorf("created_at %v, want %v (kept to the %s)", r.CreatedAt, want, s.precision())
+		}
+		if r.CreatedAt.Location() != time.UTC {
+			t.Errorf("times come back in %v, want UTC", r.CreatedAt.Location())
+		}
+	})
 }
 
 func TestEventPayloadRoundTrip(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	createTestRun(t, s, "r")
-	in := engine.Event{
-		RunID: "r", Seq: 1, Time: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Type: engine.EventStageCompleted,
-		NodeID: "impl", Label: "Implement", Index: 2, Total: 5, Status: engine.StatusSuccess,
-		Duration: 90 * time.Second, Usage: &engine.Usage{InputTokens: 10, OutputTokens: 20, CostUSD: 0.5},
-		Decision: &engine.Decision{From: "impl", To: "test", Rule: "condition", Values: map[string]string{"condition": "outcome=success"}},
-		Data:     map[string]any{"k": "v"},
-	}
-	if _, err := s.AppendEvent(ctx, in); err != nil {
-		t.Fatal(err)
-	}
-	out, err := s.Events(ctx, "r", 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) != 1 {
-		t.Fatalf("got %d events", len(out))
-	}
-	got := out[0]
-	if !got.Time.Equal(in.Time) || got.Label != in.Label || got.Duration != in.Duration ||
-		*got.Usage != *in.Usage || got.Decision.Values["condition"] != "outcome=success" || got.Data["k"] != "v" {
-		t.Errorf("event changed on the way through the store:\n got %+v\nwant %+v", got, in)
-	}
+	eachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		createTestRun(t, s, "r")
+		in := engine.Event{
+			RunID: "r", Seq: 1, Time: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Type: engine.EventStageCompleted,
+			NodeID: "impl", Label: "Implement", Index: 2, Total: 5, Status: engine.StatusSuccess,
+			Duration: 90 * time.Second, Usage: &engine.Usage{InputTokens: 10, OutputTokens: 20, CostUSD: 0.5},
+			Decision: &engine.Decision{From: "impl", To: "test", Rule: "condition", Values: map[string]string{"condition": "outcome=success"}},
+			Data:     map[string]any{"k": "v"},
+		}
+		if _, err := s.AppendEvent(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		out, err := s.Events(ctx, "r", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != 1 {
+			t.Fatalf("got %d events", len(out))
+		}
+		got := out[0]
+		if !got.Time.Equal(in.Time) || got.Label != in.Label || got.Duration != in.Duration ||
+			*got.Usage != *in.Usage || got.Decision.Values["condition"] != "outcome=success" || got.Data["k"] != "v" {
+			t.Errorf("event changed on the way through the store:\n got %+v\nwant %+v", got, in)
+		}
+	})
 }

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +20,11 @@ import (
 	"nanohost/internal/pipeline/script"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
+	"nanohost/internal/store/storetest"
 	"nanohost/internal/web"
 )
+
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
 // engineRuns is web.Runs as the host gives it: the real runs service with
 // the real engine over a script backend and a real SQLite store. Runs
@@ -91,7 +94,7 @@ type fixtureOpts struct {
 
 func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "nanohost.db"))
+	st, err := store.Open(context.Background(), storetest.URL(t, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

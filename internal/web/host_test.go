@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"nanohost/internal/pipeline/script"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
+	"nanohost/internal/store/storetest"
 	"nanohost/internal/web"
 )
 
@@ -76,7 +76,7 @@ func newHostFixtureWith(t *testing.T, token, dir string, agents host.Agents, con
 	for _, c := range configure {
 		c(cfg)
 	}
-	st, err := store.Open(context.Background(), filepath.Join(dir, "nanohost.db"))
+	st, err := store.Open(context.Background(), storetest.URL(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,17 +5,17 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
+	"nanohost/internal/store/storetest"
 	"nanohost/internal/web"
 )
 
 func TestANonLoopbackBindRequiresAToken(t *testing.T) {
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "db"))
+	st, err := store.Open(context.Background(), storetest.URL(t, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
+	"nanohost/internal/store/storetest"
 )
 
 const slowPipeline = `digraph Slow {
@@ -66,6 +67,9 @@ type serveProcess struct {
 func startServe(t *testing.T, bin, dir string, env []string, args ...string) *serveProcess {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	if u, ok := storetest.PostgresFor(t, dir); ok { // NANOHOST_TEST_STORE=postgres
+		env = append(env, "NANOHOST_STORE_URL="+u)
+	}
 	cmd.Dir, cmd.Env = dir, env
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -118,7 +122,11 @@ func readStore(t *testing.T, data string) *store.Store {
 	var st *store.Store
 	waitUntil(t, 20*time.Second, "the database can be read", func() bool {
 		var err error
-		st, err = store.OpenReadOnly(context.Background(), filepath.Join(data, "nanohost.db"))
+		path := filepath.Join(data, "nanohost.db")
+		if u, ok := storetest.PostgresFor(t, filepath.Dir(data)); ok { // the serving host's, as startServe set it
+			path = u
+		}
+		st, err = store.OpenReadOnly(context.Background(), path)
 		return err == nil
 	})
 	t.Cleanup(func() { st.Close() })

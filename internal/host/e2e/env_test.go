@@ -26,6 +26,7 @@ import (
 	"nanohost/internal/container/containertest"
 	"nanohost/internal/host"
 	"nanohost/internal/store"
+	"nanohost/internal/store/storetest"
 )
 
 // testImage honours NANOHOST_TEST_IMAGE, as every Docker test does.
@@ -175,7 +176,10 @@ func start(t *testing.T, docker *container.Docker, s setup) *env {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, cfg.DatabasePath())
+	if u, ok := storetest.PostgresFor(t, dir); ok {
+		cfg.Store.URL = config.Secret(u)
+	}
+	st, err := store.Open(ctx, cfg.StoreURL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +380,7 @@ func (p *peakCounter) started() int {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := storetest.Main(m)
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

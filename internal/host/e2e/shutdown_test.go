@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"nanohost/internal/store/storetest"
 	"net/http"
 	"os"
 	"os/exec"
@@ -259,6 +260,9 @@ func cliIn(t *testing.T, bin, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
+	if u, ok := storetest.Known(dir); ok { // NANOHOST_TEST_STORE=postgres: the host's database
+		cmd.Env = append(os.Environ(), "NANOHOST_STORE_URL="+u)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Errorf("nanohost %s: %v\n%s", strings.Join(args, " "), err, out)

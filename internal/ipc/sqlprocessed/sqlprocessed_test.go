@@ -10,11 +10,14 @@ import (
 
 	"nanohost/internal/ipc"
 	"nanohost/internal/store"
+	"nanohost/internal/store/storetest"
 )
+
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
 func TestAnswersSurviveReopeningTheDatabase(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "nanohost.db")
+	path := storetest.URL(t, t.TempDir())
 	db, err := store.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +88,7 @@ func (oneGroup) ChatRegistered(c string) bool { return c == "C-team" }
 // TestWatcherDedupesAcrossRestartsWithSQLite: a request re-sent after the
 // host restarted is answered from the database, not sent again.
 func TestWatcherDedupesAcrossRestartsWithSQLite(t *testing.T) {
-	root, dbPath := t.TempDir(), filepath.Join(t.TempDir(), "nanohost.db")
+	root, dbPath := t.TempDir(), storetest.URL(t, t.TempDir())
 	if err := ipc.EnsureGroup(root, "team", -1, -1); err != nil {
 		t.Fatal(err)
 	}
