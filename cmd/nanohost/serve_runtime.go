@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"nanohost/internal/config"
 	"nanohost/internal/container"
@@ -32,6 +33,8 @@ type agentRuntime struct {
 // openRuntime connects to the runtime runtime.kind names.
 func openRuntime(ctx context.Context, cfg *config.Config, log *slog.Logger) (agentRuntime, error) {
 	if cfg.Runtime.Kind == config.RuntimeKubernetes {
+		// client-go logs through klog, to stderr: into the host's log instead.
+		klog.SetSlogLogger(log.With("component", "client-go"))
 		k, err := kubernetesRuntime(cfg, log)
 		if err != nil {
 			return agentRuntime{}, err

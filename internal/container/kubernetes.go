@@ -335,7 +335,7 @@ func (k *Kubernetes) attach(name string) (*Handle, error) {
 	errR, errW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: inR, Stdout: outW, Stderr: errW})
+		err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: endOnClose{inR}, Stdout: outW, Stderr: errW})
 		if err != nil && ctx.Err() == nil {
 			k.log.Debug("attach stream ended", "pod", name, "err", err)
 		}
@@ -347,6 +347,20 @@ func (k *Kubernetes) attach(name string) (*Handle, error) {
 	var once sync.Once
 	return &Handle{ID: name, Name: name, Stdin: inW, Stdout: outR, Stderr: errR,
 		close: func() { once.Do(func() { cancel(); inW.Close() }) }}, nil
+}
+
+// endOnClose is the attach stream's stdin: once the stream is over (and
+// the pipe closed so that writers fail), client-go's stdin copier, which
+// may still be reading, sees the end of its input rather than an error it
+// would print to stderr.
+type endOnClose struct{ r *io.PipeReader }
+
+func (e endOnClose) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if errors.Is(err, io.ErrClosedPipe) {
+		err = io.EOF
+	}
+	return n, err
 }
 
 // Wait watches the pod until its container has ended.

@@ -172,6 +172,22 @@ func TestServeOnKubernetesAgentInAPodStartsARunThroughTheHost(t *testing.T) {
 		left, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: container.LabelManaged + "=true"})
 		return err == nil && len(left.Items) == 0
 	})
+	checkLogIsJSON(t, filepath.Join(dir, "serve.log"))
+}
+
+// checkLogIsJSON: with log.format json every line of the host's stderr is
+// a JSON record — client-go's own messages (klog) included.
+func checkLogIsJSON(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("the host's log has a line that is not JSON: %q", line)
+		}
+	}
 }
 
 // chatPod is the group's chat agent (still alive: a conversation keeps its
