@@ -20,6 +20,7 @@ import (
 	"nanohost/internal/container"
 	"nanohost/internal/container/containertest"
 	"nanohost/internal/runs"
+	"nanohost/internal/store"
 )
 
 // podAgentCommand is the agents' CLI in the pods: asked to "launch", it
@@ -40,8 +41,17 @@ case "$p" in
     '}' > /tmp/p.dot
   nanoagent ipc send "pod agent at work" --timeout 120s &&
   nanoagent ipc start-pipeline /tmp/p.dot --timeout 120s ;;
+*slowly*) sleep 300 ;;
 *) echo "stage done [outcome:success]" ;;
 esac`
+
+// slowDOT is a pipeline whose one stage works until it is cancelled.
+const slowDOT = `digraph Slow {
+    start [shape=Mdiamond]
+    crawl [prompt="Work slowly"]
+    done  [shape=Msquare]
+    start -> crawl -> done
+}`
 
 // kubeServeConfig is a nanohost.yaml for `nanohost serve` with
 // runtime.kind kubernetes on the test cluster, acting as kubeconfig's
@@ -87,7 +97,9 @@ runtime:
 // stages run as pods too — and answers the agent, whose reply shows the
 // run id. The pods carry every hardening setting and the configured
 // scheduling; the secret appears in no API object, pod log or host log;
-// /healthz checks the cluster; a stopped host leaves no pod behind.
+// /healthz checks the cluster; a cancelled run's pods are deleted; a host
+// that died has its pods removed by label when it starts again; a stopped
+// host leaves no pod behind.
 func TestServeOnKubernetesAgentInAPodStartsARunThroughTheHost(t *testing.T) {
 	kubeconfig := containertest.RequireKubernetes(t)
 	cs, rc, err := containertest.KubeClient(kubeconfig)
@@ -144,11 +156,8 @@ func TestServeOnKubernetesAgentInAPodStartsARunThroughTheHost(t *testing.T) {
 		t.Errorf("the tool stage's stdout %q (%v): want it run in a pod", out, err)
 	}
 
-	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: container.LabelManaged + "=true"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	chat := chatPod(t, pods.Items)
+	pods := managedPods(t, cs, ns)
+	chat := chatPod(t, pods)
 	for _, p := range containertest.PodHardeningProblems(chat) {
 		t.Errorf("the chat agent's pod: %s", p)
 	}
@@ -157,7 +166,7 @@ func TestServeOnKubernetesAgentInAPodStartsARunThroughTheHost(t *testing.T) {
 	if path := os.Getenv("NANOHOST_KUBE_POD_YAML"); path != "" {
 		containertest.WritePodYAML(t, chat, path)
 	}
-	checkSecretNowhere(t, cs, ns, pods.Items, secret, filepath.Join(dir, "serve.log"))
+	checkSecretNowhere(t, cs, ns, pods, secret, filepath.Join(dir, "serve.log"))
 
 	health := healthOf(t, serve)
 	if health["kubernetes"] != "ok" || health["ok"] != true {
@@ -167,12 +176,86 @@ func TestServeOnKubernetesAgentInAPodStartsARunThroughTheHost(t *testing.T) {
 		t.Errorf("/healthz = %v: a host on Kubernetes does not report Docker", health)
 	}
 
-	serve.terminate(t, true)
-	waitUntil(t, time.Minute, "the stopped host's pods are gone", func() bool {
-		left, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: container.LabelManaged + "=true"})
-		return err == nil && len(left.Items) == 0
+	cancelDeletesTheRunsPods(t, serve, st, cs, ns, filepath.Join(dir, "data"))
+
+	// A host that dies leaves its chat pod behind; the next start removes
+	// it by its labels (the owner process is gone).
+	left := chatPod(t, managedPods(t, cs, ns)).Name
+	if err := serve.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	serve.cmd.Wait()
+	again := startServe(t, bin, dir, env, "--config", conf)
+	again.screen.waitFor(t, "nanohost is ready", 1, 60*time.Second)
+	waitUntil(t, time.Minute, "the restarted host removed the dead one's pod "+left, func() bool {
+		for _, p := range managedPods(t, cs, ns) {
+			if p.Name == left && p.DeletionTimestamp == nil {
+				return false
+			}
+		}
+		return true
 	})
+
+	again.terminate(t, true)
+	waitUntil(t, time.Minute, "the stopped host's pods are gone", func() bool { return len(managedPods(t, cs, ns)) == 0 })
 	checkLogIsJSON(t, filepath.Join(dir, "serve.log"))
+}
+
+// cancelDeletesTheRunsPods starts a run whose stage works until it is
+// stopped, cancels it from the console once its pod runs, and waits for
+// the pod to go (killing a run deletes its pods).
+func cancelDeletesTheRunsPods(t *testing.T, serve *serveProcess, st *store.Store, cs kubernetes.Interface, ns, data string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(data, "groups", "main", "slow.dot"), []byte(slowDOT), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintln(serve.typing, "/pipeline run slow"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var runID string
+	waitUntil(t, 2*time.Minute, "the slow run's stage has a running pod", func() bool {
+		page, err := st.ListRuns(ctx, runs.Filter{})
+		if err != nil {
+			return false
+		}
+		for _, r := range page.Runs {
+			if r.Status == runs.Running { // the first run has finished
+				runID = r.ID
+			}
+		}
+		for _, p := range managedPods(t, cs, ns) {
+			if runID != "" && p.Labels[container.LabelRun] == runID && p.Status.Phase == corev1.PodRunning {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := fmt.Fprintln(serve.typing, "/pipeline cancel "+runID); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, time.Minute, "the cancelled run's pods are gone", func() bool {
+		for _, p := range managedPods(t, cs, ns) {
+			if p.Labels[container.LabelRun] == runID {
+				return false
+			}
+		}
+		return true
+	})
+	waitUntil(t, 30*time.Second, "the run is recorded as cancelled", func() bool {
+		r, err := st.GetRun(ctx, runID)
+		return err == nil && r.Status == runs.Cancelled
+	})
+}
+
+// managedPods are nanohost's pods in ns.
+func managedPods(t *testing.T, cs kubernetes.Interface, ns string) []corev1.Pod {
+	t.Helper()
+	list, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: container.LabelManaged + "=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
 }
 
 // checkLogIsJSON: with log.format json every line of the host's stderr is
