@@ -16,6 +16,7 @@ func TestKubernetesSettingsAreChecked(t *testing.T) {
 runtime:
   kind: kubernetes
   network: none
+  pids: 256
   kubernetes:
     kubeconfig: /nonexistent/kubeconfig
     namespace: Agents_NS
@@ -66,6 +67,11 @@ runtime:
 	if _, ok := got["runtime.kind"]; ok {
 		t.Error("kubernetes is a runtime kind")
 	}
+
+	if p := got["runtime.pids"]; p.Blocking || !strings.Contains(p.Fix, "podPidsLimit") {
+		t.Errorf("runtime.pids on Kubernetes: %+v, want a warning naming the kubelet's podPidsLimit", p)
+	}
+	c.lines["runtime.pids"] = 0
 
 	// The right settings pass; network none is a warning (it needs a NetworkPolicy).
 	c.Runtime.Kubernetes = Kubernetes{Namespace: "agents", ImagePullPolicy: "Never", CPURequest: "100m",
