@@ -245,8 +245,8 @@ func TestSVGEscapesQuotesAndControlCharacters(t *testing.T) {
 }
 
 func TestSVGColoursNodeStates(t *testing.T) {
-	g := parse(t, `digraph G { a -> b -> c -> d -> e -> f }`)
-	states := map[string]string{"a": "success", "b": "fail", "c": "running", "d": "retrying", "e": "pending", "f": "bogus"}
+	g := parse(t, `digraph G { a -> b -> c -> d -> e -> f -> w }`)
+	states := map[string]string{"a": "success", "b": "fail", "c": "running", "d": "retrying", "e": "pending", "f": "bogus", "w": "waiting"}
 	svg := string(SVG(g, states))
 	for id, st := range states {
 		group := svg[strings.Index(svg, `id="node-`+id+`"`):]
@@ -261,6 +261,15 @@ func TestSVGColoursNodeStates(t *testing.T) {
 		if !strings.Contains(svg, `<g class="node state-`+st+`" id="node-`+id+`"`) || !strings.Contains(group, `fill="`+c.fill+`"`) {
 			t.Errorf("node %s (state %s) not coloured %s: %s", id, st, c.fill, group)
 		}
+	}
+	// Each state is told apart by its colour: a gate waiting for a person
+	// must not look like an agent at work.
+	seen := map[string]string{}
+	for st, c := range stateColours {
+		if other, dup := seen[c.fill]; dup {
+			t.Errorf("states %s and %s share the fill %s", st, other, c.fill)
+		}
+		seen[c.fill] = st
 	}
 }
 

@@ -15,6 +15,9 @@ const (
 	StateSuccess  = "success"
 	StateFail     = "fail"
 	StateRetrying = "retrying"
+	// StateWaiting is a human gate that is open: the run waits for a
+	// person, not for an agent, so it must not look like running.
+	StateWaiting = "waiting"
 )
 
 var stateColours = map[string]struct{ fill, stroke string }{
@@ -23,6 +26,7 @@ var stateColours = map[string]struct{ fill, stroke string }{
 	StateSuccess:  {"#d3f9d8", "#2b8a3e"},
 	StateFail:     {"#ffe3e3", "#c92a2a"},
 	StateRetrying: {"#ffe8cc", "#e8590c"},
+	StateWaiting:  {"#f3d9fa", "#ae3ec9"},
 }
 
 // Layout metrics, in SVG user units.
@@ -244,7 +248,7 @@ func writeNode(b *strings.Builder, n *pipeline.Node, bx box, state string) {
 		class += " state-" + state
 	}
 	fmt.Fprintf(b, `<g class="%s" id="node-%s"><title>%s</title>`+"\n", class, xmlText(n.ID), xmlText(n.ID))
-	style := fmt.Sprintf(`fill="%s" stroke="%s" stroke-width="%s"`, colours.fill, colours.stroke, pickStr(state == StateRunning, "2.5", "1.5"))
+	style := fmt.Sprintf(`fill="%s" stroke="%s" stroke-width="%s"`, colours.fill, colours.stroke, pickStr(state == StateRunning || state == StateWaiting, "2.5", "1.5"))
 	b.WriteString(shapeSVG(bx, style))
 	y := bx.cy - float64(len(bx.lines)-1)*lineHeight/2 + fontSize*0.35
 	for i, line := range bx.lines {
