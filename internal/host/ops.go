@@ -118,9 +118,12 @@ func (m *Metrics) OnContainerEvent(e container.Event) {
 
 // Health is the /healthz answer.
 type Health struct {
-	OK     bool   `json:"ok"`
-	Store  string `json:"store"`
-	Docker string `json:"docker,omitempty"`
+	OK bool `json:"ok"`
+	// Replica names this host among the replicas sharing the store
+	// (replica.id; on SQLite, the one host).
+	Replica string `json:"replica"`
+	Store   string `json:"store"`
+	Docker  string `json:"docker,omitempty"`
 	// Kubernetes is set when the agents run on a cluster (then Docker is not).
 	Kubernetes string            `json:"kubernetes,omitempty"`
 	Channels   map[string]string `json:"channels"`
@@ -131,7 +134,7 @@ type Health struct {
 func (h *Host) Health(ctx context.Context) Health {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	out := Health{OK: true, Store: "ok", Docker: "unknown", Channels: h.endpoints.states()}
+	out := Health{OK: true, Replica: h.cfg.ReplicaID(), Store: "ok", Docker: "unknown", Channels: h.endpoints.states()}
 	if _, err := h.store.SchemaVersion(ctx); err != nil {
 		out.OK, out.Store = false, err.Error()
 	}

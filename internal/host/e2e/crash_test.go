@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -67,7 +68,7 @@ type serveProcess struct {
 func startServe(t *testing.T, bin, dir string, env []string, args ...string) *serveProcess {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
-	if u, ok := storetest.PostgresFor(t, dir); ok { // NANOHOST_TEST_STORE=postgres
+	if u, ok := storetest.PostgresFor(t, dir); ok && !slices.ContainsFunc(env, storeURLSet) { // NANOHOST_TEST_STORE=postgres
 		env = append(env, "NANOHOST_STORE_URL="+u)
 	}
 	cmd.Dir, cmd.Env = dir, env
@@ -97,6 +98,10 @@ func startServe(t *testing.T, bin, dir string, env []string, args ...string) *se
 	})
 	return p
 }
+
+// storeURLSet reports whether an environment entry sets the store: the
+// caller chose it (replicas share one).
+func storeURLSet(kv string) bool { return strings.HasPrefix(kv, "NANOHOST_STORE_URL=") }
 
 // slowRunSetup prepares dir for `nanohost serve` to run slowPipeline as
 // `/pipeline run slow` (from the main group's workspace), its stage c
