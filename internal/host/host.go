@@ -154,6 +154,7 @@ func New(opts Options) (*Host, error) {
 		MaxConcurrent:    cfg.Pipelines.MaxConcurrentRuns,
 		DefaultVerbosity: defaultVerbosity(cfg),
 		Observe:          opts.Metrics.observeRun,
+		Wakeups:          opts.Store.Wakeups(opts.Logger),
 		Logger:           opts.Logger,
 	})
 	if err != nil {

@@ -46,10 +46,24 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, run Run, g *pipeli
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
 	case <-ctx.Done():
+		if c, ok := cancellation(ctx); ok {
+			s.cancelUnstarted(run.ID, c.By) // cancelled while queued
+			return
+		}
 		s.settle(ctx, run, nil, ctx.Err(), nil)
 		return
 	}
 	bg := context.WithoutCancel(ctx)
+	if who, err := s.cfg.Store.CancelRequested(bg, run.ID); err != nil || who != "" {
+		// Cancelled while no process executed it (its replica died, or
+		// it was queued at another): it ends here, without running.
+		if err != nil {
+			s.settle(ctx, run, nil, err, nil)
+			return
+		}
+		s.cancelUnstarted(run.ID, who)
+		return
+	}
 	s.logErr("mark run running", run.ID, s.cfg.Store.UpdateRunStatus(bg, run.ID, Running))
 	fresh, err := s.cfg.Store.GetRun(bg, run.ID) // its thread and delivery progress, as stored
 	if err != nil {
@@ -70,6 +84,27 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, run Run, g *pipeli
 	}
 	res, err := s.runEngine(ctx, fresh, g, d)
 	s.settle(ctx, run, res, err, d)
+}
+
+// cancelUnstarted ends a run that was cancelled before it ran here.
+func (s *Service) cancelUnstarted(runID, who string) {
+	ctx := context.Background()
+	run, err := s.cfg.Store.GetRun(ctx, runID)
+	if err == nil {
+		err = s.endCancelled(ctx, run, who)
+	}
+	if err != nil {
+		s.log.Error("end a cancelled run", "run", runID, "err", err)
+		return
+	}
+	s.log.Info("run cancelled before it ran", "run", runID, "by", who)
+}
+
+// cancellation is the Cancellation that stopped ctx, if one did.
+func cancellation(ctx context.Context) (*engine.Cancellation, bool) {
+	var c *engine.Cancellation
+	ok := errors.As(context.Cause(ctx), &c)
+	return c, ok
 }
 
 // runEngine runs the engine over the run's own backend.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -60,10 +59,16 @@ func (w *waiters) wake(runID, gateID string) {
 	a := w.m[gateKey{runID, gateID}]
 	w.mu.Unlock()
 	if a != nil {
-		select {
-		case a.wake <- struct{}{}:
-		default:
-		}
+		poke(a.wake)
+	}
+}
+
+// wakeAll wakes every asker here (wakes may have been missed).
+func (w *waiters) wakeAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, a := range w.m {
+		poke(a.wake)
 	}
 }
 
@@ -222,8 +227,7 @@ func (a *asker) close(ctx context.Context, state GateState, note string) (engine
 
 // stoppedNote says on a withdrawn prompt why its run stopped.
 func stoppedNote(ctx context.Context) string {
-	var c *engine.Cancellation
-	if errors.As(context.Cause(ctx), &c) {
+	if _, ok := cancellation(ctx); ok {
 		return "The run was cancelled before anyone answered."
 	}
 	return "The host stopped before anyone answered; the run asks again when it resumes."

@@ -51,6 +51,44 @@ type Store interface {
 	// with thread, only the run whose thread it is.
 	OpenGatesInChat(ctx context.Context, chat, thread string) ([]Gate, error)
 	RunGates(ctx context.Context, runID string) ([]Gate, error)
+
+	// RequestCancel records that who asked to cancel an unfinished run
+	// (the first asker is kept): whichever process drives the run stops it.
+	// A finished run returns an error wrapping ErrRunEnded.
+	RequestCancel(ctx context.Context, runID, who string) error
+	// CancelRequested is who asked to cancel the run ("" for nobody).
+	CancelRequested(ctx context.Context, runID string) (who string, err error)
+}
+
+// Wake tells this process that a run changed in the store, maybe through
+// another process sharing it (a host replica, a tool): it re-reads what
+// it waits on. A wake carries no data — the store is the authority — so a
+// spurious or repeated one only costs a read.
+type Wake struct {
+	Kind   WakeKind
+	RunID  string
+	GateID string // WakeGate
+}
+
+// WakeKind says what changed.
+type WakeKind string
+
+const (
+	WakeGate   WakeKind = "gate"   // a gate of the run was settled
+	WakeCancel WakeKind = "cancel" // a cancel of the run was asked
+	WakeRun    WakeKind = "run"    // the run's events or state changed
+	// WakeAll: anything may have changed (the listener reconnected and
+	// may have missed wakes): re-read everything.
+	WakeAll WakeKind = "all"
+)
+
+// Wakeups delivers the store's wakes of changes made by other processes
+// (PostgreSQL's LISTEN/NOTIFY). Without it a process learns of them only
+// by re-reading the store now and then (Config.GatePoll).
+type Wakeups interface {
+	// Listen calls fn for every wake until ctx ends (it blocks), keeping
+	// its connection to the store up; fn must be quick.
+	Listen(ctx context.Context, fn func(Wake))
 }
 
 // Progress is how far a run's thread got: its root message and the last

@@ -47,9 +47,14 @@ type Config struct {
 	// Observe, when set, sees every event of every run after it is stored
 	// (the host's metrics).
 	Observe func(Run, engine.Event)
-	// GatePoll is how often a waiting gate re-reads the store, a safety net
-	// for answers written by another process (default 2s). Answers given
-	// through this service wake the gate at once.
+	// Wakeups, when set, tells this process of changes other processes
+	// sharing the store make (gate answers, cancels, events): replicas on
+	// PostgreSQL. Nil: only what this service does wakes it at once.
+	Wakeups Wakeups
+	// GatePoll is how often waiting gates and executing runs re-read the
+	// store, a safety net for answers and cancels written by another
+	// process whose wake was lost (default 2s). Answers and cancels given
+	// through this service, or announced by Wakeups, act at once.
 	GatePoll time.Duration
 	// CloseWait bounds how long a run's end waits for its thread to
 	// deliver what is queued (default 15s).
@@ -84,11 +89,25 @@ type Service struct {
 
 // activeRun is a run this process executes.
 type activeRun struct {
-	id      string
-	cancel  context.CancelCauseFunc
-	done    chan struct{}
-	mu      sync.Mutex
-	current string // the node running now (top level)
+	id        string
+	cancel    context.CancelCauseFunc
+	done      chan struct{}
+	mu        sync.Mutex
+	current   string // the node running now (top level)
+	cancelled bool
+}
+
+// cancelBy stops the run as cancelled by who; it reports whether this was
+// the first cancel (a run is told once).
+func (a *activeRun) cancelBy(who string) bool {
+	a.mu.Lock()
+	first := !a.cancelled
+	a.cancelled = true
+	a.mu.Unlock()
+	if first {
+		engine.Cancel(a.cancel, who)
+	}
+	return first
 }
 
 func (a *activeRun) setCurrent(node string) {
@@ -138,6 +157,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, log: cfg.Logger.With("component", "runs"), slots: make(chan struct{}, cfg.MaxConcurrent),
 		active: map[string]*activeRun{}}
 	s.life, s.stop = context.WithCancel(context.Background())
+	s.bg.Go(s.watch)
 	return s, nil
 }
 
@@ -232,24 +252,39 @@ func (s *Service) Cancel(ctx context.Context, runID string, who Principal) error
 	if err := onTheCommandLine(run); err != nil {
 		return err
 	}
-	s.log.Info("run cancel requested", "run", runID, "by", who.String())
-	if ar, ok := s.activeRun(runID); ok {
-		engine.Cancel(ar.cancel, who.User)
-		return nil
-	}
-	// Not executing here (interrupted, or queued before a restart): end it
-	// in the record, and tell its thread.
-	if err := s.cfg.Store.FinishRun(ctx, runID, Cancelled, "cancelled by "+who.User, run.Usage); err != nil {
+	// The store first: whichever process drives the run acts on it — this
+	// one at once, another when woken (or at its next poll), and one that
+	// resumes the run later finds it and ends the run cancelled.
+	if err := s.cfg.Store.RequestCancel(ctx, runID, who.User); err != nil {
 		return err
 	}
-	s.withdrawGates(runID)
-	end := engine.Event{RunID: runID, Seq: run.LastSeq + 1, Time: s.cfg.Now(), Type: engine.EventPipelineCancelled, By: who.User,
-		Message: (&engine.Cancellation{By: who.User}).Error()}
-	if _, err := s.cfg.Store.AppendEvent(ctx, end); err != nil {
-		s.log.Error("store the cancel event", "run", runID, "err", err)
+	s.log.Info("run cancel requested", "run", runID, "by", who.String())
+	if ar, ok := s.activeRun(runID); ok {
+		ar.cancelBy(who.User)
+		return nil
 	}
-	s.streams.wake(runID)
-	s.deliverStored(runID)
+	if s.cfg.Wakeups != nil && run.Status != Interrupted {
+		return nil // queued or executing at another replica sharing the store
+	}
+	// Not executing anywhere (interrupted, or queued before a restart):
+	// end it in the record, and tell its thread.
+	return s.endCancelled(ctx, run, who.User)
+}
+
+// endCancelled ends a run no process executes as cancelled by who: its
+// record, its open gates, the event that says so, its thread.
+func (s *Service) endCancelled(ctx context.Context, run Run, who string) error {
+	if err := s.cfg.Store.FinishRun(ctx, run.ID, Cancelled, "cancelled by "+who, run.Usage); err != nil {
+		return err
+	}
+	s.withdrawGates(run.ID)
+	end := engine.Event{RunID: run.ID, Seq: run.LastSeq + 1, Time: s.cfg.Now(), Type: engine.EventPipelineCancelled, By: who,
+		Message: (&engine.Cancellation{By: who}).Error()}
+	if _, err := s.cfg.Store.AppendEvent(ctx, end); err != nil {
+		s.log.Error("store the cancel event", "run", run.ID, "err", err)
+	}
+	s.streams.wake(run.ID)
+	s.deliverStored(run.ID)
 	return nil
 }
 

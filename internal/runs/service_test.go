@@ -46,29 +46,49 @@ var (
 func newFixture(t *testing.T, policies runs.Policies) *fixture {
 	t.Helper()
 	url := storetest.URL(t, t.TempDir())
+	st := openStore(t, url)
+	service := newService(t, st, serviceOptions{policies: policies, poll: 50 * time.Millisecond})
+	return &fixture{t: t, st: st, url: url, service: service}
+}
+
+func openStore(t testing.TB, url string) *store.Store {
+	t.Helper()
 	st, err := store.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if policies == nil {
-		policies = runs.Policies{"web": runs.Operators{}, "console": console.Policy()}
+	return st
+}
+
+// serviceOptions are what tests vary in a service.
+type serviceOptions struct {
+	policies runs.Policies // nil: the web's operators and the console
+	poll     time.Duration
+	wakeups  runs.Wakeups
+	observe  func(runs.Run, engine.Event)
+}
+
+func newService(t testing.TB, st *store.Store, o serviceOptions) *runs.Service {
+	t.Helper()
+	if o.policies == nil {
+		o.policies = runs.Policies{"web": runs.Operators{}, "console": console.Policy()}
 	}
 	service, err := runs.New(runs.Config{
 		Store:    st,
 		Threads:  &report.Threads{Channels: []channels.Channel{console.New(strings.NewReader(""), io.Discard)}, Life: t.Context(), Logger: quiet},
 		Runtime:  simRuntime{},
-		Policies: policies,
+		Policies: o.policies,
 		Load: func(_, file string, src []byte, goal string) (*pipeline.Graph, []pipeline.Diagnostic, error) {
 			return frontend.Prepare(file, src, frontend.Options{Goal: goal})
 		},
-		RunsDir: t.TempDir(), GatePoll: 50 * time.Millisecond, Logger: quiet,
+		RunsDir: t.TempDir(), GatePoll: o.poll, Wakeups: o.wakeups, Observe: o.observe, Logger: quiet,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { service.Shutdown(10 * time.Second) })
-	return &fixture{t: t, st: st, url: url, service: service}
+	return service
 }
 
 var quiet = slog.New(slog.DiscardHandler)

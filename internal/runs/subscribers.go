@@ -35,9 +35,25 @@ func (w *subscribers) wake(runID string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for ch := range w.subs[runID] {
-		select {
-		case ch <- struct{}{}:
-		default:
+		poke(ch)
+	}
+}
+
+// wakeAll wakes every stream (wakes may have been missed).
+func (w *subscribers) wakeAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, chs := range w.subs {
+		for ch := range chs {
+			poke(ch)
 		}
+	}
+}
+
+// poke wakes whoever waits on ch, unless a wake is pending already.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }

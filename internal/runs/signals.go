@@ -1,0 +1,76 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// How this process learns of what other processes sharing the store did to
+// the runs it executes: an answer to one of its gates, a cancel, new events
+// for the dashboard's streams. Each is a store write first; the store's
+// wakes (Config.Wakeups: PostgreSQL's LISTEN/NOTIFY) make the process
+// re-read at once, and a poll every Config.GatePoll re-reads anyway, in
+// case a wake was lost.
+
+// watch listens for wakes and polls for cancels until the service stops.
+func (s *Service) watch() {
+	if s.cfg.Wakeups != nil {
+		s.bg.Go(func() { s.cfg.Wakeups.Listen(s.life, s.onWake) })
+	}
+	poll := time.NewTicker(s.cfg.GatePoll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-s.life.Done():
+			return
+		case <-poll.C:
+			s.checkCancels(s.activeIDs())
+		}
+	}
+}
+
+// onWake acts on one wake: it only wakes what waits here, never blocks.
+func (s *Service) onWake(w Wake) {
+	switch w.Kind {
+	case WakeGate:
+		s.gates.wake(w.RunID, w.GateID)
+	case WakeRun:
+		s.streams.wake(w.RunID)
+	case WakeCancel:
+		if s.isActive(w.RunID) {
+			s.bg.Go(func() { s.checkCancels([]string{w.RunID}) })
+		}
+	case WakeAll:
+		s.gates.wakeAll()
+		s.streams.wakeAll()
+		s.bg.Go(func() { s.checkCancels(s.activeIDs()) })
+	}
+}
+
+// checkCancels stops those of the runs executing here that someone asked
+// to cancel through another process.
+func (s *Service) checkCancels(ids []string) {
+	for _, id := range ids {
+		who, err := s.cfg.Store.CancelRequested(s.life, id)
+		switch {
+		case err != nil && !errors.Is(err, context.Canceled):
+			s.log.Warn("read whether a run was cancelled; trying again", "run", id, "err", err)
+		case who != "":
+			if ar, ok := s.activeRun(id); ok && ar.cancelBy(who) {
+				s.log.Info("run cancelled through another process", "run", id, "by", who)
+			}
+		}
+	}
+}
+
+// activeIDs lists the runs this process executes.
+func (s *Service) activeIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.active))
+	for id := range s.active {
+		ids = append(ids, id)
+	}
+	return ids
+}
