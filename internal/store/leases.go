@@ -1,0 +1,187 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"nanohost/internal/runs"
+)
+
+// Run leases: which replica drives each run when several share a
+// PostgreSQL store (docs/scaling.md). A lease is a row (run, owner,
+// expiry) that its owner renews; one past its expiry may be taken by any
+// replica. Expiry is on the database's clock, so replicas' clocks need not
+// agree. Every change is one statement whose WHERE clause is its
+// precondition, so of two replicas racing for a lease exactly one wins.
+//
+// On SQLite the one host drives every run: leases are trivially its own,
+// and nothing is stored.
+
+// takeLease inserts a lease (run, owner, ttl in milliseconds), or takes
+// over the stored one when it is owner's already or expired; it affects
+// no row when another replica's lease is live.
+const takeLease = `INSERT INTO run_leases (run_id, owner, expires_at)
+	VALUES (?, ?, now() + ? * interval '1 millisecond')
+	ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+	WHERE run_leases.owner = excluded.owner OR run_leases.expires_at < now()`
+
+// TakeLease makes owner the driver of run runID for ttl, when the run's
+// lease is free, expired, or owner's already. taken reports whether owner
+// holds it now; false means another replica drives the run.
+func (s *Store) TakeLease(ctx context.Context, runID, owner string, ttl time.Duration) (taken bool, err error) {
+	if !s.Shared() {
+		return true, nil
+	}
+	var n int64
+	err = s.write(ctx, func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, takeLease, runID, owner, ttl.Milliseconds())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("take the lease of run %s: %w", runID, err)
+	}
+	return n == 1, nil
+}
+
+// RenewLease extends owner's lease on run runID by ttl from now. held is
+// false when the lease is no longer owner's (another replica took it over
+// after it expired): owner must stop driving the run at once, writing
+// nothing more (fencing). A lease that expired but was not taken is still
+// owner's, and renewed.
+func (s *Store) RenewLease(ctx context.Context, runID, owner string, ttl time.Duration) (held bool, err error) {
+	if !s.Shared() {
+		return true, nil
+	}
+	res, err := s.writer.ExecContext(ctx, `UPDATE run_leases SET expires_at = now() + ? * interval '1 millisecond'
+		WHERE run_id = ? AND owner = ?`, ttl.Milliseconds(), runID, owner)
+	if err != nil {
+		return false, fmt.Errorf("renew the lease of run %s: %w", runID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("renew the lease of run %s: %w", runID, err)
+	}
+	return n == 1, nil
+}
+
+// ReleaseLease gives up owner's lease on run runID (its run ended, or its
+// replica stops): another replica may take the run at once.
+func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
+	if !s.Shared() {
+		return nil
+	}
+	if _, err := s.writer.ExecContext(ctx, `DELETE FROM run_leases WHERE run_id = ? AND owner = ?`, runID, owner); err != nil {
+		return fmt.Errorf("release the lease of run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// ClaimRuns takes for owner, for ttl, the leases of up to limit unfinished
+// runs nobody drives — their lease expired (their replica died) or they
+// have none (their replica stopped and let go, or it died between
+// recording a run and taking its lease) — and returns those runs with
+// their source, oldest first, to be resumed. Runs of the command line
+// (runs.TerminalChat) are never claimed: the process that runs them is not
+// a replica. Replicas scanning at once skip each other's rows (FOR UPDATE
+// SKIP LOCKED) rather than wait; each run goes to one of them.
+func (s *Store) ClaimRuns(ctx context.Context, owner string, ttl time.Duration, limit int) ([]runs.Run, error) {
+	if !s.Shared() {
+		return nil, nil
+	}
+	var claimed []runs.Run
+	err := s.write(ctx, func(tx *txn) error {
+		rows, err := tx.QueryContext(ctx, `SELECT `+qualified("r", runColumns)+`, r.source_dot
+			FROM runs r LEFT JOIN run_leases l ON l.run_id = r.id
+			WHERE r.status IN ('queued', 'running', 'waiting', 'interrupted') AND r.chat_id <> ?
+			  AND (l.run_id IS NULL OR l.expires_at < now())
+			ORDER BY r.created_at, r.id LIMIT ? FOR UPDATE OF r SKIP LOCKED`, runs.TerminalChat, limit)
+		if err != nil {
+			return err
+		}
+		var found []runs.Run
+		for rows.Next() {
+			var dot string
+			r, err := scanRun(rows, &dot)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			r.SourceDOT = dot
+			found = append(found, r)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		for _, r := range found {
+			res, err := tx.ExecContext(ctx, takeLease, r.ID, owner, ttl.Milliseconds())
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				claimed = append(claimed, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim runs nobody drives: %w", err)
+	}
+	return claimed, nil
+}
+
+// LeaseOwners maps each run with a live lease to the replica driving it
+// (empty on SQLite, whose one host drives every run).
+func (s *Store) LeaseOwners(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	if s.b.name() != "postgres" {
+		return out, nil
+	}
+	rows, err := s.reader.QueryContext(ctx, `SELECT run_id, owner FROM run_leases WHERE expires_at >= now()`)
+	if err != nil {
+		return nil, fmt.Errorf("lease owners: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var run, owner string
+		if err := rows.Scan(&run, &owner); err != nil {
+			return nil, fmt.Errorf("lease owners: %w", err)
+		}
+		out[run] = owner
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("lease owners: %w", err)
+	}
+	return out, nil
+}
+
+// LeasesOf lists the runs whose live lease owner holds, in id order.
+func (s *Store) LeasesOf(ctx context.Context, owner string) ([]string, error) {
+	all, err := s.LeaseOwners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for run, o := range all {
+		if o == owner {
+			ids = append(ids, run)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// qualified prefixes each of a comma-separated column list with table.
+func qualified(table, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = table + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}

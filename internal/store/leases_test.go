@@ -1,0 +1,148 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"nanohost/internal/runs"
+	"nanohost/internal/store/storetest"
+)
+
+// Two replicas on one PostgreSQL database: a run's lease is one replica's
+// while it renews it; once it expires another takes it over, and the old
+// owner's next renewal finds it lost.
+func TestLeaseIsOneReplicasUntilItExpires(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	a, b := openURL(t, url), openURL(t, url)
+	ctx := context.Background()
+	createTestRun(t, a, "r1")
+	const ttl = 400 * time.Millisecond
+
+	mustLease := func(got bool, err error, want bool, what string) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got != want {
+			t.Fatalf("%s = %v, want %v", what, got, want)
+		}
+	}
+	ok, err := a.TakeLease(ctx, "r1", "A", ttl)
+	mustLease(ok, err, true, "A takes a free lease")
+	ok, err = b.TakeLease(ctx, "r1", "B", ttl)
+	mustLease(ok, err, false, "B takes A's live lease")
+	ok, err = a.TakeLease(ctx, "r1", "A", ttl)
+	mustLease(ok, err, true, "A takes its own lease again")
+	for range 3 { // renewed, it outlives its ttl
+		time.Sleep(ttl / 2)
+		ok, err = a.RenewLease(ctx, "r1", "A", ttl)
+		mustLease(ok, err, true, "A renews")
+	}
+	if claimed, err := b.ClaimRuns(ctx, "B", ttl, 10); err != nil || len(claimed) != 0 {
+		t.Fatalf("B claims %v (%v) while A renews; want nothing", claimed, err)
+	}
+	owners, err := b.LeaseOwners(ctx)
+	if err != nil || owners["r1"] != "A" {
+		t.Fatalf("owners = %v (%v), want r1 driven by A", owners, err)
+	}
+
+	time.Sleep(ttl + 100*time.Millisecond) // A stopped renewing (it died)
+	claimed, err := b.ClaimRuns(ctx, "B", ttl, 10)
+	if err != nil || len(claimed) != 1 || claimed[0].ID != "r1" || claimed[0].SourceDOT != testDOT {
+		t.Fatalf("B claims %+v (%v), want run r1 with its source", claimed, err)
+	}
+	ok, err = a.RenewLease(ctx, "r1", "A", ttl)
+	mustLease(ok, err, false, "A renews a lease B took over")
+	if held, err := b.LeasesOf(ctx, "B"); err != nil || !slices.Equal(held, []string{"r1"}) {
+		t.Fatalf("B holds %v (%v), want [r1]", held, err)
+	}
+
+	// Released (B's run ended, or B stops), the run is anyone's at once —
+	// unless it finished, which nobody resumes.
+	if err := a.ReleaseLease(ctx, "r1", "A"); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := b.LeasesOf(ctx, "B"); len(held) != 1 {
+		t.Fatalf("A's release of a lease it lost took B's: B holds %v", held)
+	}
+	if err := b.ReleaseLease(ctx, "r1", "B"); err != nil {
+		t.Fatal(err)
+	}
+	if claimed, err := a.ClaimRuns(ctx, "A", ttl, 10); err != nil || len(claimed) != 1 {
+		t.Fatalf("A claims %v (%v) after B let go; want r1", claimed, err)
+	}
+	if err := a.FinishRun(ctx, "r1", runs.Succeeded, "", claimed[0].Usage); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.ReleaseLease(ctx, "r1", "A"); err != nil {
+		t.Fatal(err)
+	}
+	if claimed, err := b.ClaimRuns(ctx, "B", ttl, 10); err != nil || len(claimed) != 0 {
+		t.Fatalf("B claims %v (%v); a finished run is nobody's to resume", claimed, err)
+	}
+}
+
+// Replicas scanning for orphaned runs at the same moment share them out:
+// every run is claimed by exactly one.
+func TestClaimRunsGivesEachRunToOneReplica(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	seed := openURL(t, url)
+	const n = 30
+	for i := range n {
+		createTestRun(t, seed, "run-"+string(rune('a'+i/26))+string(rune('a'+i%26)))
+	}
+	terminal := runs.Run{ID: "cli", GroupFolder: "main", ChatID: runs.TerminalChat, SourceDOT: testDOT}
+	if err := seed.CreateRun(context.Background(), terminal); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	byRun := map[string][]string{}
+	var wg sync.WaitGroup
+	for _, owner := range []string{"A", "B", "C"} {
+		st := openURL(t, url)
+		wg.Go(func() {
+			for {
+				got, err := st.ClaimRuns(context.Background(), owner, time.Minute, 4)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, r := range got {
+					byRun[r.ID] = append(byRun[r.ID], owner)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(byRun) != n {
+		t.Errorf("%d runs claimed, want %d (the command line's run never)", len(byRun), n)
+	}
+	for id, owners := range byRun {
+		if len(owners) != 1 {
+			t.Errorf("run %s claimed by %v, want exactly one replica", id, owners)
+		}
+	}
+}
+
+// On SQLite the one host drives every run: leases are always its own.
+func TestLeasesOnSQLiteAreTheHostsOwn(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	createTestRun(t, s, "r1")
+	for _, owner := range []string{"A", "B"} {
+		if ok, err := s.TakeLease(ctx, "r1", owner, time.Second); err != nil || !ok {
+			t.Fatalf("TakeLease(%s) = %v, %v", owner, ok, err)
+		}
+	}
+	if claimed, err := s.ClaimRuns(ctx, "A", time.Second, 10); err != nil || len(claimed) != 0 {
+		t.Fatalf("ClaimRuns on SQLite = %v, %v; the host resumes its runs at start-up instead", claimed, err)
+	}
+}
