@@ -1,5 +1,5 @@
--- 0006: who drives each run when several host replicas share the database
--- (SQLite's 0006). The replica that starts or takes over a run holds its
+-- 0007: who drives each run when several host replicas share the database
+-- (SQLite's 0007). The replica that starts or takes over a run holds its
 -- lease and renews it every lease_ttl/3; a lease past expires_at may be
 -- taken over by any replica, which resumes the run from its journal.
 

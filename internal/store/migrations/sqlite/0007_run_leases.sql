@@ -1,5 +1,5 @@
--- 0006: who drives each run when several host replicas share the database
--- (PostgreSQL's 0006). A SQLite database has one host, which drives every
+-- 0007: who drives each run when several host replicas share the database
+-- (PostgreSQL's 0007). A SQLite database has one host, which drives every
 -- run: it keeps no leases, but the schema is the same version on both.
 
 CREATE TABLE run_leases (
