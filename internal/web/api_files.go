@@ -190,7 +190,7 @@ func (s *Server) getNode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := nodeJSON{ID: n.ID, Label: n.Label(), Shape: n.Shape(), Type: n.Attrs["type"], Prompt: n.Attrs["prompt"],
-		State: nonEmpty(v.States[n.ID], "pending"), Visits: v.Attempts[n.ID],
+		State: nonEmpty(v.States[n.ID], "pending"), Visits: v.Visits[n.ID],
 		Files: map[string]*file{}, RawLinks: map[string]string{}}
 	if t, ok := v.Timings[n.ID]; ok {
 		out.Last = &t

@@ -30,7 +30,8 @@ type runDetail struct {
 	Pipeline string   `json:"pipeline,omitempty"`
 	Current  string   `json:"current_node,omitempty"`
 	Path     []string `json:"path"`
-	// Nodes maps every node to pending, running, success, fail or retrying.
+	// Nodes maps every node to pending, running, waiting (its gate is
+	// open), success, fail or retrying.
 	Nodes            map[string]string `json:"nodes"`
 	PendingQuestions int               `json:"pending_questions"`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"regexp"
@@ -314,7 +315,7 @@ func TestGateAnsweredThroughTheAPIFirstAnswerWins(t *testing.T) {
 		t.Errorf("question = %+v", q)
 	}
 	run := decode[runBody](t, f.do("GET", "/pipelines/"+id, ""), 200)
-	if run.Status != "waiting" || run.PendingQuestions != 1 || run.Nodes["review"] != "running" {
+	if run.Status != "waiting" || run.PendingQuestions != 1 || run.Nodes["review"] != "waiting" {
 		t.Errorf("waiting run = %+v", run)
 	}
 
@@ -457,15 +458,9 @@ func TestGraphShowsNodeStatesAndThePathTaken(t *testing.T) {
 	id := f.start(gateDOT)
 	f.waitGate(id)
 	svg := f.get("/pipelines/" + id + "/graph")
-	for _, want := range []string{
-		`<g class="node state-success" id="node-plan">`,
-		`<g class="node state-running" id="node-review">`,
-		`<g class="node state-pending" id="node-build">`,
-		`<g class="edge taken"><title>plan -&gt; review</title>`,
-	} {
-		if !strings.Contains(svg, want) {
-			t.Errorf("graph lacks %s", want)
-		}
+	wantStates(t, svg, map[string]string{"plan": "success", "review": "waiting", "build": "pending"})
+	if want := `<g class="edge taken"><title>plan -&gt; review</title>`; !strings.Contains(svg, want) {
+		t.Errorf("graph lacks %s", want)
 	}
 	if strings.Contains(svg, `<g class="edge taken"><title>review -&gt; build</title>`) {
 		t.Error("an edge not yet taken is highlighted")
@@ -479,13 +474,43 @@ func TestGraphShowsNodeStatesAndThePathTaken(t *testing.T) {
 	f.do("POST", "/pipelines/"+id+"/questions/review-1/answer", `{"choice":"A"}`).Body.Close()
 	f.waitStatus(id, runs.Succeeded)
 	svg = f.get("/pipelines/" + id + "/graph")
-	for _, want := range []string{`<g class="node state-success" id="node-build">`, `<g class="edge taken"><title>review -&gt; build</title>`} {
-		if !strings.Contains(svg, want) {
-			t.Errorf("finished graph lacks %s", want)
-		}
+	wantStates(t, svg, map[string]string{"review": "success", "build": "success"})
+	if want := `<g class="edge taken"><title>review -&gt; build</title>`; !strings.Contains(svg, want) {
+		t.Errorf("finished graph lacks %s", want)
 	}
 	if strings.Contains(svg, `<g class="edge taken"><title>review -&gt; plan</title>`) {
 		t.Error("the revise edge is highlighted but was never taken")
+	}
+}
+
+var (
+	svgGroupTag = regexp.MustCompile(`<g\s[^>]*>`)
+	svgAttr     = regexp.MustCompile(`([\w:-]+)="([^"]*)"`)
+)
+
+// svgNode is the attributes of node id's group in a graph SVG (class,
+// data-visits, …), whatever their order; nil when there is none.
+func svgNode(t testing.TB, svg, id string) map[string]string {
+	t.Helper()
+	for _, tag := range svgGroupTag.FindAllString(svg, -1) {
+		attrs := map[string]string{}
+		for _, a := range svgAttr.FindAllStringSubmatch(tag, -1) {
+			attrs[a[1]] = html.UnescapeString(a[2])
+		}
+		if attrs["id"] == "node-"+id {
+			return attrs
+		}
+	}
+	return nil
+}
+
+// wantStates checks the state each node is drawn in.
+func wantStates(t testing.TB, svg string, want map[string]string) {
+	t.Helper()
+	for id, st := range want {
+		if got := svgNode(t, svg, id)["class"]; got != "node state-"+st {
+			t.Errorf("node %s is drawn as %q, want state %s", id, got, st)
+		}
 	}
 }
 
@@ -510,15 +535,19 @@ const retryDOT = `digraph Flaky {
 	start -> plan -> build -> exit
 }`
 
+// flakyScript's plan is retried once, then takes 1.5s to succeed; build fails.
+func flakyScript() *script.Script {
+	return &script.Script{Nodes: map[string][]script.Response{
+		"plan":  {{Status: "retry", FailureReason: "the network blinked"}, {Text: "planned [outcome:success]", DelayMS: 1500}},
+		"build": {{Status: "fail", FailureReason: "compile error in main.go"}},
+	}}
+}
+
 // Retries and failures show in the graph while they happen, and a node's
 // details say when it ran, how long it took, which attempt it is on and why
 // it failed.
 func TestGraphAndNodeDetailsShowRetriesAndFailures(t *testing.T) {
-	flaky := &script.Script{Nodes: map[string][]script.Response{
-		"plan":  {{Status: "retry", FailureReason: "the network blinked"}, {Text: "planned [outcome:success]", DelayMS: 1500}},
-		"build": {{Status: "fail", FailureReason: "compile error in main.go"}},
-	}}
-	f := newFixture(t, fixtureOpts{script: flaky})
+	f := newFixture(t, fixtureOpts{script: flakyScript()})
 	id := f.start(retryDOT)
 	type nodeBody struct {
 		State string `json:"state"`
@@ -533,7 +562,7 @@ func TestGraphAndNodeDetailsShowRetriesAndFailures(t *testing.T) {
 		} `json:"last_visit"`
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(f.get("/pipelines/"+id+"/graph"), `<g class="node state-retrying" id="node-plan">`) {
+	for svgNode(t, f.get("/pipelines/"+id+"/graph"), "plan")["class"] != "node state-retrying" {
 		if time.Now().After(deadline) {
 			t.Fatal("plan never showed as retrying in the graph")
 		}
@@ -547,11 +576,7 @@ func TestGraphAndNodeDetailsShowRetriesAndFailures(t *testing.T) {
 
 	f.waitStatus(id, runs.Failed)
 	svg := f.get("/pipelines/" + id + "/graph")
-	for _, want := range []string{`<g class="node state-success" id="node-plan">`, `<g class="node state-fail" id="node-build">`, `<g class="node state-pending" id="node-exit">`} {
-		if !strings.Contains(svg, want) {
-			t.Errorf("failed run's graph lacks %s", want)
-		}
-	}
+	wantStates(t, svg, map[string]string{"plan": "success", "build": "fail", "exit": "pending"})
 	plan = decode[nodeBody](t, f.do("GET", "/pipelines/"+id+"/nodes/plan", ""), 200)
 	if plan.Last == nil || plan.Last.Attempt != 2 || plan.Last.Status != "success" || plan.Last.DurationMS < 1500 || plan.Last.FinishedAt.IsZero() {
 		t.Errorf("plan after its retry = %+v", plan.Last)

@@ -198,7 +198,7 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 	waitJS(t, ctx, "plan running or done", nodeState("plan", "running")+` || `+nodeState("plan", "success"))
 	approve := `#questions button.choice[data-option="2"]`
 	waitJS(t, ctx, "the gate's buttons", `document.querySelector('`+approve+`') !== null`)
-	waitJS(t, ctx, "plan done, review waiting", nodeState("plan", "success")+` && `+nodeState("review", "running")+` && `+nodeState("build", "pending"))
+	waitJS(t, ctx, "plan done, review waiting", nodeState("plan", "success")+` && `+nodeState("review", "waiting")+` && `+nodeState("build", "pending"))
 	waitJS(t, ctx, "the taken edge", `[...document.querySelectorAll('#graph g.edge.taken title')].some(t => t.textContent === 'plan -> review')`)
 	f.screenshot(ctx, t, shots, "run-waiting-desktop")
 

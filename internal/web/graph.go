@@ -73,7 +73,7 @@ func runSVG(g *pipeline.Graph, v *runView) []byte {
 	for id, st := range v.States {
 		states[id] = st
 	}
-	return highlightEdges(render.SVG(g, states), v.Taken)
+	return markNodes(highlightEdges(render.SVG(g, states), v.Taken), marksOf(g, v))
 }
 
 // How a taken edge is drawn: render draws every edge thin and grey; a

@@ -81,6 +81,18 @@ func (s *Server) render(w http.ResponseWriter, t *template.Template, status int,
 	_, _ = w.Write(buf.Bytes())
 }
 
+// renderFragment executes one template of a page (a part the page
+// refreshes by itself) without the layout.
+func (s *Server) renderFragment(w http.ResponseWriter, t *template.Template, name string, data any) {
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
+		s.internalError(w, "render "+name, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}
+
 // runRow is a run in the runs table.
 type runRow struct {
 	runs.Run
@@ -215,11 +227,12 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		DurationText string
 		CostText     string
 		SVG          template.HTML
+		Timeline     timelinePage
 		Questions    []questionView
 		Events       []logLine
 		Truncated    bool
 	}{pageBase: s.base(r, run.ID), Detail: detail, DurationText: durationText(run.Duration(s.opts.Now())),
-		CostText: costText(detail.Usage.CostUSD), Truncated: from > 0}
+		CostText: costText(detail.Usage.CostUSD), Truncated: from > 0, Timeline: timeline(v, s.opts.Now())}
 	data.Run = &run
 	data.LastSeq = v.LastSeq
 	if len(events) > 0 {

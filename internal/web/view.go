@@ -35,44 +35,61 @@ type nodeTiming struct {
 }
 
 // runView is what a run's events say about it: each node's state for the
-// graph, the edges taken, the path of visits. It is folded from the event
-// log in seq order, so it can be brought up to date with only the events
-// appended since.
+// graph, the edges taken, the path of visits, the timeline. It is folded
+// from the event log in seq order, so it can be brought up to date with
+// only the events appended since.
 type runView struct {
 	LastSeq  int64
 	Pipeline string
 	States   map[string]string // node id → render state
-	Attempts map[string]int    // StageStarted count (visits) per node
+	Visits   map[string]int    // StageStarted count per node
 	Timings  map[string]nodeTiming
 	Taken    map[edgeKey]bool
 	// Path lists the top-level node visits in order.
 	Path []string
 	// Current is the top-level node that started last and has not finished.
 	Current string
-	// Waiting is true while a human gate is open.
-	Waiting bool
+	// Asking holds the nodes whose human gate is open (parallel branches
+	// may ask at once); the run waits for a person while it is not empty.
+	Asking map[string]bool
 	// Usage sums the stages' usage (the run's record has the total once it ends).
 	Usage engine.Usage
 	Ended bool
 	// Changes is each node's latest WorkspaceChanged summary (its visit's).
 	Changes map[string]*engine.WorkspaceChanges
+	// Spans is every node visit in the order they started (the timeline);
+	// open maps a node (and branch) still running to its span.
+	Spans []visitSpan
+	open  map[string]int
+	// Stops are the run's interruptions and resumptions, in order.
+	Stops []runStop
 }
 
 func newRunView() *runView {
-	return &runView{States: map[string]string{}, Attempts: map[string]int{}, Timings: map[string]nodeTiming{}, Taken: map[edgeKey]bool{},
-		Changes: map[string]*engine.WorkspaceChanges{}}
+	return &runView{States: map[string]string{}, Visits: map[string]int{}, Timings: map[string]nodeTiming{}, Taken: map[edgeKey]bool{},
+		Asking: map[string]bool{}, Changes: map[string]*engine.WorkspaceChanges{}, open: map[string]int{}}
 }
 
 func (v *runView) clone() *runView {
 	c := *v
 	c.States = maps.Clone(v.States)
-	c.Attempts = maps.Clone(v.Attempts)
+	c.Visits = maps.Clone(v.Visits)
 	c.Timings = maps.Clone(v.Timings)
 	c.Taken = maps.Clone(v.Taken)
 	c.Path = slices.Clone(v.Path)
+	c.Asking = maps.Clone(v.Asking)
 	c.Changes = maps.Clone(v.Changes)
+	c.Spans = make([]visitSpan, len(v.Spans))
+	for i, sp := range v.Spans {
+		c.Spans[i] = sp.clone() // an open span's waits change in place
+	}
+	c.open = maps.Clone(v.open)
+	c.Stops = slices.Clone(v.Stops)
 	return &c
 }
+
+// Waiting reports whether the run waits for a person (a gate is open).
+func (v *runView) Waiting() bool { return len(v.Asking) > 0 }
 
 // apply folds one event into the view.
 func (v *runView) apply(e engine.Event) {
@@ -85,9 +102,13 @@ func (v *runView) apply(e engine.Event) {
 			v.Pipeline = e.Label
 		}
 		v.Ended = false
+		if e.Type == engine.EventPipelineResumed {
+			v.Stops = append(v.Stops, runStop{At: e.Time, Kind: stopResumed})
+		}
 	case engine.EventStageStarted:
 		v.States[e.NodeID] = render.StateRunning
-		v.Attempts[e.NodeID]++
+		v.Visits[e.NodeID]++
+		v.startSpan(e)
 		v.Timings[e.NodeID] = nodeTiming{StartedAt: e.Time, Attempt: 1, Persona: e.Persona, Masks: e.Masks}
 		delete(v.Changes, e.NodeID)
 		if e.Branch == "" {
@@ -96,6 +117,7 @@ func (v *runView) apply(e engine.Event) {
 		}
 	case engine.EventStageRetrying:
 		v.States[e.NodeID] = render.StateRetrying
+		v.retrySpan(e)
 		t := v.Timings[e.NodeID]
 		t.Attempt, t.MaxAttempts, t.Message = e.Attempt, e.MaxAttempt, e.Message
 		v.Timings[e.NodeID] = t
@@ -115,26 +137,38 @@ func (v *runView) apply(e engine.Event) {
 	case engine.EventWorkspaceChanged:
 		v.Changes[e.NodeID] = e.Changes
 	case engine.EventInterviewStarted:
-		v.Waiting = true
+		v.Asking[e.NodeID] = true
+		v.States[e.NodeID] = render.StateWaiting
+		v.askSpan(e, true)
 	case engine.EventInterviewCompleted, engine.EventInterviewTimeout:
-		v.Waiting = false
+		delete(v.Asking, e.NodeID)
+		if v.States[e.NodeID] == render.StateWaiting {
+			v.States[e.NodeID] = render.StateRunning
+		}
+		v.askSpan(e, false)
 	case engine.EventDecision:
 		if d := e.Decision; d != nil && d.To != "" {
 			v.Taken[edgeKey{d.From, d.To}] = true
 		}
 	case engine.EventPipelineCompleted, engine.EventPipelineFailed, engine.EventPipelineCancelled, engine.EventPipelineInterrupted:
-		v.Ended, v.Waiting, v.Current = true, false, ""
+		v.Ended, v.Current = true, ""
+		clear(v.Asking)
 		// A stage still "running" when the run stopped was interrupted.
 		for id, st := range v.States {
-			if st == render.StateRunning || st == render.StateRetrying {
+			if st == render.StateRunning || st == render.StateRetrying || st == render.StateWaiting {
 				v.States[id] = render.StatePending
 			}
+		}
+		v.stopSpans(e)
+		if e.Type == engine.EventPipelineInterrupted {
+			v.Stops = append(v.Stops, runStop{At: e.Time, Kind: stopInterrupted})
 		}
 	}
 }
 
 func (v *runView) stageDone(e engine.Event, state string) {
 	v.States[e.NodeID] = state
+	v.endSpan(e, state)
 	t := v.Timings[e.NodeID]
 	t.FinishedAt, t.Duration, t.DurationMS = e.Time, e.Duration, e.Duration.Milliseconds()
 	t.Status, t.Message, t.Usage = string(e.Status), e.Message, e.Usage

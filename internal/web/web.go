@@ -218,6 +218,7 @@ func (s *Server) routes() []Route {
 		// Dashboard pages.
 		{Method: "GET", Path: "/{$}", Handler: s.runsPage},
 		{Method: "GET", Path: "/runs/{id}", Handler: s.runPage},
+		{Method: "GET", Path: "/runs/{id}/timeline", Handler: s.runTimeline},
 		{Method: "GET", Path: "/login", Public: true, Handler: s.loginPage},
 		{Method: "POST", Path: "/login", Public: true, Handler: s.login},
 		{Method: "POST", Path: "/logout", Handler: s.logout},

@@ -153,6 +153,48 @@
     box.appendChild(raw);
   }
 
+  // ---- graph marks: how often a node ran, its attempt, how long it took ----
+  // The server writes them on each visited node's group (data-visits,
+  // data-attempt, data-max-attempts, data-last); they are drawn here, where
+  // the node's drawn box is known whatever laid the graph out.
+  var svgNS = 'http://www.w3.org/2000/svg';
+
+  function badge(g, x, y, text, kind) {
+    var b = document.createElementNS(svgNS, 'g');
+    b.setAttribute('class', 'mark ' + kind);
+    var t = document.createElementNS(svgNS, 'text');
+    t.setAttribute('x', x);
+    t.setAttribute('y', y);
+    t.setAttribute('text-anchor', 'middle');
+    t.setAttribute('dominant-baseline', 'central');
+    t.textContent = text;
+    b.appendChild(t);
+    g.appendChild(b);
+    var tb = t.getBBox();
+    var r = document.createElementNS(svgNS, 'rect');
+    var h = tb.height + 2;
+    r.setAttribute('x', tb.x - 5);
+    r.setAttribute('y', y - h / 2);
+    r.setAttribute('width', tb.width + 10);
+    r.setAttribute('height', h);
+    r.setAttribute('rx', h / 2);
+    b.insertBefore(r, t);
+  }
+
+  function markNodes(root) {
+    (root || document).querySelectorAll('#graph g.node[data-visits]').forEach(function (g) {
+      g.querySelectorAll('g.mark').forEach(function (m) { m.remove(); });
+      var shape = g.querySelector('rect, polygon, ellipse, circle, path') || g;
+      var box = shape.getBBox();
+      var visits = Number(g.dataset.visits);
+      if (visits > 1) badge(g, box.x + box.width - 4, box.y + 2, '\u00d7' + visits, 'visits');
+      var facts = [];
+      if (g.dataset.last) facts.push(g.dataset.last);
+      if (Number(g.dataset.attempt) > 1) facts.push('try ' + g.dataset.attempt + (Number(g.dataset.maxAttempts) > 0 ? '/' + g.dataset.maxAttempts : ''));
+      if (facts.length) badge(g, box.x + box.width / 2, box.y + box.height, facts.join(' \u00b7 '), 'last');
+    });
+  }
+
   // ---- runs list: refresh the table while runs are live ----
   // refreshRuns replaces the table with the server's current one; it
   // resolves when done (highlighting the run named by mark, if any).
@@ -308,6 +350,7 @@
             if (!root || root.nodeName !== 'svg') return;
             var g = $('#graph');
             g.replaceChildren(document.importNode(root, true));
+            markNodes();
             markSelected();
           }).catch(function () {});
       }, 150);
@@ -334,6 +377,31 @@
         }
       }).catch(function () {});
     }
+
+    // The timeline: the server draws it; it is fetched again as the run goes on.
+    var timelineTimer = null;
+    function refreshTimeline() {
+      clearTimeout(timelineTimer);
+      timelineTimer = setTimeout(function () {
+        fetch('/runs/' + encodeURIComponent(runID) + '/timeline', { headers: { 'Accept': 'text/html' }, credentials: 'same-origin' })
+          .then(function (res) { return res.ok ? res.text() : null; })
+          .then(function (html) {
+            if (html === null) return;
+            var doc = new DOMParser().parseFromString('<div>' + html + '</div>', 'text/html');
+            var box = $('#timeline-body');
+            box.replaceChildren.apply(box, Array.prototype.map.call(doc.body.firstChild.childNodes, function (n) { return document.importNode(n, true); }));
+            $('#timeline').hidden = !box.querySelector('ol.gantt');
+          }).catch(function () {});
+      }, 300);
+    }
+    $('#timeline').addEventListener('click', function (ev) {
+      var b = ev.target.closest('button.gantt-name');
+      if (b) showNode(b.dataset.node);
+    });
+    // Running bars grow while the run is live.
+    setInterval(function () {
+      if (body.dataset.finished !== 'true' && !document.hidden && $('#timeline ol.gantt')) refreshTimeline();
+    }, 5000);
 
     // Questions: rebuilt from the API whenever a gate opens or closes.
     function renderQuestions(list) {
@@ -565,6 +633,7 @@
         case 'Decision': case 'PipelineCompleted': case 'PipelineFailed': case 'PipelineResumed':
           refreshGraph();
           refreshRun();
+          refreshTimeline();
           break;
         case 'WorkspaceChanged':
           refreshRunChanges();
@@ -572,6 +641,8 @@
         case 'InterviewStarted': case 'InterviewCompleted': case 'InterviewTimeout':
           refreshQuestions();
           refreshRun();
+          refreshGraph();
+          refreshTimeline();
           break;
       }
       if (selectedNode && e.node_id === selectedNode && /^(Stage|WorkspaceChanged)/.test(e.type)) {
@@ -580,6 +651,7 @@
     };
     src.addEventListener('end', function () {
       src.close();
+      refreshTimeline();
       refreshGraph();
       refreshRun();
       refreshQuestions();
@@ -588,6 +660,7 @@
   }
 
   document.addEventListener('DOMContentLoaded', function () {
+    markNodes();
     setupRunsList();
     setupStartForm();
     if (document.body.dataset.run) setupRun(document.body.dataset.run);

@@ -1,0 +1,142 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"nanohost/internal/pipeline/script"
+	"nanohost/internal/runs"
+)
+
+// phone and desktop switch the tab's viewport.
+func phone(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile, chromedp.EmulateTouch)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func desktop(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// evalJS evaluates an expression in the page.
+func evalJS[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+// A person opens a run whose plan was revised twice: the graph says plan
+// ran 3 times and how long it took, the gate waiting for them looks unlike
+// a running node (and the legend says so), and the timeline has a bar per
+// visit, on a desktop and on a phone; answering moves everything on live.
+func TestBrowserShowsVisitsTheWaitingGateAndTheTimeline(t *testing.T) {
+	chromium := findChromium(t)
+	f := newFixture(t, fixtureOpts{script: &script.Script{Nodes: map[string][]script.Response{
+		"plan":  {{Text: "Planned. [outcome:success]", DelayMS: 400}},
+		"build": {{Text: "Built. [outcome:success]", DelayMS: 1500}},
+	}}})
+	id := f.start(gateDOT)
+	f.answerReview(id, 1, "R")
+	f.answerReview(id, 2, "R")
+	f.waitGateWhere(id, func(g runs.Gate) bool { return g.GateID == "review-3" })
+
+	ctx := newBrowser(t, chromium)
+	shots := artifactDir(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/runs/"+id), chromedp.WaitVisible(chromedp.CSS(`#graph svg`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "plan's visits badge", `(b => b && b.textContent === '×3')(document.querySelector('#graph g#node-plan g.mark.visits text'))`)
+	waitJS(t, ctx, "plan's last duration", `/^\d+(ms|s)$/.test(document.querySelector('#graph g#node-plan g.mark.last text').textContent)`)
+	if n := evalJS[int](t, ctx, `document.querySelectorAll('#graph g#node-build g.mark').length`); n != 0 {
+		t.Errorf("build never ran but has %d marks", n)
+	}
+	// The badge sits on the node's corner, not somewhere else in the drawing.
+	onCorner := evalJS[bool](t, ctx, `(() => {
+		const n = document.querySelector('#graph g#node-plan').getBoundingClientRect();
+		const b = document.querySelector('#graph g#node-plan g.mark.visits').getBoundingClientRect();
+		const cx = b.x + b.width / 2, cy = b.y + b.height / 2;
+		return Math.abs(cy - n.y) < 14 && cx > n.x + n.width / 2 && cx < n.right + 14;
+	})()`)
+	if !onCorner {
+		t.Error("plan's visits badge is not on the node's top right corner")
+	}
+
+	// The gate waits for a person: its own colour, not running's, and the legend names it.
+	waitJS(t, ctx, "the gate waiting", nodeState("review", "waiting"))
+	if q := evalJS[string](t, ctx, `document.querySelector('#questions .q-text').textContent`); q != "Approve the plan?" {
+		t.Errorf("the open question reads %q", q)
+	}
+	fills := evalJS[[]string](t, ctx, `['review', 'plan'].map(id => document.querySelector('#graph g#node-' + id + ' > polygon, #graph g#node-' + id + ' > rect').getAttribute('fill'))`)
+	legendRunning := evalJS[string](t, ctx, `getComputedStyle(document.querySelector('.graph-panel .lg.running'), '::before').backgroundColor`)
+	legendWaiting := evalJS[string](t, ctx, `getComputedStyle(document.querySelector('.graph-panel .lg.waiting'), '::before').backgroundColor`)
+	if fills[0] != "#f3d9fa" || legendWaiting != "rgb(243, 217, 250)" || legendWaiting == legendRunning {
+		t.Errorf("the waiting gate is filled %s, its legend %s (running: %s)", fills[0], legendWaiting, legendRunning)
+	}
+	if txt := evalJS[string](t, ctx, `document.querySelector('.graph-panel .legend').textContent`); !strings.Contains(txt, "waiting for you") {
+		t.Errorf("legend = %q", txt)
+	}
+
+	// The timeline: a row per node in the order they ran, a bar per visit.
+	waitJS(t, ctx, "the timeline", `document.querySelectorAll('#timeline li.gantt-row').length === 3`)
+	rows := evalJS[[]string](t, ctx, `[...document.querySelectorAll('#timeline li.gantt-row')].map(r => r.dataset.node + ':' + r.querySelectorAll('g.bar').length)`)
+	if fmt.Sprint(rows) != "[start:1 plan:3 review:3]" {
+		t.Errorf("timeline rows = %v", rows)
+	}
+	if n := evalJS[int](t, ctx, `document.querySelectorAll('#timeline g.bar.waiting rect.wait').length`); n != 1 {
+		t.Errorf("the open gate's bar shows %d waits", n)
+	}
+	// Each of plan's bars is drawn, left to right, none overlapping.
+	ordered := evalJS[bool](t, ctx, `(() => {
+		const bars = [...document.querySelectorAll('#timeline li[data-node=plan] g.bar > rect:first-of-type')].map(r => r.getBoundingClientRect());
+		return bars.every((b, i) => b.width >= 2 && (i === 0 || b.x >= bars[i-1].x + bars[i-1].width - 0.5));
+	})()`)
+	if !ordered {
+		t.Error("plan's three bars are not drawn one after the other")
+	}
+	f.screenshot(ctx, t, shots, "graph-visits-waiting-desktop")
+	if err := chromedp.Do(ctx, chromedp.ScrollIntoView(chromedp.CSS(`#timeline`))); err != nil {
+		t.Fatal(err)
+	}
+
+	phone(t, ctx)
+	assertFitsWidth(t, ctx, "run page with marks and timeline")
+	// On a phone the names stay readable and the bars get most of the width.
+	narrow := evalJS[[]float64](t, ctx, `(() => {
+		const row = document.querySelector('#timeline li[data-node=plan]');
+		return [row.querySelector('.gantt-name').getBoundingClientRect().width, row.querySelector('svg').getBoundingClientRect().width,
+			parseFloat(getComputedStyle(row.querySelector('.gantt-name')).fontSize)];
+	})()`)
+	if narrow[0] < 70 || narrow[1] < 180 || narrow[2] < 12 {
+		t.Errorf("phone timeline: name %.0fpx wide, track %.0fpx, font %.0fpx", narrow[0], narrow[1], narrow[2])
+	}
+	f.screenshot(ctx, t, shots, "graph-visits-waiting-phone")
+	desktop(t, ctx)
+
+	// Answer: the gate turns green, build runs, and the timeline grows live.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#questions button.choice[data-option="1"]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "build running in the timeline", `(r => r && r.querySelector('g.bar.running'))(document.querySelector('#timeline li[data-node=build]'))`)
+	waitJS(t, ctx, "the run's success", `document.querySelector('#run-status').textContent.includes('succeeded')`)
+	waitJS(t, ctx, "build's bar green", `document.querySelector('#timeline li[data-node=build] g.bar.success') !== null`)
+	waitJS(t, ctx, "review's 3 visits after it was answered", `(b => b && b.textContent === '×3')(document.querySelector('#graph g#node-review g.mark.visits text'))`)
+	f.screenshot(ctx, t, shots, "timeline-done-desktop")
+	phone(t, ctx)
+	if err := chromedp.Do(ctx, chromedp.ScrollIntoView(chromedp.CSS(`#timeline`))); err != nil {
+		t.Fatal(err)
+	}
+	assertFitsWidth(t, ctx, "finished run page")
+	f.screenshot(ctx, t, shots, "timeline-done-phone")
+}

@@ -1,0 +1,155 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
+)
+
+// answerGate answers the run's n-th posting of gate review with a key.
+func (f *fixture) answerReview(id string, n int, key string) {
+	f.t.Helper()
+	gate := fmt.Sprintf("review-%d", n)
+	f.waitGateWhere(id, func(g runs.Gate) bool { return g.GateID == gate })
+	res := f.do("POST", "/pipelines/"+id+"/questions/"+gate+"/answer", `{"choice":"`+key+`"}`)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		f.t.Fatalf("answer %s: %d", gate, res.StatusCode)
+	}
+}
+
+// A node that ran three times is drawn unlike one that ran once: the
+// graph carries each node's visits, attempt and last duration, and the
+// timeline has a bar per visit.
+func TestGraphMarksVisitsAndTheTimelineHasABarPerVisit(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	id := f.start(gateDOT)
+	f.answerReview(id, 1, "R")
+	f.answerReview(id, 2, "R")
+
+	// While the third posting waits, the gate is waiting (not running).
+	f.waitGateWhere(id, func(g runs.Gate) bool { return g.GateID == "review-3" })
+	svg := f.get("/pipelines/" + id + "/graph")
+	wantStates(t, svg, map[string]string{"plan": "success", "review": "waiting", "build": "pending"})
+	review := svgNode(t, svg, "review")
+	if review["data-visits"] != "3" {
+		t.Errorf("the waiting gate's marks = %v, want 3 visits", review)
+	}
+	f.answerReview(id, 3, "A")
+	f.waitStatus(id, runs.Succeeded)
+
+	svg = f.get("/pipelines/" + id + "/graph")
+	plan, build := svgNode(t, svg, "plan"), svgNode(t, svg, "build")
+	if plan["data-visits"] != "3" || !regexp.MustCompile(`^\d+(ms|s)$`).MatchString(plan["data-last"]) {
+		t.Errorf("plan ran 3 times: its marks are %v", plan)
+	}
+	if build["data-visits"] != "1" || build["data-last"] == "" {
+		t.Errorf("build ran once: its marks are %v", build)
+	}
+	if n := svgNode(t, svg, "exit"); n["data-visits"] != "1" {
+		t.Errorf("exit: %v", n)
+	}
+	if !strings.Contains(svg, "<title>plan — 3 visits · last took ") {
+		t.Error("plan's hover title does not say it ran 3 times")
+	}
+
+	// The timeline: rows in the order the nodes first ran, a bar per visit.
+	tl := f.get("/runs/"+id+"/timeline", "Accept", "text/html")
+	rows := timelineRows(tl)
+	want := []string{"start:1", "plan:3", "review:3", "build:1", "exit:1"}
+	if strings.Join(rows, " ") != strings.Join(want, " ") {
+		t.Errorf("timeline rows = %v, want %v", rows, want)
+	}
+	if n := strings.Count(tl, `<g class="bar success">`); n != 9 {
+		t.Errorf("%d successful bars, want 9 (one per visit)", n)
+	}
+	if n := strings.Count(tl, `<rect class="wait"`); n != 3 {
+		t.Errorf("%d waits for a person drawn, want 3 (one per posting of the gate)", n)
+	}
+	if !strings.Contains(tl, "<title>Plan — visit 3 · started ") {
+		t.Error("the third visit of plan has no bar saying so")
+	}
+}
+
+var timelineRow = regexp.MustCompile(`<li class="gantt-row" data-node="([^"]+)" data-visits="(\d+)"`)
+
+// timelineRows lists a timeline fragment's rows as "node:visits".
+func timelineRows(html string) []string {
+	var out []string
+	for _, m := range timelineRow.FindAllStringSubmatch(html, -1) {
+		out = append(out, m[1]+":"+m[2])
+	}
+	return out
+}
+
+// Retries show on the node while they happen.
+func TestGraphMarksTheAttemptOfARetriedNode(t *testing.T) {
+	f := newFixture(t, fixtureOpts{script: flakyScript()})
+	id := f.start(retryDOT)
+	deadline := time.Now().Add(10 * time.Second)
+	for svgNode(t, f.get("/pipelines/"+id+"/graph"), "plan")["data-attempt"] != "2" {
+		if time.Now().After(deadline) {
+			t.Fatalf("plan never showed its second attempt: %v", svgNode(t, f.get("/pipelines/"+id+"/graph"), "plan"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if plan := svgNode(t, f.get("/pipelines/"+id+"/graph"), "plan"); plan["data-max-attempts"] != "2" || plan["class"] != "node state-retrying" {
+		t.Errorf("retrying plan = %v", plan)
+	}
+	f.waitStatus(id, runs.Failed)
+	tl := f.get("/runs/"+id+"/timeline", "Accept", "text/html")
+	if !strings.Contains(tl, `<line class="retry"`) || !strings.Contains(tl, `<g class="bar fail">`) || !strings.Contains(tl, "attempt 2 · ") {
+		t.Errorf("the timeline does not show the retry and the failure:\n%s", tl)
+	}
+}
+
+// A run the host stopped under shows where it stopped and resumed, and the
+// hours the host was down take a sliver of the timeline, not all of it.
+func TestTimelineMarksAnInterruptionAndSqueezesTheIdleHours(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	ctx := context.Background()
+	if err := f.st.CreateRun(ctx, runs.Run{ID: "stopped-1", GroupFolder: "main", ChatID: "c", SourceDOT: linearDOT, LogsRoot: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	events := []engine.Event{
+		{Type: engine.EventPipelineStarted, Time: at(0), Label: "Build"},
+		{Type: engine.EventStageStarted, Time: at(0), NodeID: "start"},
+		{Type: engine.EventStageCompleted, Time: at(time.Second), NodeID: "start"},
+		{Type: engine.EventStageStarted, Time: at(time.Second), NodeID: "plan", Label: "Plan"},
+		{Type: engine.EventPipelineInterrupted, Time: at(time.Minute)},
+		{Type: engine.EventPipelineResumed, Time: at(2 * time.Hour), NodeID: "plan", Label: "Build"},
+		{Type: engine.EventStageStarted, Time: at(2 * time.Hour), NodeID: "plan", Label: "Plan"},
+		{Type: engine.EventStageCompleted, Time: at(2*time.Hour + time.Minute), NodeID: "plan", Label: "Plan"},
+	}
+	for i, e := range events {
+		e.RunID, e.Seq = "stopped-1", int64(i+1)
+		if _, err := f.st.AppendEvent(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tl := f.get("/runs/stopped-1/timeline", "Accept", "text/html")
+	if rows := timelineRows(tl); strings.Join(rows, " ") != "start:1 plan:2" {
+		t.Errorf("rows = %v", rows)
+	}
+	for _, want := range []string{
+		`<g class="bar interrupted"><title>Plan — visit 1 · started 09:00:01 · 59s · interrupted</title>`,
+		`<line class="stop interrupted"`, `<line class="stop resumed"`,
+		`≈ 1h 59m idle`, `>09:00:00</text>`, `>11:01:00 · 2h 1m</text>`,
+	} {
+		if !strings.Contains(tl, want) {
+			t.Errorf("timeline lacks %s:\n%s", want, tl)
+		}
+	}
+	// The two hours down are 4% of the width; the two minutes of work share the rest.
+	if !strings.Contains(tl, `<rect class="gap" x="48.00%" width="4.00%"`) {
+		t.Errorf("the idle stretch is not squeezed:\n%s", tl)
+	}
+}
