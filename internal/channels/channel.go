@@ -141,6 +141,10 @@ type Message struct {
 	// lost) looks for a message with them before posting it again.
 	RunID string
 	Seq   int64
+	// MayHaveLanded marks a post another process may have made already
+	// (it died between posting and recording the post): a channel that
+	// can tell looks for it first, and does not post it twice.
+	MayHaveLanded bool
 
 	// Card is a run's status card (its thread's root message).
 	Card *runlog.Card

@@ -155,6 +155,8 @@ func New(opts Options) (*Host, error) {
 		DefaultVerbosity: defaultVerbosity(cfg),
 		Observe:          opts.Metrics.observeRun,
 		Wakeups:          opts.Store.Wakeups(opts.Logger),
+		Replica:          cfg.ReplicaID(),
+		ClaimTTL:         cfg.Replica.LeaseTTL,
 		Logger:           opts.Logger,
 	})
 	if err != nil {

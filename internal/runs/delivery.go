@@ -20,24 +20,46 @@ type delivery struct {
 	ar     *activeRun
 	thread Thread
 
+	stopRenewing context.CancelFunc
+
 	mu     sync.Mutex
 	seq    int64
 	rootID string
 }
 
-// openDelivery opens the run's thread. A run that has events already (a
-// resume) continues its thread: the thread reads what it has not shown
-// from the store.
-func (s *Service) openDelivery(ctx context.Context, run Run, ar *activeRun, name string) (*delivery, error) {
+// openDelivery opens the run's thread once this process holds the claim
+// to deliver it: one deliverer per run, whatever the replicas, so the
+// thread is told once and in order. With wait it waits for the claim (a
+// dead replica's runs out after ClaimTTL) until ctx ends; without, a claim
+// held elsewhere is an error. A run that has events already (a resume)
+// continues its thread: the thread reads what it has not shown from the
+// store, from the delivered watermark on.
+func (s *Service) openDelivery(ctx context.Context, run Run, ar *activeRun, name string, wait bool) (*delivery, error) {
+	if err := s.claimDelivery(ctx, run.ID, wait); err != nil {
+		return nil, err
+	}
+	if run.LastSeq > 0 {
+		// Re-read the watermark now that no other deliverer moves it.
+		fresh, err := s.cfg.Store.GetRun(ctx, run.ID)
+		if err != nil {
+			s.releaseDelivery(run.ID)
+			return nil, err
+		}
+		run.ThreadTS, run.LastSeq, run.LastDeliveredSeq = fresh.ThreadTS, fresh.LastSeq, fresh.LastDeliveredSeq
+	}
 	d := &delivery{s: s, run: run, ar: ar, seq: run.LastSeq, rootID: run.ThreadTS}
 	events := func(ctx context.Context, after int64) ([]engine.Event, error) {
 		return s.cfg.Store.Events(ctx, run.ID, after, 0)
 	}
 	t, err := s.cfg.Threads.Open(ctx, run, name, d.persist, events)
 	if err != nil {
+		s.releaseDelivery(run.ID)
 		return nil, err
 	}
 	d.thread = t
+	renewCtx, stop := context.WithCancel(s.life)
+	d.stopRenewing = stop
+	s.bg.Go(func() { s.renewDelivery(renewCtx, run.ID) })
 	return d, nil
 }
 
@@ -96,11 +118,15 @@ func (d *delivery) persist(p Progress) {
 // close lets the thread deliver what is queued and stop. It waits a
 // bounded time, so a run's end (and shutdown) never hangs on a chat that is
 // down; the thread keeps trying in the background until the host stops,
-// and what it could not deliver by then goes out on the next start.
+// still holding the run's delivery claim, and what it could not deliver by
+// then goes out on the next start (or from another replica).
 func (d *delivery) close(wait time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if err := d.thread.Close(ctx); err != nil {
 		d.s.log.Warn("run thread not delivered yet; still trying (and on the next start)", "run", d.run.ID, "err", err)
+		return
 	}
+	d.stopRenewing()
+	d.s.releaseDelivery(d.run.ID)
 }

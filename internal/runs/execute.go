@@ -74,7 +74,7 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, run Run, g *pipeli
 	if g != nil {
 		name = g.Label()
 	}
-	d, err := s.openDelivery(bg, fresh, ar, name)
+	d, err := s.openDelivery(ctx, fresh, ar, name, true)
 	if err != nil {
 		s.settle(ctx, run, nil, err, nil)
 		return
@@ -283,12 +283,12 @@ func (s *Service) deliverStored(runID string) {
 	s.bg.Go(func() {
 		ctx := context.Background()
 		run, err := s.cfg.Store.GetRun(ctx, runID)
-		if err != nil || !run.Status.Finished() {
-			return
+		if err != nil || !run.Status.Finished() || s.cfg.Threads.Serves(run.ChatID) != nil {
+			return // a chat of another host (the command line's) is not ours to tell
 		}
-		d, err := s.openDelivery(ctx, run, &activeRun{id: runID}, "")
+		d, err := s.openDelivery(ctx, run, &activeRun{id: runID}, "", false)
 		if err != nil {
-			s.log.Warn("deliver stored events", "run", runID, "err", err)
+			s.log.Debug("deliver stored events: not here", "run", runID, "err", err)
 			return
 		}
 		d.close(s.cfg.CloseWait)

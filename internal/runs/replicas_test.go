@@ -180,10 +180,21 @@ func killListeners(t testing.TB, dsn string) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
+	schema := u.Query().Get("search_path")
+	// The listeners connect in the background: wait until both listen.
+	const listeners = `FROM pg_stat_activity WHERE query = 'LISTEN "nanohost.' || $1 || '"'`
+	deadline := time.Now().Add(10 * time.Second)
+	for n := 0; n < 2; {
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) `+listeners, schema).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d listeners on the database, want the 2 replicas'", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	var n int
-	err = conn.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE query = 'LISTEN "nanohost.' || $1 || '"'`, u.Query().Get("search_path")).Scan(&n)
-	if err != nil || n != 2 {
+	if err := conn.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) `+listeners, schema).Scan(&n); err != nil || n != 2 {
 		t.Fatalf("ended %d listeners (%v), want the 2 replicas'", n, err)
 	}
 }

@@ -56,6 +56,13 @@ type Config struct {
 	// process whose wake was lost (default 2s). Answers and cancels given
 	// through this service, or announced by Wakeups, act at once.
 	GatePoll time.Duration
+	// Replica names this process among those sharing the store (default
+	// "local"): the one deliverer of a run's thread holds a claim in its
+	// name (docs/scaling.md).
+	Replica string
+	// ClaimTTL is how long a delivery claim lasts unless renewed (default
+	// 8s): a dead replica's threads are continued by another after it.
+	ClaimTTL time.Duration
 	// CloseWait bounds how long a run's end waits for its thread to
 	// deliver what is queued (default 15s).
 	CloseWait time.Duration
@@ -81,6 +88,9 @@ type Service struct {
 	active   map[string]*activeRun
 	stopping bool
 	wg       sync.WaitGroup // executing runs
+
+	// delivering are the runs whose threads this process delivers now.
+	delivering map[string]bool
 
 	gates   waiters
 	streams subscribers
@@ -145,6 +155,12 @@ func New(cfg Config) (*Service, error) {
 	if cfg.GatePoll <= 0 {
 		cfg.GatePoll = 2 * time.Second
 	}
+	if cfg.Replica == "" {
+		cfg.Replica = "local"
+	}
+	if cfg.ClaimTTL <= 0 {
+		cfg.ClaimTTL = 8 * time.Second
+	}
 	if cfg.CloseWait <= 0 {
 		cfg.CloseWait = 15 * time.Second
 	}
@@ -155,7 +171,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.Now = time.Now
 	}
 	s := &Service{cfg: cfg, log: cfg.Logger.With("component", "runs"), slots: make(chan struct{}, cfg.MaxConcurrent),
-		active: map[string]*activeRun{}}
+		active: map[string]*activeRun{}, delivering: map[string]bool{}}
 	s.life, s.stop = context.WithCancel(context.Background())
 	s.bg.Go(s.watch)
 	return s, nil

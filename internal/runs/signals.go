@@ -13,19 +13,24 @@ import (
 // re-read at once, and a poll every Config.GatePoll re-reads anyway, in
 // case a wake was lost.
 
-// watch listens for wakes and polls for cancels until the service stops.
+// watch listens for wakes, polls for cancels and looks for threads left
+// undelivered until the service stops.
 func (s *Service) watch() {
 	if s.cfg.Wakeups != nil {
 		s.bg.Go(func() { s.cfg.Wakeups.Listen(s.life, s.onWake) })
 	}
 	poll := time.NewTicker(s.cfg.GatePoll)
 	defer poll.Stop()
+	orphans := time.NewTicker(s.cfg.ClaimTTL)
+	defer orphans.Stop()
 	for {
 		select {
 		case <-s.life.Done():
 			return
 		case <-poll.C:
 			s.checkCancels(s.activeIDs())
+		case <-orphans.C:
+			s.deliverOrphans()
 		}
 	}
 }

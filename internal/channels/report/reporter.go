@@ -45,6 +45,12 @@ type Config struct {
 	// Resume continues the thread of an earlier reporter of this run:
 	// events up to LastSeq are folded into the card but not posted again.
 	Resume runs.Progress
+	// Taken says another reporter of this run came before (a replica
+	// that died, a host restarted): it may have posted a message it had
+	// not recorded yet in Resume — the root when Resume has none, else the
+	// first message after Resume.LastSeq. That one is posted marked
+	// MayHaveLanded, so the channel looks for it before posting it again.
+	Taken bool
 	// OnProgress is called after every event is dealt with, from the
 	// reporter's goroutine; it should be quick (persist and return).
 	OnProgress func(runs.Progress)
@@ -88,6 +94,8 @@ type Reporter struct {
 	lastSeen  int64 // the highest event seq folded into the card
 	// startNodes are the start nodes seen; their checkpoints are noise.
 	startNodes map[string]bool
+	// unsure is set until the first post after a takeover (Config.Taken).
+	unsure bool
 	// held is set when a thread message could not be posted: no later
 	// event is posted or checkpointed (the card is still kept up to date).
 	held bool
@@ -133,6 +141,7 @@ func Start(ctx context.Context, cfg Config) *Reporter {
 		rootReady:  make(chan struct{}),
 		card:       runlog.NewCard(cfg.RunID, cfg.Pipeline, cfg.Goal),
 		startNodes: make(map[string]bool),
+		unsure:     cfg.Taken,
 	}
 	go r.run(ctx)
 	return r
@@ -317,7 +326,9 @@ func (r *Reporter) postRoot(ctx context.Context) {
 // it, the next thread message tries again: the story goes into a thread or
 // nowhere, never loose in the channel.
 func (r *Reporter) tryRoot(ctx context.Context) bool {
-	id, err := r.cfg.Channel.Post(ctx, r.cfg.Chat, "", r.cardMessage())
+	card := r.cardMessage()
+	card.MayHaveLanded = r.unsure
+	id, err := r.cfg.Channel.Post(ctx, r.cfg.Chat, "", card)
 	if err != nil {
 		r.mu.Lock()
 		r.rootErr = fmt.Errorf("post status card of run %s: %w", r.cfg.RunID, err)
@@ -330,6 +341,7 @@ func (r *Reporter) tryRoot(ctx context.Context) bool {
 	cp := r.cp
 	r.mu.Unlock()
 	r.lastEdit = time.Now()
+	r.unsure = false // one in flight at most: the root, then each message in turn
 	r.progressed(cp)
 	return true
 }
@@ -418,7 +430,14 @@ func (r *Reporter) postThread(ctx context.Context, m channels.Message) (string, 
 	if r.Progress().RootID == "" && !r.tryRoot(ctx) {
 		return "", fmt.Errorf("no thread to post in: %w", r.rootErrNow())
 	}
-	return r.cfg.Channel.Post(ctx, r.cfg.Chat, r.Progress().RootID, m)
+	if m.Seq > 0 && r.unsure {
+		m.MayHaveLanded = true
+	}
+	id, err := r.cfg.Channel.Post(ctx, r.cfg.Chat, r.Progress().RootID, m)
+	if err == nil && m.Seq > 0 {
+		r.unsure = false
+	}
+	return id, err
 }
 
 func (r *Reporter) rootErrNow() error {

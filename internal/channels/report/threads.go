@@ -53,6 +53,7 @@ func (t *Threads) Open(_ context.Context, run runs.Run, name string, progress fu
 		Channel: NewPatient(ch, t.Backoff, log.With("run", run.ID)), Chat: run.ChatID,
 		RunID: run.ID, Pipeline: name, Goal: run.Goal, Verbosity: verbosity.OrDefault(), LogRef: run.LogsRoot,
 		Resume:     runs.Progress{RootID: run.ThreadTS, LastSeq: run.LastDeliveredSeq},
+		Taken:      run.ThreadTS != "" || run.LastSeq > 0,
 		OnProgress: progress, Events: events, GateLinks: links, CardInterval: t.CardInterval,
 		Logger: log.With("component", "report"),
 	}), nil

@@ -186,7 +186,11 @@ func (c *Channel) Post(ctx context.Context, chat, thread string, m channels.Mess
 		}
 		return ts, nil
 	}
-	ts, err := c.outboxFor(chat).do(ctx, &op{kind: opPost, chat: chat, thread: thread, msg: render(m), label: c.postLabel(m)})
+	label := c.postLabel(m)
+	if m.MayHaveLanded {
+		c.unsure.add(labelKey(label)) // looked for before it is posted
+	}
+	ts, err := c.outboxFor(chat).do(ctx, &op{kind: opPost, chat: chat, thread: thread, msg: render(m), label: label})
 	if err != nil {
 		return "", fmt.Errorf("slack: post in %s: %w", chat, err)
 	}

@@ -1,0 +1,75 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// One deliverer per run's thread: of replicas claiming at once exactly one
+// wins; the holder renews; another takes over only once the claim has run
+// out; a release by someone else leaves the holder's claim alone.
+func TestDeliveryClaimHasOneHolder(t *testing.T) {
+	eachBackend(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		a, b := openURL(t, url), openURL(t, url)
+		createTestRun(t, a, "r1")
+		const ttl = 300 * time.Millisecond
+		var wg sync.WaitGroup
+		won := make([]bool, 8)
+		for i := range won {
+			st := a
+			if i%2 == 1 {
+				st = b
+			}
+			wg.Go(func() {
+				ok, _, err := st.ClaimDelivery(ctx, "r1", "replica-"+string(rune('a'+i)), ttl)
+				if err != nil {
+					t.Error(err)
+				}
+				won[i] = ok
+			})
+		}
+		wg.Wait()
+		winner := ""
+		for i, ok := range won {
+			if ok {
+				if winner != "" {
+					t.Fatalf("both %s and replica-%c hold the claim", winner, 'a'+i)
+				}
+				winner = "replica-" + string(rune('a'+i))
+			}
+		}
+		if winner == "" {
+			t.Fatal("nobody holds the claim")
+		}
+		other := "replica-z"
+		if ok, holder, err := b.ClaimDelivery(ctx, "r1", other, ttl); ok || holder != winner || err != nil {
+			t.Errorf("a second claim: ok=%v holder=%q %v; want refused, held by %s", ok, holder, err, winner)
+		}
+		if ok, _, err := a.ClaimDelivery(ctx, "r1", winner, ttl); !ok || err != nil {
+			t.Errorf("the holder's renewal: %v %v", ok, err)
+		}
+		if err := b.ReleaseDelivery(ctx, "r1", other); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _, _ := b.ClaimDelivery(ctx, "r1", other, ttl); ok {
+			t.Error("another's release freed the holder's claim")
+		}
+		time.Sleep(ttl + 50*time.Millisecond)
+		if ok, holder, err := b.ClaimDelivery(ctx, "r1", other, ttl); !ok || holder != other || err != nil {
+			t.Errorf("after the claim ran out: ok=%v holder=%q %v; want %s to take over", ok, holder, err, other)
+		}
+		if err := b.ReleaseDelivery(ctx, "r1", other); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _, _ := a.ClaimDelivery(ctx, "r1", winner, ttl); !ok {
+			t.Error("a released claim cannot be taken")
+		}
+		if _, _, err := a.ClaimDelivery(ctx, "nope", winner, ttl); !errors.Is(err, ErrNotFound) {
+			t.Errorf("claim of an unknown run: %v, want ErrNotFound", err)
+		}
+	})
+}
