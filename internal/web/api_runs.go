@@ -111,7 +111,11 @@ func (s *Server) loadRun(w http.ResponseWriter, r *http.Request) (runs.Run, bool
 	id := r.PathValue("id")
 	run, err := s.opts.Store.GetRun(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no run %q", id), "list runs with GET /pipelines")
+		fix := "list runs with GET /pipelines"
+		if wantsHTML(r) {
+			fix = "check the link, or pick the run from the list of runs"
+		}
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no run %q", id), fix)
 		return runs.Run{}, false
 	}
 	if err != nil {

@@ -170,7 +170,7 @@ func (s *Server) secure(mux *http.ServeMux) http.Handler {
 		writeError(w, http.StatusForbidden, "cross-site request refused",
 			"state-changing requests must come from the dashboard's own pages (or from a non-browser client with the bearer token)")
 	}))
-	authed := cop.Handler(mux)
+	authed := cop.Handler(s.htmlErrors(mux))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setSecurityHeaders(w.Header())
 		if !s.auth.hostAllowed(r) {
@@ -200,11 +200,14 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
 		"send the http.token as 'Authorization: Bearer <token>', or log in at /login")
 }
 
+// wantsHTML reports whether a request is a browser's for a page: the API
+// (/pipelines…) and clients that ask for JSON get JSON.
 func wantsHTML(r *http.Request) bool {
-	if strings.HasPrefix(r.URL.Path, "/pipelines") {
+	if r.URL.Path == "/pipelines" || strings.HasPrefix(r.URL.Path, "/pipelines/") || strings.HasPrefix(r.URL.Path, "/static/") {
 		return false
 	}
-	return strings.Contains(r.Header.Get("Accept"), "text/html")
+	accept := r.Header.Get("Accept")
+	return strings.Contains(accept, "text/html") && !strings.Contains(accept, "application/json")
 }
 
 func setSecurityHeaders(h http.Header) {

@@ -140,3 +140,29 @@ func TestBrowserShowsVisitsTheWaitingGateAndTheTimeline(t *testing.T) {
 	assertFitsWidth(t, ctx, "finished run page")
 	f.screenshot(ctx, t, shots, "timeline-done-phone")
 }
+
+// A bad link in a browser shows a page, not JSON: what is wrong, what to
+// do, and the way back to the runs.
+func TestBrowserShowsAnErrorPageForABadLink(t *testing.T) {
+	chromium := findChromium(t)
+	f := newFixture(t, fixtureOpts{})
+	ctx := newBrowser(t, chromium)
+	shots := artifactDir(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/runs/pipeline-gone"), chromedp.WaitVisible(chromedp.CSS(`.error-page`))); err != nil {
+		t.Fatal(err)
+	}
+	text := evalJS[string](t, ctx, `document.querySelector('.error-page').innerText`)
+	for _, want := range []string{"404", "Not found", `No run "pipeline-gone"`, "pick the run from the list of runs", "All runs"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the error page lacks %q:\n%s", want, text)
+		}
+	}
+	f.screenshot(ctx, t, shots, "error-404-desktop")
+	phone(t, ctx)
+	assertFitsWidth(t, ctx, "error page")
+	f.screenshot(ctx, t, shots, "error-404-phone")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.error-page .back a`)), chromedp.WaitVisible(chromedp.CSS(`h1`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the runs page", `document.querySelector('h1').textContent === 'Pipeline runs'`)
+}

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -151,5 +152,42 @@ func TestTimelineMarksAnInterruptionAndSqueezesTheIdleHours(t *testing.T) {
 	// The two hours down are 4% of the width; the two minutes of work share the rest.
 	if !strings.Contains(tl, `<rect class="gap" x="48.00%" width="4.00%"`) {
 		t.Errorf("the idle stretch is not squeezed:\n%s", tl)
+	}
+}
+
+const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+// A browser that follows a bad link gets a page that says what is wrong
+// and how to get back; scripts and the API keep their JSON.
+func TestBrowsersGetErrorPagesAndTheAPIKeepsJSON(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	cases := []struct {
+		name, path, accept string
+		status             int
+		html               bool
+		want               string
+	}{
+		{"page that does not exist", "/nowhere", browserAccept, 404, true, "No endpoint GET /nowhere"},
+		{"run that does not exist", "/runs/pipeline-gone", browserAccept, 404, true, `No run &#34;pipeline-gone&#34;`},
+		{"bad filter on the runs page", "/?status=done", browserAccept, 400, true, `Unknown run state &#34;done&#34;`},
+		{"timeline of no run", "/runs/pipeline-gone/timeline", browserAccept, 404, true, "Check the link, or pick the run from the list of runs"},
+		{"script asking for JSON", "/runs/pipeline-gone", "application/json", 404, false, `no run \"pipeline-gone\"`},
+		{"curl's default", "/nowhere", "*/*", 404, false, "no endpoint"},
+		{"API path from a browser", "/pipelines/pipeline-gone", browserAccept, 404, false, `no run \"pipeline-gone\"`},
+		{"unknown API path from a browser", "/pipelines/x/y/z", browserAccept, 404, false, "no endpoint"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := f.do("GET", c.path, "", "Accept", c.accept)
+			defer res.Body.Close()
+			body, _ := io.ReadAll(res.Body)
+			ct := res.Header.Get("Content-Type")
+			if res.StatusCode != c.status || strings.HasPrefix(ct, "text/html") != c.html || !strings.Contains(string(body), c.want) {
+				t.Fatalf("GET %s (Accept %s) = %d %s, want %d html=%v mentioning %s:\n%s", c.path, c.accept, res.StatusCode, ct, c.status, c.html, c.want, body)
+			}
+			if c.html && (!strings.Contains(string(body), `<a href="/">`) || res.Header.Get("Content-Security-Policy") == "") {
+				t.Errorf("the error page has no way back or lost its security headers:\n%s", body)
+			}
+		})
 	}
 }

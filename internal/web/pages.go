@@ -26,6 +26,7 @@ var uiFS embed.FS
 // pages holds the parsed templates, one set per page.
 type pages struct {
 	runs, run, login *template.Template
+	errorPage        *template.Template
 	static           fs.FS
 }
 
@@ -46,6 +47,9 @@ func newPages() (*pages, error) {
 		return nil, err
 	}
 	if p.login, err = parse("login.html"); err != nil {
+		return nil, err
+	}
+	if p.errorPage, err = parse("error.html"); err != nil {
 		return nil, err
 	}
 	if p.static, err = fs.Sub(uiFS, "ui/static"); err != nil {
