@@ -52,6 +52,11 @@ type Capabilities struct {
 	// checks and metrics; without it the channel is connected while Run
 	// runs.
 	Connection func() Connection
+	// TypedAnswers: a line typed on its own that names a choice answers
+	// the chat's one waiting question (the console, one person's
+	// terminal). Without it only buttons, thread replies and /pipeline
+	// answer do: in a shared chat, chatter must never approve anything.
+	TypedAnswers bool
 }
 
 // Connection is a transport's connection state.

@@ -19,6 +19,7 @@ const (
 	CmdRunNamed CommandKind = "run"     // /pipeline run <name> [goal…]
 	CmdList     CommandKind = "list"
 	CmdStatus   CommandKind = "status"
+	CmdAnswer   CommandKind = "answer" // /pipeline answer <run> <key|label|text>
 	CmdCancel   CommandKind = "cancel"
 	CmdResume   CommandKind = "resume"
 	CmdValidate CommandKind = "validate"
@@ -34,8 +35,13 @@ type Command struct {
 	Name string
 	// Goal overrides the pipeline's goal (CmdRunNamed), "" for none.
 	Goal string
-	// RunID is the run addressed (CmdStatus: optional; CmdCancel, CmdResume).
+	// RunID is the run addressed as typed — its id, short id or a unique
+	// prefix of either (CmdStatus: optional; CmdAnswer, CmdCancel,
+	// CmdResume).
 	RunID string
+	// Answer is what CmdAnswer answers with: a choice's key or name, or
+	// free text for a question that takes it.
+	Answer string
 	// Verbosity is the --verbosity flag, "" when not given.
 	Verbosity runs.Verbosity
 }
@@ -52,17 +58,20 @@ func (c Command) Changes() bool { return c.StartsRun() || c.Kind == CmdCancel }
 // HelpText is the /pipeline usage, shown by `/pipeline help` and after a
 // command that does not parse.
 const HelpText = "Usage:\n" +
-	"  /pipeline <DOT>                     run the pipeline pasted inline (code fences are fine)\n" +
+	"  /pipeline <DOT>                     run the pipeline pasted inline (code fences are fine; on the console\n" +
+	"                                      paste it over as many lines as it takes: it runs at its closing } or ```)\n" +
 	"  /pipeline run <name> [goal…]        run a stored pipeline, optionally with a new goal\n" +
-	"  /pipeline list                      list stored pipelines and active runs\n" +
-	"  /pipeline status [run]              show a run's status (or all active runs)\n" +
+	"  /pipeline list                      list the stored pipelines and the recent runs\n" +
+	"  /pipeline status [run]              show a run's state and the question it waits on (or the recent runs)\n" +
+	"  /pipeline answer <run> <choice>     answer a run's question: a choice's key or name, or your text\n" +
 	"  /pipeline cancel <run>              cancel a run\n" +
 	"  /pipeline resume <run>              resume an interrupted run from its checkpoint\n" +
 	"  /pipeline validate <DOT>            check a pipeline without running it\n" +
 	"  /pipeline help                      show this help\n" +
+	"A run is named by its short id (the 3f9a1c in \"[Pipeline] Demo · 3f9a1c\") or the start of it.\n" +
 	"Add --verbosity minimal|standard|verbose anywhere to choose how much is posted to the run's thread."
 
-var subcommands = []string{"run", "list", "status", "cancel", "resume", "validate", "help"}
+var subcommands = []string{"run", "list", "status", "answer", "cancel", "resume", "validate", "help"}
 
 // ParseCommand parses the text of a /pipeline command (with or without the
 // leading "/pipeline"). It first undoes what Slack and friends do to pasted
@@ -113,6 +122,12 @@ func parseSubcommand(text string) (Command, error) {
 			return Command{}, fmt.Errorf("%s needs exactly one run id: /pipeline %s <run>", sub, sub)
 		}
 		return Command{Kind: CommandKind(sub), RunID: id}, nil
+	case "answer":
+		id, answer := cutWord(rest)
+		if id == "" || answer == "" {
+			return Command{}, errors.New("answer needs a run and an answer: /pipeline answer <run> <key|choice|text>")
+		}
+		return Command{Kind: CmdAnswer, RunID: id, Answer: unquote(answer)}, nil
 	case "validate":
 		if rest == "" {
 			return Command{}, errors.New("validate needs a pipeline: /pipeline validate <DOT>")
@@ -218,4 +233,23 @@ func cutWordRaw(s string) (word, rest string) {
 		return s, ""
 	}
 	return s[:i], s[i:]
+}
+
+// MistypedCommand is a hint for a message that looks like a /pipeline
+// command typed wrong ("/pipelin list", "/pipline run demo"), so it is not
+// sent to the agent as chat; "" when it does not look like one.
+func MistypedCommand(text string) string {
+	word, rest := cutWord(strings.TrimSpace(text))
+	if !strings.HasPrefix(word, "/") || strings.EqualFold(word, "/pipeline") ||
+		didyoumean.Closest(word, []string{"/pipeline"}) == "" {
+		return ""
+	}
+	fixed := strings.TrimSpace("/pipeline " + rest)
+	if _, err := ParseCommand(fixed); err != nil {
+		fixed = "/pipeline help"
+	} else if len(fixed) > 60 {
+		sub, _ := cutWord(rest)
+		fixed = "/pipeline " + sub + " …"
+	}
+	return fmt.Sprintf("%s is not a command — did you mean %s? (/pipeline help lists the commands)", word, fixed)
 }

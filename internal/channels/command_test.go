@@ -33,6 +33,8 @@ func TestParseCommandForms(t *testing.T) {
 		{"status run", "status r-42", Command{Kind: CmdStatus, RunID: "r-42"}},
 		{"cancel", "cancel r-42", Command{Kind: CmdCancel, RunID: "r-42"}},
 		{"resume", "RESUME r-42", Command{Kind: CmdResume, RunID: "r-42"}},
+		{"answer by key", "answer 3f9a Y", Command{Kind: CmdAnswer, RunID: "3f9a", Answer: "Y"}},
+		{"answer with text", `answer 3f9a "split it in two"`, Command{Kind: CmdAnswer, RunID: "3f9a", Answer: "split it in two"}},
 		{"validate", "validate " + rsiDOT, Command{Kind: CmdValidate, DOT: rsiDOT}},
 		{"verbosity first", "--verbosity verbose run feature", Command{Kind: CmdRunNamed, Name: "feature", Verbosity: runs.VerbosityVerbose}},
 		{"verbosity last", "run feature Add RSI --verbosity=minimal", Command{Kind: CmdRunNamed, Name: "feature", Goal: "Add RSI", Verbosity: runs.VerbosityMinimal}},
@@ -155,4 +157,61 @@ func FuzzParseCommand(f *testing.F) {
 			t.Fatalf("ParseCommand(%q) returned no kind and no error", s)
 		}
 	})
+}
+
+func TestAnswerNeedsARunAndAnAnswer(t *testing.T) {
+	for _, in := range []string{"answer", "answer 3f9a"} {
+		if _, err := ParseCommand(in); err == nil || !strings.Contains(err.Error(), "/pipeline answer <run> <key|choice|text>") {
+			t.Errorf("ParseCommand(%q) = %v; want the usage of answer", in, err)
+		}
+	}
+}
+
+// A message that is a /pipeline command typed wrong gets a hint with the
+// command it probably meant; anything else is chat.
+func TestMistypedCommand(t *testing.T) {
+	for text, want := range map[string]string{
+		"/pipelin list":       "/pipelin is not a command — did you mean /pipeline list?",
+		"/pipline run demo":   "did you mean /pipeline run demo?",
+		"/pipelines":          "did you mean /pipeline?",
+		"/Pipelin stauts 3f9": "did you mean /pipeline help?",
+		"/pipelin " + rsiDOT:  "did you mean /pipeline digraph …?",
+	} {
+		if got := MistypedCommand(text); !strings.Contains(got, want) {
+			t.Errorf("MistypedCommand(%q) = %q; want it to say %q", text, got, want)
+		}
+	}
+	for _, text := range []string{"/pipeline list", "hello there", "pipeline list please", "/register C1 team", "/pipe", "y", ""} {
+		if got := MistypedCommand(text); got != "" {
+			t.Errorf("MistypedCommand(%q) = %q; want no hint", text, got)
+		}
+	}
+}
+
+// A pipeline pasted over several lines is open until its closing brace or
+// fence; braces in strings and comments do not count.
+func TestPasteOpen(t *testing.T) {
+	for text, want := range map[string]bool{
+		"/pipeline digraph G {":                       true,
+		"/pipeline digraph G":                         true,
+		"/pipeline digraph G {\n a -> b\n}":           false,
+		"/pipeline " + rsiDOT:                         false,
+		"/pipeline run digraph G {\n a [label=\"}\"]": true,
+		"/pipeline validate digraph G { // }\n":       true,
+		"/pipeline digraph G { /* } */ a }":           false,
+		"/pipeline digraph G {\n# }\n}":               false,
+		"/pipeline --verbosity verbose digraph G {":   true,
+		"/pipeline ```dot":                            true,
+		"/pipeline ```dot\ndigraph G { a }\n```":      false,
+		"/pipeline run demo":                          false,
+		"/pipeline run demo fix the graph {":          false,
+		"/pipeline status":                            false,
+		"/pipeline":                                   false,
+		"digraph G {":                                 false,
+		"/pipelinedigraph G {":                        false,
+	} {
+		if got := PasteOpen(text); got != want {
+			t.Errorf("PasteOpen(%q) = %v, want %v", text, got, want)
+		}
+	}
 }

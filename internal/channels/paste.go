@@ -2,6 +2,7 @@ package channels
 
 import (
 	"strings"
+	"unicode"
 )
 
 // CleanPasted undoes what chat clients do to code pasted into a message,
@@ -116,4 +117,78 @@ func dropLanguageTag(block string) string {
 		return block
 	}
 	return block[nl+1:]
+}
+
+// PasteOpen reports whether text — the lines of a /pipeline command typed
+// so far — starts a pipeline it has not finished: a code fence not closed
+// yet, or a graph whose closing brace has not come. A terminal delivers a
+// pasted pipeline line by line; the console reads on until it is whole.
+func PasteOpen(text string) bool {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(text), "/pipeline")
+	if !ok || rest == "" || !unicode.IsSpace(rune(rest[0])) {
+		return false
+	}
+	rest, _, err := extractVerbosity(rest)
+	if err != nil {
+		return false
+	}
+	rest = strings.TrimSpace(rest)
+	if word, after := cutWord(rest); strings.EqualFold(word, "run") || strings.EqualFold(word, "validate") {
+		rest = after
+	}
+	if strings.HasPrefix(rest, "```") {
+		return strings.Count(rest, "```")%2 == 1
+	}
+	if !looksLikeDOT(rest) {
+		return false
+	}
+	depth, opened := braceDepth(rest)
+	return !opened || depth > 0
+}
+
+// braceDepth counts the braces of DOT source left open, outside quoted
+// strings and comments; opened reports whether any brace opened.
+func braceDepth(src string) (depth int, opened bool) {
+	inQuote, lineComment, blockComment := false, false, false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case lineComment:
+			lineComment = c != '\n'
+		case blockComment:
+			if c == '*' && i+1 < len(src) && src[i+1] == '/' {
+				blockComment = false
+				i++
+			}
+		case inQuote:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inQuote = false
+			}
+		case c == '"':
+			inQuote = true
+		case c == '#' && atLineStart(src, i), c == '/' && i+1 < len(src) && src[i+1] == '/':
+			lineComment = true
+		case c == '/' && i+1 < len(src) && src[i+1] == '*':
+			blockComment = true
+			i++
+		case c == '{':
+			depth++
+			opened = true
+		case c == '}':
+			depth--
+		}
+	}
+	return depth, opened
+}
+
+// atLineStart reports whether only blanks precede src[i] on its line (where
+// DOT takes # as a comment).
+func atLineStart(src string, i int) bool {
+	line := src[:i]
+	if nl := strings.LastIndexByte(line, '\n'); nl >= 0 {
+		line = line[nl+1:]
+	}
+	return strings.TrimLeft(line, " \t") == ""
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"nanohost/internal/channels"
+	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
@@ -47,23 +48,25 @@ func (h *Host) handleCommand(ctx context.Context, ch channels.Channel, in channe
 	case channels.CmdList:
 		reply(h.listText(ctx, g))
 	case channels.CmdStatus:
-		reply(h.statusText(ctx, g, cmd.RunID))
+		reply(h.statusText(ctx, ch, g, cmd.RunID))
+	case channels.CmdAnswer:
+		h.commandAnswer(ctx, ch, in, g, cmd, private)
 	case channels.CmdCancel:
-		if err := h.inGroup(ctx, g, cmd.RunID); err != nil {
+		if run, err := h.findRun(ctx, g, cmd.RunID); err != nil {
 			private("✗ " + err.Error())
-		} else if err := h.runs.Cancel(ctx, cmd.RunID, in.Who()); err != nil {
-			log.Info("cancel refused", "run", cmd.RunID, "reason", err)
+		} else if err := h.runs.Cancel(ctx, run.ID, in.Who()); err != nil {
+			log.Info("cancel refused", "run", run.ID, "reason", err)
 			private("✗ " + err.Error())
 		}
 		// The run's own thread says it was cancelled, and by whom: one line.
 	case channels.CmdResume:
-		if err := h.inGroup(ctx, g, cmd.RunID); err != nil {
+		if run, err := h.findRun(ctx, g, cmd.RunID); err != nil {
 			private("✗ " + err.Error())
-		} else if err := h.runs.Resume(ctx, cmd.RunID, in.Who()); err != nil {
-			log.Info("resume refused", "run", cmd.RunID, "reason", err)
+		} else if err := h.runs.Resume(ctx, run.ID, in.Who()); err != nil {
+			log.Info("resume refused", "run", run.ID, "reason", err)
 			private("✗ " + err.Error())
 		} else {
-			reply("Resuming run " + cmd.RunID + " from its checkpoint …")
+			reply("Resuming run " + runs.ShortID(run.ID) + " from its checkpoint …" + h.runLinkText(run.ID))
 		}
 	}
 }
@@ -96,50 +99,131 @@ func (h *Host) commandRun(ctx context.Context, ch channels.Channel, in channels.
 	}
 }
 
-// inGroup refuses a run of another group (the main group may act on all).
-func (h *Host) inGroup(ctx context.Context, g store.Group, runID string) error {
-	st, err := h.runs.Status(ctx, runID)
-	if errors.Is(err, runs.ErrNoSuchRun) {
-		return fmt.Errorf("no run %s (see /pipeline list)", runID)
+// findRun is the run a person names (its id, short id or a unique prefix
+// of either) among the group's runs — every run, for the main group.
+func (h *Host) findRun(ctx context.Context, g store.Group, ref string) (runs.Run, error) {
+	f := runs.Filter{Group: g.Folder}
+	if g.IsMain {
+		f.Group = ""
 	}
-	if err != nil {
-		return err
+	run, err := h.runs.Find(ctx, ref, f)
+	switch {
+	case errors.Is(err, runs.ErrNoSuchRun):
+		return run, fmt.Errorf("no run %s here (/pipeline list shows the recent runs)", ref)
+	case errors.Is(err, runs.ErrAmbiguousRun):
+		return run, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), runs.ErrAmbiguousRun.Error()+" "))
 	}
-	if st.Run.GroupFolder != g.Folder && !g.IsMain {
-		return fmt.Errorf("run %s belongs to another group", runID)
-	}
-	return nil
+	return run, err
 }
 
+// commandAnswer answers the question a run waits on with a choice's key or
+// name, or with text when the question takes text.
+func (h *Host) commandAnswer(ctx context.Context, ch channels.Channel, in channels.Inbound, g store.Group, cmd channels.Command, private func(string)) {
+	run, err := h.findRun(ctx, g, cmd.RunID)
+	if err != nil {
+		private("✗ " + err.Error())
+		return
+	}
+	st, err := h.runs.Status(ctx, run.ID)
+	if err != nil {
+		private("✗ " + err.Error())
+		return
+	}
+	gate, ok := questionFor(st.Gates, cmd.Answer)
+	if !ok {
+		private(fmt.Sprintf("✗ Run %s is not waiting for an answer: it is %s.", runs.ShortID(run.ID), runlog.StateWord(run.Status)))
+		return
+	}
+	answer := runs.GateAnswer{RunID: gate.RunID, GateID: gate.GateID, Nonce: gate.Nonce}
+	if q := gate.Question(); namesChoice(q, cmd.Answer) || !q.AcceptsText() {
+		answer.Choice = cmd.Answer
+	} else {
+		answer.Text = cmd.Answer
+	}
+	settled, err := h.runs.Answer(ctx, answer, in.Who())
+	if err != nil {
+		private("✗ " + refusal(ctx, ch, err))
+		return
+	}
+	private(fmt.Sprintf("✓ Run %s: answered %s.", runs.ShortID(run.ID), settled.ChosenLabel()))
+}
+
+// questionFor is the open gate of a run an answer is for: the one whose
+// choices it names, else the newest (a run waits on more than one only
+// when parallel branches ask at once).
+func questionFor(open []runs.Gate, answer string) (runs.Gate, bool) {
+	if len(open) == 0 {
+		return runs.Gate{}, false
+	}
+	for _, g := range open {
+		if namesChoice(g.Question(), answer) {
+			return g, true
+		}
+	}
+	return open[len(open)-1], true
+}
+
+// namesChoice reports whether text names one of q's choices (its key, its
+// label or its target), or is a key more than one choice shares.
+func namesChoice(q engine.Question, text string) bool {
+	if q.KeyShared(text) {
+		return true
+	}
+	i, ok := engine.OptionIndex(q.Options, text)
+	return ok && !q.Options[i].Freeform
+}
+
+// listText lists the pipelines the group can run and its recent runs, each
+// with its short id and state in the runs service's words.
 func (h *Host) listText(ctx context.Context, g store.Group) string {
-	page, err := h.runs.List(ctx, runs.Filter{Group: g.Folder, Limit: 10})
-	if err != nil {
-		return "✗ " + err.Error()
-	}
-	if len(page.Runs) == 0 {
-		return "No runs yet. Start one with /pipeline run <name> or /pipeline <DOT>."
-	}
 	var b strings.Builder
-	b.WriteString("Recent runs:\n")
-	for _, r := range page.Runs {
-		fmt.Fprintf(&b, "  %s  %-11s %s\n", r.ID, r.Status, r.Goal)
+	if names := h.workflows.list(g.Folder); len(names) > 0 {
+		b.WriteString("Stored pipelines (/pipeline run <name>): " + strings.Join(names, ", ") + "\n")
+	} else {
+		b.WriteString("No stored pipelines: put a <name>.dot in the group's workspace to run it with /pipeline run <name>.\n")
 	}
-	return strings.TrimRight(b.String(), "\n")
+	page, err := h.runs.List(ctx, runs.Filter{Group: g.Folder, Limit: 10})
+	switch {
+	case err != nil:
+		b.WriteString("✗ " + err.Error())
+	case len(page.Runs) == 0:
+		b.WriteString("No runs yet. Start one with /pipeline run <name> or /pipeline <DOT>.")
+	default:
+		b.WriteString("Recent runs:")
+		for _, r := range page.Runs {
+			fmt.Fprintf(&b, "\n  %-8s %-13s %s", runs.ShortID(r.ID), runlog.StateWord(r.Status), runLabel(r))
+		}
+	}
+	return b.String()
 }
 
-func (h *Host) statusText(ctx context.Context, g store.Group, runID string) string {
-	if runID == "" {
+// runLabel is what a run is about, for a list: its goal, else its file.
+func runLabel(r runs.Run) string {
+	if r.Goal != "" {
+		return r.Goal
+	}
+	return r.FileName
+}
+
+// statusText is a run's state, where it is, and the question it waits on
+// with how to answer it; without a run, the list.
+func (h *Host) statusText(ctx context.Context, ch channels.Channel, g store.Group, ref string) string {
+	if ref == "" {
 		return h.listText(ctx, g)
 	}
-	if err := h.inGroup(ctx, g, runID); err != nil {
-		return "✗ " + err.Error()
-	}
-	st, err := h.runs.Status(ctx, runID)
+	run, err := h.findRun(ctx, g, ref)
 	if err != nil {
 		return "✗ " + err.Error()
 	}
-	text := fmt.Sprintf("Run %s: %s", st.Run.ID, runlog.StateText(st.Run.Status))
-	if st.Current != "" {
+	st, err := h.runs.Status(ctx, run.ID)
+	if err != nil {
+		return "✗ " + err.Error()
+	}
+	text := fmt.Sprintf("Run %s: %s", runs.ShortID(st.Run.ID), runlog.StateWord(st.Run.Status))
+	if label := runLabel(st.Run); label != "" {
+		text += " — " + label
+	}
+	if st.Current != "" && !st.Run.Status.Finished() {
 		text += " — at " + st.Current
 	}
 	if len(st.Completed) > 0 {
@@ -148,5 +232,17 @@ func (h *Host) statusText(ctx context.Context, g store.Group, runID string) stri
 	if st.Run.FailureReason != "" {
 		text += " — " + st.Run.FailureReason
 	}
-	return text
+	for _, gate := range st.Gates {
+		text += "\n" + runlog.PromptWithHint(gate.RunID, gate.Question(), ch.Capabilities().TypedAnswers)
+	}
+	return text + h.runLinkText(st.Run.ID)
+}
+
+// runLinkText is the line pointing at a run's dashboard page ("" without a
+// dashboard).
+func (h *Host) runLinkText(runID string) string {
+	if u := h.runURL(runID); u != "" {
+		return "\nDashboard: " + u
+	}
+	return ""
 }

@@ -68,7 +68,8 @@ func TestConsoleRunsAPipelineWithAGateInATerminal(t *testing.T) {
 	}
 
 	typeLine("/pipeline " + shipDOT)
-	waitFor("[Pipeline] Ship — ▶ running")
+	waitFor("[Pipeline] Ship · ")
+	waitFor("— ▶ running")
 	waitFor("→ Build (1/5)")
 	waitFor("✓ Build")
 	waitFor("❓ Ship it?")

@@ -142,6 +142,7 @@ func New(opts Options) (*Host, error) {
 	if tracker != nil {
 		threads.GateLinks = gateLinks{cfg: cfg, log: opts.Logger}.of
 	}
+	threads.RunURL = h.runURL
 	service, err := runs.New(runs.Config{
 		Store:            opts.Store,
 		Threads:          threads,
@@ -326,7 +327,11 @@ func (h *Host) handleInbound(ctx context.Context, ch channels.Channel, in channe
 			h.handleCommand(ctx, ch, in)
 		}
 	case channels.KindMessage, channels.KindMention:
-		if answerInThread(ctx, h.runs, ch, in, h.log) {
+		if answerInThread(ctx, h.runs, ch, in, h.log) || answerTyped(ctx, h.runs, ch, in, h.log) {
+			return
+		}
+		if hint := channels.MistypedCommand(in.Text); hint != "" {
+			tell(ctx, ch, in, hint, h.log)
 			return
 		}
 		if h.groups.handleAdmin(ctx, ch, in, h.endpoints.registrar(ch.Name())) {

@@ -3,10 +3,12 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 
 	"nanohost/internal/channels"
+	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 )
 
@@ -49,6 +51,44 @@ func answerInThread(ctx context.Context, service *runs.Service, ch channels.Chan
 		return false
 	}
 	answer := runs.GateAnswer{RunID: g.RunID, GateID: g.GateID, Nonce: g.Nonce, Text: text}
+	if _, err := service.Answer(ctx, answer, in.Who()); err != nil {
+		tell(ctx, ch, in, refusal(ctx, ch, err), log)
+	}
+	return true
+}
+
+// answerTyped takes a line typed where typed answers are on (the
+// console) as an answer when it names a choice of a waiting gate: the
+// chat's only one is answered; with several waiting, the person is asked
+// which run they mean. Anything else is not an answer and goes on to the
+// agent. It reports whether the line was consumed.
+func answerTyped(ctx context.Context, service *runs.Service, ch channels.Channel, in channels.Inbound, log *slog.Logger) bool {
+	text := strings.TrimSpace(in.Text)
+	if !ch.Capabilities().TypedAnswers || in.Thread != "" || text == "" {
+		return false
+	}
+	open, err := service.OpenGates(ctx, in.Chat)
+	if err != nil {
+		log.Warn("look up the chat's open gates", "chat", in.Chat, "err", err)
+		return false
+	}
+	named := false
+	for _, g := range open {
+		named = named || namesChoice(g.Question(), text)
+	}
+	switch {
+	case !named:
+		return false
+	case len(open) > 1:
+		tell(ctx, ch, in, runlog.WhichRun(text, open), log)
+		return true
+	}
+	g, q := open[0], open[0].Question()
+	if q.KeyShared(text) {
+		tell(ctx, ch, in, fmt.Sprintf("%s is the key of more than one choice: type the choice's name.", text), log)
+		return true
+	}
+	answer := runs.GateAnswer{RunID: g.RunID, GateID: g.GateID, Nonce: g.Nonce, Choice: text}
 	if _, err := service.Answer(ctx, answer, in.Who()); err != nil {
 		tell(ctx, ch, in, refusal(ctx, ch, err), log)
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -222,4 +224,30 @@ func (h *Host) HTTPAddr() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.httpAddr
+}
+
+// dashboardURL is where people reach the dashboard: http.public_url, else
+// the address the HTTP endpoint listens on (a wildcard as 127.0.0.1, a
+// port 0 as the one it got); "" while it is not listening or is off.
+func (h *Host) dashboardURL() string {
+	if h.cfg.HTTP.PublicURL != "" {
+		return strings.TrimRight(h.cfg.HTTP.PublicURL, "/")
+	}
+	host, port, err := net.SplitHostPort(h.HTTPAddr())
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// runURL is a run's page on the dashboard ("" without one).
+func (h *Host) runURL(runID string) string {
+	base := h.dashboardURL()
+	if base == "" {
+		return ""
+	}
+	return base + "/runs/" + url.PathEscape(runID)
 }

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"nanohost/internal/pipeline/lint/didyoumean"
 )
 
 // workflows finds stored pipelines by name for /pipeline run <name>.
@@ -14,22 +17,52 @@ type workflows struct {
 	root   string   // where the bundled examples/ and skills/ are
 }
 
-// find finds <name>.dot: the group's workspace first, then the configured
-// pipeline directories, then the bundled examples/ and
-// skills/attractor/workflows/.
+// searched are the directories a group's stored pipelines are looked up
+// in, first to last: the group's workspace, the configured pipeline
+// directories, then the bundled examples/ and skills/attractor/workflows/.
+func (w workflows) searched(folder string) []string {
+	dirs := []string{w.groups.dir(folder)}
+	dirs = append(dirs, w.dirs...)
+	return append(dirs, filepath.Join(w.root, "examples"), filepath.Join(w.root, "skills", "attractor", "workflows"))
+}
+
+// find finds <name>.dot in the first directory of searched that has it.
+// A name that is none of them gets the closest one as a suggestion.
 func (w workflows) find(folder, name string) (string, error) {
 	if name == "" || strings.ContainsAny(name, `/\`) || strings.Contains(name, "..") {
 		return "", fmt.Errorf("%q is not a pipeline name (use a plain name such as demo)", name)
 	}
 	file := strings.TrimSuffix(name, ".dot") + ".dot"
-	dirs := []string{w.groups.dir(folder)}
-	dirs = append(dirs, w.dirs...)
-	dirs = append(dirs, filepath.Join(w.root, "examples"), filepath.Join(w.root, "skills", "attractor", "workflows"))
+	dirs := w.searched(folder)
 	for _, d := range dirs {
 		p := filepath.Join(d, file)
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("no pipeline named %s: looked for %s in the group's workspace, %s", name, file, strings.Join(dirs[1:], ", "))
+	if guess := didyoumean.Closest(strings.TrimSuffix(name, ".dot"), w.list(folder)); guess != "" {
+		return "", fmt.Errorf("no pipeline named %s — did you mean %s? (/pipeline list shows the stored pipelines)", name, guess)
+	}
+	return "", fmt.Errorf("no pipeline named %s: looked for %s in the group's workspace, %s (/pipeline list shows the stored pipelines)",
+		name, file, strings.Join(dirs[1:], ", "))
+}
+
+// list names the stored pipelines a group can run, sorted: every *.dot in
+// the searched directories (a name found twice is the first one's).
+func (w workflows) list(folder string) []string {
+	var names []string
+	for _, d := range w.searched(folder) {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			continue // a directory that does not exist holds no pipelines
+		}
+		for _, e := range entries {
+			name, ok := strings.CutSuffix(e.Name(), ".dot")
+			if ok && name != "" && e.Type().IsRegular() && !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
 }

@@ -129,19 +129,23 @@ func (c *Card) end(e *engine.Event) {
 // edited at once, not at the next card interval.
 func (c Card) Final() bool { return c.State.Finished() || c.State == runs.Interrupted }
 
-// Title is the card's title, "[Pipeline] Feature"; until the pipeline's
-// name is known (the card is posted before the run's first event), the run
-// id stands in for it.
+// Title is the card's title, "[Pipeline] Feature · 3f9a1c" — the run's
+// short id (runs.ShortID) is what people type to name it; until the
+// pipeline's name is known (the card is posted before the run's first
+// event), the id stands alone.
 func (c Card) Title() string {
-	name := c.Pipeline
-	if name == "" {
-		name = c.RunID
+	id := runs.ShortID(c.RunID)
+	switch {
+	case c.Pipeline == "":
+		return "[Pipeline] " + id
+	case id == "":
+		return "[Pipeline] " + c.Pipeline
 	}
-	return "[Pipeline] " + name
+	return "[Pipeline] " + c.Pipeline + " · " + id
 }
 
 // Text is the card on one line:
-// "[Pipeline] Feature — ▶ running — Implement (3/5) — 2m 3s".
+// "[Pipeline] Feature · 3f9a1c — ▶ running — Implement (3/5) — 2m 3s".
 func (c Card) Text() string {
 	parts := []string{c.Title(), StateText(c.State)}
 	if c.Current != "" && (c.State == runs.Running || c.State == runs.Waiting || c.State == runs.Interrupted) {

@@ -19,31 +19,122 @@ func OptionText(label, key string) string {
 }
 
 // PromptText is a gate prompt as lines: the question, the choices with
-// their keys, how to answer with text when a freeform edge exists, and the
-// timeout.
+// their keys, how to answer with text when a freeform edge exists (a reply
+// in the run's thread), and the timeout.
 func PromptText(q engine.Question) string {
+	how := ""
+	if text := textChoice(q); text != "" || (len(choices(q)) == 0 && q.AcceptsText()) {
+		how = "Reply with text to answer" + strings.TrimRight(" "+text, " ")
+	}
+	return promptLines(q, how)
+}
+
+// PromptWithHint is a gate prompt that says how to answer it (AnswerHint):
+// the question, the choices, the hint and the timeout. The console prints
+// its prompts so; /pipeline status shows the question a run waits on so.
+func PromptWithHint(runID string, q engine.Question, typed bool) string {
+	return promptLines(q, AnswerHint(runID, q, typed))
+}
+
+func promptLines(q engine.Question, how string) string {
 	var b strings.Builder
 	b.WriteString("❓ " + q.Text)
-	var choices []string
-	freeform := ""
-	for _, o := range q.Options {
-		if o.Freeform {
-			freeform = o.Label
-			continue
-		}
-		choices = append(choices, OptionText(o.Label, o.Key))
+	if cs := choices(q); len(cs) > 0 {
+		b.WriteString("\n   " + strings.Join(cs, "   "))
 	}
-	if len(choices) > 0 {
-		b.WriteString("\n   " + strings.Join(choices, "   "))
-	}
-	if freeform != "" || (len(choices) == 0 && q.AcceptsText()) {
-		b.WriteString("\n   Reply with text to answer")
-		if freeform != "" {
-			b.WriteString(" " + freeform)
-		}
+	if how != "" {
+		b.WriteString("\n   " + how)
 	}
 	if q.TimeoutSeconds > 0 {
 		b.WriteString("\n   (times out in " + Duration(time.Duration(q.TimeoutSeconds*float64(time.Second))) + ")")
+	}
+	return b.String()
+}
+
+// choices are q's options that are answered by choosing them, as shown:
+// "[A] Approve".
+func choices(q engine.Question) []string {
+	var out []string
+	for _, o := range q.Options {
+		if !o.Freeform {
+			out = append(out, OptionText(o.Label, o.Key))
+		}
+	}
+	return out
+}
+
+// textChoice is the label of q's freeform option ("" for none).
+func textChoice(q engine.Question) string {
+	for _, o := range q.Options {
+		if o.Freeform {
+			return o.Label
+		}
+	}
+	return ""
+}
+
+// AnswerCommand is the command that answers run's open question with
+// answer: "/pipeline answer 3f9a1c A".
+func AnswerCommand(runID, answer string) string {
+	return "/pipeline answer " + runs.ShortID(runID) + " " + answer
+}
+
+// AnswerHint says how to answer q of run runID. typed: where people type
+// (the console), a choice's key on its own answers when it is the only
+// question waiting; otherwise (Slack) the prompt's buttons do.
+func AnswerHint(runID string, q engine.Question, typed bool) string {
+	var keys []string
+	for _, o := range q.Options {
+		if o.Freeform {
+			continue
+		}
+		k := o.Key
+		if k == "" || q.KeyShared(k) {
+			k = engine.NormalizeLabelDisplay(o.Label)
+		}
+		keys = append(keys, k)
+	}
+	var ways []string
+	switch {
+	case len(keys) > 0 && typed:
+		ways = append(ways, "type "+orList(keys), AnswerCommand(runID, keys[0]))
+	case len(keys) > 0:
+		ways = append(ways, "use the buttons in the run's thread", AnswerCommand(runID, keys[0]))
+	}
+	if q.AcceptsText() {
+		label := textChoice(q)
+		if label == "" {
+			label = "it"
+		}
+		if !typed {
+			ways = append(ways, "reply in the run's thread with your text")
+		}
+		ways = append(ways, AnswerCommand(runID, "<your text>")+" to answer "+label)
+	}
+	return "Answer: " + strings.Join(ways, ", or ")
+}
+
+// orList joins words as "A, B or C".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+// WhichRun asks which run a typed answer is for when several wait: each
+// run's short id, its question and choices, and the command that answers
+// it with what was typed.
+func WhichRun(typed string, gates []runs.Gate) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d runs are waiting for an answer — which one is %q for?", len(gates), typed)
+	for _, g := range gates {
+		q := g.Question()
+		fmt.Fprintf(&b, "\n  %s  ❓ %s", runs.ShortID(g.RunID), q.Text)
+		if cs := choices(q); len(cs) > 0 {
+			b.WriteString(" — " + strings.Join(cs, "   "))
+		}
+		b.WriteString("\n     " + AnswerCommand(g.RunID, typed))
 	}
 	return b.String()
 }

@@ -193,7 +193,7 @@ func TestCardFoldsEventsAndEnds(t *testing.T) {
 		card.LastOutcome != "✓ Plan — 1s" || card.Elapsed != 3*time.Second {
 		t.Fatalf("card before the end: %+v", card)
 	}
-	if got := card.Text(); got != "[Pipeline] Feature — ⏸ waiting for an answer — Review (1/3) — 3s — $0.50" {
+	if got := card.Text(); got != "[Pipeline] Feature · r1 — ⏸ waiting for an answer — Review (1/3) — 3s — $0.50" {
 		t.Errorf("card text %q", got)
 	}
 	for _, tc := range []struct {
@@ -201,10 +201,10 @@ func TestCardFoldsEventsAndEnds(t *testing.T) {
 		state runs.State
 		text  string
 	}{
-		{engine.Event{Type: engine.EventPipelineCancelled, By: "U42", Duration: 4 * time.Second}, runs.Cancelled, "[Pipeline] Feature — ⊘ cancelled — 4s — $0.50 — by U42"},
-		{engine.Event{Type: engine.EventPipelineInterrupted, Duration: 4 * time.Second}, runs.Interrupted, "[Pipeline] Feature — ⏸ interrupted — Review (1/3) — 4s — $0.50 — resumes when the host starts again"},
-		{engine.Event{Type: engine.EventPipelineFailed, Message: "tests failed", Duration: 4 * time.Second}, runs.Failed, "[Pipeline] Feature — ✗ failed — 4s — $0.50 — tests failed"},
-		{engine.Event{Type: engine.EventPipelineCompleted, Duration: 4 * time.Second}, runs.Succeeded, "[Pipeline] Feature — ✓ succeeded — 4s — $0.50"},
+		{engine.Event{Type: engine.EventPipelineCancelled, By: "U42", Duration: 4 * time.Second}, runs.Cancelled, "[Pipeline] Feature · r1 — ⊘ cancelled — 4s — $0.50 — by U42"},
+		{engine.Event{Type: engine.EventPipelineInterrupted, Duration: 4 * time.Second}, runs.Interrupted, "[Pipeline] Feature · r1 — ⏸ interrupted — Review (1/3) — 4s — $0.50 — resumes when the host starts again"},
+		{engine.Event{Type: engine.EventPipelineFailed, Message: "tests failed", Duration: 4 * time.Second}, runs.Failed, "[Pipeline] Feature · r1 — ✗ failed — 4s — $0.50 — tests failed"},
+		{engine.Event{Type: engine.EventPipelineCompleted, Duration: 4 * time.Second}, runs.Succeeded, "[Pipeline] Feature · r1 — ✓ succeeded — 4s — $0.50"},
 	} {
 		c := card
 		tc.end.Time = at.Add(4 * time.Second)
@@ -334,6 +334,9 @@ func runGraph(t *testing.T, ctx context.Context, src string, be engine.Backend, 
 func TestCardTitleBeforeThePipelineIsKnown(t *testing.T) {
 	if got := runlog.NewCard("run-7", "", "").Text(); got != "[Pipeline] run-7 — ▶ running — 0ms" {
 		t.Errorf("a card posted before the first event reads %q", got)
+	}
+	if got := runlog.NewCard("pipeline-1700000000-3f9a1c", "Ship", "").Title(); got != "[Pipeline] Ship · 3f9a1c" {
+		t.Errorf("a card's title reads %q; want the pipeline and the run's short id", got)
 	}
 }
 

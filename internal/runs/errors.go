@@ -11,6 +11,9 @@ import (
 var (
 	// ErrNoSuchRun: no run has that id (404).
 	ErrNoSuchRun = errors.New("no such run")
+	// ErrAmbiguousRun: the id typed is the start of more than one run's
+	// id (400); the error lists them.
+	ErrAmbiguousRun = errors.New("more than one run matches")
 	// ErrNoSuchGate: the run has no gate with that id (404).
 	ErrNoSuchGate = errors.New("no such gate")
 	// ErrStaleGate: the answer is for an older posting of the gate (a

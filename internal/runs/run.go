@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"strings"
 	"time"
 
 	"nanohost/internal/pipeline/engine"
@@ -50,6 +51,9 @@ type Filter struct {
 	Statuses []State
 	Group    string
 	Chat     string
+	// Ref selects by id as a person types it (see Service.Find): the
+	// runs whose id starts with it, or whose short id does.
+	Ref string
 	// Limit caps the page (default 50, at most 1000).
 	Limit int
 	// Cursor continues after the page that returned it (Page.Next).
@@ -61,4 +65,15 @@ type Page struct {
 	Runs []Run `json:"runs"`
 	// Next is the cursor of the following page; "" on the last page.
 	Next string `json:"next,omitempty"`
+}
+
+// ShortID is a run's id as people read and type it: the random part of
+// "pipeline-<seconds>-<hex>" ("3f9a1c"), else the whole id. Chat and the
+// console show it; Service.Find takes it (or any unique prefix of it).
+func ShortID(id string) string {
+	i := strings.LastIndexByte(id, '-')
+	if !strings.HasPrefix(id, "pipeline-") || i < len("pipeline-") || i == len(id)-1 {
+		return id
+	}
+	return id[i+1:]
 }

@@ -372,3 +372,53 @@ func TestStartRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A person types a run's short id, or the start of it, or of its whole
+// id: Find takes any of them that only one run has, says which runs an
+// ambiguous one matches, and never finds a run outside the filter.
+func TestFindTakesAUniquePrefixOfTheIdOrShortID(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	for _, id := range []string{"pipeline-1700000000-3f9a1c", "pipeline-1700000001-3f0b2d", "pipeline-1700000002-77aa00"} {
+		r := runs.Run{ID: id, GroupFolder: "main", ChatID: console.Chat, SourceDOT: "digraph{}", Status: runs.Succeeded, CreatedAt: time.Now()}
+		if err := f.st.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.st.CreateRun(ctx, runs.Run{ID: "pipeline-1700000003-3f9d00", GroupFolder: "other", ChatID: "C2", SourceDOT: "digraph{}",
+		Status: runs.Succeeded, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	mine := runs.Filter{Group: "main"}
+	for ref, want := range map[string]string{
+		"3f9a1c": "pipeline-1700000000-3f9a1c", "3F9A": "pipeline-1700000000-3f9a1c", "3f9": "pipeline-1700000000-3f9a1c",
+		"77": "pipeline-1700000002-77aa00", "pipeline-1700000001": "pipeline-1700000001-3f0b2d",
+		"pipeline-1700000002-77aa00": "pipeline-1700000002-77aa00",
+	} {
+		if r, err := f.service.Find(ctx, ref, mine); err != nil || r.ID != want {
+			t.Errorf("Find(%q) = %q, %v; want %s", ref, r.ID, err, want)
+		}
+	}
+	_, err := f.service.Find(ctx, "3f", mine)
+	if !errors.Is(err, runs.ErrAmbiguousRun) || !strings.Contains(err.Error(), "3f9a1c") || !strings.Contains(err.Error(), "3f0b2d") {
+		t.Errorf("Find(3f) = %v; want ambiguous, naming both runs", err)
+	}
+	for _, ref := range []string{"3f9d", "zz", "%", "_f9a1c", "", "pipeline-%"} {
+		if r, err := f.service.Find(ctx, ref, mine); !errors.Is(err, runs.ErrNoSuchRun) {
+			t.Errorf("Find(%q) = %q, %v; want no such run", ref, r.ID, err)
+		}
+	}
+	if r, err := f.service.Find(ctx, "3f9d", runs.Filter{}); err != nil || r.GroupFolder != "other" {
+		t.Errorf("Find(3f9d) over every group = %+v, %v", r, err)
+	}
+}
+
+func TestShortID(t *testing.T) {
+	for id, want := range map[string]string{
+		"pipeline-1700000000-3f9a1c": "3f9a1c", "run-0001": "run-0001", "pipeline-": "pipeline-", "pipeline-17-": "pipeline-17-",
+	} {
+		if got := runs.ShortID(id); got != want {
+			t.Errorf("ShortID(%q) = %q, want %q", id, got, want)
+		}
+	}
+}

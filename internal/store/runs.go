@@ -279,6 +279,16 @@ func runsWhere(f runs.Filter) (string, []any, error) {
 		conds = append(conds, "chat_id = ?")
 		args = append(args, f.Chat)
 	}
+	if f.Ref != "" {
+		// Run ids are [a-z0-9-]; anything else (a LIKE wildcard among
+		// them) matches no run.
+		if strings.Trim(f.Ref, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+			conds = append(conds, "1 = 0")
+		} else {
+			conds = append(conds, "(id LIKE ? OR id LIKE ?)")
+			args = append(args, f.Ref+"%", "pipeline-%-"+f.Ref+"%")
+		}
+	}
 	if f.Cursor != "" {
 		at, id, err := decodeCursor(f.Cursor)
 		if err != nil {

@@ -1,7 +1,11 @@
 // Package console is a terminal chat channel for local use: it reads lines
 // from an io.Reader and prints run threads, status cards and gate prompts to
-// an io.Writer. Gates are answered by typing a choice's key (or free text at
-// a freeform gate); "/pipeline …" lines are commands, as in Slack.
+// an io.Writer. "/pipeline …" lines are commands, as in Slack (a pipeline
+// pasted over several lines is read to its end first); other lines are
+// messages, which the host takes as the answer to the one waiting gate when
+// they name one of its choices (Capabilities.TypedAnswers). Each line of a
+// run's story is marked with the run's short id, so runs going at once can
+// be told apart.
 package console
 
 import (
@@ -15,7 +19,6 @@ import (
 	"time"
 
 	"nanohost/internal/channels"
-	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 )
@@ -30,6 +33,9 @@ const User = "console"
 // the run's logs.
 const maxDetail = 4000
 
+// maxPaste bounds a pipeline pasted over several lines.
+const maxPaste = 1 << 20
+
 // Console is the terminal channel.
 type Console struct {
 	in  io.Reader
@@ -42,23 +48,18 @@ type Console struct {
 
 	mu     sync.Mutex
 	nextID int
-	// gates are the prompts posted and not settled yet, oldest first; a
-	// typed key answers the newest.
-	gates []prompt
+	// runOf maps the messages of a run's thread (its card, its prompts)
+	// to the run's short id, which marks the lines printed for it.
+	runOf map[string]string
 	// cards remembers what each status card last showed, so an edit that
 	// only moves the clock prints nothing.
 	cards map[string]string
 }
 
-type prompt struct {
-	msgID string
-	gate  runs.Gate
-}
-
 // New returns a console reading in and writing out.
 func New(in io.Reader, out io.Writer) *Console {
 	return &Console{
-		in: in, out: out, cards: make(map[string]string),
+		in: in, out: out, cards: make(map[string]string), runOf: make(map[string]string),
 		session: strconv.FormatInt(time.Now().UnixNano(), 36),
 	}
 }
@@ -93,6 +94,7 @@ func (c *Console) Run(ctx context.Context, deliver func(channels.Inbound)) error
 		}
 		readErr <- sc.Err()
 	}()
+	var paste []string // a pipeline being pasted, line by line
 	for {
 		select {
 		case <-ctx.Done():
@@ -103,11 +105,46 @@ func (c *Console) Run(ctx context.Context, deliver func(channels.Inbound)) error
 			}
 			return nil
 		case line := <-lines:
-			if in, ok := c.interpret(line); ok {
+			text, ok := c.gather(&paste, line)
+			if !ok {
+				continue
+			}
+			if in, ok := c.interpret(text); ok {
 				deliver(in)
 			}
 		}
 	}
+}
+
+// gather collects a /pipeline command whose pipeline is pasted over
+// several lines: ok once the text is whole (its closing brace or fence
+// came), or at once for any other line.
+func (c *Console) gather(paste *[]string, line string) (text string, ok bool) {
+	if *paste == nil {
+		if !channels.PasteOpen(line) {
+			return line, true
+		}
+		*paste = []string{line}
+		c.printf("… reading the pipeline to its closing } or ``` (a line with only . abandons it)\n")
+		return "", false
+	}
+	if strings.TrimSpace(line) == "." {
+		*paste = nil
+		c.printf("(the pasted pipeline was abandoned)\n")
+		return "", false
+	}
+	*paste = append(*paste, line)
+	text = strings.Join(*paste, "\n")
+	if len(text) > maxPaste {
+		*paste = nil
+		c.printf("✗ the pasted pipeline is over %d KiB and was dropped: store it as a file in the group's workspace and use /pipeline run <name>\n", maxPaste>>10)
+		return "", false
+	}
+	if channels.PasteOpen(text) {
+		return "", false
+	}
+	*paste = nil
+	return text, true
 }
 
 // interpret turns a typed line into an inbound event, answering help and
@@ -131,49 +168,8 @@ func (c *Console) interpret(line string) (channels.Inbound, bool) {
 		base.Kind, base.Command = channels.KindCommand, &cmd
 		return base, true
 	}
-	if p, ok := c.newestGate(); ok {
-		if answer, ok := gateAnswer(p.gate, text); ok {
-			base.Kind, base.Gate, base.MsgID = channels.KindGateAnswer, &answer, p.msgID
-			return base, true
-		}
-		if p.gate.Question().KeyShared(text) {
-			c.printf("(%s is the key of more than one choice: type the choice's name)\n", text)
-			return channels.Inbound{}, false
-		}
-		c.printf("(type one of the keys above%s)\n", map[bool]string{true: ", or text to answer with it", false: ""}[p.gate.Question().AcceptsText()])
-		return channels.Inbound{}, false
-	}
 	base.Kind, base.MsgID = channels.KindMessage, c.messageID()
 	return base, true
-}
-
-// gateAnswer matches a typed line to a choice (its key, unless two
-// choices share it, or its name), or takes it as free text when the gate
-// accepts text.
-func gateAnswer(g runs.Gate, text string) (runs.GateAnswer, bool) {
-	a := runs.GateAnswer{RunID: g.RunID, GateID: g.GateID, Nonce: g.Nonce}
-	q := g.Question()
-	if q.KeyShared(text) {
-		return a, false // the caller says to type the name instead
-	}
-	if i, ok := engine.OptionIndex(q.Options, text); ok && !q.Options[i].Freeform {
-		a.Option = i + 1
-		return a, true
-	}
-	if q.AcceptsText() {
-		a.Text = text
-		return a, true
-	}
-	return a, false
-}
-
-func (c *Console) newestGate() (prompt, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.gates) == 0 {
-		return prompt{}, false
-	}
-	return c.gates[len(c.gates)-1], true
 }
 
 // Post implements channels.Channel.
@@ -188,14 +184,18 @@ func (c *Console) Post(_ context.Context, chat, thread string, m channels.Messag
 	indent := ""
 	if ownMessage(thread) {
 		indent = "  " // a run's story, under its status card
+		if run, ok := c.runOf[thread]; ok {
+			indent += run + " "
+			c.runOf[id] = run
+		}
 	}
 	switch {
 	case m.Card != nil:
 		c.cards[id] = cardKey(*m.Card)
-		c.writeLocked(indent, m.Card.Text())
+		c.runOf[id] = runs.ShortID(m.Card.RunID)
+		c.writeLocked(indent, m.Card.Text()+channels.LinksText(m.Links))
 	case m.Gate != nil:
-		c.gates = append(c.gates, prompt{msgID: id, gate: *m.Gate})
-		c.writeLocked(indent, runlog.PromptText(m.Gate.Question())+channels.LinksText(m.Links))
+		c.writeLocked(indent, runlog.PromptWithHint(m.Gate.RunID, m.Gate.Question(), true)+channels.LinksText(m.Links))
 	case m.Resolved != nil:
 		c.writeLocked(indent, m.Resolved.Text())
 	default:
@@ -224,14 +224,13 @@ func (c *Console) Update(_ context.Context, chat, msgID string, m channels.Messa
 		c.cards[msgID] = key
 		c.writeLocked("", m.Card.Text())
 	case m.Resolved != nil:
-		c.gates = removePrompt(c.gates, msgID)
 		res := *m.Resolved
 		if res.By == User {
 			res.By = "you" // the person reading this typed the answer
 		}
-		c.writeLocked("  ", res.Text())
+		c.writeLocked(c.threadIndent(msgID), res.Text())
 	default:
-		c.writeLocked("  ", "(edited) "+m.Text)
+		c.writeLocked(c.threadIndent(msgID), "(edited) "+m.Text)
 	}
 	return nil
 }
@@ -246,15 +245,26 @@ func (c *Console) Ephemeral(_ context.Context, chat, _, _ string, text string) e
 	return nil
 }
 
+// threadIndent is how a line about message msgID of a run's thread is
+// printed: indented, with the run's short id.
+func (c *Console) threadIndent(msgID string) string {
+	if run, ok := c.runOf[msgID]; ok {
+		return "  " + run + " "
+	}
+	return "  "
+}
+
 // Capabilities implements channels.Channel: the person at the console is
-// "you"; anyone else (a dashboard user, an agent) goes by their id.
+// "you"; anyone else (a dashboard user, an agent) goes by their id. The
+// console is one person's terminal, so a typed key answers the one waiting
+// question.
 func (c *Console) Capabilities() channels.Capabilities {
 	return channels.Capabilities{UserName: func(_ context.Context, user string) string {
 		if user == User {
 			return "you"
 		}
 		return user
-	}}
+	}, TypedAnswers: true}
 }
 
 // Policy is the console's runs.Policy: whoever sits at the host's own
@@ -288,16 +298,6 @@ func ownMessage(id string) bool {
 // cardKey is what makes a card edit worth printing: state and stage, not the clock.
 func cardKey(card runlog.Card) string {
 	return fmt.Sprintf("%s|%s|%d|%s", card.State, card.Current, card.Index, card.LastOutcome)
-}
-
-func removePrompt(ps []prompt, msgID string) []prompt {
-	out := ps[:0]
-	for _, p := range ps {
-		if p.msgID != msgID {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func truncate(s, logRef string) string {

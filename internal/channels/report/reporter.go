@@ -41,6 +41,9 @@ type Config struct {
 	Verbosity runs.Verbosity
 	// LogRef tells people where the run's full logs are, for truncated text.
 	LogRef string
+	// RunURL is the run's page on the dashboard, shown with its status
+	// card ("" when there is no dashboard).
+	RunURL string
 
 	// Resume continues the thread of an earlier reporter of this run:
 	// events up to LastSeq are folded into the card but not posted again.
@@ -480,5 +483,9 @@ func (r *Reporter) flushCard(ctx context.Context) {
 
 func (r *Reporter) cardMessage() channels.Message {
 	card := r.card
-	return channels.Message{Text: card.Text(), Card: &card}
+	m := channels.Message{Text: card.Text(), Card: &card}
+	if r.cfg.RunURL != "" {
+		m.Links = []channels.Link{{Text: "Dashboard", URL: r.cfg.RunURL}}
+	}
+	return m
 }

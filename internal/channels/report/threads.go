@@ -26,7 +26,10 @@ type Threads struct {
 	// GateLinks, when set, gives the links shown under a run's gate
 	// prompts (see Config.GateLinks); nil for none.
 	GateLinks func(ctx context.Context, run runs.Run) []channels.Link
-	Logger    *slog.Logger
+	// RunURL, when set, is a run's page on the dashboard ("" for none),
+	// shown with its status card.
+	RunURL func(runID string) string
+	Logger *slog.Logger
 }
 
 var _ runs.Threads = (*Threads)(nil)
@@ -49,9 +52,13 @@ func (t *Threads) Open(_ context.Context, run runs.Run, name string, progress fu
 	if t.GateLinks != nil {
 		links = func(ctx context.Context) []channels.Link { return t.GateLinks(ctx, run) }
 	}
+	runURL := ""
+	if t.RunURL != nil {
+		runURL = t.RunURL(run.ID)
+	}
 	return Start(t.Life, Config{
 		Channel: NewPatient(ch, t.Backoff, log.With("run", run.ID)), Chat: run.ChatID,
-		RunID: run.ID, Pipeline: name, Goal: run.Goal, Verbosity: verbosity.OrDefault(), LogRef: run.LogsRoot,
+		RunID: run.ID, Pipeline: name, Goal: run.Goal, Verbosity: verbosity.OrDefault(), LogRef: run.LogsRoot, RunURL: runURL,
 		Resume:     runs.Progress{RootID: run.ThreadTS, LastSeq: run.LastDeliveredSeq},
 		Taken:      run.ThreadTS != "" || run.LastSeq > 0,
 		OnProgress: progress, Events: events, GateLinks: links, CardInterval: t.CardInterval,

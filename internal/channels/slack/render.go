@@ -36,7 +36,7 @@ func render(m channels.Message) rendered {
 	var r rendered
 	switch {
 	case m.Card != nil:
-		r = renderCard(*m.Card)
+		r = renderCard(*m.Card, m.Links)
 	case m.Gate != nil:
 		r = renderPromptPages(*m.Gate, m.Links)[0]
 	case m.Resolved != nil:
@@ -88,7 +88,7 @@ func quoteLines(escaped string) string {
 	return "&gt; " + strings.ReplaceAll(escaped, "\n", "\n&gt; ")
 }
 
-func renderCard(c runlog.Card) rendered {
+func renderCard(c runlog.Card, links []channels.Link) rendered {
 	blocks := []slackgo.Block{slackgo.NewHeaderBlock(plain(c.Title(), maxHeaderText))}
 	if c.Goal != "" {
 		blocks = append(blocks, section(escapeLimited("Goal: "+c.Goal, maxSectionText, "…")))
@@ -108,7 +108,13 @@ func renderCard(c runlog.Card) rendered {
 		fields = append(fields, mrkdwn("*Reason*\n"+escapeLimited(c.Reason, maxFieldText-20, "…")))
 	}
 	blocks = append(blocks, slackgo.NewSectionBlock(nil, fields, nil))
-	blocks = append(blocks, slackgo.NewContextBlock("", mrkdwn("run `"+escapeMrkdwn(c.RunID)+"` · details in this thread")))
+	footer := "run `" + escapeMrkdwn(runs.ShortID(c.RunID)) + "`"
+	for _, l := range links {
+		if l.URL != "" {
+			footer += " · " + renderLink(l)
+		}
+	}
+	blocks = append(blocks, slackgo.NewContextBlock("", mrkdwn(footer+" · details in this thread")))
 	return rendered{text: escapeLimited(c.Text(), maxMessageText, "…"), blocks: blocks}
 }
 
