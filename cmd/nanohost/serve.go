@@ -133,7 +133,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		log.Info("removed containers a previous instance left behind", "count", n)
 	}
 
-	endpoints, con, closeEndpoints, err := newEndpoints(cfg)
+	endpoints, con, closeEndpoints, err := newEndpoints(cfg, inboundClaims(ctx, st, cfg.ReplicaID(), log))
 	if err != nil {
 		return err
 	}
@@ -245,10 +245,10 @@ func containerConfig(cfg *config.Config) (container.Config, error) {
 // newEndpoints are the chat endpoints the configuration asks for: Slack
 // (with slack.policy) and the console on this terminal (its local
 // operator). con is the console, when it is on; closeAll closes them.
-func newEndpoints(cfg *config.Config) (eps []host.Endpoint, con *console.Console, closeAll func(), err error) {
+func newEndpoints(cfg *config.Config, claim inboundClaim) (eps []host.Endpoint, con *console.Console, closeAll func(), err error) {
 	closeAll = func() {}
 	if cfg.Slack.Enabled() {
-		ep, closeSlack, err := slackEndpoint(cfg)
+		ep, closeSlack, err := slackEndpoint(cfg, claim)
 		if err != nil {
 			return nil, nil, nil, err
 		}

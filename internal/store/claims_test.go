@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -70,6 +71,43 @@ func TestDeliveryClaimHasOneHolder(t *testing.T) {
 		}
 		if _, _, err := a.ClaimDelivery(ctx, "nope", winner, ttl); !errors.Is(err, ErrNotFound) {
 			t.Errorf("claim of an unknown run: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// An inbound envelope is claimed once, whichever replica claims it first
+// among many at once; old claims are pruned.
+func TestInboundClaimedOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		a, b := openURL(t, url), openURL(t, url)
+		var wg sync.WaitGroup
+		firsts := make([]bool, 8)
+		for i := range firsts {
+			st := a
+			if i%2 == 1 {
+				st = b
+			}
+			wg.Go(func() {
+				first, err := st.ClaimInbound(ctx, "slack:event:Ev1", "replica")
+				if err != nil {
+					t.Error(err)
+				}
+				firsts[i] = first
+			})
+		}
+		wg.Wait()
+		if n := len(slices.DeleteFunc(firsts, func(f bool) bool { return !f })); n != 1 {
+			t.Fatalf("%d claims were first, want exactly 1", n)
+		}
+		if n, err := a.PruneInboundClaims(ctx, time.Now().Add(-time.Hour)); n != 0 || err != nil {
+			t.Errorf("pruning claims older than an hour removed %d (%v), want none", n, err)
+		}
+		if n, err := a.PruneInboundClaims(ctx, time.Now().Add(time.Second)); n != 1 || err != nil {
+			t.Errorf("pruning every claim removed %d (%v), want 1", n, err)
+		}
+		if first, _ := b.ClaimInbound(ctx, "slack:event:Ev1", "replica"); !first {
+			t.Error("a pruned claim is still claimed")
 		}
 	})
 }

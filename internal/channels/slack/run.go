@@ -192,11 +192,11 @@ func (c *Channel) interpret(ctx context.Context, j job) (channels.Inbound, bool)
 	ev := j.ev
 	switch data := ev.Data.(type) {
 	case slackevents.EventsAPIEvent:
-		return c.fromEvent(data, envelopeID(ev))
+		return c.fromEvent(ctx, data, envelopeID(ev))
 	case slackgo.SlashCommand:
 		return c.fromSlash(ctx, data, envelopeID(ev), j.answered)
 	case slackgo.InteractionCallback:
-		return c.fromInteraction(data, envelopeID(ev))
+		return c.fromInteraction(ctx, data, envelopeID(ev))
 	}
 	return channels.Inbound{}, false
 }
@@ -209,20 +209,37 @@ func envelopeID(ev socketmode.Event) string {
 }
 
 // firstTime records a delivery key and reports whether it is new: Slack
-// retries Events API deliveries (same event id) it thinks were lost.
-func (c *Channel) firstTime(key string) bool {
+// retries Events API deliveries (same event id) it thinks were lost, maybe
+// to another replica's socket — so past this process's memory, the claim
+// in the store decides (Config.Claim). A claim that cannot be recorded
+// lets the envelope through: handled twice is better than lost.
+func (c *Channel) firstTime(ctx context.Context, key string) bool {
 	if key == "" {
 		return true
 	}
-	return c.seen.add(key)
+	if !c.seen.add(key) {
+		return false
+	}
+	if c.cfg.Claim == nil {
+		return true
+	}
+	first, err := c.cfg.Claim(ctx, "slack:"+key)
+	if err != nil {
+		c.log.Warn("slack: could not claim an envelope in the store; handling it (another replica may too)", "key", key, "err", err)
+		return true
+	}
+	if !first {
+		c.log.Info("slack: envelope handled by another replica", "key", key)
+	}
+	return first
 }
 
-func (c *Channel) fromEvent(ev slackevents.EventsAPIEvent, envID string) (channels.Inbound, bool) {
+func (c *Channel) fromEvent(ctx context.Context, ev slackevents.EventsAPIEvent, envID string) (channels.Inbound, bool) {
 	eventID := envID
 	if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok && cb.EventID != "" {
 		eventID = cb.EventID
 	}
-	if !c.firstTime("event:" + eventID) {
+	if !c.firstTime(ctx, "event:"+eventID) {
 		c.log.Debug("slack: duplicate event ignored", "event", eventID)
 		return channels.Inbound{}, false
 	}
@@ -251,7 +268,7 @@ func (c *Channel) fromEvent(ev slackevents.EventsAPIEvent, envID string) (channe
 }
 
 func (c *Channel) fromSlash(ctx context.Context, cmd slackgo.SlashCommand, envID string, answered bool) (channels.Inbound, bool) {
-	if !c.firstTime("trigger:" + firstNonEmpty(cmd.TriggerID, envID)) {
+	if !c.firstTime(ctx, "trigger:"+firstNonEmpty(cmd.TriggerID, envID)) {
 		return channels.Inbound{}, false
 	}
 	reply, parsed, done := c.slashReply(cmd)
@@ -276,8 +293,8 @@ func (c *Channel) fromSlash(ctx context.Context, cmd slackgo.SlashCommand, envID
 		Text: cmd.Text, Command: &parsed, EventID: firstNonEmpty(cmd.TriggerID, envID), At: time.Now()}, true
 }
 
-func (c *Channel) fromInteraction(cb slackgo.InteractionCallback, envID string) (channels.Inbound, bool) {
-	if cb.Type != slackgo.InteractionTypeBlockActions || !c.firstTime("trigger:"+firstNonEmpty(cb.TriggerID, envID)) {
+func (c *Channel) fromInteraction(ctx context.Context, cb slackgo.InteractionCallback, envID string) (channels.Inbound, bool) {
+	if cb.Type != slackgo.InteractionTypeBlockActions || !c.firstTime(ctx, "trigger:"+firstNonEmpty(cb.TriggerID, envID)) {
 		return channels.Inbound{}, false
 	}
 	for _, a := range cb.ActionCallback.BlockActions {

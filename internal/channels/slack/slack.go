@@ -46,7 +46,12 @@ type Config struct {
 	// command or click failed — rather than nanohost taking it and
 	// dropping it, or growing without bound while the host is stuck.
 	MaxWaiting int
-	Logger     *slog.Logger
+	// Claim, when set, claims an inbound envelope once among the host
+	// replicas sharing a store (key: its event id or trigger id): Slack
+	// may deliver an event again, to any replica's socket, and only the
+	// replica whose claim is first handles it. false: handled elsewhere.
+	Claim  func(ctx context.Context, key string) (first bool, err error)
+	Logger *slog.Logger
 }
 
 // DefaultMaxWaiting is Config.MaxWaiting's default.
