@@ -335,8 +335,18 @@ func TestRender(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "feature.svg")
 	r = runNanohost(t, "", "pipeline", "render", path, "-o", out)
 	svg, err := os.ReadFile(out)
-	if r.code != 0 || r.stdout != "" || err != nil || !bytes.Contains(svg, []byte("<svg")) {
-		t.Fatalf("-o feature.svg: exit %d, stdout %q, err %v, %.80s", r.code, r.stdout, err, svg)
+	if r.code != 0 || r.stdout != "" || err != nil || !bytes.Contains(svg, []byte("<svg")) || !bytes.Contains(svg, []byte(`data-layout="graphviz `)) {
+		t.Fatalf("-o feature.svg: exit %d, stdout %q, err %v, %.200s", r.code, r.stdout, err, svg)
+	}
+	var huge strings.Builder
+	huge.WriteString("digraph G {\n")
+	for i := range 1200 {
+		fmt.Fprintf(&huge, "  n%d -> n%d\n", i, i+1)
+	}
+	huge.WriteString("}\n")
+	r = runNanohost(t, huge.String(), "pipeline", "render", "-", "--format", "svg")
+	if r.code != 2 || !strings.Contains(r.stderr, "1201 nodes") || !strings.Contains(r.stderr, "render it as DOT or Mermaid") {
+		t.Fatalf("a graph too big for SVG: exit %d, stderr %q", r.code, r.stderr)
 	}
 
 	r = runNanohost(t, "", "pipeline", "render", path, "--format", "png")

@@ -10,6 +10,7 @@ package pipeline
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -63,6 +64,9 @@ type Graph struct {
 	Edges []*Edge
 	// File is the name the source was read from, for diagnostics ("" for stdin/inline).
 	File string
+	// SubgraphLabels maps a named subgraph that has a label to it (the
+	// clusters a drawing boxes its nodes in are captioned with it).
+	SubgraphLabels map[string]string
 
 	byID map[string]*Node
 	out  map[string][]*Edge
@@ -153,7 +157,7 @@ func (g *Graph) ensureIndex() {
 
 // Clone returns a deep copy, so a transform can work without touching its input.
 func (g *Graph) Clone() *Graph {
-	c := &Graph{Name: g.Name, Attrs: g.Attrs.Clone(), File: g.File}
+	c := &Graph{Name: g.Name, Attrs: g.Attrs.Clone(), File: g.File, SubgraphLabels: maps.Clone(g.SubgraphLabels)}
 	c.Nodes = make([]*Node, len(g.Nodes))
 	for i, n := range g.Nodes {
 		c.Nodes[i] = &Node{

@@ -203,7 +203,7 @@ func TestBrowserWatchesARunAndAnswersItsGate(t *testing.T) {
 	f.screenshot(ctx, t, shots, "run-waiting-desktop")
 
 	// The agent's hostile text is shown as text, and did not run.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#graph g#node-plan rect`))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#graph g#node-plan polygon`))); err != nil {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, "the plan node's response", `[...document.querySelectorAll('#node-files pre')].some(p => p.textContent.includes('<script>alert("pwned")</script>'))`)

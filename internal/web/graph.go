@@ -1,8 +1,8 @@
 package web
 
 import (
-	"bytes"
 	"container/list"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -27,6 +27,11 @@ type graphEntry struct {
 	runID string
 	g     *pipeline.Graph
 	err   error
+
+	// The layout is made on first use: a page of runs never needs it.
+	layoutOnce sync.Once
+	layout     *render.Layout
+	layoutErr  error
 }
 
 func newGraphCache(max int) *graphCache {
@@ -36,12 +41,29 @@ func newGraphCache(max int) *graphCache {
 // graphOf returns the run's parsed pipeline (transforms applied, as the
 // engine ran it). run must carry its SourceDOT (GetRun does).
 func (c *graphCache) graphOf(run runs.Run) (*pipeline.Graph, error) {
+	ge := c.entry(run)
+	return ge.g, ge.err
+}
+
+// layoutOf returns the run's pipeline laid out by Graphviz, made once per
+// run: a run's graph never changes, only its colours do, so the nodes stay
+// put while the run moves and a refresh costs no layout.
+func (c *graphCache) layoutOf(run runs.Run) (*render.Layout, error) {
+	ge := c.entry(run)
+	if ge.err != nil {
+		return nil, ge.err
+	}
+	ge.layoutOnce.Do(func() { ge.layout, ge.layoutErr = render.Lay(ge.g) })
+	return ge.layout, ge.layoutErr
+}
+
+func (c *graphCache) entry(run runs.Run) *graphEntry {
 	c.mu.Lock()
 	if el, ok := c.items[run.ID]; ok {
 		c.order.MoveToFront(el)
 		ge := el.Value.(*graphEntry)
 		c.mu.Unlock()
-		return ge.g, ge.err
+		return ge
 	}
 	c.mu.Unlock()
 	g, err := frontend.Parse(nonEmpty(run.FileName, "pipeline.dot"), []byte(run.SourceDOT), frontend.Options{})
@@ -52,93 +74,35 @@ func (c *graphCache) graphOf(run runs.Run) (*pipeline.Graph, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.items[run.ID]; !ok {
-		c.items[run.ID] = c.order.PushFront(&graphEntry{runID: run.ID, g: g, err: err})
-		for c.order.Len() > c.max {
-			last := c.order.Back()
-			delete(c.items, last.Value.(*graphEntry).runID)
-			c.order.Remove(last)
-		}
+	if el, ok := c.items[run.ID]; ok {
+		return el.Value.(*graphEntry) // another request parsed it first
 	}
-	return g, err
+	ge := &graphEntry{runID: run.ID, g: g, err: err}
+	c.items[run.ID] = c.order.PushFront(ge)
+	for c.order.Len() > c.max {
+		last := c.order.Back()
+		delete(c.items, last.Value.(*graphEntry).runID)
+		c.order.Remove(last)
+	}
+	return ge
 }
 
-// runSVG draws the run's graph with its nodes coloured by state and the
-// edges it took highlighted. Nodes the run has not reached are pending.
-func runSVG(g *pipeline.Graph, v *runView) []byte {
-	states := make(map[string]string, len(g.Nodes))
+// runSVG paints the run's graph with its nodes coloured by state and the
+// edges it took, and marks each visited node with its visits and timing
+// (the page draws those as badges). Nodes the run has not reached are
+// pending.
+func runSVG(l *render.Layout, g *pipeline.Graph, v *runView) []byte {
+	look := render.Look{States: make(map[string]string, len(g.Nodes)), Taken: make(map[render.EdgeKey]bool, len(v.Taken))}
 	for _, n := range g.Nodes {
-		states[n.ID] = render.StatePending
+		look.States[n.ID] = render.StatePending
 	}
 	for id, st := range v.States {
-		states[id] = st
+		look.States[id] = st
 	}
-	return markNodes(highlightEdges(render.SVG(g, states), v.Taken), marksOf(g, v))
-}
-
-// How a taken edge is drawn: render draws every edge thin and grey; a
-// taken one is thick and blue, with its own arrowhead (a marker scales with
-// the stroke, so the shared one would come out huge).
-const (
-	edgeStroke     = `stroke="#495057" stroke-width="1.3"`
-	takenStroke    = `stroke="#1c7ed6" stroke-width="3"`
-	edgeMarker     = `marker-end="url(#arrow)"`
-	takenMarker    = `marker-end="url(#arrow-taken)"`
-	takenMarkerDef = `<marker id="arrow-taken" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="3.5" markerHeight="3.5" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#1c7ed6"/></marker></defs>`
-)
-
-// highlightEdges marks the edges the run took: their group gets the class
-// "taken" and their path a thick blue stroke. render.SVG writes each edge
-// as <g class="edge[ back]"><title>FROM -&gt; TO</title><path … stroke=…>.
-func highlightEdges(svg []byte, taken map[edgeKey]bool) []byte {
-	if len(taken) == 0 {
-		return svg
+	for e := range v.Taken {
+		look.Taken[render.EdgeKey{From: e.From, To: e.To}] = true
 	}
-	var out bytes.Buffer
-	out.Grow(len(svg) + 64*len(taken) + len(takenMarkerDef))
-	rest := svg
-	if i := bytes.Index(rest, []byte("</defs>")); i >= 0 {
-		out.Write(rest[:i])
-		out.WriteString(takenMarkerDef)
-		rest = rest[i+len("</defs>"):]
-	}
-	const open = `<g class="edge`
-	for {
-		i := bytes.Index(rest, []byte(open))
-		if i < 0 {
-			out.Write(rest)
-			return out.Bytes()
-		}
-		out.Write(rest[:i])
-		rest = rest[i:]
-		end := bytes.Index(rest, []byte("</g>"))
-		if end < 0 {
-			out.Write(rest)
-			return out.Bytes()
-		}
-		group := rest[:end]
-		if from, to, ok := edgeTitle(group); ok && taken[edgeKey{from, to}] {
-			group = bytes.Replace(group, []byte(open), []byte(open+" taken"), 1)
-			group = bytes.Replace(group, []byte(edgeStroke), []byte(takenStroke), 1)
-			group = bytes.Replace(group, []byte(edgeMarker), []byte(takenMarker), 1)
-		}
-		out.Write(group)
-		rest = rest[end:]
-	}
-}
-
-// edgeTitle reads FROM and TO back from an edge group's <title>.
-func edgeTitle(group []byte) (from, to string, ok bool) {
-	_, after, found := bytes.Cut(group, []byte("<title>"))
-	if !found {
-		return "", "", false
-	}
-	title, _, found := bytes.Cut(after, []byte("</title>"))
-	if !found {
-		return "", "", false
-	}
-	from, to, ok = strings.Cut(unescapeXML(string(title)), " -> ")
-	return from, to, ok
+	return markNodes(l.SVG(look), marksOf(g, v))
 }
 
 var xmlUnescaper = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&quot;", `"`, "&#39;", "'", "&amp;", "&")
@@ -164,6 +128,14 @@ func (s *Server) graphSVG(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, "parse the run's pipeline", err)
 		return
 	}
+	l, err := s.graphs.layoutOf(run)
+	if errors.Is(err, render.ErrTooBig) {
+		writeError(w, http.StatusUnprocessableEntity, err.Error(), "follow the run's events or its timeline instead")
+		return
+	} else if err != nil {
+		s.internalError(w, "lay out the run's pipeline", err)
+		return
+	}
 	v, err := s.viewOf(r.Context(), run)
 	if err != nil {
 		s.internalError(w, "read events", err)
@@ -171,5 +143,5 @@ func (s *Server) graphSVG(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "image/svg+xml")
 	w.Header().Set("X-Last-Seq", fmt.Sprint(v.LastSeq))
-	_, _ = w.Write(runSVG(g, v))
+	_, _ = w.Write(runSVG(l, g, v))
 }

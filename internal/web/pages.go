@@ -243,9 +243,11 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		data.LastSeq = events[len(events)-1].Seq
 	}
 	if g, err := s.graphs.graphOf(run); err == nil {
-		// render.SVG escapes every label and id it writes, so its output
-		// is safe to inline.
-		data.SVG = template.HTML(runSVG(g, v))
+		if l, err := s.graphs.layoutOf(run); err == nil {
+			// render escapes every label and id it writes, so its output
+			// is safe to inline.
+			data.SVG = template.HTML(runSVG(l, g, v))
+		}
 	}
 	for _, g := range gates {
 		if g.Status == runs.GateOpen {

@@ -400,6 +400,12 @@ func (b *builder) deriveClasses() {
 				if sg.id != "" && !slices.Contains(subs, sg.id) {
 					subs = append(subs, sg.id)
 				}
+				if l := sg.attrs["label"]; sg.id != "" && l != "" {
+					if b.g.SubgraphLabels == nil {
+						b.g.SubgraphLabels = map[string]string{}
+					}
+					b.g.SubgraphLabels[sg.id] = l
+				}
 			}
 		}
 		n.Classes, n.Subgraphs = classes, subs

@@ -1,5 +1,6 @@
 // Package render draws a pipeline graph as canonical Attractor DOT, as a
-// Mermaid flowchart, or as a self-contained SVG (no system Graphviz needed).
+// Mermaid flowchart, or as a self-contained SVG laid out by Graphviz's dot
+// (compiled in as WebAssembly: no system Graphviz needed).
 // Every renderer is deterministic: the same graph gives the same bytes.
 package render
 

@@ -12,7 +12,8 @@ import (
 
 // FuzzRender: for every input the parser accepts, the canonical DOT parses
 // back to the same graph and is a fixed point, the SVG is well-formed XML,
-// and Mermaid does not panic.
+// and Mermaid does not panic. SVG lays out every graph within the parser's
+// limits here (they are within MaxLayoutNodes and MaxLayoutEdges).
 func FuzzRender(f *testing.F) {
 	f.Add([]byte(sample))
 	f.Add([]byte(`digraph G { a [class="x", label="<&\"'>"] subgraph s { label="L"; b } a -> {b c} -> a; c -> c }`))
@@ -32,11 +33,18 @@ func FuzzRender(f *testing.F) {
 		if again := DOT(back); again != out {
 			t.Fatalf("canonical DOT is not a fixed point:\n%s\n---\n%s", out, again)
 		}
-		states := map[string]string{}
+		look := Look{States: map[string]string{}, Taken: map[EdgeKey]bool{}}
 		for i, n := range g.Nodes {
-			states[n.ID] = []string{StatePending, StateRunning, StateSuccess, StateFail, StateRetrying}[i%5]
+			look.States[n.ID] = []string{StatePending, StateRunning, StateSuccess, StateFail, StateRetrying, StateWaiting}[i%6]
 		}
-		dec := xml.NewDecoder(bytes.NewReader(SVG(g, states)))
+		for _, e := range g.Edges[:len(g.Edges)/2] {
+			look.Taken[EdgeKey{e.From, e.To}] = true
+		}
+		svg, err := SVG(g, look)
+		if err != nil {
+			t.Fatalf("SVG: %v", err)
+		}
+		dec := xml.NewDecoder(bytes.NewReader(svg))
 		for {
 			if _, err := dec.Token(); errors.Is(err, io.EOF) {
 				break

@@ -1,297 +1,398 @@
 package render
 
 import (
-	"slices"
-	"sort"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 
 	"nanohost/internal/pipeline"
 )
 
-// layered is a simple Sugiyama-style layout: back edges (see
-// markBackEdges) are set aside so the rest is acyclic, every node goes on
-// the layer one past its deepest predecessor (longest-path layering), and
-// one barycentre sweep orders each layer to reduce crossings.
-type layered struct {
-	nodes  []*pipeline.Node
-	index  map[string]int
-	layer  []int
-	layers [][]int // node indexes per layer, in drawing order
-	edges  []layoutEdge
+// Layout is a pipeline laid out by Graphviz's dot: where every node, edge,
+// label and cluster goes, in SVG user units (y down). It never changes once
+// made, so a server lays a run's graph out once and paints it with the
+// run's progress on every request, from any goroutine, and the nodes stay
+// where they are while the run moves through them.
+type Layout struct {
+	width, height float64
+	title         []text
+	clusters      []placedCluster
+	nodes         []placedNode
+	edges         []placedEdge
 }
 
-type layoutEdge struct {
-	e        *pipeline.Edge
-	from, to int
-	back     bool // drawn as a curve: back edge, same-layer edge or self loop
+type point struct{ x, y float64 }
+
+// shape is one outline Graphviz drew: a polygon, a polyline, a chain of
+// cubic Béziers (pts[0], then three points per segment) or an ellipse
+// (pts[0] its centre, pts[1] its radii). filled marks the node's body,
+// which takes the node's fill; the rest (peripheries, the ticks of an
+// Mdiamond) are strokes.
+type shape struct {
+	kind   byte // 'p' polygon, 'L' polyline, 'b' Bézier, 'e' ellipse
+	filled bool
+	pts    []point
 }
 
-func layout(g *pipeline.Graph) *layered {
-	l := &layered{nodes: g.Nodes, index: make(map[string]int, len(g.Nodes))}
+// text is one line of a label at its baseline.
+type text struct {
+	at     point
+	size   float64
+	anchor string // text-anchor
+	bold   bool
+	s      string
+}
+
+type placedNode struct {
+	gvid        int // Graphviz's object id, which edges name their ends by
+	id, handler string
+	box         rect // the node's bounding box
+	shapes      []shape
+	texts       []text
+}
+
+type placedEdge struct {
+	from, to string
+	back     bool // drawn against the flow: a loop back, or a self loop
+	path     []shape
+	head     []shape // the arrowhead, one per edge
+	label    []text
+}
+
+type placedCluster struct {
+	outline []shape
+	label   []text
+}
+
+// rect is an axis-aligned box.
+type rect struct{ x0, y0, x1, y1 float64 }
+
+// ErrTooBig is returned for a graph beyond MaxLayoutNodes or MaxLayoutEdges.
+var ErrTooBig = errors.New("too big to lay out")
+
+// Lay lays g out with Graphviz's dot. Edges whose ends are not nodes of g
+// are left out (there is nothing to draw them to); a graph beyond
+// MaxLayoutNodes or MaxLayoutEdges is refused, with the formats that have no
+// limit named.
+func Lay(g *pipeline.Graph) (*Layout, error) {
+	if len(g.Nodes) > MaxLayoutNodes || len(g.Edges) > MaxLayoutEdges {
+		return nil, fmt.Errorf("%w: the pipeline has %d nodes and %d edges; an SVG is laid out for at most %d nodes and %d edges "+
+			"(the layout grows faster than the graph) — render it as DOT or Mermaid instead, or split it into smaller pipelines",
+			ErrTooBig, len(g.Nodes), len(g.Edges), MaxLayoutNodes, MaxLayoutEdges)
+	}
+	in := newGraphvizInput(g)
+	out, err := layoutJSON(in.src)
+	if err != nil {
+		return nil, fmt.Errorf("lay out %s: %w", nonEmpty(g.Name, "the pipeline"), err)
+	}
+	return in.read(out)
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// graphvizInput is the DOT handed to Graphviz: presentation only. Nodes are
+// named n0, n1, … and edges e0, e1, … by their index in the pipeline, so no
+// author-written id reaches Graphviz; only labels do, as quoted strings
+// (never HTML labels), and no other attribute of the pipeline is passed on:
+// Graphviz reads files for some (image, shapefile), and weight means
+// something else to it than to Attractor.
+type graphvizInput struct {
+	g     *pipeline.Graph
+	index map[string]int   // node id → index, first declaration wins
+	edges []*pipeline.Edge // the edges drawn: both ends are nodes
+	back  []bool           // per edge: it loops back (see loopBacks)
+	src   []byte
+}
+
+func newGraphvizInput(g *pipeline.Graph) *graphvizInput {
+	in := &graphvizInput{g: g, index: make(map[string]int, len(g.Nodes))}
 	for i, n := range g.Nodes {
-		if _, dup := l.index[n.ID]; !dup {
-			l.index[n.ID] = i
+		if _, dup := in.index[n.ID]; !dup {
+			in.index[n.ID] = i
 		}
 	}
-	out := make([][]int, len(g.Nodes)) // edge indexes leaving each node
+	var b strings.Builder
+	b.WriteString("digraph G {\n")
+	fmt.Fprintf(&b, "  graph [rankdir=%s, nodesep=0.35, ranksep=0.5, fontname=\"Helvetica-Bold\", fontsize=14, labelloc=t, label=%s]\n",
+		rankdir(g), gvString(g.Label()))
+	b.WriteString("  node [fontname=\"Helvetica\", fontsize=12, style=filled, margin=\"0.14,0.06\", height=0.42]\n")
+	b.WriteString("  edge [fontname=\"Helvetica\", fontsize=10, arrowsize=0.75]\n")
+	in.writeClusters(&b)
+	for i, n := range g.Nodes {
+		if in.index[n.ID] != i {
+			continue
+		}
+		fmt.Fprintf(&b, "  n%d [shape=%s, label=%s]\n", i, gvShape(n.Shape()), gvString(n.Label()))
+	}
 	for _, e := range g.Edges {
-		from, okF := l.index[e.From]
-		to, okT := l.index[e.To]
-		if !okF || !okT {
-			continue // edge to an undeclared node: nothing to draw it to
-		}
-		out[from] = append(out[from], len(l.edges))
-		l.edges = append(l.edges, layoutEdge{e: e, from: from, to: to})
-	}
-	l.markBackEdges(g, out)
-	l.assignLayers(out)
-	l.orderLayers()
-	for i := range l.edges {
-		le := &l.edges[i]
-		if l.layer[le.to] <= l.layer[le.from] {
-			le.back = true
+		_, okF := in.index[e.From]
+		_, okT := in.index[e.To]
+		if okF && okT {
+			in.edges = append(in.edges, e)
 		}
 	}
-	return l
+	in.back = loopBacks(g, in.index, in.edges)
+	for k, e := range in.edges {
+		from, to, dir := in.index[e.From], in.index[e.To], ""
+		if in.back[k] {
+			// Reversed for the ranking, its arrowhead still at its target.
+			from, to, dir = to, from, ", dir=back"
+		}
+		fmt.Fprintf(&b, "  n%d -> n%d [id=e%d%s", from, to, k, dir)
+		if label := edgeLabel(e); label != "" {
+			// Padded: Graphviz sets labels side by side with no gap.
+			fmt.Fprintf(&b, ", label=%s", gvString(" "+label+" "))
+		}
+		b.WriteString("]\n")
+	}
+	b.WriteString("}\n")
+	in.src = []byte(b.String())
+	return in
 }
 
-// markBackEdges picks the edges that loop back, so that the rest is acyclic
-// and reads in the order a run goes. An edge is a back edge when it lies on a
-// cycle (both ends in one strongly connected component) and leads to a node
-// nearer the start (BFS depth), or as near and DFS from the start finds it
-// closing a cycle. Depth alone would turn a chain with a shortcut
-// (plan -> implement -> validate, plan -> validate) sideways; DFS alone
-// picks a forward edge when a loop has several entries (postmortem -> each
-// of three parallel plans, reached by DFS before their real predecessor).
-// Every cycle keeps at least one back edge: around a cycle depth cannot only
-// grow, and a cycle of equal depths contains a DFS back edge.
-func (l *layered) markBackEdges(g *pipeline.Graph, out [][]int) {
-	roots := make([]int, 0, len(l.nodes)+1)
-	if s := g.StartNode(); s != nil {
-		roots = append(roots, l.index[s.ID])
+// writeClusters draws the author's cluster subgraphs (ids starting with
+// "cluster", Graphviz's convention) as boxes around their nodes. A node
+// goes in its innermost cluster; a cluster nests in the one it was first
+// found in, so a node listed in two unrelated clusters cannot make Graphviz
+// see a cluster inside itself.
+func (in *graphvizInput) writeClusters(b *strings.Builder) {
+	type cluster struct {
+		id       string
+		children []int // cluster indexes
+		nodes    []int // node indexes
 	}
-	for i := range l.nodes {
-		roots = append(roots, i)
-	}
-	depth := l.bfsDepths(roots, out)
-	dfsBack := l.dfsBackEdges(roots, out)
-	comp := l.components(out)
-	for i := range l.edges {
-		le := &l.edges[i]
-		if comp[le.from] != comp[le.to] {
+	clusters := []cluster{{}} // 0 is the graph itself
+	byID := map[string]int{}
+	for i, n := range in.g.Nodes {
+		if in.index[n.ID] != i {
 			continue
 		}
-		df, dt := depth[le.from], depth[le.to]
-		le.back = dt < df || (dt == df && dfsBack[i])
-	}
-}
-
-// bfsDepths numbers each node by its BFS distance from the first root that
-// reaches it (the start node first).
-func (l *layered) bfsDepths(roots []int, out [][]int) []int {
-	depth := make([]int, len(l.nodes))
-	for i := range depth {
-		depth[i] = -1
-	}
-	queue := make([]int, 0, len(l.nodes))
-	for _, root := range roots {
-		if depth[root] >= 0 {
-			continue
-		}
-		depth[root] = 0
-		queue = append(queue[:0], root)
-		for len(queue) > 0 {
-			n := queue[0]
-			queue = queue[1:]
-			for _, ei := range out[n] {
-				if to := l.edges[ei].to; depth[to] < 0 {
-					depth[to] = depth[n] + 1
-					queue = append(queue, to)
-				}
-			}
-		}
-	}
-	return depth
-}
-
-// dfsBackEdges runs an iterative DFS (pipelines can be long chains) from the
-// roots in order and reports, per edge, whether it leads to a node still on
-// the DFS stack.
-func (l *layered) dfsBackEdges(roots []int, out [][]int) []bool {
-	const (
-		white = iota
-		grey
-		black
-	)
-	back := make([]bool, len(l.edges))
-	colour := make([]int, len(l.nodes))
-	type frame struct{ node, next int }
-	for _, root := range roots {
-		if colour[root] != white {
-			continue
-		}
-		stack := []frame{{node: root}}
-		colour[root] = grey
-		for len(stack) > 0 {
-			top := &stack[len(stack)-1]
-			if top.next == len(out[top.node]) {
-				colour[top.node] = black
-				stack = stack[:len(stack)-1]
+		parent := 0
+		for _, sg := range n.Subgraphs {
+			if !strings.HasPrefix(sg, "cluster") {
 				continue
 			}
-			ei := out[top.node][top.next]
-			top.next++
-			switch to := l.edges[ei].to; colour[to] {
-			case grey:
-				back[ei] = true
-			case white:
-				colour[to] = grey
-				stack = append(stack, frame{node: to})
+			k, seen := byID[sg]
+			if !seen {
+				k = len(clusters)
+				byID[sg] = k
+				clusters = append(clusters, cluster{id: sg})
+				clusters[parent].children = append(clusters[parent].children, k)
 			}
+			parent = k
+		}
+		if parent != 0 {
+			clusters[parent].nodes = append(clusters[parent].nodes, i)
 		}
 	}
-	return back
+	var write func(k int, indent string)
+	write = func(k int, indent string) {
+		c := clusters[k]
+		fmt.Fprintf(b, "%ssubgraph cluster%d {\n", indent, k)
+		fmt.Fprintf(b, "%s  graph [label=%s, style=\"rounded,dashed\", fontname=\"Helvetica\", fontsize=11, labeljust=l]\n",
+			indent, gvString(in.g.SubgraphLabels[c.id]))
+		for _, child := range c.children {
+			write(child, indent+"  ")
+		}
+		for _, n := range c.nodes {
+			fmt.Fprintf(b, "%s  n%d\n", indent, n)
+		}
+		fmt.Fprintf(b, "%s}\n", indent)
+	}
+	for _, k := range clusters[0].children {
+		write(k, "  ")
+	}
 }
 
-// components labels the strongly connected components (Kosaraju, iterative):
-// two nodes share a label when each reaches the other.
-func (l *layered) components(out [][]int) []int {
-	n := len(l.nodes)
-	in := make([][]int, n)
-	for ei, le := range l.edges {
-		in[le.to] = append(in[le.to], ei)
+func rankdir(g *pipeline.Graph) string {
+	switch d := g.Attrs["rankdir"]; d {
+	case "LR", "RL", "BT":
+		return d
 	}
-	// First pass: nodes in order of DFS completion.
-	order := make([]int, 0, n)
-	seen := make([]bool, n)
-	type frame struct{ node, next int }
-	for root := range n {
-		if seen[root] {
+	return "TB"
+}
+
+// gvShape passes the shapes Graphviz knows; anything else (a typo, a
+// custom shape a handler matches on) is drawn as a box.
+func gvShape(s string) string {
+	switch s {
+	case "box", "rect", "rectangle", "square", "Mdiamond", "Msquare", "Mcircle", "diamond", "hexagon", "octagon",
+		"doubleoctagon", "tripleoctagon", "component", "parallelogram", "house", "invhouse", "ellipse", "oval",
+		"circle", "doublecircle", "point", "egg", "triangle", "invtriangle", "trapezium", "invtrapezium",
+		"pentagon", "septagon", "note", "tab", "folder", "box3d", "cylinder", "plain", "plaintext", "none":
+		return s
+	}
+	return "box"
+}
+
+// gvString quotes s as a Graphviz string whose label text is s itself:
+// a backslash is doubled (a label would read \N, \G or \l as escapes), a
+// newline becomes a centred line break, and what Graphviz cannot take
+// (invalid UTF-8, control characters) becomes U+FFFD.
+func gvString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t' || r == '\r':
+			b.WriteByte(' ')
+		case r < 0x20 || r == 0x7f || r == 0xFFFE || r == 0xFFFF:
+			b.WriteRune('\uFFFD')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// edgeLabel is the caption drawn on an edge: its label, else its condition.
+func edgeLabel(e *pipeline.Edge) string {
+	label := e.Attrs["label"]
+	if label == "" {
+		label = e.Attrs["condition"]
+	}
+	return strings.ReplaceAll(label, "\n", " ")
+}
+
+// margin around the drawing, in points.
+const margin = 8
+
+// read turns Graphviz's JSON into a Layout: y flipped to grow downwards,
+// every object mapped back to the pipeline's node or edge by its name.
+func (in *graphvizInput) read(out *gvGraph) (*Layout, error) {
+	bb, err := parseFloats(out.BB, 4)
+	if err != nil {
+		return nil, fmt.Errorf("read graphviz's bounding box %q: %w", out.BB, err)
+	}
+	flip := func(p [2]float64) point { return point{p[0] - bb[0] + margin, bb[3] - p[1] + margin} }
+	l := &Layout{width: bb[2] - bb[0] + 2*margin, height: bb[3] - bb[1] + 2*margin, title: texts(out.LDraw, flip)}
+	for _, o := range out.Objects {
+		if strings.HasPrefix(o.Name, "cluster") {
+			l.clusters = append(l.clusters, placedCluster{outline: shapes(o.Draw, flip), label: texts(o.LDraw, flip)})
 			continue
 		}
-		seen[root] = true
-		stack := []frame{{node: root}}
-		for len(stack) > 0 {
-			top := &stack[len(stack)-1]
-			if top.next == len(out[top.node]) {
-				order = append(order, top.node)
-				stack = stack[:len(stack)-1]
-				continue
-			}
-			to := l.edges[out[top.node][top.next]].to
-			top.next++
-			if !seen[to] {
-				seen[to] = true
-				stack = append(stack, frame{node: to})
-			}
+		i, err := strconv.Atoi(strings.TrimPrefix(o.Name, "n"))
+		if err != nil || i < 0 || i >= len(in.g.Nodes) {
+			return nil, fmt.Errorf("graphviz returned a node %q that was not asked for", o.Name)
 		}
+		box, err := nodeBox(o, flip)
+		if err != nil {
+			return nil, fmt.Errorf("read the place of node %s: %w", in.g.Nodes[i].ID, err)
+		}
+		n := in.g.Nodes[i]
+		l.nodes = append(l.nodes, placedNode{gvid: o.GVID, id: n.ID, handler: n.HandlerType(), box: box, shapes: shapes(o.Draw, flip), texts: texts(o.LDraw, flip)})
 	}
-	// Second pass: on the reversed graph, latest finisher first.
-	comp := make([]int, n)
-	for i := range comp {
-		comp[i] = -1
+	placed := make(map[int]bool, len(l.nodes)) // Graphviz object ids of nodes
+	for _, n := range l.nodes {
+		placed[n.gvid] = true
 	}
-	label := 0
-	for k := n - 1; k >= 0; k-- {
-		root := order[k]
-		if comp[root] >= 0 {
+	for _, e := range out.Edges {
+		k, err := strconv.Atoi(strings.TrimPrefix(e.ID, "e"))
+		if err != nil || k < 0 || k >= len(in.edges) || !placed[e.Tail] || !placed[e.Head] {
+			return nil, fmt.Errorf("graphviz returned an edge %q that was not asked for", e.ID)
+		}
+		pe := placedEdge{from: in.edges[k].From, to: in.edges[k].To, back: in.back[k] || in.edges[k].From == in.edges[k].To,
+			path: shapes(e.Draw, flip), head: shapes(e.HDraw, flip), label: texts(e.LDraw, flip)}
+		if in.back[k] {
+			pe.head = shapes(e.TDraw, flip) // drawn reversed: the arrow is at Graphviz's tail
+		}
+		l.edges = append(l.edges, pe)
+	}
+	return l, nil
+}
+
+func (n *placedNode) centre() point {
+	return point{(n.box.x0 + n.box.x1) / 2, (n.box.y0 + n.box.y1) / 2}
+}
+
+// nodeBox is a node's bounding box from its centre and size (in inches).
+func nodeBox(o gvObject, flip func([2]float64) point) (rect, error) {
+	pos, err := parseFloats(o.Pos, 2)
+	if err != nil {
+		return rect{}, err
+	}
+	w, errW := strconv.ParseFloat(o.Width, 64)
+	h, errH := strconv.ParseFloat(o.Height, 64)
+	if errW != nil || errH != nil {
+		return rect{}, fmt.Errorf("size %q × %q is not a number", o.Width, o.Height)
+	}
+	c := flip([2]float64{pos[0], pos[1]})
+	w, h = w*72, h*72
+	return rect{c.x - w/2, c.y - h/2, c.x + w/2, c.y + h/2}, nil
+}
+
+func parseFloats(s string, n int) ([]float64, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) != n {
+		return nil, fmt.Errorf("want %d numbers", n)
+	}
+	out := make([]float64, n)
+	for i, p := range parts {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = f
+	}
+	return out, nil
+}
+
+// shapes keeps the outlines of an xdot operation list.
+func shapes(ops []gvOp, flip func([2]float64) point) []shape {
+	var out []shape
+	for _, op := range ops {
+		var s shape
+		switch op.Op {
+		case "p", "P", "L", "b", "B":
+			s.kind = op.Op[0] | 0x20 // lower case
+			if op.Op == "L" {
+				s.kind = 'L'
+			}
+			s.filled = op.Op == "P" || op.Op == "B"
+			for _, p := range op.Points {
+				s.pts = append(s.pts, flip(p))
+			}
+		case "e", "E":
+			s.kind, s.filled = 'e', op.Op == "E"
+			s.pts = []point{flip([2]float64{op.Rect[0], op.Rect[1]}), {op.Rect[2], op.Rect[3]}}
+		default:
 			continue
 		}
-		comp[root] = label
-		stack := []int{root}
-		for len(stack) > 0 {
-			v := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			for _, ei := range in[v] {
-				if from := l.edges[ei].from; comp[from] < 0 {
-					comp[from] = label
-					stack = append(stack, from)
-				}
-			}
-		}
-		label++
-	}
-	return comp
-}
-
-// assignLayers does longest-path layering over the forward edges in
-// topological order (Kahn's algorithm, ties in declaration order).
-func (l *layered) assignLayers(out [][]int) {
-	indeg := make([]int, len(l.nodes))
-	for _, le := range l.edges {
-		if !le.back {
-			indeg[le.to]++
-		}
-	}
-	l.layer = make([]int, len(l.nodes))
-	queue := make([]int, 0, len(l.nodes))
-	for i := range l.nodes {
-		if indeg[i] == 0 {
-			queue = append(queue, i)
-		}
-	}
-	for len(queue) > 0 {
-		n := queue[0]
-		queue = queue[1:]
-		for _, ei := range out[n] {
-			le := l.edges[ei]
-			if le.back {
-				continue
-			}
-			l.layer[le.to] = max(l.layer[le.to], l.layer[n]+1)
-			if indeg[le.to]--; indeg[le.to] == 0 {
-				queue = append(queue, le.to)
-			}
-		}
-	}
-	depth := 0
-	for _, d := range l.layer {
-		depth = max(depth, d)
-	}
-	l.layers = make([][]int, depth+1)
-	for i, d := range l.layer {
-		l.layers[d] = append(l.layers[d], i)
-	}
-}
-
-// orderLayers sorts each layer by the mean position of the node's
-// predecessors on earlier layers; nodes without any keep their place.
-func (l *layered) orderLayers() {
-	pos := make([]float64, len(l.nodes))
-	preds := make([][]int, len(l.nodes))
-	for _, le := range l.edges {
-		if !le.back && le.from != le.to {
-			preds[le.to] = append(preds[le.to], le.from)
-		}
-	}
-	for d, layer := range l.layers {
-		if d > 0 {
-			key := make(map[int]float64, len(layer))
-			for i, n := range layer {
-				key[n] = float64(i)
-				if len(preds[n]) > 0 {
-					sum := 0.0
-					for _, p := range preds[n] {
-						sum += pos[p]
-					}
-					key[n] = sum / float64(len(preds[n]))
-				}
-			}
-			sort.SliceStable(layer, func(a, b int) bool { return key[layer[a]] < key[layer[b]] })
-		}
-		for i, n := range layer {
-			pos[n] = float64(i)
-		}
-	}
-}
-
-// layerIDs returns the node ids of each layer in drawing order.
-func (l *layered) layerIDs() [][]string {
-	out := make([][]string, len(l.layers))
-	for d, layer := range l.layers {
-		for _, n := range layer {
-			out[d] = append(out[d], l.nodes[n].ID)
-		}
-		out[d] = slices.Clip(out[d])
+		out = append(out, s)
 	}
 	return out
 }
+
+// texts keeps the lines of text of an xdot operation list, each with the
+// font set before it.
+func texts(ops []gvOp, flip func([2]float64) point) []text {
+	var out []text
+	size, bold := 14.0, false
+	for _, op := range ops {
+		switch op.Op {
+		case "F":
+			size, bold = op.Size, strings.Contains(op.Face, "Bold")
+		case "T":
+			anchor := map[string]string{"l": "start", "r": "end"}[op.Align]
+			out = append(out, text{at: flip(op.Pt), size: size, anchor: nonEmpty(anchor, "middle"), bold: bold, s: strings.TrimSpace(xdotText(op.Text))})
+		}
+	}
+	return out
+}
+
+// xdotText undoes the escaping xdot gives a text's backslashes (Graphviz's
+// JSON carries them doubled; quotes come through as they are).
+func xdotText(s string) string { return strings.ReplaceAll(s, `\\`, `\`) }

@@ -1,0 +1,116 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/goccy/go-graphviz"
+)
+
+// Graphviz runs the dot layout of Graphviz's own C code, compiled to
+// WebAssembly and embedded by go-graphviz (run by wazero: no cgo, no system
+// package). go-graphviz compiles and instantiates the module once per
+// process, in its package init, and every call goes to that one instance:
+// a wasm instance has one linear memory and one stack, so two goroutines in
+// it at once would corrupt each other. engineMu serialises every call.
+var (
+	engineMu sync.Mutex
+	engine   *graphviz.Graphviz
+)
+
+// GraphvizVersion is the version of the Graphviz compiled in (go-graphviz
+// v0.2.10 embeds 12.1.2); the SVG names it.
+const GraphvizVersion = "12.1.2"
+
+// Limits of what SVG lays out. dot's crossing minimisation and ranking grow
+// faster than linearly: a 1,000-node chain takes about a second here, 3,000
+// nodes take 15–30 s, and every other render waits for the one in the wasm
+// instance. Pipelines are tens of nodes.
+const (
+	MaxLayoutNodes = 1000
+	MaxLayoutEdges = 3000
+)
+
+// layoutJSON runs dot over src (Graphviz DOT written by graphvizInput) and
+// returns Graphviz's JSON output: positions and xdot drawing operations.
+func layoutJSON(src []byte) (out *gvGraph, err error) {
+	engineMu.Lock()
+	defer engineMu.Unlock()
+	defer func() {
+		// go-graphviz panics when the wasm side traps; a bad drawing must
+		// not take the host down.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("graphviz failed: %v", p)
+		}
+	}()
+	ctx := context.Background()
+	if engine == nil {
+		gv, err := graphviz.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("start graphviz: %w", err)
+		}
+		engine = gv
+	}
+	graph, err := graphviz.ParseBytes(src)
+	if err != nil {
+		return nil, fmt.Errorf("graphviz rejected the layout input: %w", err)
+	}
+	defer graph.Close()
+	var buf bytes.Buffer
+	if err := engine.Render(ctx, graph, graphviz.Format("json"), &buf); err != nil {
+		return nil, fmt.Errorf("graphviz dot layout: %w", err)
+	}
+	out = new(gvGraph)
+	if err := json.Unmarshal(buf.Bytes(), out); err != nil {
+		return nil, fmt.Errorf("read graphviz's layout: %w", err)
+	}
+	return out, nil
+}
+
+// gvGraph is the part of Graphviz's JSON output (-Tjson) the painter uses.
+// Coordinates are points (1/72 in) with y growing upwards.
+type gvGraph struct {
+	BB      string     `json:"bb"`
+	LDraw   []gvOp     `json:"_ldraw_"`
+	Objects []gvObject `json:"objects"`
+	Edges   []gvEdge   `json:"edges"`
+}
+
+// gvObject is a cluster or a node.
+type gvObject struct {
+	Name   string `json:"name"`
+	GVID   int    `json:"_gvid"`
+	Nodes  []int  `json:"nodes"` // set on clusters only
+	Pos    string `json:"pos"`
+	Width  string `json:"width"`  // inches
+	Height string `json:"height"` // inches
+	Draw   []gvOp `json:"_draw_"`
+	LDraw  []gvOp `json:"_ldraw_"`
+}
+
+type gvEdge struct {
+	ID    string `json:"id"`
+	Tail  int    `json:"tail"`
+	Head  int    `json:"head"`
+	Draw  []gvOp `json:"_draw_"`
+	LDraw []gvOp `json:"_ldraw_"`
+	HDraw []gvOp `json:"_hdraw_"`
+	TDraw []gvOp `json:"_tdraw_"`
+}
+
+// gvOp is one xdot drawing operation: p/P polygon (P filled), L polyline,
+// b/B Bézier, e/E ellipse (rect is centre and radii), T text at its
+// baseline, F font, c/C pen and fill colour, S style.
+type gvOp struct {
+	Op     string       `json:"op"`
+	Points [][2]float64 `json:"points"`
+	Rect   [4]float64   `json:"rect"`
+	Pt     [2]float64   `json:"pt"`
+	Align  string       `json:"align"`
+	Text   string       `json:"text"`
+	Size   float64      `json:"size"`
+	Face   string       `json:"face"`
+}
