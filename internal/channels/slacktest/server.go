@@ -92,12 +92,15 @@ type Server struct {
 	conns    map[*sockConn]bool
 	hellos   int
 	dials    int
-	turn     int  // which connection takes the next envelope
-	linkOff  bool // Socket Mode turned off in the app's settings
-	unacked  map[string]*envelope
-	acks     []Ack
-	envs     map[string]*envelope // every envelope sent, by id
-	lost     []Undelivered
+	turn     int // which connection takes the next envelope
+	// route, when set, limits the connections that take envelopes (by
+	// number): a test sends an envelope to one of several app instances.
+	route   func(conn int) bool
+	linkOff bool // Socket Mode turned off in the app's settings
+	unacked map[string]*envelope
+	acks    []Ack
+	envs    map[string]*envelope // every envelope sent, by id
+	lost    []Undelivered
 	// protocol lists what the app did that real Slack would reject or
 	// silently ignore (see ProtocolErrors).
 	protocol []string

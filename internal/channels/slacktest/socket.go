@@ -304,6 +304,7 @@ func (s *Server) pickLocked() *sockConn {
 	var fresh, refreshed []*sockConn
 	for c := range s.conns {
 		switch {
+		case s.route != nil && !s.route(c.n):
 		case c.superseded:
 		case c.refreshed:
 			refreshed = append(refreshed, c)
@@ -494,6 +495,29 @@ func (s *Server) Connected() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns) > 0
+}
+
+// ConnectionNumbers lists the numbers of the app's open websockets (the
+// n-th opened is n): what an app instance that just connected holds.
+func (s *Server) ConnectionNumbers() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ns []int
+	for c := range s.conns {
+		ns = append(ns, c.n)
+	}
+	slices.Sort(ns)
+	return ns
+}
+
+// Route makes only the connections whose number keep accepts take
+// envelopes (nil: any), as when a test sends a click to one of several
+// app instances sharing the workspace. With none of them open an envelope
+// finds no connection, as with no connection at all.
+func (s *Server) Route(keep func(conn int) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.route = keep
 }
 
 // LiveConnections counts the app's open websockets.
