@@ -38,27 +38,54 @@ func (h *Host) withDashboard(ops http.Handler) http.Handler {
 // web.Notifier): the runs service itself — cancels and gate answers go
 // straight to it, with the same rules as chat — and a run started from
 // the dashboard goes to the group it names (or the main one).
-func (h *Host) WebRuns() web.Runs { return webRuns{Service: h.runs, groups: h.groups} }
+func (h *Host) WebRuns() web.Runs {
+	return webRuns{Service: h.runs, groups: h.groups, workflows: h.workflows}
+}
 
 type webRuns struct {
 	*runs.Service
-	groups *groupTable
+	groups    *groupTable
+	workflows workflows
 }
 
-// Start runs a pipeline in a group's workspace, reporting to its chat.
+// Start runs a pipeline — pasted, or stored and named — in a group's
+// workspace, reporting to its chat.
 func (x webRuns) Start(ctx context.Context, req web.StartRequest) (string, []pipeline.Diagnostic, error) {
 	g, err := x.groups.pick(req.Group)
 	if err != nil {
 		return "", nil, err
 	}
+	file, src := "pipeline.dot", []byte(req.DOT)
+	if req.Pipeline != "" {
+		if file, src, err = x.workflows.read(g.Folder, req.Pipeline); err != nil {
+			return "", nil, err
+		}
+	}
 	run, diags, err := x.Service.Start(ctx, runs.StartRequest{
-		Group: g.Folder, Chat: g.ChatID, File: "pipeline.dot", Source: []byte(req.DOT), Goal: req.Goal,
+		Group: g.Folder, Chat: g.ChatID, File: file, Source: src, Goal: req.Goal,
 		Verbosity: runs.Verbosity(req.Verbosity),
 	}, runs.Principal{Endpoint: endpointWeb, User: req.By})
 	if err != nil {
 		return "", diags, err
 	}
 	return run.ID, diags, nil
+}
+
+// StoredPipelines lists what the group (or the main one) can run by name.
+func (x webRuns) StoredPipelines(_ context.Context, group string) ([]web.StoredPipeline, error) {
+	g, err := x.groups.pick(group)
+	if err != nil {
+		return nil, err
+	}
+	var out []web.StoredPipeline
+	for _, name := range x.workflows.list(g.Folder) {
+		p := web.StoredPipeline{Name: name}
+		if path, err := x.workflows.find(g.Folder, name); err == nil {
+			p.From = x.workflows.origin(g.Folder, path)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // pick is the named group, or the main one, or the only one.

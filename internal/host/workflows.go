@@ -66,3 +66,30 @@ func (w workflows) list(folder string) []string {
 	slices.Sort(names)
 	return names
 }
+
+// read finds and reads the named pipeline: its file name and source.
+func (w workflows) read(folder, name string) (file string, src []byte, err error) {
+	path, err := w.find(folder, name)
+	if err != nil {
+		return "", nil, err
+	}
+	if src, err = os.ReadFile(path); err != nil {
+		return "", nil, fmt.Errorf("read pipeline %s: %w", path, err)
+	}
+	return filepath.Base(path), src, nil
+}
+
+// origin says where a stored pipeline of the group was found, for people:
+// "workspace", "examples", "skills", or the configured directory.
+func (w workflows) origin(folder, path string) string {
+	dir := filepath.Dir(path)
+	switch dir {
+	case filepath.Clean(w.groups.dir(folder)):
+		return "workspace"
+	case filepath.Join(w.root, "examples"):
+		return "examples"
+	case filepath.Join(w.root, "skills", "attractor", "workflows"):
+		return "skills"
+	}
+	return dir
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"nanohost/internal/pipeline"
+	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
 )
@@ -19,7 +20,15 @@ const maxDOTBytes = 1 << 20
 // runJSON is a run as the API shows it.
 type runJSON struct {
 	runs.Run
-	DurationMS int64 `json:"duration_ms"`
+	// Pipeline is the pipeline's name (its graph's label or name).
+	Pipeline string `json:"pipeline,omitempty"`
+	// StatusText is the status with its mark, as the CLI and chat print it
+	// ("✓ succeeded"); Finished says whether it is final. The dashboard
+	// shows the word in a coloured badge (a mark's glyph is not in every
+	// browser's fonts).
+	StatusText string `json:"status_text"`
+	Finished   bool   `json:"finished"`
+	DurationMS int64  `json:"duration_ms"`
 	// Links point at the run's other resources.
 	Links map[string]string `json:"links"`
 }
@@ -27,21 +36,21 @@ type runJSON struct {
 // runDetail is GET /pipelines/{id}: the record plus what its events say.
 type runDetail struct {
 	runJSON
-	Pipeline string   `json:"pipeline,omitempty"`
-	Current  string   `json:"current_node,omitempty"`
-	Path     []string `json:"path"`
+	Current string   `json:"current_node,omitempty"`
+	Path    []string `json:"path"`
 	// Nodes maps every node to pending, running, waiting (its gate is
 	// open), success, fail or retrying.
 	Nodes            map[string]string `json:"nodes"`
 	PendingQuestions int               `json:"pending_questions"`
 }
 
-func (s *Server) runJSON(r runs.Run) runJSON {
+func (s *Server) runJSON(ctx context.Context, r runs.Run) runJSON {
 	base := "/pipelines/" + r.ID
-	return runJSON{Run: r, DurationMS: r.Duration(s.opts.Now()).Milliseconds(), Links: map[string]string{
-		"self": base, "events": base + "/events", "graph": base + "/graph", "questions": base + "/questions",
-		"checkpoint": base + "/checkpoint", "context": base + "/context", "page": "/runs/" + r.ID,
-	}}
+	return runJSON{Run: r, Pipeline: s.pipelineName(ctx, r), StatusText: runlog.StateWord(r.Status), Finished: r.Status.Finished(),
+		DurationMS: r.Duration(s.opts.Now()).Milliseconds(), Links: map[string]string{
+			"self": base, "events": base + "/events", "graph": base + "/graph", "questions": base + "/questions",
+			"checkpoint": base + "/checkpoint", "context": base + "/context", "page": "/runs/" + r.ID,
+		}}
 }
 
 // runFilter reads GET /pipelines' query: status (comma-separated or
@@ -81,7 +90,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		Next string    `json:"next,omitempty"`
 	}{Runs: make([]runJSON, 0, len(page.Runs)), Next: page.Next}
 	for _, run := range page.Runs {
-		out.Runs = append(out.Runs, s.runJSON(run))
+		out.Runs = append(out.Runs, s.runJSON(r.Context(), run))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -147,7 +156,10 @@ func (s *Server) runDetail(ctx context.Context, run runs.Run) (runDetail, error)
 	if err != nil {
 		return runDetail{}, err
 	}
-	d := runDetail{runJSON: s.runJSON(run), Pipeline: v.Pipeline, Current: v.Current, Path: v.Path, Nodes: v.States}
+	d := runDetail{runJSON: s.runJSON(ctx, run), Current: v.Current, Path: v.Path, Nodes: v.States}
+	if v.Pipeline != "" {
+		d.Pipeline = v.Pipeline
+	}
 	if d.Path == nil {
 		d.Path = []string{}
 	}
@@ -180,8 +192,13 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, maxDOTBytes, &req) {
 		return
 	}
-	if strings.TrimSpace(req.DOT) == "" {
-		writeError(w, http.StatusBadRequest, "no pipeline: the dot field is empty", `send {"dot": "digraph G { … }", "goal": "…"}`)
+	req.Pipeline = strings.TrimSpace(req.Pipeline)
+	switch dot := strings.TrimSpace(req.DOT) != ""; {
+	case !dot && req.Pipeline == "":
+		writeError(w, http.StatusBadRequest, "no pipeline: the dot field is empty", `send {"dot": "digraph G { … }", "goal": "…"}, or {"pipeline": "<a stored pipeline's name>"}`)
+		return
+	case dot && req.Pipeline != "":
+		writeError(w, http.StatusBadRequest, "both a DOT pipeline and a stored pipeline's name were sent", "send either dot or pipeline, not both")
 		return
 	}
 	if _, err := runs.ParseVerbosity(req.Verbosity); err != nil {

@@ -166,3 +166,76 @@ func TestBrowserShowsAnErrorPageForABadLink(t *testing.T) {
 	}
 	waitJS(t, ctx, "the runs page", `document.querySelector('h1').textContent === 'Pipeline runs'`)
 }
+
+// A person starts a stored pipeline by picking it in the form (the DOT box
+// steps aside), then pastes one as before; the runs list names each run's
+// pipeline beside its goal, with the status words the CLI uses.
+func TestBrowserStartsAStoredPipelineAndListsPipelineNames(t *testing.T) {
+	chromium := findChromium(t)
+	hf := newLibraryHost(t, &script.Script{Nodes: map[string][]script.Response{"plan": {{Text: "ok [outcome:success]", DelayMS: 300}}}})
+	f := hf.fixture
+	ctx := newBrowser(t, chromium)
+	shots := artifactDir(t)
+	// With no runs yet the form is open.
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/"), chromedp.WaitVisible(chromedp.CSS(`#start-stored`))); err != nil {
+		t.Fatal(err)
+	}
+	options := evalJS[[]string](t, ctx, `[...document.querySelectorAll('#start-stored option')].map(o => o.value)`)
+	if fmt.Sprint(options) != "[ nightly release]" {
+		t.Errorf("stored pipelines offered: %q", options)
+	}
+	pick(t, ctx, "release")
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`#start-form input[name=goal]`), "cut 2.0")); err != nil {
+		t.Fatal(err)
+	}
+	if hidden := evalJS[bool](t, ctx, `document.querySelector('#start-dot-box').hidden`); !hidden {
+		t.Error("the DOT box is still shown with a stored pipeline picked")
+	}
+	f.screenshot(ctx, t, shots, "start-stored-desktop")
+	phone(t, ctx)
+	assertFitsWidth(t, ctx, "start form with stored pipelines")
+	f.screenshot(ctx, t, shots, "start-stored-phone")
+	desktop(t, ctx)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#start-form button[type=submit]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the started run", `document.querySelector('#start-result a') !== null`)
+	id := evalJS[string](t, ctx, `document.querySelector('#start-result a').textContent`)
+	hf.answerReview(id, 1, "A")
+	run := f.waitStatus(id, runs.Succeeded)
+	if run.FileName != "release.dot" || run.Goal != "cut 2.0" || run.StartedBy != "web:local" {
+		t.Errorf("the picked pipeline's run = %+v", run)
+	}
+
+	// Pasting still works: back to no stored pipeline, paste, start.
+	pick(t, ctx, "")
+	evalJS[bool](t, ctx, fmt.Sprintf(`(f => { f.elements.goal.value = ''; f.elements.dot.value = %q; return true })(document.querySelector('#start-form'))`, linearDOT))
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#start-form button[type=submit]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the pasted run", `(a => a && a.textContent !== '`+id+`')(document.querySelector('#start-result a'))`)
+	pasted := evalJS[string](t, ctx, `document.querySelector('#start-result a').textContent`)
+	f.waitStatus(pasted, runs.Succeeded)
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/"), chromedp.WaitVisible(chromedp.CSS(`table.runs`))); err != nil {
+		t.Fatal(err)
+	}
+	rows := evalJS[[]string](t, ctx, `[...document.querySelectorAll('table.runs tbody tr')].map(tr =>
+		['Pipeline', 'Goal', 'Status'].map(l => tr.querySelector('td[data-label=' + l + ']').textContent.trim()).join('|'))`)
+	if fmt.Sprint(rows) != "[Build|ship the feature|succeeded Release|cut 2.0|succeeded]" {
+		t.Errorf("runs list rows = %q", rows)
+	}
+	if th := evalJS[string](t, ctx, `[...document.querySelectorAll('table.runs th')].map(th => th.textContent).join(',')`); !strings.Contains(th, "Pipeline,Goal") {
+		t.Errorf("runs table headings = %s", th)
+	}
+	f.screenshot(ctx, t, shots, "runs-pipeline-names-desktop")
+	phone(t, ctx)
+	assertFitsWidth(t, ctx, "runs list")
+	f.screenshot(ctx, t, shots, "runs-pipeline-names-phone")
+}
+
+// pick chooses a stored pipeline in the start form, as a person does.
+func pick(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	evalJS[bool](t, ctx, fmt.Sprintf(`(s => { s.value = %q; s.dispatchEvent(new Event('change')); return true })(document.querySelector('#start-stored'))`, name))
+}

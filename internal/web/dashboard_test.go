@@ -4,12 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/pipeline/script"
+	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 )
 
@@ -190,4 +195,108 @@ func TestBrowsersGetErrorPagesAndTheAPIKeepsJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The runs list names each run's pipeline (not only its goal), and every
+// status is the runs service's word, the one the CLI and chat print after
+// its mark ("✓ succeeded", "⏸ waiting").
+func TestRunsListNamesThePipelineAndSpeaksTheStatusVocabulary(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	done := f.start(linearDOT)
+	f.waitStatus(done, runs.Succeeded)
+	waiting := f.start(gateDOT)
+	f.waitGate(waiting)
+
+	page := f.get("/", "Accept", "text/html")
+	for _, want := range []string{
+		`<td data-label="Pipeline" class="pipeline">Build</td>`, `<td data-label="Pipeline" class="pipeline">Review</td>`,
+		`<td data-label="Goal" class="goal">ship the feature</td>`,
+		`<span class="badge succeeded">` + cliWord(runs.Succeeded) + `</span>`,
+		`<span class="badge waiting">` + cliWord(runs.Waiting) + `</span>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the runs page lacks %s", want)
+		}
+	}
+	for _, st := range runs.States {
+		if want := fmt.Sprintf(`<a href="/?status=%s">%s</a>`, st, cliWord(st)); !strings.Contains(page, want) {
+			t.Errorf("the filters lack %s", want)
+		}
+	}
+	list := decode[struct {
+		Runs []struct {
+			ID         string `json:"id"`
+			Pipeline   string `json:"pipeline"`
+			Status     string `json:"status"`
+			StatusText string `json:"status_text"`
+			Finished   bool   `json:"finished"`
+		} `json:"runs"`
+	}](t, f.do("GET", "/pipelines", ""), 200)
+	got := map[string]string{}
+	for _, r := range list.Runs {
+		got[r.ID] = fmt.Sprintf("%s|%s|%s|%v", r.Pipeline, r.Status, r.StatusText, r.Finished)
+	}
+	if got[done] != "Build|succeeded|✓ succeeded|true" || got[waiting] != "Review|waiting|⏸ waiting|false" {
+		t.Errorf("listed = %v", got)
+	}
+	run := f.get("/runs/"+waiting, "Accept", "text/html")
+	if !strings.Contains(run, `<span id="run-status" class="badge waiting">waiting</span>`) {
+		t.Error("the run page does not word its status as the CLI does")
+	}
+}
+
+// newLibraryHost runs the real host with a stored pipeline in the main
+// group's workspace (release.dot) and one in a configured pipelines
+// directory (nightly.dot).
+func newLibraryHost(t *testing.T, agents *script.Script) *hostFixture {
+	t.Helper()
+	dir, lib := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(lib, "nightly.dot"), []byte(linearDOT), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hf := newHostFixtureWith(t, "", dir, scriptAgents{agents}, func(c *config.Config) { c.Pipelines.Dirs = []string{lib} })
+	release := strings.Replace(gateDOT, "digraph Review", "digraph Release", 1)
+	if err := os.WriteFile(filepath.Join(dir, "groups", "main", "release.dot"), []byte(release), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return hf
+}
+
+// A stored pipeline is started by its name, as /pipeline run <name> does in
+// chat; pasted DOT still works, and one of the two must be sent.
+func TestStartAStoredPipelineByName(t *testing.T) {
+	hf := newLibraryHost(t, &script.Script{})
+	f := hf.fixture
+	page := f.get("/", "Accept", "text/html")
+	for _, want := range []string{`<option value="nightly">nightly · `, `<option value="release">release · workspace</option>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the start form does not offer %s", want)
+		}
+	}
+	id := decode[startBody](t, f.do("POST", "/pipelines", `{"pipeline":"nightly","goal":"night build"}`), 201).ID
+	run := f.waitStatus(id, runs.Succeeded)
+	if run.FileName != "nightly.dot" || run.Goal != "night build" {
+		t.Errorf("the stored pipeline's run = %+v", run)
+	}
+	if list := f.get("/", "Accept", "text/html"); !strings.Contains(list, `<td data-label="Pipeline" class="pipeline">Build</td>`) {
+		t.Error("the runs list does not name the stored pipeline's graph")
+	}
+	e := decode[errorBody](t, f.do("POST", "/pipelines", `{"pipeline":"nightlyy"}`), 400)
+	if !strings.Contains(e.Error, "no pipeline named nightlyy") {
+		t.Errorf("unknown name: %+v", e)
+	}
+	e = decode[errorBody](t, f.do("POST", "/pipelines", `{"pipeline":"nightly","dot":"digraph G {}"}`), 400)
+	if !strings.Contains(e.Fix, "either dot or pipeline") {
+		t.Errorf("both: %+v", e)
+	}
+	e = decode[errorBody](t, f.do("POST", "/pipelines", `{"pipeline":"../secrets"}`), 400)
+	if !strings.Contains(e.Error, "not a pipeline name") {
+		t.Errorf("a path as a name: %+v", e)
+	}
+}
+
+// cliWord is a state as runs list prints it, without its mark.
+func cliWord(s runs.State) string {
+	_, word, _ := strings.Cut(runlog.StateWord(s), " ")
+	return word
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"embed"
 	"fmt"
 	"html/template"
@@ -100,12 +101,12 @@ func (s *Server) renderFragment(w http.ResponseWriter, t *template.Template, nam
 // runRow is a run in the runs table.
 type runRow struct {
 	runs.Run
-	Title, Started, StartedText, DurationText, CostText string
+	Pipeline, Started, StartedText, DurationText, CostText string
 }
 
-func (s *Server) runRow(r runs.Run) runRow {
-	row := runRow{Run: r, Title: nonEmpty(r.Goal, r.FileName), DurationText: durationText(r.Duration(s.opts.Now())),
-		CostText: costText(r.Usage.CostUSD)}
+func (s *Server) runRow(ctx context.Context, r runs.Run) runRow {
+	row := runRow{Run: r, Pipeline: s.pipelineName(ctx, r),
+		DurationText: durationText(r.Duration(s.opts.Now())), CostText: costText(r.Usage.CostUSD)}
 	at := r.StartedAt
 	if at.IsZero() {
 		at = r.CreatedAt
@@ -139,6 +140,7 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 		AnyLive   bool
 		// The start form: shown when runs can be started here.
 		CanStart    bool
+		Stored      []StoredPipeline
 		Groups      []store.Group
 		ChooseGroup bool // several groups and none is main: the form must name one
 	}{pageBase: s.base(r, "Runs"), Statuses: runs.States, Filter: r.URL.Query().Get("status"), Next: page.Next,
@@ -149,9 +151,10 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		data.ChooseGroup = len(data.Groups) > 1 && !slices.ContainsFunc(data.Groups, func(g store.Group) bool { return g.IsMain })
+		data.Stored = s.storedPipelines(r)
 	}
 	for _, run := range page.Runs {
-		data.Runs = append(data.Runs, s.runRow(run))
+		data.Runs = append(data.Runs, s.runRow(r.Context(), run))
 		data.AnyLive = data.AnyLive || !run.Status.Finished()
 	}
 	if page.Next != "" {
@@ -160,6 +163,22 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 		data.NextQuery = q.Encode()
 	}
 	s.render(w, s.pages.runs, http.StatusOK, data)
+}
+
+// storedPipelines is what the start form offers by name: those the main
+// group can run. Without a library (or a main group yet) the form only
+// takes pasted DOT, so a failure here is logged, not shown.
+func (s *Server) storedPipelines(r *http.Request) []StoredPipeline {
+	lib, ok := s.opts.Runs.(Library)
+	if !ok {
+		return nil
+	}
+	list, err := lib.StoredPipelines(r.Context(), "")
+	if err != nil {
+		s.log.Debug("no stored pipelines for the start form", "err", err)
+		return nil
+	}
+	return list
 }
 
 // logLine is an event in the run page's log.

@@ -52,9 +52,27 @@ type Notifier interface {
 	Subscribe(runID string) (wake <-chan struct{}, stop func())
 }
 
-// StartRequest is POST /pipelines.
+// Library is implemented by Runs that can start stored pipelines by name
+// (as /pipeline run <name> does in chat): the start form offers them.
+type Library interface {
+	// StoredPipelines lists what group ("" for the main one) can run by name.
+	StoredPipelines(ctx context.Context, group string) ([]StoredPipeline, error)
+}
+
+// StoredPipeline is a pipeline a group can run by name.
+type StoredPipeline struct {
+	Name string `json:"name"` // demo, for demo.dot
+	// From says where it was found: the group's workspace, a configured
+	// pipelines directory, the bundled examples.
+	From string `json:"from,omitempty"`
+}
+
+// StartRequest is POST /pipelines: a pipeline's DOT, or the name of a
+// stored one (exactly one of the two).
 type StartRequest struct {
-	DOT       string `json:"dot"`
+	DOT string `json:"dot,omitempty"`
+	// Pipeline names a stored pipeline (GET … the start form lists them).
+	Pipeline  string `json:"pipeline,omitempty"`
 	Goal      string `json:"goal,omitempty"`
 	Verbosity string `json:"verbosity,omitempty"`
 	// Group is the group folder whose workspace and chat the run uses;
@@ -127,6 +145,7 @@ type Server struct {
 	auth    *authenticator
 	views   *viewCache
 	graphs  *graphCache
+	names   *nameCache
 	pages   *pages
 	// paths matches a request's path whatever its method, to tell 405 from 404.
 	paths   *http.ServeMux
@@ -165,7 +184,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, log: opts.Logger.With("component", "web"),
-		views: newViewCache(256), graphs: newGraphCache(64), pages: pg,
+		views: newViewCache(256), graphs: newGraphCache(64), names: newNameCache(4096), pages: pg,
 	}
 	s.auth = newAuthenticator(opts.Token, opts.Listen, opts.SessionTTL, opts.Now)
 	mux := http.NewServeMux()

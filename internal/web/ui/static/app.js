@@ -232,6 +232,15 @@
     var dot = form.elements.dot;
     var result = $('#start-result');
 
+    // A stored pipeline is run by name: the DOT box is not needed then.
+    var stored = form.elements.pipeline;
+    function storedChosen() { return stored && stored.value !== ''; }
+    if (stored) {
+      var syncStored = function () { $('#start-dot-box').hidden = storedChosen(); };
+      stored.addEventListener('change', syncStored);
+      syncStored();
+    }
+
     form.elements.file.addEventListener('change', function () {
       var f = form.elements.file.files[0];
       if (!f) return;
@@ -295,12 +304,13 @@
 
     form.addEventListener('submit', function (ev) {
       ev.preventDefault();
-      if (!dot.value.trim()) {
-        showResult('error', 'Paste a pipeline (a DOT digraph) or load a .dot file first.');
-        dot.focus();
+      if (!storedChosen() && !dot.value.trim()) {
+        showResult('error', stored ? 'Pick a stored pipeline, or paste a pipeline (a DOT digraph) or load a .dot file.' :
+          'Paste a pipeline (a DOT digraph) or load a .dot file first.');
+        (stored || dot).focus();
         return;
       }
-      var body = { dot: dot.value };
+      var body = storedChosen() ? { pipeline: stored.value } : { dot: dot.value };
       ['goal', 'verbosity', 'group'].forEach(function (name) {
         var f = form.elements[name];
         if (f && f.value.trim()) body[name] = f.value.trim();
@@ -367,7 +377,7 @@
         var reason = $('#run-reason');
         reason.textContent = run.failure_reason || '';
         reason.hidden = !run.failure_reason;
-        var finished = run.status === 'succeeded' || run.status === 'failed' || run.status === 'cancelled';
+        var finished = run.finished;
         body.dataset.finished = String(finished);
         if (run.started_at) body.dataset.started = run.started_at;
         body.dataset.status = run.status;
