@@ -165,6 +165,9 @@ func New(opts Options) (*Host, error) {
 	}
 	h.runs = service
 	opts.Metrics.watchRuns(service)
+	if err := opts.Metrics.nameReplica(cfg.ReplicaID()); err != nil {
+		opts.Logger.Warn("no nanohost_replica_info metric", "err", err)
+	}
 	if w, ok := opts.Agents.(SlotWaiter); ok {
 		if err := opts.Metrics.watchQueue(w); err != nil {
 			opts.Logger.Warn("no nanohost_containers_queued metric", "err", err)

@@ -87,6 +87,21 @@ func (m *Metrics) watchQueue(b SlotWaiter) error {
 	return err
 }
 
+// nameReplica exports nanohost_replica_info{replica="<replica.id>"} 1:
+// which replica a scrape came from, whatever the scraper calls it, to
+// join with every other series of that scrape (once per registry).
+func (m *Metrics) nameReplica(replica string) error {
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "nanohost_replica_info", Help: "Always 1; its replica label is this host's replica.id (the host name by default).",
+		ConstLabels: prometheus.Labels{"replica": replica}})
+	info.Set(1)
+	err := m.Registry.Register(info)
+	if dup := (prometheus.AlreadyRegisteredError{}); errors.As(err, &dup) {
+		return nil
+	}
+	return err
+}
+
 // watchRuns reports the runs service's executing runs as nanohost_active_runs.
 func (m *Metrics) watchRuns(s *runs.Service) {
 	m.activeRuns.Store(s)

@@ -43,7 +43,7 @@ func get(t *testing.T, url, token string) (int, string) {
 // /metrics has every collector the operations section promises; with
 // http.token set both want it as a bearer token.
 func TestHealthAndMetricsEndpoints(t *testing.T) {
-	th := launch(t, hostSetup{answer: succeed, configure: func(c *config.Config) { c.HTTP.Token = "s3cret" }})
+	th := launch(t, hostSetup{answer: succeed, configure: func(c *config.Config) { c.HTTP.Token = "s3cret"; c.Replica.ID = "replica-x" }})
 	base := "http://" + th.HTTPAddr()
 	if code, _ := get(t, base+"/healthz", ""); code != http.StatusUnauthorized {
 		t.Errorf("/healthz without the token: %d, want 401", code)
@@ -64,6 +64,7 @@ func TestHealthAndMetricsEndpoints(t *testing.T) {
 	for _, name := range []string{
 		"nanohost_active_runs 0", "nanohost_containers_running", "nanohost_containers_started_total",
 		"nanohost_chat_messages_queued 0", `nanohost_channel_connected{channel="console"} 1`, "go_goroutines", "process_resident_memory_bytes",
+		`nanohost_replica_info{replica="replica-x"} 1`,
 	} {
 		if !strings.Contains(body, name) {
 			t.Errorf("/metrics (%d) lacks %s", code, name)
