@@ -667,3 +667,49 @@ func TestSlackEveryRefusalReachesWhoClicked(t *testing.T) {
 		}
 	}
 }
+
+// On Slack a run's status card names it by its short id and links its
+// dashboard page; /pipeline status shows the question it waits on and how
+// to answer it there (buttons, or /pipeline answer); /pipeline answer
+// takes the start of the short id, answers for an approver and refuses
+// anyone else privately. A key typed as a plain message answers nothing:
+// chatter in a shared channel never approves.
+func TestSlackRunsAreNamedAndAnsweredByCommand(t *testing.T) {
+	g := newSlackGates(t)
+	run := g.start(review(""))
+	short := runs.ShortID(run.ID)
+	g.prompt(run, 1)
+	card, _ := g.fake.Message(opsChat, run.ThreadTS)
+	if content := card.Content(); !strings.Contains(content, "[Pipeline] Review · "+short) ||
+		!strings.Contains(content, "<http://"+g.th.HTTPAddr()+"/runs/"+run.ID+"|Dashboard>") {
+		t.Errorf("the status card does not name the run and link its page:\n%s", content)
+	}
+
+	g.fake.SlashCommand(opsChat, alice, "status "+short)
+	if !g.fake.WaitFor(waitLong, func() bool {
+		for _, m := range g.fake.TopLevel(opsChat) {
+			if c := m.Content(); strings.Contains(c, "Run "+short+": ⏸ waiting") && strings.Contains(c, "❓ Ship the RSI change?") &&
+				strings.Contains(c, "Answer: use the buttons in the run's thread, or /pipeline answer "+short+" A") {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("/pipeline status did not show the question and how to answer it; the channel has:\n%v", g.fake.TopLevel(opsChat))
+	}
+
+	if _, err := g.fake.Say(opsChat, alice, "A"); err != nil {
+		t.Fatal(err)
+	}
+	g.fake.SlashCommand(opsChat, mallory, "answer "+short[:3]+" A")
+	g.told(mallory, "not allowed to answer gates")
+	if st, err := g.th.Runs().Status(context.Background(), run.ID); err != nil || len(st.Gates) != 1 {
+		t.Fatalf("after a typed A and a refused answer the gate must still wait: %+v, %v", st.Gates, err)
+	}
+	g.fake.SlashCommand(opsChat, alice, "answer "+short[:3]+" Reject")
+	g.told(alice, "✓ Run "+short+": answered [R] Reject.")
+	ended, nodes := g.ended(run)
+	if ended.Status != runs.Succeeded || !slices.Contains(nodes, "fix") || slices.Contains(nodes, "ship") {
+		t.Errorf("run %s went %v; want alice's Reject (fix)", ended.Status, nodes)
+	}
+}

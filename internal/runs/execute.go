@@ -301,7 +301,7 @@ func (s *Service) pointFrom(t Thread, askedIn, name, runID string) {
 	if name == "" {
 		name = "the pipeline"
 	}
-	text := fmt.Sprintf("Started %s (run %s); its progress is in the run's own thread.", name, runID)
+	text := fmt.Sprintf("Started %s (run %s); its progress is in the run's own thread.", name, ShortID(runID))
 	s.bg.Go(func() {
 		if err := t.Point(s.life, askedIn, text); err != nil {
 			s.log.Warn("point the asking thread at the run", "run", runID, "err", err)

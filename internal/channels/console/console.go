@@ -199,7 +199,7 @@ func (c *Console) Post(_ context.Context, chat, thread string, m channels.Messag
 	case m.Resolved != nil:
 		c.writeLocked(indent, m.Resolved.Text())
 	default:
-		c.writeLocked(indent, m.Text)
+		c.writeLocked(indent, m.Text+channels.LinksText(m.Links))
 		if m.Detail != "" {
 			c.writeLocked(indent+"  │ ", truncate(m.Detail, m.LogRef))
 		}

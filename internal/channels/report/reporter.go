@@ -191,7 +191,11 @@ func (r *Reporter) Point(ctx context.Context, thread, text string) error {
 	if _, err := r.Thread(ctx); err != nil {
 		return fmt.Errorf("point thread %s at the run: the run has no thread: %w", thread, err)
 	}
-	if _, err := r.cfg.Channel.Post(ctx, r.cfg.Chat, thread, channels.Message{Text: text}); err != nil {
+	m := channels.Message{Text: text}
+	if r.cfg.RunURL != "" {
+		m.Links = []channels.Link{{Text: "Dashboard", URL: r.cfg.RunURL}}
+	}
+	if _, err := r.cfg.Channel.Post(ctx, r.cfg.Chat, thread, m); err != nil {
 		return fmt.Errorf("point thread %s at the run: %w", thread, err)
 	}
 	return nil

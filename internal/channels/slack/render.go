@@ -80,6 +80,13 @@ func renderText(m channels.Message) rendered {
 		blocks = append(blocks, section(quoteLines(quoted)))
 		fallback = escapeLimited(m.Text+"\n"+m.Detail, maxMessageText, note)
 	}
+	if len(m.Links) > 0 {
+		var links []string
+		for _, l := range m.Links {
+			links = append(links, renderLink(l))
+		}
+		blocks = append(blocks, slackgo.NewContextBlock("", mrkdwn(strings.Join(links, " · "))))
+	}
 	return rendered{text: fallback, blocks: blocks}
 }
 

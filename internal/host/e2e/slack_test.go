@@ -167,7 +167,8 @@ func TestSlackAgentStartedPipelineGateAnsweredByButton(t *testing.T) {
 	t.Logf("IPC pickup latency of nanoagent's start_pipeline: %.1f ms", pickup*1000)
 
 	waitSlack(t, fake, 20*time.Second, "the conversation thread is pointed at the run's own thread", func() bool {
-		return strings.Contains(threadText(fake, mention), "Started Review (run "+run.ID+")")
+		text := threadText(fake, mention)
+		return strings.Contains(text, "Started Review (run "+runs.ShortID(run.ID)+")") && strings.Contains(text, "/runs/"+run.ID+"|Dashboard>")
 	})
 
 	prompt := gatePrompt(t, fake, run.ThreadTS)
