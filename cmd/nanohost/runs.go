@@ -64,7 +64,8 @@ var runsListCmd = &cobra.Command{
 	Use:   "list",
 	Short: "List runs, newest first",
 	Long: `list prints runs newest first: id, status, group, when it started, how long it
-took, what it cost and its goal (or file). Filters combine; --status takes a
+took, what it cost and its goal (or file) — and, on a PostgreSQL store that
+replicas share, the replica driving it (OWNER, "-" for none). Filters combine; --status takes a
 comma-separated list of queued, running, waiting, interrupted, succeeded,
 failed, cancelled (the words every surface shows; success and fail are
 accepted too). On a terminal the status has its colour and mark.`,
@@ -88,7 +89,7 @@ accepted too). On a terminal the status has its colour and mark.`,
 				}
 				return encodeJSON(cmd.OutOrStdout(), page)
 			}
-			writeRunTable(cmd.OutOrStdout(), page.Runs, time.Now())
+			writeRunTable(cmd.OutOrStdout(), page.Runs, time.Now(), st.Backend() == "postgres")
 			if page.Next != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "(the %d newest shown; --limit N shows more)\n", len(page.Runs))
 			}
@@ -235,16 +236,31 @@ func encodeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func writeRunTable(w io.Writer, list []runs.Run, now time.Time) {
+// writeRunTable prints the runs; owners adds the OWNER column: the replica
+// driving each run (replicas sharing PostgreSQL), "-" when none does.
+func writeRunTable(w io.Writer, list []runs.Run, now time.Time, owners bool) {
 	if len(list) == 0 {
 		fmt.Fprintln(w, "no runs")
 		return
 	}
 	st := termstyle.For(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "RUN\t%s\tGROUP\tSTARTED\tDURATION\tCOST\tGOAL\n", st.Default("STATUS"))
+	owner := func(r runs.Run) string {
+		switch {
+		case !owners:
+			return ""
+		case r.Owner == "":
+			return "-\t"
+		}
+		return r.Owner + "\t"
+	}
+	head := "RUN\t%s\tGROUP\t"
+	if owners {
+		head += "OWNER\t"
+	}
+	fmt.Fprintf(tw, head+"STARTED\tDURATION\tCOST\tGOAL\n", st.Default("STATUS"))
 	for _, r := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, stateCell(st, r.Status), r.GroupFolder,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\n", r.ID, stateCell(st, r.Status), r.GroupFolder, owner(r),
 			shortTime(r.StartedAt), formatDuration(r.Duration(now)), formatCost(r.Usage.CostUSD), clip(runTitle(r), 50))
 	}
 	tw.Flush()

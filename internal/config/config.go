@@ -74,7 +74,7 @@ type Replica struct {
 	ID string `yaml:"id"`
 	// LeaseTTL is how long a replica's claim on a run lasts without being
 	// renewed: a replica that dies has its runs taken over within about
-	// this long (renewed every LeaseTTL/4).
+	// this long (renewed every LeaseTTL/3).
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
 }
 

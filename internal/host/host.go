@@ -143,6 +143,10 @@ func New(opts Options) (*Host, error) {
 		threads.GateLinks = gateLinks{cfg: cfg, log: opts.Logger}.of
 	}
 	threads.RunURL = h.runURL
+	var leases runs.Leases
+	if opts.Store.Shared() {
+		leases = opts.Store // replicas share runs: each is driven by its lease holder
+	}
 	service, err := runs.New(runs.Config{
 		Store:            opts.Store,
 		Threads:          threads,
@@ -156,7 +160,9 @@ func New(opts Options) (*Host, error) {
 		DefaultVerbosity: defaultVerbosity(cfg),
 		Observe:          opts.Metrics.observeRun,
 		Wakeups:          opts.Store.Wakeups(opts.Logger),
+		Leases:           leases,
 		Replica:          cfg.ReplicaID(),
+		LeaseTTL:         cfg.Replica.LeaseTTL,
 		ClaimTTL:         cfg.Replica.LeaseTTL,
 		Logger:           opts.Logger,
 	})

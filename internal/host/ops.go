@@ -145,6 +145,9 @@ type Health struct {
 	Kubernetes string            `json:"kubernetes,omitempty"`
 	Channels   map[string]string `json:"channels"`
 	Runs       int               `json:"active_runs"`
+	// Leases are the runs this replica drives, by their leases in the
+	// store shared with other replicas (absent on SQLite).
+	Leases []string `json:"leases,omitempty"`
 }
 
 // Health checks the store, the runtime (Docker or Kubernetes) and the channels.
@@ -174,6 +177,13 @@ func (h *Host) Health(ctx context.Context) Health {
 		}
 	}
 	out.Runs = h.runs.Active()
+	if h.store.Shared() {
+		leases, err := h.store.LeasesOf(ctx, out.Replica)
+		if err != nil {
+			out.OK, out.Store = false, err.Error()
+		}
+		out.Leases = leases
+	}
 	return out
 }
 

@@ -67,6 +67,9 @@ func (s *Service) openDelivery(ctx context.Context, run Run, ar *activeRun, name
 // its checkpoint on resume (events after the last checkpoint would collide),
 // so the event log is numbered here.
 func (d *delivery) OnEvent(e engine.Event) {
+	if d.ar.isFenced() {
+		return // the run goes on at the replica that took its lease
+	}
 	d.mu.Lock()
 	d.seq++
 	e.Seq = d.seq
@@ -102,6 +105,9 @@ func (d *delivery) observe(e engine.Event) {
 
 // persist records the thread's progress (called from its goroutine).
 func (d *delivery) persist(p Progress) {
+	if d.ar.isFenced() {
+		return
+	}
 	ctx := context.Background()
 	d.mu.Lock()
 	newRoot := p.RootID != "" && p.RootID != d.rootID

@@ -30,6 +30,10 @@ func (s *Service) launch(run Run, g *pipeline.Graph, askedIn string) {
 			s.mu.Unlock()
 			cancel(nil)
 		}()
+		defer s.releaseLease(ar)
+		if s.leased() {
+			go s.holdLease(ctx, ar)
+		}
 		defer func() {
 			if r := recover(); r != nil {
 				s.log.Error("run panicked; it is marked interrupted and resumes on the next start", "run", run.ID, "panic", r)
@@ -175,6 +179,13 @@ func (s *Service) loadRunnable(group, file string, src []byte, goal string) (*pi
 func (s *Service) settle(ctx context.Context, run Run, res *engine.RunResult, err error, d *delivery) {
 	bg := context.WithoutCancel(ctx)
 	log := s.log.With("run", run.ID)
+	if errors.Is(context.Cause(ctx), errLeaseLost) {
+		log.Info("run stopped here: another replica drives it now")
+		if d != nil {
+			d.close(s.cfg.CloseWait)
+		}
+		return
+	}
 	switch {
 	case res != nil && res.Cancelled:
 		s.finish(bg, run.ID, Cancelled, res.FailureReason, res.Usage)
@@ -183,6 +194,11 @@ func (s *Service) settle(ctx context.Context, run Run, res *engine.RunResult, er
 	case (res != nil && res.Interrupted) || (err != nil && ctx.Err() != nil):
 		s.logErr("mark run interrupted", run.ID, s.cfg.Store.UpdateRunStatus(bg, run.ID, Interrupted))
 		log.Info("run interrupted; it resumes from its checkpoint on the next start")
+	case errors.Is(err, engine.ErrRunBusy):
+		// Another process still executes it (a replica that lost its
+		// lease and has not noticed yet): the run is left as it is, and
+		// claimed again once its lease, released here, is free.
+		log.Warn("run not resumed here: another process still executes it", "err", err)
 	case err != nil:
 		log.Error("run could not start", "err", err)
 		s.finish(bg, run.ID, Failed, "could not start: "+err.Error(), engine.Usage{})
@@ -253,6 +269,28 @@ func (s *Service) resume(run Run) error {
 // unfinished (crash or shutdown), each in its own thread, and delivers the
 // events of finished runs that never reached their chat.
 func (s *Service) ResumeUnfinished(ctx context.Context) error {
+	if s.leased() {
+		// Which replica resumes which run is decided run by run, by the
+		// leases: this one claims those nobody drives, now and every
+		// LeaseTTL/3.
+		s.bg.Go(s.claimOrphans)
+	} else if err := s.resumeAll(ctx); err != nil {
+		return err
+	}
+	ids, err := s.cfg.Store.RunsWithUndelivered(ctx)
+	if err != nil {
+		return fmt.Errorf("list runs with undelivered events: %w", err)
+	}
+	for _, id := range ids {
+		if !s.isActive(id) {
+			s.deliverStored(id)
+		}
+	}
+	return nil
+}
+
+// resumeAll resumes every unfinished run (one host: all are its own).
+func (s *Service) resumeAll(ctx context.Context) error {
 	list, err := s.cfg.Store.UnfinishedRuns(ctx)
 	if err != nil {
 		return fmt.Errorf("list unfinished runs: %w", err)
@@ -263,15 +301,6 @@ func (s *Service) ResumeUnfinished(ctx context.Context) error {
 		}
 		if err := s.resume(run); err != nil {
 			s.log.Error("resume run", "run", run.ID, "err", err)
-		}
-	}
-	ids, err := s.cfg.Store.RunsWithUndelivered(ctx)
-	if err != nil {
-		return fmt.Errorf("list runs with undelivered events: %w", err)
-	}
-	for _, id := range ids {
-		if !s.isActive(id) {
-			s.deliverStored(id)
 		}
 	}
 	return nil

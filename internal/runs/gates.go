@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -180,6 +181,9 @@ func (a *asker) wait(ctx context.Context) (engine.Answer, error) {
 		case <-timeout:
 			return a.close(ctx, GateTimedOut, "")
 		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), errLeaseLost) {
+				return engine.Answer{}, ctx.Err() // the replica that took the run over asks again
+			}
 			if _, err := a.close(context.WithoutCancel(ctx), GateWithdrawn, stoppedNote(ctx)); err != nil {
 				a.s.log.Error("withdraw the gate of a stopped run", "run", a.gate.RunID, "gate", a.gate.GateID, "err", err)
 			}

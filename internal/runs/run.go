@@ -33,6 +33,10 @@ type Run struct {
 	// delivered to the chat. Events in between are still to be sent.
 	LastSeq          int64 `json:"last_seq"`
 	LastDeliveredSeq int64 `json:"last_delivered_seq"`
+	// Owner is the replica driving the run now, by its live lease in a
+	// store replicas share ("" on SQLite, or when no replica drives it).
+	// Listing and GetRun fill it.
+	Owner string `json:"owner,omitempty"`
 }
 
 // Duration is how long the run has taken: until it finished, or until now.

@@ -64,6 +64,12 @@ type Config struct {
 	// ClaimTTL is how long a delivery claim lasts unless renewed (default
 	// 8s): a dead replica's threads are continued by another after it.
 	ClaimTTL time.Duration
+	// Leases, when set, share runs with other replicas of the store: a
+	// run is driven by the replica holding its lease (leases.go), and
+	// LeaseTTL is how long a lease lasts unrenewed (default 8s; renewed,
+	// and orphaned runs claimed, every LeaseTTL/3).
+	Leases   Leases
+	LeaseTTL time.Duration
 	// CloseWait bounds how long a run's end waits for its thread to
 	// deliver what is queued (default 15s).
 	CloseWait time.Duration
@@ -106,6 +112,24 @@ type activeRun struct {
 	mu        sync.Mutex
 	current   string // the node running now (top level)
 	cancelled bool
+	// fenced is set once this replica lost the run's lease: it writes
+	// nothing more for the run.
+	fenced bool
+}
+
+// fence stops the run without a Cancellation (it goes on at the replica
+// that took its lease) and makes this process write nothing more for it.
+func (a *activeRun) fence(cause error) {
+	a.mu.Lock()
+	a.fenced = true
+	a.mu.Unlock()
+	a.cancel(cause)
+}
+
+func (a *activeRun) isFenced() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.fenced
 }
 
 // cancelBy stops the run as cancelled by who; it reports whether this was
@@ -164,6 +188,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.CloseWait <= 0 {
 		cfg.CloseWait = 15 * time.Second
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 8 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -249,7 +276,16 @@ func (s *Service) Start(ctx context.Context, req StartRequest, who Principal) (R
 		return Run{}, nil, fmt.Errorf("record run: %w", err)
 	}
 	s.log.Info("run started", "run", id, "group", req.Group, "chat", req.Chat, "by", who.String(), "pipeline", g.Label())
-	s.launch(run, g, req.Thread)
+	switch taken, err := s.takeLease(ctx, id); {
+	case err != nil:
+		// Recorded without a lease: a replica's scan (maybe this one's)
+		// claims it and starts it shortly.
+		s.log.Warn("take the lease of a new run; a replica's next scan starts it", "run", id, "err", err)
+	case !taken:
+		s.log.Info("another replica took the new run over before it started here", "run", id)
+	default:
+		s.launch(run, g, req.Thread)
+	}
 	return run, diags, nil
 }
 
@@ -326,6 +362,12 @@ func (s *Service) Resume(ctx context.Context, runID string, who Principal) error
 	}
 	if err := onTheCommandLine(run); err != nil {
 		return err
+	}
+	if taken, err := s.takeLease(ctx, runID); err != nil || !taken {
+		if err != nil {
+			return fmt.Errorf("run %s: %w", runID, err)
+		}
+		return fmt.Errorf("run %s: %w (another replica drives it)", runID, ErrRunActive)
 	}
 	return s.resume(run)
 }

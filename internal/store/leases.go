@@ -161,6 +161,21 @@ func (s *Store) LeaseOwners(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
+// fillOwners sets the Owner of each of list that a replica drives.
+func (s *Store) fillOwners(ctx context.Context, list []runs.Run) error {
+	if s.b.name() != "postgres" || len(list) == 0 {
+		return nil
+	}
+	owners, err := s.LeaseOwners(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range list {
+		list[i].Owner = owners[list[i].ID]
+	}
+	return nil
+}
+
 // LeasesOf lists the runs whose live lease owner holds, in id order.
 func (s *Store) LeasesOf(ctx context.Context, owner string) ([]string, error) {
 	all, err := s.LeaseOwners(ctx)

@@ -199,7 +199,11 @@ func (s *Store) GetRun(ctx context.Context, id string) (runs.Run, error) {
 		return runs.Run{}, fmt.Errorf("get run %s: %w", id, err)
 	}
 	r.SourceDOT = dot
-	return r, nil
+	one := []runs.Run{r}
+	if err := s.fillOwners(ctx, one); err != nil {
+		return runs.Run{}, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return one[0], nil
 }
 
 // RunByThread returns the newest run whose thread is threadTS in chatID:
@@ -246,6 +250,9 @@ func (s *Store) ListRuns(ctx context.Context, f runs.Filter) (runs.Page, error) 
 	}
 	list, err := collectRuns(rows)
 	if err != nil {
+		return runs.Page{}, fmt.Errorf("list runs: %w", err)
+	}
+	if err := s.fillOwners(ctx, list); err != nil {
 		return runs.Page{}, fmt.Errorf("list runs: %w", err)
 	}
 	page := runs.Page{Runs: list}

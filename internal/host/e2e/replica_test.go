@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,11 +9,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"nanohost/internal/channels/slacktest"
+	"nanohost/internal/runs"
 	"nanohost/internal/store"
 	"nanohost/internal/store/storetest"
 )
@@ -84,7 +87,7 @@ func (rs *replicas) start(id string) *replica {
 	conf := slackServeConfig(t, dir, rs.fake, rs.script)
 	r := &replica{id: id, dir: dir, addr: freeAddr(t)}
 	env := append(os.Environ(), "NANOHOST_STORE_URL="+rs.storeURL, "NANOHOST_REPLICA_ID="+id,
-		"NANOHOST_HTTP_LISTEN="+r.addr, "NANOHOST_LEASE_TTL="+rs.leaseTTL.String())
+		"NANOHOST_HTTP_LISTEN="+r.addr, "NANOHOST_LEASE_TTL="+rs.leaseTTL.String(), "NANOHOST_MAX_CONTAINERS=6")
 	r.proc = startServe(t, rs.bin, dir, env, "--config", conf)
 	rs.started[id] = r
 	waitUntil(t, 60*time.Second, "replica "+id+" serves and is connected to Slack", func() bool {
@@ -166,5 +169,206 @@ func TestReplicasServeSideBySide(t *testing.T) {
 	// replaced while the other carries envelopes).
 	if n := rs.fake.LiveConnections(); n != 4 {
 		t.Errorf("the workspace has %d Socket Mode connections, want two per replica", n)
+	}
+}
+
+// The three pipelines of the takeover test: one stops at a human gate,
+// one has a long stage, one a parallel block with a quick and a slow
+// branch. Node ids are unique across them: one agent script serves all.
+const (
+	takeoverGate = `digraph TakeoverGate {
+    start  [shape=Mdiamond]
+    g_a    [prompt="prepare"]
+    review [shape=hexagon, label="Ship it?"]
+    g_b    [prompt="ship"]
+    exit   [shape=Msquare]
+    start -> g_a -> review
+    review -> g_b [label="[A] Approve"]
+    review -> exit [label="[R] Reject"]
+    g_b -> exit
+}`
+	takeoverLong = `digraph TakeoverLong {
+    start [shape=Mdiamond]
+    m_a   [prompt="first"]
+    m_b   [prompt="the long one"]
+    m_c   [prompt="last"]
+    exit  [shape=Msquare]
+    start -> m_a -> m_b -> m_c -> exit
+}`
+	takeoverParallel = `digraph TakeoverParallel {
+    start  [shape=Mdiamond]
+    fan    [shape=component, join_policy="wait_all"]
+    p_fast [prompt="quick branch"]
+    p_slow [prompt="slow branch"]
+    join   [shape=tripleoctagon, prompt="merge"]
+    p_end  [prompt="after the block"]
+    exit   [shape=Msquare]
+    start -> fan
+    fan -> p_fast -> join
+    fan -> p_slow -> join
+    join -> p_end -> exit
+}`
+)
+
+// startOn starts the pipeline through replica r's HTTP API (so r drives
+// it) and returns the run's id. Its thread is the main group's Slack channel.
+func (r *replica) startOn(t *testing.T, dot string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"dot": dot})
+	resp, err := http.Post("http://"+r.addr+"/pipelines", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		ID    string `json:"id"`
+		Error string `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("start a run on %s: %d %s (%v)", r.id, resp.StatusCode, out.Error, err)
+	}
+	return out.ID
+}
+
+// A replica driving three runs is SIGKILLed — one run waits at a gate,
+// one is in the middle of a long stage, one inside a parallel block with
+// one branch done. The other replica takes all three over once their
+// leases expire and resumes them from their journals: no completed stage
+// (nor the finished branch) runs again, and each run's story goes on in
+// the Slack thread it had, under its one status card.
+func TestReplicaTakeoverAfterKill(t *testing.T) {
+	t.Parallel()
+	step := func(ms int) []any { return []any{map[string]any{"response": "done [outcome:success]", "delay_ms": ms}} }
+	rs := newReplicas(t, map[string]any{"nodes": map[string]any{
+		"g_a": step(100), "g_b": step(100),
+		"m_a": step(100), "m_b": step(15000), "m_c": step(100),
+		"p_fast": step(100), "p_slow": step(15000), "join": step(100), "p_end": step(100),
+	}}, nil)
+	a, b := rs.start("replica-a"), rs.start("replica-b")
+	st := rs.store()
+	ctx := context.Background()
+
+	gateRun, longRun, parRun := a.startOn(t, takeoverGate), a.startOn(t, takeoverLong), a.startOn(t, takeoverParallel)
+	ids := []string{gateRun, longRun, parRun}
+	waitUntil(t, 90*time.Second, "A's three runs are at a gate, mid-stage and mid-block, told in Slack", func() bool {
+		gates, _ := st.RunGates(ctx, gateRun)
+		return len(gates) == 1 && gates[0].Status == "open" && gates[0].MessageTS != "" &&
+			countEvents(t, st, longRun, "StageStarted", "m_b") == 1 &&
+			countEvents(t, st, parRun, "StageCompleted", "p_fast") == 1 && countEvents(t, st, parRun, "StageStarted", "p_slow") == 1
+	})
+	before := map[string]runs.Run{}
+	owners, err := st.LeaseOwners(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		r, err := st.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owners[id] != a.id || r.ThreadTS == "" {
+			t.Fatalf("run %s: owner %q, thread %q; want %s driving it with a thread", id, owners[id], r.ThreadTS, a.id)
+		}
+		before[id] = r
+	}
+	if h, _ := a.healthz(); len(h.Leases) != 3 {
+		t.Errorf("A's /healthz names leases %v, want its three runs", h.Leases)
+	}
+
+	a.kill(t)
+	killed := time.Now()
+	resumedAt := map[string]time.Time{}
+	waitUntil(t, 30*time.Second, "B resumes all three runs", func() bool {
+		for _, id := range ids {
+			if _, ok := resumedAt[id]; ok {
+				continue
+			}
+			evs, _ := st.Events(ctx, id, before[id].LastSeq, 0)
+			for _, e := range evs {
+				if e.Type == "PipelineResumed" {
+					resumedAt[id] = e.Time
+				}
+			}
+		}
+		return len(resumedAt) == len(ids)
+	})
+	var takeover time.Duration
+	for _, at := range resumedAt {
+		takeover = max(takeover, at.Sub(killed))
+	}
+	t.Logf("takeover: all three runs resumed by %s %s after %s was killed (lease ttl %s)", b.id, takeover.Round(time.Millisecond), a.id, rs.leaseTTL)
+	if takeover > 15*time.Second {
+		t.Errorf("the runs resumed %s after the kill, want within 15s", takeover)
+	}
+	if h, _ := b.healthz(); len(h.Leases) != 3 {
+		t.Errorf("B's /healthz names leases %v, want the three runs it took over", h.Leases)
+	}
+
+	// The gate is asked again in its thread; Bob answers it through Slack.
+	var prompt slacktest.Message
+	if !rs.fake.WaitFor(30*time.Second, func() bool {
+		gates, _ := st.RunGates(ctx, gateRun)
+		for _, m := range rs.fake.Thread(opsChat, before[gateRun].ThreadTS) {
+			for _, g := range gates {
+				if m.FromBot() && len(m.Buttons()) > 0 && m.TS == g.MessageTS && g.Status == "open" {
+					prompt = m
+					return true
+				}
+			}
+		}
+		return false
+	}) {
+		gates, _ := st.RunGates(ctx, gateRun)
+		t.Fatalf("the gate was not asked again in the run's thread within 30s; gates %+v; thread:\n%s\nB's log:\n%s",
+			gates, threadText(rs.fake, before[gateRun].ThreadTS), b.log())
+	}
+	click(t, rs.fake, prompt, bob, "Approve")
+
+	done := func() (bool, string) {
+		var state []string
+		ok := true
+		for _, id := range ids {
+			r, err := st.GetRun(ctx, id)
+			state = append(state, fmt.Sprintf("%s %s delivered %d/%d (%v)", id, r.Status, r.LastDeliveredSeq, r.LastSeq, err))
+			ok = ok && err == nil && r.Status == runs.Succeeded && r.LastDeliveredSeq == r.LastSeq
+		}
+		return ok, strings.Join(state, "; ")
+	}
+	if !rs.fake.WaitFor(90*time.Second, func() bool { ok, _ := done(); return ok }) {
+		_, state := done()
+		t.Fatalf("the three runs did not all succeed with every event delivered within 90s: %s\nB's log:\n%s", state, b.log())
+	}
+	for node, run := range map[string]string{"g_a": gateRun, "m_a": longRun, "p_fast": parRun} {
+		if n := countEvents(t, st, run, "StageStarted", node); n != 1 {
+			t.Errorf("completed stage %s ran %d times, want once: it must not run again after the takeover", node, n)
+		}
+	}
+	for node, run := range map[string]string{"g_b": gateRun, "m_b": longRun, "m_c": longRun, "p_slow": parRun, "p_end": parRun} {
+		if n := countEvents(t, st, run, "StageCompleted", node); n != 1 {
+			t.Errorf("stage %s completed %d times, want once", node, n)
+		}
+	}
+	for _, id := range ids {
+		after, _ := st.GetRun(ctx, id)
+		if after.ThreadTS != before[id].ThreadTS {
+			t.Errorf("run %s: thread changed across the takeover: %q → %q", id, before[id].ThreadTS, after.ThreadTS)
+		}
+		story := threadText(rs.fake, after.ThreadTS)
+		if n := strings.Count(story, "Pipeline complete"); n != 1 {
+			t.Errorf("run %s: %q told %d times in its thread, want once:\n%s", id, "Pipeline complete", n, story)
+		}
+	}
+	inOrder(t, threadText(rs.fake, before[longRun].ThreadTS), "→ m_a", "✓ m_a", "→ m_b", "✓ m_b", "→ m_c", "✓ m_c", "Pipeline complete")
+	var cards []string
+	for _, m := range rs.fake.TopLevel(opsChat) {
+		if m.FromBot() {
+			cards = append(cards, m.TS)
+		}
+	}
+	if len(cards) != len(ids) {
+		t.Errorf("%d status cards in the channel (%v), want one per run, from before the takeover", len(cards), cards)
+	}
+	if len(rs.fake.Undelivered()) > 0 {
+		t.Logf("undelivered: %+v", rs.fake.Undelivered())
 	}
 }

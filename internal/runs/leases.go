@@ -1,0 +1,142 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Run ownership among replicas sharing the store (docs/scaling.md): each
+// run is driven by the one replica holding its lease. The replica that
+// starts a run takes it; the driver renews it every LeaseTTL/3; a scan
+// every LeaseTTL/3 claims the runs whose lease expired (their replica
+// died) or that have none (their replica stopped) and resumes them from
+// their journal. A driver whose renewal finds the lease taken over — or
+// that could not renew it for a whole LeaseTTL, so it may have been —
+// stops driving at once and writes nothing more for the run: the new
+// owner's view is the only one (fencing).
+
+// Leases are the store's run leases. Without them (Config.Leases nil: one
+// host on SQLite) this process drives every run it starts or resumes.
+type Leases interface {
+	// TakeLease makes owner the run's driver for ttl, unless another
+	// replica holds a live lease on it (taken=false).
+	TakeLease(ctx context.Context, runID, owner string, ttl time.Duration) (taken bool, err error)
+	// RenewLease extends owner's lease; held=false when another replica
+	// took it over.
+	RenewLease(ctx context.Context, runID, owner string, ttl time.Duration) (held bool, err error)
+	// ReleaseLease gives the run up (it ended, or this replica stops).
+	ReleaseLease(ctx context.Context, runID, owner string) error
+	// ClaimRuns takes the leases of up to limit unfinished runs nobody
+	// drives and returns them (with their source) to resume.
+	ClaimRuns(ctx context.Context, owner string, ttl time.Duration, limit int) ([]Run, error)
+}
+
+// errLeaseLost stops a run whose lease another replica took over: the run
+// goes on there, and this process must write nothing more for it.
+var errLeaseLost = errors.New("another replica took over the run's lease")
+
+// claimBatch bounds the runs one scan claims: the rest wait for the next
+// scan, or for another replica's.
+const claimBatch = 8
+
+// leased reports whether runs are shared with other replicas.
+func (s *Service) leased() bool { return s.cfg.Leases != nil }
+
+// leaseEvery is how often leases are renewed and orphaned runs claimed.
+func (s *Service) leaseEvery() time.Duration { return s.cfg.LeaseTTL / 3 }
+
+// takeLease makes this replica the run's driver; false (no error) when
+// another replica drives it.
+func (s *Service) takeLease(ctx context.Context, runID string) (bool, error) {
+	if !s.leased() {
+		return true, nil
+	}
+	return s.cfg.Leases.TakeLease(ctx, runID, s.cfg.Replica, s.cfg.LeaseTTL)
+}
+
+// holdLease renews ar's lease until ctx ends. When the lease is lost it
+// fences the run and stops it with errLeaseLost.
+func (s *Service) holdLease(ctx context.Context, ar *activeRun) {
+	tick := time.NewTicker(s.leaseEvery())
+	defer tick.Stop()
+	renewed := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		held, err := s.cfg.Leases.RenewLease(ctx, ar.id, s.cfg.Replica, s.cfg.LeaseTTL)
+		switch {
+		case err == nil && held:
+			renewed = time.Now()
+			continue
+		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil && time.Since(renewed) < s.cfg.LeaseTTL:
+			s.log.Warn("renew a run's lease; trying again", "run", ar.id, "err", err)
+			continue
+		case err != nil:
+			err = fmt.Errorf("%w (could not renew it for %s: %v)", errLeaseLost, time.Since(renewed).Round(time.Second), err)
+		default:
+			err = errLeaseLost
+		}
+		s.log.Warn("stopped driving a run: its lease is lost; the replica that took it over goes on with it",
+			"run", ar.id, "replica", s.cfg.Replica, "err", err)
+		ar.fence(err)
+		return
+	}
+}
+
+// releaseLease lets the run go (it ended here, or this replica stops), so
+// another replica may take it at once — unless it was fenced: the lease
+// is another's then.
+func (s *Service) releaseLease(ar *activeRun) {
+	if !s.leased() || ar.isFenced() {
+		return
+	}
+	if err := s.cfg.Leases.ReleaseLease(context.Background(), ar.id, s.cfg.Replica); err != nil {
+		s.log.Warn("release a run's lease; it expires instead", "run", ar.id, "err", err)
+	}
+}
+
+// claimOrphans resumes, every LeaseTTL/3 until the service stops, the runs
+// no replica drives.
+func (s *Service) claimOrphans() {
+	tick := time.NewTicker(s.leaseEvery())
+	defer tick.Stop()
+	for {
+		s.claimOrphanBatch()
+		select {
+		case <-s.life.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// claimOrphanBatch claims and resumes a batch of runs nobody drives.
+func (s *Service) claimOrphanBatch() {
+	if s.refuseWhenStopping() != nil {
+		return
+	}
+	claimed, err := s.cfg.Leases.ClaimRuns(s.life, s.cfg.Replica, s.cfg.LeaseTTL, claimBatch)
+	if err != nil {
+		if s.life.Err() == nil {
+			s.log.Warn("claim runs no replica drives; trying again", "err", err)
+		}
+		return
+	}
+	for _, run := range claimed {
+		if s.isActive(run.ID) {
+			continue // it ended its lease here a moment ago and is still settling
+		}
+		s.log.Info("taking over a run no replica drives", "run", run.ID, "status", run.Status, "replica", s.cfg.Replica)
+		if err := s.resume(run); err != nil {
+			s.log.Error("resume a run taken over", "run", run.ID, "err", err)
+			s.logErr("release a run that cannot resume", run.ID, s.cfg.Leases.ReleaseLease(context.Background(), run.ID, s.cfg.Replica))
+		}
+	}
+}
