@@ -2,6 +2,7 @@ package web
 
 import (
 	"container/list"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,8 +15,13 @@ import (
 	"nanohost/internal/runs"
 )
 
-// graphCache keeps parsed pipelines by run id: a run's source never
-// changes, and parsing on every graph refresh would be waste.
+// graphCache keeps parsed and laid-out pipelines by their source: a run's
+// source never changes, runs of one stored pipeline share theirs, and
+// parsing or laying out on every graph refresh would be waste. Laying out
+// once per source matters beyond speed: go-graphviz keeps the memory of
+// every layout's input and output in its wasm instance for the life of the
+// process (about 80 KB for the F0–F6 circuit), so a host's growth is bounded
+// by the distinct pipelines its people look at, not by their page loads.
 type graphCache struct {
 	mu    sync.Mutex
 	max   int
@@ -24,9 +30,9 @@ type graphCache struct {
 }
 
 type graphEntry struct {
-	runID string
-	g     *pipeline.Graph
-	err   error
+	key string // sourceKey
+	g   *pipeline.Graph
+	err error
 
 	// The layout is made on first use: a page of runs never needs it.
 	layoutOnce sync.Once
@@ -46,8 +52,8 @@ func (c *graphCache) graphOf(run runs.Run) (*pipeline.Graph, error) {
 }
 
 // layoutOf returns the run's pipeline laid out by Graphviz, made once per
-// run: a run's graph never changes, only its colours do, so the nodes stay
-// put while the run moves and a refresh costs no layout.
+// source: a run's graph never changes, only its colours do, so the nodes
+// stay put while the run moves and a refresh costs no layout.
 func (c *graphCache) layoutOf(run runs.Run) (*render.Layout, error) {
 	ge := c.entry(run)
 	if ge.err != nil {
@@ -57,9 +63,16 @@ func (c *graphCache) layoutOf(run runs.Run) (*render.Layout, error) {
 	return ge.layout, ge.layoutErr
 }
 
+// sourceKey names a pipeline source: what the run's graph is parsed from.
+func sourceKey(run runs.Run) string {
+	sum := sha256.Sum256([]byte(run.FileName + "\x00" + run.SourceDOT))
+	return string(sum[:])
+}
+
 func (c *graphCache) entry(run runs.Run) *graphEntry {
+	key := sourceKey(run)
 	c.mu.Lock()
-	if el, ok := c.items[run.ID]; ok {
+	if el, ok := c.items[key]; ok {
 		c.order.MoveToFront(el)
 		ge := el.Value.(*graphEntry)
 		c.mu.Unlock()
@@ -74,14 +87,14 @@ func (c *graphCache) entry(run runs.Run) *graphEntry {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.items[run.ID]; ok {
+	if el, ok := c.items[key]; ok {
 		return el.Value.(*graphEntry) // another request parsed it first
 	}
-	ge := &graphEntry{runID: run.ID, g: g, err: err}
-	c.items[run.ID] = c.order.PushFront(ge)
+	ge := &graphEntry{key: key, g: g, err: err}
+	c.items[key] = c.order.PushFront(ge)
 	for c.order.Len() > c.max {
 		last := c.order.Back()
-		delete(c.items, last.Value.(*graphEntry).runID)
+		delete(c.items, last.Value.(*graphEntry).key)
 		c.order.Remove(last)
 	}
 	return ge
