@@ -118,9 +118,9 @@ func TestConsoleAnswersWhichRunWhenSeveralWait(t *testing.T) {
 }
 
 // /pipeline list names the stored pipelines and the runs, in the same
-// state words /pipeline status uses; a misspelt pipeline name gets the
-// closest one, and a misspelt /pipeline a hint instead of going to the
-// agent.
+// state words /pipeline status uses; cancel and resume take a short id
+// too; a misspelt pipeline name gets the closest one, and a misspelt
+// /pipeline a hint instead of going to the agent.
 func TestConsoleListsStoredPipelinesAndCorrectsNames(t *testing.T) {
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "data", "groups", "main")
@@ -144,6 +144,14 @@ func TestConsoleListsStoredPipelinesAndCorrectsNames(t *testing.T) {
 	c.shows(short+"   ⏸ waiting", 1)
 	c.typeLines("/pipeline status " + short)
 	c.shows("Run "+short+": ⏸ waiting", 1)
+
+	c.typeLines("/pipeline cancel " + short[:4])
+	eventually(t, 10*time.Second, "the run is cancelled by its short id's prefix", func() bool {
+		r, err := th.store.GetRun(context.Background(), run.ID)
+		return err == nil && r.Status == runs.Cancelled
+	})
+	c.typeLines("/pipeline resume " + short)
+	c.shows("already ended as cancelled; start a new one", 1)
 
 	c.typeLines("/pipelin list")
 	c.shows("/pipelin is not a command — did you mean /pipeline list?", 1)
