@@ -18,31 +18,33 @@ import (
 const eventBatch = 500
 
 // streamEvent is an event as streamed: the engine event plus the live-log
-// line the dashboard shows for it and the lowest verbosity that shows it
-// (minimal, standard, verbose).
+// line the dashboard shows for it, the kind of event in words and the
+// lowest verbosity that shows it (minimal, standard, verbose).
 type streamEvent struct {
 	engine.Event
 	Text      string `json:"text"`
+	Name      string `json:"name"`
 	Verbosity string `json:"verbosity"`
 }
 
 func newStreamEvent(e engine.Event) streamEvent {
 	text, level := describe(e)
-	return streamEvent{Event: e, Text: text, Verbosity: level}
+	return streamEvent{Event: e, Text: text, Name: runlog.EventName(e.Type), Verbosity: level}
 }
 
 // describe is the dashboard's line for an event — the live log's wording
-// (runlog), or the event type for events the live log leaves out (those
-// count as verbose) — and its verbosity.
+// (runlog), or the kind of event in words for events the live log leaves
+// out (those count as verbose) — and its verbosity.
 func describe(e engine.Event) (text, verbosity string) {
 	verbosity = string(runlog.Level(e))
 	if t := strings.TrimSpace(runlog.Line(e)); t != "" {
 		return t, verbosity
 	}
+	text = runlog.EventName(e.Type)
 	if e.NodeID != "" {
-		return string(e.Type) + " " + e.NodeID, string(runs.VerbosityVerbose)
+		text += ": " + runlog.StageName(e.Label, e.NodeID, e.Branch)
 	}
-	return string(e.Type), string(runs.VerbosityVerbose)
+	return text, string(runs.VerbosityVerbose)
 }
 
 // streamEvents is GET /pipelines/{id}/events: Server-Sent Events, every

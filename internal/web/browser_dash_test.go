@@ -3,6 +3,8 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -238,4 +240,97 @@ func TestBrowserStartsAStoredPipelineAndListsPipelineNames(t *testing.T) {
 func pick(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	evalJS[bool](t, ctx, fmt.Sprintf(`(s => { s.value = %q; s.dispatchEvent(new Event('change')); return true })(document.querySelector('#start-stored'))`, name))
+}
+
+// The host stops under a run waiting at its gate and a new host resumes it.
+// On the run page the interruption and the resumption stay in view above
+// the log however far it has scrolled (a click shows each in the log), the
+// timeline marks both, and "every event" names each kind of event in words.
+func TestBrowserKeepsTheInterruptionInViewAndNamesEveryEvent(t *testing.T) {
+	chromium := findChromium(t)
+	dir := t.TempDir()
+	agents := scriptAgents{&script.Script{Nodes: map[string][]script.Response{"build": {{Text: "Built. [outcome:success]", DelayMS: 300}}}}}
+	first := newHostFixtureWith(t, "", dir, agents)
+	id := first.start(gateDOT)
+	asked := first.waitGate(id)
+	first.stop()
+	first.waitStatus(id, runs.Interrupted)
+
+	second := newHostFixtureWith(t, "", dir, agents)
+	f := second.fixture
+	again := f.waitGateWhere(id, func(g runs.Gate) bool { return g.Nonce != asked.Nonce })
+	res := f.do("POST", "/pipelines/"+id+"/questions/"+again.GateID+"/answer", `{"choice":"A"}`)
+	res.Body.Close()
+	f.waitStatus(id, runs.Succeeded)
+
+	ctx := newBrowser(t, chromium)
+	shots := artifactDir(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/runs/"+id), chromedp.WaitVisible(chromedp.CSS(`#log`))); err != nil {
+		t.Fatal(err)
+	}
+	pinned := evalJS[[]string](t, ctx, `[...document.querySelectorAll('#stops li')].map(li => li.className + '|' + li.textContent)`)
+	if len(pinned) != 2 || !strings.HasPrefix(pinned[0], "stop interrupted|") || !strings.Contains(pinned[0], "Pipeline interrupted") ||
+		!strings.HasPrefix(pinned[1], "stop resumed|") || !strings.Contains(pinned[1], "resumed at review") {
+		t.Fatalf("pinned lines = %q", pinned)
+	}
+
+	// Every event: the log grows past its height and scrolls to its end.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#all-events`))); err != nil {
+		t.Fatal(err)
+	}
+	evalJS[bool](t, ctx, `(l => { l.scrollTop = l.scrollHeight; return true })(document.querySelector('#log'))`)
+	if err := chromedp.Do(ctx, chromedp.ScrollIntoView(chromedp.CSS(`.log-panel`))); err != nil {
+		t.Fatal(err)
+	}
+	state := evalJS[map[string]bool](t, ctx, `(() => {
+		const log = document.querySelector('#log'), box = log.getBoundingClientRect();
+		const line = log.querySelector('li.PipelineInterrupted').getBoundingClientRect();
+		const pins = [...document.querySelectorAll('#stops li')].map(li => li.getBoundingClientRect());
+		return {
+			scrolled: log.scrollHeight > log.clientHeight && log.scrollTop > 0,
+			lineHidden: line.bottom <= box.top || line.top >= box.bottom,
+			pinsShown: pins.every(p => p.height > 0 && p.top >= 0 && p.bottom <= innerHeight),
+		};
+	})()`)
+	if !state["scrolled"] || !state["pinsShown"] {
+		t.Errorf("the log and its pinned lines: %v", state)
+	}
+	if !state["lineHidden"] {
+		t.Log("the interruption line is still in the log's view; the pinned lines are checked anyway")
+	}
+	kinds := evalJS[[]string](t, ctx, `[...new Set([...document.querySelectorAll('#log li .kind')].map(k => k.textContent))]`)
+	for _, want := range []string{"run started", "stage started", "checkpoint saved", "question asked", "run interrupted", "run resumed", "run succeeded"} {
+		if !slices.Contains(kinds, want) {
+			t.Errorf("every event lacks the kind %q: %q", want, kinds)
+		}
+	}
+	camel := regexp.MustCompile(`[a-z][A-Z]`)
+	for _, k := range kinds {
+		if camel.MatchString(k) {
+			t.Errorf("a raw event type shows: %q", k)
+		}
+	}
+	if raw := evalJS[string](t, ctx, `[...document.querySelectorAll('#log li')].map(li => li.innerText).find(t => /\b(Stage|Pipeline|Checkpoint|Context|Interview)[A-Z]\w+/.test(t)) || ''`); raw != "" {
+		t.Errorf("a log line shows a raw event type: %q", raw)
+	}
+	f.screenshot(ctx, t, shots, "log-interrupted-every-event-desktop")
+
+	// A pinned line shows its place in the log.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#stops li.interrupted`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the interruption line shown in the log", `(() => {
+		const log = document.querySelector('#log'), box = log.getBoundingClientRect();
+		const line = log.querySelector('li.PipelineInterrupted').getBoundingClientRect();
+		return line.top >= box.top && line.bottom <= box.bottom;
+	})()`)
+	if marks := evalJS[[]string](t, ctx, `[...new Set([...document.querySelectorAll('#timeline line.stop')].map(l => l.getAttribute('class')))]`); fmt.Sprint(marks) != "[stop interrupted stop resumed]" {
+		t.Errorf("timeline marks = %q", marks)
+	}
+	phone(t, ctx)
+	assertFitsWidth(t, ctx, "run page after a restart")
+	if err := chromedp.Do(ctx, chromedp.ScrollIntoView(chromedp.CSS(`.log-panel`))); err != nil {
+		t.Fatal(err)
+	}
+	f.screenshot(ctx, t, shots, "log-interrupted-every-event-phone")
 }

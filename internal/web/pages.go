@@ -185,6 +185,7 @@ func (s *Server) storedPipelines(r *http.Request) []StoredPipeline {
 type logLine struct {
 	Seq       int64
 	Type      string
+	Name      string // the kind of event in words
 	Clock     string
 	Text      string
 	Verbosity string
@@ -251,11 +252,12 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		CostText     string
 		SVG          template.HTML
 		Timeline     timelinePage
+		Stops        []runStop
 		Questions    []questionView
 		Events       []logLine
 		Truncated    bool
 	}{pageBase: s.base(r, run.ID), Detail: detail, DurationText: durationText(run.Duration(s.opts.Now())),
-		CostText: costText(detail.Usage.CostUSD), Truncated: from > 0, Timeline: timeline(v, s.opts.Now())}
+		CostText: costText(detail.Usage.CostUSD), Truncated: from > 0, Timeline: timeline(v, s.opts.Now()), Stops: v.Stops}
 	data.Run = &run
 	data.LastSeq = v.LastSeq
 	if len(events) > 0 {
@@ -275,7 +277,8 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, e := range events {
 		text, level := describe(e)
-		data.Events = append(data.Events, logLine{Seq: e.Seq, Type: string(e.Type), Clock: e.Time.UTC().Format("15:04:05"), Text: text, Verbosity: level})
+		data.Events = append(data.Events, logLine{Seq: e.Seq, Type: string(e.Type), Name: runlog.EventName(e.Type),
+			Clock: e.Time.UTC().Format("15:04:05"), Text: text, Verbosity: level})
 	}
 	s.render(w, s.pages.run, http.StatusOK, data)
 }

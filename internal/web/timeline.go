@@ -2,10 +2,12 @@ package web
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/render"
+	"nanohost/internal/runlog"
 )
 
 // visitSpan is one visit of a node, from its StageStarted to its outcome:
@@ -49,11 +51,21 @@ func (sp visitSpan) clone() visitSpan {
 	return sp
 }
 
-// runStop is a moment the run's execution stopped or began again.
+// runStop is a moment the run's execution stopped or began again: the
+// host went down under it, or a host picked it up again.
 type runStop struct {
-	At   time.Time `json:"at"`
-	Kind string    `json:"kind"` // interrupted, resumed
+	Seq  int64
+	At   time.Time
+	Kind string // interrupted, resumed
+	Text string // the event's line in the log
 }
+
+func newRunStop(e engine.Event, kind string) runStop {
+	return runStop{Seq: e.Seq, At: e.Time, Kind: kind, Text: strings.TrimSpace(runlog.Line(e))}
+}
+
+// Clock is when it happened, as the log shows times.
+func (s runStop) Clock() string { return clock(s.At) }
 
 const (
 	stopInterrupted = "interrupted"

@@ -103,7 +103,7 @@ func (v *runView) apply(e engine.Event) {
 		}
 		v.Ended = false
 		if e.Type == engine.EventPipelineResumed {
-			v.Stops = append(v.Stops, runStop{At: e.Time, Kind: stopResumed})
+			v.Stops = append(v.Stops, newRunStop(e, stopResumed))
 		}
 	case engine.EventStageStarted:
 		v.States[e.NodeID] = render.StateRunning
@@ -161,7 +161,7 @@ func (v *runView) apply(e engine.Event) {
 		}
 		v.stopSpans(e)
 		if e.Type == engine.EventPipelineInterrupted {
-			v.Stops = append(v.Stops, runStop{At: e.Time, Kind: stopInterrupted})
+			v.Stops = append(v.Stops, newRunStop(e, stopInterrupted))
 		}
 	}
 }

@@ -606,11 +606,34 @@
       var li = el('li', { 'data-seq': String(e.seq), 'class': 'ev ' + e.type + ' v-' + (e.verbosity || 'verbose') });
       li.appendChild(el('time', {}, (e.time || '').slice(11, 19)));
       li.appendChild(document.createTextNode(' '));
-      li.appendChild(el('span', {}, e.text));
+      li.appendChild(el('span', { 'class': 'kind' }, e.name));
+      li.appendChild(document.createTextNode(' '));
+      li.appendChild(el('span', { 'class': 'text' }, e.text));
       var atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
       log.appendChild(li);
       if (atBottom) log.scrollTop = log.scrollHeight;
+      if (e.type === 'PipelineInterrupted' || e.type === 'PipelineResumed') pinStop(e);
     }
+
+    // Where the host stopped and the run resumed stays in view above the
+    // log, however far the log has scrolled on; a click shows the line.
+    var stops = $('#stops');
+    function pinStop(e) {
+      var li = el('li', { 'class': 'stop ' + (e.type === 'PipelineResumed' ? 'resumed' : 'interrupted'), 'data-seq': String(e.seq) });
+      li.appendChild(el('time', {}, (e.time || '').slice(11, 19)));
+      li.appendChild(document.createTextNode(' '));
+      li.appendChild(el('span', {}, e.text));
+      stops.appendChild(li);
+      stops.hidden = false;
+    }
+    stops.addEventListener('click', function (ev) {
+      var li = ev.target.closest('li[data-seq]');
+      var line = li && log.querySelector('li[data-seq="' + li.dataset.seq + '"]');
+      if (!line) return;
+      log.scrollTop = line.offsetTop - log.offsetTop - 8;
+      line.classList.add('flash');
+      setTimeout(function () { line.classList.remove('flash'); }, 1500);
+    });
     log.scrollTop = log.scrollHeight;
 
     // Every event, or only those the run's thread would show (standard).

@@ -1,0 +1,57 @@
+package runlog
+
+import (
+	"strings"
+	"unicode"
+
+	"nanohost/internal/pipeline/engine"
+)
+
+// eventNames are the kinds of events in words, for logs that show every
+// event (the dashboard's "every event"): a person reads "checkpoint saved",
+// not CheckpointSaved.
+var eventNames = map[engine.EventType]string{
+	engine.EventPipelineStarted:         "run started",
+	engine.EventPipelineCompleted:       "run succeeded",
+	engine.EventPipelineFailed:          "run failed",
+	engine.EventPipelineResumed:         "run resumed",
+	engine.EventPipelineCancelled:       "run cancelled",
+	engine.EventPipelineInterrupted:     "run interrupted",
+	engine.EventStageStarted:            "stage started",
+	engine.EventStageCompleted:          "stage done",
+	engine.EventStageFailed:             "stage failed",
+	engine.EventStageRetrying:           "retrying",
+	engine.EventParallelStarted:         "branches started",
+	engine.EventParallelBranchStarted:   "branch started",
+	engine.EventParallelBranchCompleted: "branch done",
+	engine.EventParallelCompleted:       "branches done",
+	engine.EventInterviewStarted:        "question asked",
+	engine.EventInterviewCompleted:      "question answered",
+	engine.EventInterviewTimeout:        "no answer in time",
+	engine.EventCheckpointSaved:         "checkpoint saved",
+	engine.EventDecision:                "route chosen",
+	engine.EventWarning:                 "warning",
+	engine.EventAgentResponse:           "agent replied",
+	engine.EventContextUpdated:          "context updated",
+	engine.EventWorkspaceChanged:        "files changed",
+}
+
+// EventName is the kind of an event in words ("stage started"); a type
+// this version does not know is split into words ("SomethingNew" →
+// "something new"), never shown raw.
+func EventName(t engine.EventType) string {
+	if name, ok := eventNames[t]; ok {
+		return name
+	}
+	var b strings.Builder
+	for i, r := range string(t) {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
