@@ -18,15 +18,22 @@ import (
 	"nanohost/internal/store"
 )
 
+// storeEnv points the CLI at the database hostDB filled for dir: with
+// NANOHOST_TEST_STORE=postgres a PostgreSQL database, else (nothing to
+// add) dir's SQLite file.
+func storeEnv(dir string) []string {
+	if u, ok := storetest.Known(dir); ok {
+		return []string{"NANOHOST_STORE_URL=" + u}
+	}
+	return nil
+}
+
 // runNanohostIn runs the built binary in dir (TZ=UTC, so times are stable).
 func runNanohostIn(t *testing.T, dir string, args ...string) cliResult {
 	t.Helper()
 	cmd := exec.Command(nanohostBin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(cmd.Environ(), "TZ=UTC")
-	if u, ok := storetest.Known(dir); ok { // NANOHOST_TEST_STORE=postgres: the database hostDB filled
-		cmd.Env = append(cmd.Env, "NANOHOST_STORE_URL="+u)
-	}
+	cmd.Env = append(append(cmd.Environ(), "TZ=UTC"), storeEnv(dir)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -346,9 +353,7 @@ func TestRunsEventsFollow(t *testing.T) {
 	ctx := context.Background()
 	cmd := exec.Command(nanohostBin, "runs", "events", "run-live", "--follow", "--json", "--interval", "20ms")
 	cmd.Dir = dir
-	if u, ok := storetest.Known(dir); ok {
-		cmd.Env = append(cmd.Environ(), "NANOHOST_STORE_URL="+u)
-	}
+	cmd.Env = append(cmd.Environ(), storeEnv(dir)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

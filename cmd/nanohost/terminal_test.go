@@ -111,7 +111,11 @@ func TestPipelineRunLiveLogOnATerminal(t *testing.T) {
 // columns aligned; piped it prints the bare state words.
 func TestRunsListColoursStatesOnATerminal(t *testing.T) {
 	dir, _ := hostDB(t)
-	tty := runOnTerminal(t, nil, "runs", "list", "--db", filepath.Join(dir, "data", "nanohost.db"))
+	args := []string{"runs", "list", "--db", filepath.Join(dir, "data", "nanohost.db")}
+	if env := storeEnv(dir); env != nil {
+		args = args[:2] // the configuration's store: PostgreSQL (NANOHOST_TEST_STORE=postgres)
+	}
+	tty := runOnTerminal(t, storeEnv(dir), args...)
 	if tty.code != 0 {
 		t.Fatalf("exit %d\n%s", tty.code, tty.stdout)
 	}
