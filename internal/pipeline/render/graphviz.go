@@ -99,6 +99,7 @@ type gvEdge struct {
 	LDraw []gvOp `json:"_ldraw_"`
 	HDraw []gvOp `json:"_hdraw_"`
 	TDraw []gvOp `json:"_tdraw_"`
+	Dir   string `json:"dir"`
 }
 
 // gvOp is one xdot drawing operation: p/P polygon (P filled), L polyline,

@@ -138,13 +138,26 @@ func newGraphvizInput(g *pipeline.Graph) *graphvizInput {
 		}
 	}
 	in.back = loopBacks(g, in.index, in.edges)
+	pairs := map[[2]int]bool{} // forward edges, by their ends
 	for k, e := range in.edges {
-		from, to, dir := in.index[e.From], in.index[e.To], ""
-		if in.back[k] {
-			// Reversed for the ranking, its arrowhead still at its target.
-			from, to, dir = to, from, ", dir=back"
+		if !in.back[k] {
+			pairs[[2]int{in.index[e.From], in.index[e.To]}] = true
 		}
-		fmt.Fprintf(&b, "  n%d -> n%d [id=e%d%s", from, to, k, dir)
+	}
+	for k, e := range in.edges {
+		from, to, extra := in.index[e.From], in.index[e.To], ""
+		switch {
+		case !in.back[k]:
+		case pairs[[2]int{to, from}]:
+			// A loop straight back along an edge: left out of the ranking
+			// (reversed, Graphviz would bundle the two and draw them overlapping).
+			extra = ", constraint=false"
+		default:
+			// Reversed for the ranking, so the loop pulls its ends together as
+			// any edge does; its arrowhead stays at its target.
+			from, to, extra = to, from, ", dir=back"
+		}
+		fmt.Fprintf(&b, "  n%d -> n%d [id=e%d%s", from, to, k, extra)
 		if label := edgeLabel(e); label != "" {
 			// Padded: Graphviz sets labels side by side with no gap.
 			fmt.Fprintf(&b, ", label=%s", gvString(" "+label+" "))
@@ -306,7 +319,7 @@ func (in *graphvizInput) read(out *gvGraph) (*Layout, error) {
 		}
 		pe := placedEdge{from: in.edges[k].From, to: in.edges[k].To, back: in.back[k] || in.edges[k].From == in.edges[k].To,
 			path: shapes(e.Draw, flip), head: shapes(e.HDraw, flip), label: texts(e.LDraw, flip)}
-		if in.back[k] {
+		if e.Dir == "back" {
 			pe.head = shapes(e.TDraw, flip) // drawn reversed: the arrow is at Graphviz's tail
 		}
 		l.edges = append(l.edges, pe)

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -176,6 +177,23 @@ const crowded = `digraph Crowded {
   plan_b -> plan_b [label="self"]
   define_b -> define_b [label="self"]
 }`
+
+// A loop straight back along an edge (review -> plan beside plan ->
+// review) is drawn apart from it, not on top of it.
+func TestSVGLoopBackBesideItsEdge(t *testing.T) {
+	g := parse(t, `digraph Review { start [shape=Mdiamond]; exit [shape=Msquare]
+  start -> plan -> review; review -> plan [label="[R] Revise"]; review -> build [label="[A] Approve"]; build -> exit }`)
+	d := readDrawing(t, mustSVG(t, g, Look{Taken: map[EdgeKey]bool{{"plan", "review"}: true, {"review", "plan"}: true}}))
+	mid := map[string]point{}
+	for _, e := range d.edges {
+		mid[e.from+">"+e.to] = e.curve[len(e.curve)/2]
+	}
+	a, b := mid["plan>review"], mid["review>plan"]
+	if gap := math.Hypot(a.x-b.x, a.y-b.y); gap < 10 {
+		t.Errorf("the revise loop runs %.1f from the edge it loops against", gap)
+	}
+	checkEdges(t, d)
+}
 
 // Left to right, the flow goes right and loops go back left.
 func TestSVGLeftToRight(t *testing.T) {
