@@ -56,6 +56,9 @@ The database is --db (a SQLite file, or a postgres:// URL), else the one the
 configuration names (store.url / NANOHOST_STORE_URL, else the SQLite file of
 nanohost.yaml or NANOHOST_DATA_DIR), else ` + defaultDBPath + `.
 
+RUN is a run's id, its short id (the 3f9a1c chat shows), or the start of
+either that only one run has.
+
 Exit status: 0 ok; 1 no database, no such run, or the database could not be
 read; 2 bad flag values.`,
 }
@@ -219,12 +222,16 @@ func withStore(cmd *cobra.Command, fn func(context.Context, *store.Store) error)
 	return fn(ctx, st)
 }
 
+// getRun is the run id names: its id, its short id, or the start of either
+// that only one run has (as chat and the dashboard show them).
 func getRun(ctx context.Context, st *store.Store, id string) (runs.Run, error) {
-	run, err := st.GetRun(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	run, err := runs.Find(ctx, st, id, runs.Filter{})
+	switch {
+	case errors.Is(err, runs.ErrNoSuchRun):
 		return run, exitCode(exitRunsFailed, fmt.Errorf("no run %q in %s — `nanohost runs list` shows run ids", id, st.Path()))
-	}
-	if err != nil {
+	case errors.Is(err, runs.ErrAmbiguousRun):
+		return run, exitCode(exitRunsFailed, fmt.Errorf("%w in %s", err, st.Path()))
+	case err != nil:
 		return run, exitCode(exitRunsFailed, err)
 	}
 	return run, nil
@@ -423,6 +430,7 @@ func showRun(ctx context.Context, w io.Writer, st *store.Store, id string) error
 	if err != nil {
 		return err
 	}
+	id = run.ID
 	events, err := st.Events(ctx, id, 0, 0)
 	if err != nil {
 		return exitCode(exitRunsFailed, err)
@@ -541,9 +549,11 @@ func writeGates(w io.Writer, gates []runs.Gate) {
 // printEvents prints the run's events after --after, then with --follow
 // keeps polling until the run is finished and every event is printed.
 func printEvents(ctx context.Context, w io.Writer, st *store.Store, id string) error {
-	if _, err := getRun(ctx, st, id); err != nil {
+	found, err := getRun(ctx, st, id)
+	if err != nil {
 		return err
 	}
+	id = found.ID
 	after := runsFlags.after
 	for {
 		// Read the status before the events: if the run was finished

@@ -47,6 +47,7 @@ func showChanges(ctx context.Context, w io.Writer, st *store.Store, id, node str
 	if err != nil {
 		return err
 	}
+	id = run.ID
 	if run.LogsRoot == "" {
 		return exitCode(exitRunsFailed, fmt.Errorf("run %s has no logs directory recorded", id))
 	}

@@ -426,3 +426,25 @@ func TestRunsHelp(t *testing.T) {
 		}
 	}
 }
+
+// A run is named on the command line as in chat: its id, or the start of
+// it that only one run has; a start several runs share lists them.
+func TestRunsShowTakesTheStartOfAnID(t *testing.T) {
+	dir, _ := hostDB(t)
+	r := runNanohostIn(t, dir, "runs", "show", "run-feat")
+	if r.code != 0 || !strings.Contains(squeezeSpaces(r.stdout), "Run run-feature") || !strings.Contains(r.stdout, "✓ plan") {
+		t.Errorf("runs show run-feat: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runNanohostIn(t, dir, "runs", "events", "RUN-LIVE")
+	if r.code != 0 || !strings.Contains(r.stdout, "PipelineStarted") {
+		t.Errorf("runs events RUN-LIVE: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runNanohostIn(t, dir, "runs", "show", "run-")
+	if r.code == 0 || !strings.Contains(r.stderr, "more than one run matches run-: ") || !strings.Contains(r.stderr, "run-feature") {
+		t.Errorf("runs show run-: exit %d; want a refusal naming the runs\n%s", r.code, r.stderr)
+	}
+	r = runNanohostIn(t, dir, "runs", "show", "nope")
+	if r.code == 0 || !strings.Contains(r.stderr, `no run "nope"`) {
+		t.Errorf("runs show nope: exit %d\n%s", r.code, r.stderr)
+	}
+}

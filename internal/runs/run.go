@@ -1,6 +1,8 @@
 package runs
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -80,4 +82,48 @@ func ShortID(id string) string {
 		return id
 	}
 	return id[i+1:]
+}
+
+// RunFinder is the part of a Store that Find reads.
+type RunFinder interface {
+	GetRun(ctx context.Context, id string) (Run, error)
+	ListRuns(ctx context.Context, f Filter) (Page, error)
+}
+
+// findLimit bounds the runs a reference is checked against: more than a
+// handful matching is as ambiguous as two.
+const findLimit = 6
+
+// Find is the run a person means by ref — its id, its short id (ShortID),
+// or a prefix of either that only one run has — among the runs f selects
+// (a group's, say). Chat, the CLI and the service all name runs so. Its
+// refusals wrap ErrNoSuchRun, or ErrAmbiguousRun naming the runs that
+// match.
+func Find(ctx context.Context, st RunFinder, ref string, f Filter) (Run, error) {
+	ref = strings.ToLower(strings.TrimSpace(ref))
+	if ref == "" {
+		return Run{}, fmt.Errorf("%w: no run id given", ErrNoSuchRun)
+	}
+	f.Ref, f.Limit, f.Cursor = ref, findLimit, ""
+	page, err := st.ListRuns(ctx, f)
+	if err != nil {
+		return Run{}, fmt.Errorf("find run %s: %w", ref, err)
+	}
+	switch len(page.Runs) {
+	case 0:
+		return Run{}, fmt.Errorf("%w %s", ErrNoSuchRun, ref)
+	case 1:
+		return st.GetRun(ctx, page.Runs[0].ID)
+	}
+	var ids []string
+	for _, r := range page.Runs {
+		if r.ID == ref || ShortID(r.ID) == ref {
+			return st.GetRun(ctx, r.ID) // a whole id wins over longer ones it starts
+		}
+		ids = append(ids, ShortID(r.ID))
+	}
+	if page.Next != "" {
+		ids = append(ids, "…")
+	}
+	return Run{}, fmt.Errorf("%w %s: %s — type more of the id", ErrAmbiguousRun, ref, strings.Join(ids, ", "))
 }

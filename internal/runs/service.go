@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -418,41 +417,10 @@ func (s *Service) Status(ctx context.Context, runID string) (Status, error) {
 	return st, nil
 }
 
-// findLimit bounds the runs a reference is checked against: more than a
-// handful matching is as ambiguous as two.
-const findLimit = 6
-
-// Find is the run a person means by ref — its id, its short id (ShortID),
-// or a prefix of either that only one run has — among the runs f selects
-// (a group's, say). Its refusals wrap ErrNoSuchRun, or ErrAmbiguousRun
-// naming the runs that match.
+// Find is the run a person means by ref (see the package function Find)
+// among the runs f selects.
 func (s *Service) Find(ctx context.Context, ref string, f Filter) (Run, error) {
-	ref = strings.ToLower(strings.TrimSpace(ref))
-	if ref == "" {
-		return Run{}, fmt.Errorf("%w: no run id given", ErrNoSuchRun)
-	}
-	f.Ref, f.Limit, f.Cursor = ref, findLimit, ""
-	page, err := s.cfg.Store.ListRuns(ctx, f)
-	if err != nil {
-		return Run{}, fmt.Errorf("find run %s: %w", ref, err)
-	}
-	switch len(page.Runs) {
-	case 0:
-		return Run{}, fmt.Errorf("%w %s", ErrNoSuchRun, ref)
-	case 1:
-		return s.cfg.Store.GetRun(ctx, page.Runs[0].ID)
-	}
-	var ids []string
-	for _, r := range page.Runs {
-		if r.ID == ref || ShortID(r.ID) == ref {
-			return s.cfg.Store.GetRun(ctx, r.ID) // a whole id wins over longer ones it starts
-		}
-		ids = append(ids, ShortID(r.ID))
-	}
-	if page.Next != "" {
-		ids = append(ids, "…")
-	}
-	return Run{}, fmt.Errorf("%w %s: %s — type more of the id", ErrAmbiguousRun, ref, strings.Join(ids, ", "))
+	return Find(ctx, s.cfg.Store, ref, f)
 }
 
 // List lists runs, newest first.
