@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/script"
 	"nanohost/internal/runs"
 )
@@ -333,4 +335,46 @@ func TestBrowserKeepsTheInterruptionInViewAndNamesEveryEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.screenshot(ctx, t, shots, "log-interrupted-every-event-phone")
+}
+
+// With the run page open, the host's interruption and the resumption
+// arrive over the event stream: both are pinned above the log at once,
+// the timeline marks them, and their lines name their kind in words.
+func TestBrowserPinsAnInterruptionAsItHappens(t *testing.T) {
+	chromium := findChromium(t)
+	f := newFixture(t, fixtureOpts{})
+	bg := context.Background()
+	if err := f.st.CreateRun(bg, runs.Run{ID: "live-1", GroupFolder: "main", ChatID: "c", SourceDOT: linearDOT, LogsRoot: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	seq := int64(0)
+	store := func(e engine.Event) {
+		seq++
+		e.RunID, e.Seq = "live-1", seq
+		if e.Time.IsZero() {
+			e.Time = time.Now().UTC()
+		}
+		if _, err := f.st.AppendEvent(bg, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store(engine.Event{Type: engine.EventPipelineStarted, Time: now, Label: "Build"})
+	store(engine.Event{Type: engine.EventStageStarted, Time: now, NodeID: "plan", Label: "Plan"})
+	for i := range 40 {
+		store(engine.Event{Type: engine.EventCheckpointSaved, NodeID: fmt.Sprintf("plan-%d", i)})
+	}
+
+	ctx := newBrowser(t, chromium)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/runs/live-1"), chromedp.WaitVisible(chromedp.CSS(`#log`))); err != nil {
+		t.Fatal(err)
+	}
+	if n := evalJS[int](t, ctx, `document.querySelectorAll('#stops li').length`); n != 0 {
+		t.Fatalf("%d lines pinned before anything stopped", n)
+	}
+	store(engine.Event{Type: engine.EventPipelineInterrupted, Duration: time.Minute})
+	store(engine.Event{Type: engine.EventPipelineResumed, NodeID: "plan", Label: "Build"})
+	waitJS(t, ctx, "both lines pinned", `[...document.querySelectorAll('#stops li')].map(li => li.className).join() === 'stop interrupted,stop resumed'`)
+	waitJS(t, ctx, "the log's lines named in words", `(li => li && li.querySelector('.kind').textContent === 'run resumed')(document.querySelector('#log li.PipelineResumed'))`)
+	waitJS(t, ctx, "the timeline's marks", `document.querySelectorAll('#timeline li[data-node=plan] line.stop').length === 2`)
 }
