@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"nanohost/internal/pipeline"
-	"nanohost/internal/pipeline/frontend"
 )
 
 // BenchmarkRender draws each bundled example and a generated 200-node
@@ -20,15 +19,7 @@ func BenchmarkRender(b *testing.B) {
 	cases := map[string]*pipeline.Graph{"generated-200": generated(200)}
 	examples, _ := filepath.Glob(filepath.Join("..", "..", "..", "examples", "*.dot"))
 	for _, path := range examples {
-		src, err := os.ReadFile(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		g, err := frontend.Parse(path, src, frontend.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		cases[strings.TrimSuffix(filepath.Base(path), ".dot")] = g
+		cases[strings.TrimSuffix(filepath.Base(path), ".dot")] = example(b, path)
 	}
 	for name, g := range cases {
 		b.Run(name+"/svg", func(b *testing.B) {

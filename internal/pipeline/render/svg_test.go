@@ -26,8 +26,12 @@ func mustSVG(t *testing.T, g *pipeline.Graph, look Look) []byte {
 
 // circuit is the bundled F0–F6 example as the CLI reads it.
 func circuit(t testing.TB) *pipeline.Graph {
+	return example(t, filepath.Join("..", "..", "..", "examples", "investigation-circuit.dot"))
+}
+
+// example reads and parses a pipeline file as the CLI does.
+func example(t testing.TB, path string) *pipeline.Graph {
 	t.Helper()
-	path := filepath.Join("..", "..", "..", "examples", "investigation-circuit.dot")
 	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
