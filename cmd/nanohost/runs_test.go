@@ -448,3 +448,53 @@ func TestRunsShowTakesTheStartOfAnID(t *testing.T) {
 		t.Errorf("runs show nope: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// On PostgreSQL shared by replicas, the list names the replica driving
+// each unfinished run, "-" for none.
+func TestRunsListShowsTheOwningReplica(t *testing.T) {
+	dir := t.TempDir()
+	url := storetest.PostgresURL(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, id := range []string{"run-driven", "run-orphan"} {
+		if err := st.CreateRun(ctx, runs.Run{ID: id, GroupFolder: "main", ChatID: "C1", SourceDOT: "digraph G {}", CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := st.TakeLease(ctx, "run-driven", "replica-b", time.Minute); err != nil || !ok {
+		t.Fatalf("take lease: %v %v", ok, err)
+	}
+	r := runNanohostIn(t, dir, "runs", "list", "--db", url)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	fields := map[string][]string{}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	for _, l := range lines {
+		f := strings.Fields(l)
+		fields[f[0]] = f
+	}
+	if h := fields["RUN"]; len(h) < 4 || h[3] != "OWNER" {
+		t.Fatalf("header %q, want RUN STATUS GROUP OWNER …:\n%s", lines[0], r.stdout)
+	}
+	if got := fields["run-driven"][3]; got != "replica-b" {
+		t.Errorf("run-driven's owner column %q, want replica-b:\n%s", got, r.stdout)
+	}
+	if got := fields["run-orphan"][3]; got != "-" {
+		t.Errorf("run-orphan's owner column %q, want - (no replica drives it):\n%s", got, r.stdout)
+	}
+	r = runNanohostIn(t, dir, "runs", "list", "--db", url, "--json")
+	var page runs.Page
+	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil || len(page.Runs) != 2 {
+		t.Fatalf("--json: %v\n%s", err, r.stdout)
+	}
+	for _, run := range page.Runs {
+		if want := map[string]string{"run-driven": "replica-b"}[run.ID]; run.Owner != want {
+			t.Errorf("--json %s owner %q, want %q", run.ID, run.Owner, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
@@ -250,6 +251,12 @@ func (s *Service) resume(run Run) error {
 	case err == nil:
 		s.log.Info("resuming run from its checkpoint", "run", run.ID, "status", run.Status)
 		s.launch(run, nil, "")
+	case errors.Is(err, fs.ErrNotExist) && s.leased() && run.LastSeq > 0 && !dirExists(run.LogsRoot):
+		// It ran elsewhere, and its directory is not here: starting it
+		// again would run its completed stages twice. It waits for a
+		// replica that sees its directory.
+		return fmt.Errorf("run %s ran on another replica and its logs root %s is not on this one: replicas resume each other's runs only when data_dir/runs is shared, at the same path, by all of them (docs/scaling.md)",
+			run.ID, run.LogsRoot)
 	case errors.Is(err, fs.ErrNotExist):
 		// It stopped before its first checkpoint: start it again.
 		g, err := s.loadRunnable(run.GroupFolder, run.FileName, []byte(run.SourceDOT), run.Goal)
@@ -263,6 +270,12 @@ func (s *Service) resume(run Run) error {
 		return err
 	}
 	return nil
+}
+
+// dirExists reports whether dir is a directory here.
+func dirExists(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.IsDir()
 }
 
 // ResumeUnfinished restarts, at start-up, every run a previous process left

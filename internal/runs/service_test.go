@@ -67,12 +67,20 @@ type serviceOptions struct {
 	poll     time.Duration
 	wakeups  runs.Wakeups
 	observe  func(runs.Run, engine.Event)
+	// replica, when set, makes the service one of several replicas
+	// sharing st: runs are driven by their lease holder, for leaseTTL.
+	replica  string
+	leaseTTL time.Duration
 }
 
 func newService(t testing.TB, st *store.Store, o serviceOptions) *runs.Service {
 	t.Helper()
 	if o.policies == nil {
 		o.policies = runs.Policies{"web": runs.Operators{}, "console": console.Policy()}
+	}
+	var leases runs.Leases
+	if o.replica != "" {
+		leases = st
 	}
 	service, err := runs.New(runs.Config{
 		Store:    st,
@@ -83,6 +91,7 @@ func newService(t testing.TB, st *store.Store, o serviceOptions) *runs.Service {
 			return frontend.Prepare(file, src, frontend.Options{Goal: goal})
 		},
 		RunsDir: t.TempDir(), GatePoll: o.poll, Wakeups: o.wakeups, Observe: o.observe, Logger: quiet,
+		Leases: leases, Replica: o.replica, LeaseTTL: o.leaseTTL,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -136,14 +136,16 @@ func (s *Store) ClaimRuns(ctx context.Context, owner string, ttl time.Duration, 
 	return claimed, nil
 }
 
-// LeaseOwners maps each run with a live lease to the replica driving it
-// (empty on SQLite, whose one host drives every run).
+// LeaseOwners maps each unfinished run with a live lease to the replica
+// driving it (empty on SQLite, whose one host drives every run). A run
+// that just ended has none, though its lease may outlive it a moment.
 func (s *Store) LeaseOwners(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
 	if s.b.name() != "postgres" {
 		return out, nil
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT run_id, owner FROM run_leases WHERE expires_at >= now()`)
+	rows, err := s.reader.QueryContext(ctx, `SELECT l.run_id, l.owner FROM run_leases l JOIN runs r ON r.id = l.run_id
+		WHERE l.expires_at >= now() AND r.status IN ('queued', 'running', 'waiting', 'interrupted')`)
 	if err != nil {
 		return nil, fmt.Errorf("lease owners: %w", err)
 	}

@@ -1,0 +1,141 @@
+package runs_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
+	"nanohost/internal/store"
+	"nanohost/internal/store/storetest"
+)
+
+// leaseTTL is short here: a takeover waits for a lease to run out.
+const leaseTTL = 2 * time.Second
+
+// leasedReplica is a runs service that is one of several replicas sharing
+// the PostgreSQL database at url.
+func leasedReplica(t *testing.T, url, id string, observe func(runs.Run, engine.Event)) (*runs.Service, *store.Store) {
+	t.Helper()
+	st := openStore(t, url)
+	return newService(t, st, serviceOptions{poll: 100 * time.Millisecond, wakeups: st.Wakeups(quiet), observe: observe,
+		replica: id, leaseTTL: leaseTTL}), st
+}
+
+// awaitGate waits until run has an open gate and returns it.
+func awaitGate(t *testing.T, st *store.Store, runID string) runs.Gate {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		gates, _ := st.RunGates(context.Background(), runID)
+		for _, g := range gates {
+			if g.Status == runs.GateOpen {
+				return g
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("run %s asked no gate", runID)
+	return runs.Gate{}
+}
+
+// A replica that stops lets its runs go: another replica claims them at
+// once, resumes them from their checkpoints (the gate is asked again), and
+// drives them to their end. Start took the lease: only its owner drove the
+// run before.
+func TestReplicaStoppingHandsItsRunsOver(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	ctx := context.Background()
+	a, stA := leasedReplica(t, url, "A", nil)
+	run, _, err := a.Start(ctx, runs.StartRequest{Group: "main", Chat: chat.Chat, Source: []byte(gateDOT)}, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := awaitGate(t, stA, run.ID)
+	if got, _ := stA.GetRun(ctx, run.ID); got.Owner != "A" {
+		t.Fatalf("the run's owner is %q, want A, which started it", got.Owner)
+	}
+	b, stB := leasedReplica(t, url, "B", nil)
+	if err := b.ResumeUnfinished(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(leaseTTL / 2)
+	if b.Active() != 0 {
+		t.Fatalf("B drives %d runs while A holds their lease", b.Active())
+	}
+
+	stopped := time.Now()
+	a.Shutdown(10 * time.Second)
+	var again runs.Gate
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		again = awaitGate(t, stB, run.ID)
+		if again.Nonce != first.Nonce {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("B never asked the gate again")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("B asked the gate again %s after A stopped", time.Since(stopped).Round(time.Millisecond))
+	if time.Since(stopped) > leaseTTL {
+		t.Errorf("B took %s to take over a run A let go; it should not wait for the lease to expire", time.Since(stopped))
+	}
+	if got, _ := stB.GetRun(ctx, run.ID); got.Owner != "B" {
+		t.Errorf("the run's owner is %q, want B", got.Owner)
+	}
+	if _, err := b.Answer(ctx, runs.GateAnswer{RunID: run.ID, GateID: again.GateID, Option: 1}, web); err != nil {
+		t.Fatal(err)
+	}
+	done := waitRunState(t, stB, run.ID, runs.Succeeded)
+	if done.Owner != "" {
+		t.Errorf("a finished run still has an owner: %q", done.Owner)
+	}
+}
+
+// A replica whose lease was taken over (it could not renew in time: a
+// pause, a network partition) stops driving the run at its next renewal
+// and writes nothing more for it: no event, no state, its gate left to
+// the new owner.
+func TestReplicaThatLostItsLeaseWritesNothingMore(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	ctx := context.Background()
+	a, stA := leasedReplica(t, url, "A", nil)
+	run, _, err := a.Start(ctx, runs.StartRequest{Group: "main", Chat: chat.Chat, Source: []byte(gateDOT)}, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := awaitGate(t, stA, run.ID)
+	before, _ := stA.GetRun(ctx, run.ID)
+
+	// Replica B took the lease over (as if A had missed its renewals).
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE run_leases SET owner = 'B' WHERE run_id = $1`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(leaseTTL)
+	for a.Active() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("A still drives the run %s after B took its lease", leaseTTL)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // anything A would still write, written
+	after, _ := stA.GetRun(ctx, run.ID)
+	if after.LastSeq != before.LastSeq || after.Status != before.Status {
+		t.Errorf("A wrote after losing the lease: seq %d → %d, status %s → %s", before.LastSeq, after.LastSeq, before.Status, after.Status)
+	}
+	if g, _ := stA.GetGate(ctx, run.ID, gate.GateID); g.Status != runs.GateOpen || g.Nonce != gate.Nonce {
+		t.Errorf("A settled the gate after losing the lease: %s (nonce %s → %s)", g.Status, gate.Nonce, g.Nonce)
+	}
+	if got, _ := stA.GetRun(ctx, run.ID); got.Owner != "B" {
+		t.Errorf("owner %q, want B", got.Owner)
+	}
+}
