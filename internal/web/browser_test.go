@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,84 +11,16 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"nanohost/internal/browsertest"
 	"nanohost/internal/pipeline/script"
 	"nanohost/internal/runs"
 )
 
-// findChromium returns the browser to drive: $NANOHOST_CHROMIUM, else the
-// first of the usual names on PATH. When none is there it runs
-// scripts/install-chromium.sh (Debian's chromium) once. It fails the test
-// when NANOHOST_REQUIRE_BROWSER=1 (CI) and still no browser exists, and
-// skips loudly otherwise.
-func findChromium(t *testing.T) string {
-	t.Helper()
-	look := func() string {
-		if p := os.Getenv("NANOHOST_CHROMIUM"); p != "" {
-			return p
-		}
-		for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
-			if p, err := exec.LookPath(name); err == nil {
-				return p
-			}
-		}
-		return ""
-	}
-	if p := look(); p != "" {
-		return p
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "../../scripts/install-chromium.sh").CombinedOutput()
-	if p := look(); p != "" {
-		t.Logf("installed %s with scripts/install-chromium.sh", p)
-		return p
-	}
-	msg := fmt.Sprintf("no Chromium for the dashboard browser test, and scripts/install-chromium.sh could not install it (%v):\n%s", err, tail(out, 2000))
-	if os.Getenv("NANOHOST_REQUIRE_BROWSER") == "1" {
-		t.Fatal(msg)
-	}
-	fmt.Fprintln(os.Stderr, "\n**** SKIPPING the dashboard browser test: "+msg+"\n**** Set NANOHOST_REQUIRE_BROWSER=1 to make this a failure.")
-	t.Skip(msg)
-	return ""
-}
+func findChromium(t *testing.T) string { return browsertest.FindChromium(t) }
 
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
-}
+func artifactDir(t *testing.T) string { return browsertest.ArtifactDir(t, "web") }
 
-// artifactDir is where screenshots go: $NANOHOST_ARTIFACTS/web, else a
-// temporary directory kept for the test's log.
-func artifactDir(t *testing.T) string {
-	dir := filepath.Join(os.Getenv("NANOHOST_ARTIFACTS"), "web")
-	if os.Getenv("NANOHOST_ARTIFACTS") == "" {
-		var err error
-		if dir, err = os.MkdirTemp("", "nanohost-web-screenshots-"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// newBrowser starts headless Chromium; the returned context drives one tab.
-func newBrowser(t *testing.T, chromium string) context.Context {
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.NoSandbox, // root in a container
-		chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
-	t.Cleanup(func() { cancelTimeout(); cancelTab(); cancelAlloc() })
-	return ctx
-}
+func newBrowser(t *testing.T, chromium string) context.Context { return browsertest.New(t, chromium) }
 
 func (f *fixture) screenshot(ctx context.Context, t *testing.T, dir, name string) {
 	t.Helper()
