@@ -169,20 +169,11 @@ func shapePoints(t *testing.T, el string, a map[string]string) []point {
 		return []point{{v[0] - v[2], v[1] - v[3]}, {v[0] + v[2], v[1] + v[3]}}
 	}
 	v := nums(a["d"])
-	var pts []point
-	for i := 2; i+5 < len(v); i += 6 {
-		p0 := point{v[i-2], v[i-1]}
-		p1, p2, p3 := point{v[i], v[i+1]}, point{v[i+2], v[i+3]}, point{v[i+4], v[i+5]}
-		for k := 0; k <= 16; k++ {
-			s := float64(k) / 16
-			u := 1 - s
-			pts = append(pts, point{
-				u*u*u*p0.x + 3*u*u*s*p1.x + 3*u*s*s*p2.x + s*s*s*p3.x,
-				u*u*u*p0.y + 3*u*u*s*p1.y + 3*u*s*s*p2.y + s*s*s*p3.y,
-			})
-		}
+	b := shape{kind: 'b'}
+	for i := 0; i+1 < len(v); i += 2 {
+		b.pts = append(b.pts, point{v[i], v[i+1]})
 	}
-	return pts
+	return sampleCurve([]shape{b})
 }
 
 func (r rect) overlaps(o rect) bool {
@@ -198,12 +189,4 @@ func (r rect) distance(p point) float64 {
 	dx := max(r.x0-p.x, 0, p.x-r.x1)
 	dy := max(r.y0-p.y, 0, p.y-r.y1)
 	return math.Hypot(dx, dy)
-}
-
-func nearest(p point, pts []point) float64 {
-	best := math.Inf(1)
-	for _, q := range pts {
-		best = min(best, math.Hypot(p.x-q.x, p.y-q.y))
-	}
-	return best
 }

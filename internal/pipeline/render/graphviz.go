@@ -112,6 +112,7 @@ type gvOp struct {
 	Pt     [2]float64   `json:"pt"`
 	Align  string       `json:"align"`
 	Text   string       `json:"text"`
+	Width  float64      `json:"width"` // of a text, as Graphviz measured it
 	Size   float64      `json:"size"`
 	Face   string       `json:"face"`
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -39,7 +40,8 @@ type shape struct {
 type text struct {
 	at     point
 	size   float64
-	anchor string // text-anchor
+	width  float64 // as Graphviz measured it
+	anchor string  // text-anchor
 	bold   bool
 	s      string
 }
@@ -322,6 +324,7 @@ func (in *graphvizInput) read(out *gvGraph) (*Layout, error) {
 		if e.Dir == "back" {
 			pe.head = shapes(e.TDraw, flip) // drawn reversed: the arrow is at Graphviz's tail
 		}
+		pe.label = ontoCurve(pe.label, pe.path)
 		l.edges = append(l.edges, pe)
 	}
 	return l, nil
@@ -400,7 +403,7 @@ func texts(ops []gvOp, flip func([2]float64) point) []text {
 			size, bold = op.Size, strings.Contains(op.Face, "Bold")
 		case "T":
 			anchor := map[string]string{"l": "start", "r": "end"}[op.Align]
-			out = append(out, text{at: flip(op.Pt), size: size, anchor: nonEmpty(anchor, "middle"), bold: bold, s: strings.TrimSpace(xdotText(op.Text))})
+			out = append(out, text{at: flip(op.Pt), size: size, width: op.Width, anchor: nonEmpty(anchor, "middle"), bold: bold, s: strings.TrimSpace(xdotText(op.Text))})
 		}
 	}
 	return out
@@ -409,3 +412,69 @@ func texts(ops []gvOp, flip func([2]float64) point) []text {
 // xdotText undoes the escaping xdot gives a text's backslashes (Graphviz's
 // JSON carries them doubled; quotes come through as they are).
 func xdotText(s string) string { return strings.ReplaceAll(s, `\\`, `\`) }
+
+// ontoCurve moves an edge label that Graphviz left away from its edge
+// beside it. dot reserves a place for each label in the middle rank and
+// routes the edge past it, but among many edges (parallel ones, or ones
+// crossing clusters) the curve can end up 20–40 pt away, and the label reads
+// as another edge's. Such a label goes to the point of its curve nearest to
+// where Graphviz put it, on the same side, just clear of the line.
+func ontoCurve(label []text, path []shape) []text {
+	if len(label) != 1 || len(path) == 0 {
+		return label
+	}
+	t := label[0]
+	w, h := t.width, t.size
+	centre := point{t.at.x, t.at.y - h*0.3}
+	near, best := point{}, math.Inf(1)
+	for _, p := range sampleCurve(path) {
+		if d := boxDistance(centre, w, h, p); d < best {
+			near, best = p, d
+		}
+	}
+	if best <= 6 || math.IsInf(best, 1) {
+		return label
+	}
+	dx, dy := centre.x-near.x, centre.y-near.y
+	n := math.Hypot(dx, dy)
+	if n == 0 {
+		return label
+	}
+	ux, uy := dx/n, dy/n
+	reach := math.Abs(ux)*w/2 + math.Abs(uy)*h/2 + 3 // centre to the box's edge along u, and a gap
+	moved := point{near.x + ux*reach, near.y + uy*reach}
+	t.at = point{t.at.x + moved.x - centre.x, t.at.y + moved.y - centre.y}
+	return []text{t}
+}
+
+// boxDistance is how far p is from the w×h box centred on c (0 inside).
+func boxDistance(c point, w, h float64, p point) float64 {
+	dx := max(math.Abs(p.x-c.x)-w/2, 0)
+	dy := max(math.Abs(p.y-c.y)-h/2, 0)
+	return math.Hypot(dx, dy)
+}
+
+// sampleCurve returns points every few units along the Bézier outlines.
+func sampleCurve(path []shape) []point {
+	var out []point
+	for _, s := range path {
+		if s.kind != 'b' {
+			continue
+		}
+		for i := 0; i+3 < len(s.pts); i += 3 {
+			p0, p1, p2, p3 := s.pts[i], s.pts[i+1], s.pts[i+2], s.pts[i+3]
+			steps := int(max(8, (dist(p0, p1)+dist(p1, p2)+dist(p2, p3))/3))
+			for k := 0; k <= steps; k++ {
+				t := float64(k) / float64(steps)
+				u := 1 - t
+				out = append(out, point{
+					u*u*u*p0.x + 3*u*u*t*p1.x + 3*u*t*t*p2.x + t*t*t*p3.x,
+					u*u*u*p0.y + 3*u*u*t*p1.y + 3*u*t*t*p2.y + t*t*t*p3.y,
+				})
+			}
+		}
+	}
+	return out
+}
+
+func dist(p, q point) float64 { return math.Hypot(q.x-p.x, q.y-p.y) }

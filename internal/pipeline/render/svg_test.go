@@ -76,10 +76,10 @@ func TestSVGInvestigationCircuitReadsTopToBottom(t *testing.T) {
 	}
 }
 
-// checkEdges: every edge has exactly one arrowhead, touching its target
-// and no other node, arrowheads of different edges are apart, no curve
-// cuts through a node it does not connect, and every label is next to its
-// own curve and clear of every node.
+// checkEdges: every edge has exactly one arrowhead, touching its target,
+// arrowheads of different edges are apart, no curve cuts through a node it
+// does not connect, and every label is next to its own curve. (Whether a
+// label covers a node is measured in a browser: TestSVGAsABrowserDrawsIt.)
 func checkEdges(t *testing.T, d drawing) {
 	t.Helper()
 	var tips []point
@@ -98,7 +98,7 @@ func checkEdges(t *testing.T, d drawing) {
 		}
 		// Graphviz ends an edge where the outline's stroke would end: a little
 		// beyond the sharp corner of a flat diamond or hexagon.
-		if best > 4 {
+		if best > 5 {
 			t.Errorf("%s: its arrowhead is %.1f from %s", name, best, e.to)
 		}
 		for _, other := range tips {
@@ -119,13 +119,12 @@ func checkEdges(t *testing.T, d drawing) {
 			}
 		}
 		for _, l := range e.labels {
-			if gap := nearest(l.at, e.curve); gap > l.box().x1-l.at.x+14 {
-				t.Errorf("%s: label %q floats %.0f away from its edge", name, l.s, gap)
+			gap := 1e9
+			for _, p := range e.curve {
+				gap = min(gap, l.box().distance(p))
 			}
-			for id, box := range d.nodes {
-				if l.box().overlaps(box) {
-					t.Errorf("%s: label %q covers node %s", name, l.s, id)
-				}
+			if gap > 16 {
+				t.Errorf("%s (%s): label %q floats %.0f away from its edge", name, e.class, l.s, gap)
 			}
 		}
 	}
