@@ -73,6 +73,7 @@ require (
 )
 
 require (
+	early.nanohost/privatetmp v0.0.0
 	github.com/Microsoft/go-winio v0.6.2 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -107,3 +108,5 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v3 v3.0.1
 )
+
+replace early.nanohost/privatetmp => ./internal/privatetmp

@@ -1,0 +1,3 @@
+module early.nanohost/privatetmp
+
+go 1.26.0
