@@ -155,6 +155,12 @@ func (s *Service) resumeEngine(ctx context.Context, eng *engine.Engine, run Run)
 	if err != nil {
 		return nil, err
 	}
+	if cp.State == engine.StateSuccess || cp.State == engine.StateFail {
+		// It reached its end, and its host died before recording so: the
+		// end it reached is its outcome (nothing is left to run).
+		s.log.Info("run had ended before its host could record it; recording its end", "run", run.ID, "state", cp.State)
+		return &engine.RunResult{RunID: run.ID, Status: cp.State, FailureReason: cp.FailureReason, LogsRoot: run.LogsRoot, Usage: run.Usage}, nil
+	}
 	g, err := s.loadRunnable(run.GroupFolder, cp.GraphFile, []byte(cp.GraphDOT), run.Goal)
 	if err != nil {
 		return nil, fmt.Errorf("load the pipeline of run %s: %w", run.ID, err)

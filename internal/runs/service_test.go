@@ -431,3 +431,32 @@ func TestShortID(t *testing.T) {
 		}
 	}
 }
+
+// A run whose engine reached its end while its host died before recording
+// it (killed between the two) ends as what it reached when it is resumed —
+// not failed for having nothing left to run.
+func TestARunThatEndedUnrecordedEndsAsItReached(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	const dot = `digraph G { start [shape=Mdiamond]; work [prompt="w"]; exit [shape=Msquare]; start -> work -> exit }`
+	done, _, err := f.service.Start(ctx, runs.StartRequest{Group: "main", Chat: console.Chat, Source: []byte(dot)}, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.waitState(done.ID, runs.Succeeded)
+	// The same end, unrecorded: the store says running, the run's
+	// directory holds its finished checkpoint.
+	lost := runs.Run{ID: "run-lost", GroupFolder: "main", ChatID: console.Chat, SourceDOT: dot, FileName: "pipeline.dot", LogsRoot: done.LogsRoot}
+	if err := f.st.CreateRun(ctx, lost); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.UpdateRunStatus(ctx, lost.ID, runs.Running); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.service.ResumeUnfinished(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.waitState(lost.ID, runs.Succeeded); got.FailureReason != "" {
+		t.Errorf("recorded with reason %q", got.FailureReason)
+	}
+}
