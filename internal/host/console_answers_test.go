@@ -151,7 +151,7 @@ func TestConsoleListsStoredPipelinesAndCorrectsNames(t *testing.T) {
 		return err == nil && r.Status == runs.Cancelled
 	})
 	c.typeLines("/pipeline resume " + short)
-	c.shows("already ended as cancelled; start a new one", 1)
+	c.shows("run "+run.ID+" already ended as cancelled; start a new one", 1)
 
 	c.typeLines("/pipelin list")
 	c.shows("/pipelin is not a command — did you mean /pipeline list?", 1)

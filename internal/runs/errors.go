@@ -50,5 +50,25 @@ func (e *SettledError) Error() string {
 	return fmt.Sprintf("already answered by %s: %s (%s)", g.AnsweredBy, g.ChosenLabel(), g.AnsweredAt.UTC().Format("15:04 UTC"))
 }
 
+// EndedError refuses a change to a run that has ended: it names the run and
+// how it ended, and errors.Is(err, ErrRunEnded) holds.
+type EndedError struct {
+	RunID  string
+	Status State
+	// Hint says what to do instead, "" for nothing.
+	Hint string
+}
+
+func (e *EndedError) Error() string {
+	msg := fmt.Sprintf("run %s already ended as %s", e.RunID, e.Status)
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrRunEnded) true.
+func (e *EndedError) Is(target error) bool { return target == ErrRunEnded }
+
 // Is makes errors.Is(err, ErrSettled) true.
 func (e *SettledError) Is(target error) bool { return target == ErrSettled }

@@ -299,7 +299,7 @@ func (s *Service) Cancel(ctx context.Context, runID string, who Principal) error
 		return err
 	}
 	if run.Status.Finished() {
-		return fmt.Errorf("run %s %w as %s", runID, ErrRunEnded, run.Status)
+		return &EndedError{RunID: runID, Status: run.Status}
 	}
 	if err := onTheCommandLine(run); err != nil {
 		return err
@@ -355,7 +355,7 @@ func (s *Service) Resume(ctx context.Context, runID string, who Principal) error
 	}
 	switch {
 	case run.Status.Finished():
-		return fmt.Errorf("run %s %w as %s; start a new one", runID, ErrRunEnded, run.Status)
+		return &EndedError{RunID: runID, Status: run.Status, Hint: "start a new one"}
 	case s.isActive(runID):
 		return fmt.Errorf("run %s: %w", runID, ErrRunActive)
 	}
