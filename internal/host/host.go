@@ -144,8 +144,11 @@ func New(opts Options) (*Host, error) {
 	}
 	threads.RunURL = h.runURL
 	var leases runs.Leases
+	var journals runs.Journals
 	if opts.Store.Shared() {
-		leases = opts.Store // replicas share runs: each is driven by its lease holder
+		// Replicas share runs: each is driven by its lease holder, and
+		// resumed by any of them from its journal in the store.
+		leases, journals = opts.Store, opts.Store
 	}
 	service, err := runs.New(runs.Config{
 		Store:            opts.Store,
@@ -161,6 +164,7 @@ func New(opts Options) (*Host, error) {
 		Observe:          opts.Metrics.observeRun,
 		Wakeups:          opts.Store.Wakeups(opts.Logger),
 		Leases:           leases,
+		Journals:         journals,
 		Replica:          cfg.ReplicaID(),
 		LeaseTTL:         cfg.Replica.LeaseTTL,
 		ClaimTTL:         cfg.Replica.LeaseTTL,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
@@ -137,6 +136,7 @@ func (s *Service) runEngine(ctx context.Context, run Run, g *pipeline.Graph, d *
 		Personas: personas,
 		Masks:    masks,
 		LogsRoot: run.LogsRoot,
+		Journal:  s.journalFor(ctx, d.ar),
 		RunID:    run.ID,
 		Logger:   s.cfg.Logger.With("run", run.ID),
 	})
@@ -151,7 +151,7 @@ func (s *Service) runEngine(ctx context.Context, run Run, g *pipeline.Graph, d *
 // when it started rather than written in its source (which is kept as
 // written): the recorded goal is applied again, so $goal expands as it did.
 func (s *Service) resumeEngine(ctx context.Context, eng *engine.Engine, run Run) (*engine.RunResult, error) {
-	cp, err := engine.LoadCheckpoint(run.LogsRoot)
+	cp, err := s.checkpoint(ctx, run)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +160,9 @@ func (s *Service) resumeEngine(ctx context.Context, eng *engine.Engine, run Run)
 		// end it reached is its outcome (nothing is left to run).
 		s.log.Info("run had ended before its host could record it; recording its end", "run", run.ID, "state", cp.State)
 		return &engine.RunResult{RunID: run.ID, Status: cp.State, FailureReason: cp.FailureReason, LogsRoot: run.LogsRoot, Usage: run.Usage}, nil
+	}
+	if err := s.prepareRunDir(run); err != nil {
+		return nil, err
 	}
 	g, err := s.loadRunnable(run.GroupFolder, cp.GraphFile, []byte(cp.GraphDOT), run.Goal)
 	if err != nil {
@@ -186,7 +189,7 @@ func (s *Service) loadRunnable(group, file string, src []byte, goal string) (*pi
 func (s *Service) settle(ctx context.Context, run Run, res *engine.RunResult, err error, d *delivery) {
 	bg := context.WithoutCancel(ctx)
 	log := s.log.With("run", run.ID)
-	if errors.Is(context.Cause(ctx), errLeaseLost) {
+	if errors.Is(context.Cause(ctx), ErrLeaseLost) {
 		log.Info("run stopped here: another replica drives it now")
 		if d != nil {
 			d.close(s.cfg.CloseWait)
@@ -252,17 +255,11 @@ func (s *Service) resume(run Run) error {
 		}
 		run = full
 	}
-	_, err := engine.LoadCheckpoint(run.LogsRoot)
+	_, err := s.checkpoint(ctx, run)
 	switch {
 	case err == nil:
 		s.log.Info("resuming run from its checkpoint", "run", run.ID, "status", run.Status)
 		s.launch(run, nil, "")
-	case errors.Is(err, fs.ErrNotExist) && s.leased() && run.LastSeq > 0 && !dirExists(run.LogsRoot):
-		// It ran elsewhere, and its directory is not here: starting it
-		// again would run its completed stages twice. It waits for a
-		// replica that sees its directory.
-		return fmt.Errorf("run %s ran on another replica and its logs root %s is not on this one: replicas resume each other's runs only when data_dir/runs is shared, at the same path, by all of them (docs/scaling.md)",
-			run.ID, run.LogsRoot)
 	case errors.Is(err, fs.ErrNotExist):
 		// It stopped before its first checkpoint: start it again.
 		g, err := s.loadRunnable(run.GroupFolder, run.FileName, []byte(run.SourceDOT), run.Goal)
@@ -276,12 +273,6 @@ func (s *Service) resume(run Run) error {
 		return err
 	}
 	return nil
-}
-
-// dirExists reports whether dir is a directory here.
-func dirExists(dir string) bool {
-	fi, err := os.Stat(dir)
-	return err == nil && fi.IsDir()
 }
 
 // ResumeUnfinished restarts, at start-up, every run a previous process left

@@ -181,7 +181,7 @@ func (a *asker) wait(ctx context.Context) (engine.Answer, error) {
 		case <-timeout:
 			return a.close(ctx, GateTimedOut, "")
 		case <-ctx.Done():
-			if errors.Is(context.Cause(ctx), errLeaseLost) {
+			if errors.Is(context.Cause(ctx), ErrLeaseLost) {
 				return engine.Answer{}, ctx.Err() // the replica that took the run over asks again
 			}
 			if _, err := a.close(context.WithoutCancel(ctx), GateWithdrawn, stoppedNote(ctx)); err != nil {

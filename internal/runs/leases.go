@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
+
+	"nanohost/internal/pipeline/engine"
 )
 
 // Run ownership among replicas sharing the store (docs/scaling.md): each
@@ -33,9 +37,10 @@ type Leases interface {
 	ClaimRuns(ctx context.Context, owner string, ttl time.Duration, limit int) ([]Run, error)
 }
 
-// errLeaseLost stops a run whose lease another replica took over: the run
-// goes on there, and this process must write nothing more for it.
-var errLeaseLost = errors.New("another replica took over the run's lease")
+// ErrLeaseLost stops a run whose lease another replica took over: the run
+// goes on there, and this process must write nothing more for it. The
+// store's journal refuses appends with it (fencing in the database).
+var ErrLeaseLost = errors.New("another replica took over the run's lease")
 
 // claimBatch bounds the runs one scan claims: the rest wait for the next
 // scan, or for another replica's.
@@ -57,7 +62,7 @@ func (s *Service) takeLease(ctx context.Context, runID string) (bool, error) {
 }
 
 // holdLease renews ar's lease until ctx ends. When the lease is lost it
-// fences the run and stops it with errLeaseLost.
+// fences the run and stops it with ErrLeaseLost.
 func (s *Service) holdLease(ctx context.Context, ar *activeRun) {
 	tick := time.NewTicker(s.leaseEvery())
 	defer tick.Stop()
@@ -79,9 +84,9 @@ func (s *Service) holdLease(ctx context.Context, ar *activeRun) {
 			s.log.Warn("renew a run's lease; trying again", "run", ar.id, "err", err)
 			continue
 		case err != nil:
-			err = fmt.Errorf("%w (could not renew it for %s: %v)", errLeaseLost, time.Since(renewed).Round(time.Second), err)
+			err = fmt.Errorf("%w (could not renew it for %s: %v)", ErrLeaseLost, time.Since(renewed).Round(time.Second), err)
 		default:
-			err = errLeaseLost
+			err = ErrLeaseLost
 		}
 		s.log.Warn("stopped driving a run: its lease is lost; the replica that took it over goes on with it",
 			"run", ar.id, "replica", s.cfg.Replica, "err", err)
@@ -139,4 +144,83 @@ func (s *Service) claimOrphanBatch() {
 			s.logErr("release a run that cannot resume", run.ID, s.cfg.Leases.ReleaseLease(context.Background(), run.ID, s.cfg.Replica))
 		}
 	}
+}
+
+// Journals keep runs' engine journals in the store replicas share, so
+// that any replica can resume any run (store.OpenRunJournal). Nil: each
+// run's journal is files in its directory (one host).
+type Journals interface {
+	// OpenRunJournal opens the run's journal for owner, whose appends
+	// fail with an error wrapping ErrLeaseLost once owner no longer
+	// holds the run's lease.
+	OpenRunJournal(ctx context.Context, runID, owner string) (engine.Journal, error)
+}
+
+// journalFor is the engine's journal opener for run (nil: the engine's
+// files). A journal append refused for a lost lease fences the run at
+// once, before the next renewal would.
+func (s *Service) journalFor(ctx context.Context, ar *activeRun) engine.JournalOpener {
+	if s.cfg.Journals == nil {
+		return nil
+	}
+	return engine.JournalOpenerFunc(func(string) (engine.Journal, error) {
+		j, err := s.cfg.Journals.OpenRunJournal(ctx, ar.id, s.cfg.Replica)
+		if err != nil {
+			return nil, err
+		}
+		return fencedJournal{Journal: j, ar: ar}, nil
+	})
+}
+
+// fencedJournal fences its run when the store refuses an append.
+type fencedJournal struct {
+	engine.Journal
+	ar *activeRun
+}
+
+func (f fencedJournal) Append(rec engine.Record) error {
+	err := f.Journal.Append(rec)
+	if errors.Is(err, ErrLeaseLost) {
+		f.ar.fence(err)
+	}
+	return err
+}
+
+// checkpoint is the run's state as of its last commit, with its source:
+// from its journal in the store (replicas), or from its directory. An
+// error wrapping fs.ErrNotExist says it has none yet.
+func (s *Service) checkpoint(ctx context.Context, run Run) (*engine.Checkpoint, error) {
+	if s.cfg.Journals == nil {
+		return engine.LoadCheckpoint(run.LogsRoot)
+	}
+	j, err := s.cfg.Journals.OpenRunJournal(ctx, run.ID, s.cfg.Replica)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := engine.StateOf(j)
+	if err != nil {
+		return nil, err
+	}
+	cp.GraphDOT = run.SourceDOT // the source the run started from, as recorded
+	return cp, nil
+}
+
+// prepareRunDir gives a run resumed from the store's journal its
+// directory on this replica — its lock, its stage files from now on — and
+// its source there, as the engine reads it back.
+func (s *Service) prepareRunDir(run Run) error {
+	if s.cfg.Journals == nil {
+		return nil
+	}
+	if err := os.MkdirAll(run.LogsRoot, 0o755); err != nil {
+		return fmt.Errorf("create the run's directory on this replica: %w", err)
+	}
+	src := filepath.Join(run.LogsRoot, engine.SourceFile)
+	if _, err := os.Lstat(src); err == nil {
+		return nil
+	}
+	if err := os.WriteFile(src, []byte(run.SourceDOT), 0o644); err != nil {
+		return fmt.Errorf("write the run's source on this replica: %w", err)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package runs_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -43,8 +44,9 @@ func awaitGate(t *testing.T, st *store.Store, runID string) runs.Gate {
 }
 
 // A replica that stops lets its runs go: another replica claims them at
-// once, resumes them from their checkpoints (the gate is asked again), and
-// drives them to their end. Start took the lease: only its owner drove the
+// once, resumes them from their journals in the store — it has not the
+// first one's files — (the gate is asked again), and drives them to their
+// end. Start took the lease: only its owner drove the
 // run before.
 func TestReplicaStoppingHandsItsRunsOver(t *testing.T) {
 	url := storetest.PostgresURL(t)
@@ -69,6 +71,11 @@ func TestReplicaStoppingHandsItsRunsOver(t *testing.T) {
 
 	stopped := time.Now()
 	a.Shutdown(10 * time.Second)
+	// B runs on another machine: A's run directory is not there. The
+	// run's journal is in the store.
+	if err := os.RemoveAll(run.LogsRoot); err != nil {
+		t.Fatal(err)
+	}
 	var again runs.Gate
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		again = awaitGate(t, stB, run.ID)

@@ -69,6 +69,9 @@ type Config struct {
 	// and orphaned runs claimed, every LeaseTTL/3).
 	Leases   Leases
 	LeaseTTL time.Duration
+	// Journals, when set, keep runs' journals in the store (with Leases:
+	// any replica resumes any run from there).
+	Journals Journals
 	// CloseWait bounds how long a run's end waits for its thread to
 	// deliver what is queued (default 15s).
 	CloseWait time.Duration
@@ -397,7 +400,7 @@ func (s *Service) Status(ctx context.Context, runID string) (Status, error) {
 		return Status{}, err
 	}
 	st := Status{Run: run}
-	if cp, err := engine.LoadCheckpoint(run.LogsRoot); err == nil {
+	if cp, err := s.checkpoint(ctx, run); err == nil {
 		st.Completed, st.Current = cp.CompletedNodes, cp.NextNode
 	}
 	if ar, ok := s.activeRun(runID); ok {

@@ -79,8 +79,9 @@ func newService(t testing.TB, st *store.Store, o serviceOptions) *runs.Service {
 		o.policies = runs.Policies{"web": runs.Operators{}, "console": console.Policy()}
 	}
 	var leases runs.Leases
+	var journals runs.Journals
 	if o.replica != "" {
-		leases = st
+		leases, journals = st, st
 	}
 	service, err := runs.New(runs.Config{
 		Store:    st,
@@ -91,7 +92,7 @@ func newService(t testing.TB, st *store.Store, o serviceOptions) *runs.Service {
 			return frontend.Prepare(file, src, frontend.Options{Goal: goal})
 		},
 		RunsDir: t.TempDir(), GatePoll: o.poll, Wakeups: o.wakeups, Observe: o.observe, Logger: quiet,
-		Leases: leases, Replica: o.replica, LeaseTTL: o.leaseTTL,
+		Leases: leases, Journals: journals, Replica: o.replica, LeaseTTL: o.leaseTTL,
 	})
 	if err != nil {
 		t.Fatal(err)

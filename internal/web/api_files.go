@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,10 +67,7 @@ func readRunFile(run runs.Run, name string, limit int64) ([]byte, bool, error) {
 // checkpoint.json snapshot with the journal's later commits applied), in
 // checkpoint.json's layout.
 func (s *Server) loadCheckpoint(run runs.Run) (*engine.Checkpoint, []byte, error) {
-	if run.LogsRoot == "" {
-		return nil, nil, fs.ErrNotExist
-	}
-	cp, err := engine.LoadState(run.LogsRoot)
+	cp, err := s.runState(run)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -78,6 +76,26 @@ func (s *Server) loadCheckpoint(run runs.Run) (*engine.Checkpoint, []byte, error
 		return nil, nil, fmt.Errorf("encode the run's state: %w", err)
 	}
 	return cp, data, nil
+}
+
+// runState is the run's state as of its last commit: from its journal in
+// the store when replicas share it (any replica may have driven the run),
+// else — or for a run journaled before that — from its directory.
+func (s *Server) runState(run runs.Run) (*engine.Checkpoint, error) {
+	if s.opts.Store.Backend() == "postgres" {
+		j, err := s.opts.Store.OpenRunJournal(context.Background(), run.ID, "")
+		if err != nil {
+			return nil, err
+		}
+		cp, err := engine.StateOf(j)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return cp, err
+		}
+	}
+	if run.LogsRoot == "" {
+		return nil, fs.ErrNotExist
+	}
+	return engine.LoadState(run.LogsRoot)
 }
 
 // noCheckpoint answers a run without a checkpoint yet (or an unreadable one).

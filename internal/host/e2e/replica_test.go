@@ -233,7 +233,8 @@ func (r *replica) startOn(t *testing.T, dot string) string {
 // A replica driving three runs is SIGKILLed — one run waits at a gate,
 // one is in the middle of a long stage, one inside a parallel block with
 // one branch done. The other replica takes all three over once their
-// leases expire and resumes them from their journals: no completed stage
+// leases expire and resumes them from their journals in PostgreSQL (A's
+// run directories are deleted): no completed stage
 // (nor the finished branch) runs again, and each run's story goes on in
 // the Slack thread it had, under its one status card.
 func TestReplicaTakeoverAfterKill(t *testing.T) {
@@ -277,6 +278,11 @@ func TestReplicaTakeoverAfterKill(t *testing.T) {
 
 	a.kill(t)
 	killed := time.Now()
+	// B might as well be on another machine: nothing of A's data directory
+	// is needed. The runs' journals are in PostgreSQL.
+	if err := os.RemoveAll(filepath.Join(a.dir, "data", "runs")); err != nil {
+		t.Fatal(err)
+	}
 	resumedAt := map[string]time.Time{}
 	waitUntil(t, 30*time.Second, "B resumes all three runs", func() bool {
 		for _, id := range ids {

@@ -178,6 +178,19 @@ func LoadState(logsRoot string) (*Checkpoint, error) {
 	return st.cp, nil
 }
 
+// StateOf is LoadState for a journal kept elsewhere than the run's
+// directory (Config.Journal): the run's state as of its last commit,
+// without its source. An error wrapping fs.ErrNotExist says the journal
+// holds no snapshot yet (the run never started).
+func StateOf(j Journal) (*Checkpoint, error) {
+	st, err := replayJournal(j)
+	if err != nil {
+		return nil, err
+	}
+	st.cp.JournalOffset = 0
+	return st.cp, nil
+}
+
 // withSource fills in cp.GraphDOT from the run's SourceFile.
 func withSource(logsRoot string, cp *Checkpoint) (*Checkpoint, error) {
 	if cp.GraphDOT != "" {

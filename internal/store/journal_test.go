@@ -1,0 +1,94 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/runs"
+	"nanohost/internal/store/storetest"
+)
+
+// A run's journal in PostgreSQL: what one replica appended, another
+// replays after taking the run over — the latest snapshot, then the
+// records after it — and the replica that lost the lease can append
+// nothing more.
+func TestRunJournalIsReplayedByTheNextOwner(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	a, b := openURL(t, url), openURL(t, url)
+	ctx := context.Background()
+	createTestRun(t, a, "r1")
+	const ttl = 300 * time.Millisecond
+	if ok, err := a.TakeLease(ctx, "r1", "A", ttl); err != nil || !ok {
+		t.Fatalf("take: %v %v", ok, err)
+	}
+	ja, err := a.OpenRunJournal(ctx, "r1", "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := func(seq int64, typ engine.EventType, node string) engine.Event {
+		return engine.Event{RunID: "r1", Seq: seq, Time: time.Now().UTC(), Type: typ, NodeID: node}
+	}
+	appendAll := func(j engine.Journal, recs ...engine.Record) {
+		t.Helper()
+		for _, r := range recs {
+			if err := j.Append(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendAll(ja,
+		engine.Record{Event: ev(1, engine.EventPipelineStarted, "")},
+		engine.Record{Snapshot: &engine.Checkpoint{RunID: "r1", NextNode: "plan", Context: map[string]any{"k": "v"}}},
+		engine.Record{Event: ev(2, engine.EventStageStarted, "plan")},
+		engine.Record{Event: ev(3, engine.EventStageCompleted, "plan"), Commit: &engine.Delta{NextNode: "build", CompletedNodes: []string{"plan"}}},
+		engine.Record{Snapshot: &engine.Checkpoint{RunID: "r1", NextNode: "build", CompletedNodes: []string{"plan"}, EventSeq: 3}},
+		engine.Record{Event: ev(4, engine.EventStageStarted, "build")},
+	)
+
+	time.Sleep(ttl + 100*time.Millisecond) // A died
+	if claimed, err := b.ClaimRuns(ctx, "B", time.Minute, 1); err != nil || len(claimed) != 1 {
+		t.Fatalf("B claims %v (%v)", claimed, err)
+	}
+	jb, err := b.OpenRunJournal(ctx, "r1", "B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []engine.Record
+	if err := jb.Replay(func(r engine.Record) error { got = append(got, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Snapshot == nil || got[0].Snapshot.NextNode != "build" || got[1].Event.Seq != 4 || got[1].Event.NodeID != "build" {
+		t.Fatalf("B replays %+v, want the latest snapshot (next: build) and the event after it", got)
+	}
+	cp, err := engine.StateOf(jb)
+	if err != nil || cp.NextNode != "build" || len(cp.CompletedNodes) != 1 {
+		t.Fatalf("state %+v (%v), want plan completed and build next", cp, err)
+	}
+
+	err = ja.Append(engine.Record{Event: ev(5, engine.EventStageCompleted, "build"), Commit: &engine.Delta{NextNode: "exit"}})
+	if !errors.Is(err, runs.ErrLeaseLost) {
+		t.Fatalf("A appends after B took the run over: %v, want ErrLeaseLost", err)
+	}
+	appendAll(jb, engine.Record{Event: ev(5, engine.EventStageCompleted, "build"), Commit: &engine.Delta{NextNode: "exit", CompletedNodes: []string{"build"}}})
+	cp, err = engine.StateOf(jb)
+	if err != nil || cp.NextNode != "exit" || len(cp.CompletedNodes) != 2 {
+		t.Fatalf("after B's commit: %+v (%v)", cp, err)
+	}
+}
+
+// A journal that holds nothing yet says so as the engine expects: the run
+// never started.
+func TestRunJournalEmpty(t *testing.T) {
+	s := openURL(t, storetest.PostgresURL(t))
+	createTestRun(t, s, "r1")
+	j, err := s.OpenRunJournal(context.Background(), "r1", "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.StateOf(j); err == nil {
+		t.Fatal("an empty journal has a state")
+	}
+}
