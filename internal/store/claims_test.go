@@ -18,22 +18,10 @@ func TestDeliveryClaimHasOneHolder(t *testing.T) {
 		a, b := openURL(t, url), openURL(t, url)
 		createTestRun(t, a, "r1")
 		const ttl = 300 * time.Millisecond
-		var wg sync.WaitGroup
-		won := make([]bool, 8)
-		for i := range won {
-			st := a
-			if i%2 == 1 {
-				st = b
-			}
-			wg.Go(func() {
-				ok, _, err := st.ClaimDelivery(ctx, "r1", "replica-"+string(rune('a'+i)), ttl)
-				if err != nil {
-					t.Error(err)
-				}
-				won[i] = ok
-			})
-		}
-		wg.Wait()
+		won := claimAtOnce(t, a, b, func(i int, st *Store) (bool, error) {
+			ok, _, err := st.ClaimDelivery(ctx, "r1", "replica-"+string(rune('a'+i)), ttl)
+			return ok, err
+		})
 		winner := ""
 		for i, ok := range won {
 			if ok {
@@ -81,22 +69,9 @@ func TestInboundClaimedOnce(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		a, b := openURL(t, url), openURL(t, url)
-		var wg sync.WaitGroup
-		firsts := make([]bool, 8)
-		for i := range firsts {
-			st := a
-			if i%2 == 1 {
-				st = b
-			}
-			wg.Go(func() {
-				first, err := st.ClaimInbound(ctx, "slack:event:Ev1", "replica")
-				if err != nil {
-					t.Error(err)
-				}
-				firsts[i] = first
-			})
-		}
-		wg.Wait()
+		firsts := claimAtOnce(t, a, b, func(_ int, st *Store) (bool, error) {
+			return st.ClaimInbound(ctx, "slack:event:Ev1", "replica")
+		})
 		if n := len(slices.DeleteFunc(firsts, func(f bool) bool { return !f })); n != 1 {
 			t.Fatalf("%d claims were first, want exactly 1", n)
 		}
@@ -110,4 +85,27 @@ func TestInboundClaimedOnce(t *testing.T) {
 			t.Error("a pruned claim is still claimed")
 		}
 	})
+}
+
+// claimAtOnce makes 8 claims at once, alternately through a and b (two
+// replicas' stores), and returns which succeeded.
+func claimAtOnce(t *testing.T, a, b *Store, claim func(i int, st *Store) (bool, error)) []bool {
+	t.Helper()
+	var wg sync.WaitGroup
+	won := make([]bool, 8)
+	for i := range won {
+		st := a
+		if i%2 == 1 {
+			st = b
+		}
+		wg.Go(func() {
+			ok, err := claim(i, st)
+			if err != nil {
+				t.Error(err)
+			}
+			won[i] = ok
+		})
+	}
+	wg.Wait()
+	return won
 }
