@@ -96,6 +96,10 @@ func (d *delivery) observe(e engine.Event) {
 		if e.Branch == "" {
 			d.ar.setCurrent(e.NodeID)
 		}
+	case engine.EventStageCompleted:
+		if e.NodeID != "" {
+			d.s.keepStageFiles(ctx, d.run, e.NodeID)
+		}
 	case engine.EventInterviewStarted:
 		d.s.logErr("mark run waiting", d.run.ID, d.s.cfg.Store.UpdateRunStatus(ctx, d.run.ID, Waiting))
 	case engine.EventInterviewCompleted, engine.EventInterviewTimeout:

@@ -147,13 +147,18 @@ func (s *Service) claimOrphanBatch() {
 }
 
 // Journals keep runs' engine journals in the store replicas share, so
-// that any replica can resume any run (store.OpenRunJournal). Nil: each
-// run's journal is files in its directory (one host).
+// that any replica can resume any run (store.OpenRunJournal), and copies
+// of their stage files, so that any replica's dashboard shows them. Nil:
+// each run's journal and stage files are only files in its directory (one
+// host).
 type Journals interface {
 	// OpenRunJournal opens the run's journal for owner, whose appends
 	// fail with an error wrapping ErrLeaseLost once owner no longer
 	// holds the run's lease.
 	OpenRunJournal(ctx context.Context, runID, owner string) (engine.Journal, error)
+	// PutRunFile keeps a copy of a stage file people read (path relative
+	// to the run's logs root), for every replica's dashboard.
+	PutRunFile(ctx context.Context, runID, path string, data []byte) error
 }
 
 // journalFor is the engine's journal opener for run (nil: the engine's

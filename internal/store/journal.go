@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 
 	"nanohost/internal/pipeline/engine"
@@ -119,4 +122,32 @@ func (j *runJournal) Replay(fn func(engine.Record) error) error {
 		}
 	}
 	return rows.Err()
+}
+
+// PutRunFile keeps a copy of a run's stage file (path relative to its
+// logs root, e.g. plan/response.md), replacing the one kept before.
+func (s *Store) PutRunFile(ctx context.Context, runID, path string, data []byte) error {
+	_, err := s.writer.ExecContext(ctx, `INSERT INTO run_files (run_id, path, content) VALUES (?, ?, ?)
+		ON CONFLICT (run_id, path) DO UPDATE SET content = excluded.content`, runID, path, data)
+	if err != nil {
+		return fmt.Errorf("keep %s of run %s: %w", path, runID, err)
+	}
+	return nil
+}
+
+// RunFile is the kept copy of a run's stage file: at most limit bytes,
+// and whether there was more. A file never kept is an error wrapping
+// fs.ErrNotExist (and ErrNotFound).
+func (s *Store) RunFile(ctx context.Context, runID, path string, limit int64) ([]byte, bool, error) {
+	var data []byte
+	var size int64
+	err := s.reader.QueryRowContext(ctx, `SELECT substr(content, 1, ?), length(content) FROM run_files
+		WHERE run_id = ? AND path = ?`, limit, runID, path).Scan(&data, &size)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, fmt.Errorf("run %s: no %s kept: %w", runID, path, errors.Join(ErrNotFound, fs.ErrNotExist))
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s of run %s: %w", path, runID, err)
+	}
+	return data, size > limit, nil
 }

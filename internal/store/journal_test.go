@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"testing"
 	"time"
 
@@ -90,5 +91,30 @@ func TestRunJournalEmpty(t *testing.T) {
 	}
 	if _, err := engine.StateOf(j); err == nil {
 		t.Fatal("an empty journal has a state")
+	}
+}
+
+// A stage file kept in the store reads back whole, or its start with the
+// news that there is more; one never kept is not there.
+func TestRunFilesKeptInTheStore(t *testing.T) {
+	s := openURL(t, storetest.PostgresURL(t))
+	ctx := context.Background()
+	createTestRun(t, s, "r1")
+	if err := s.PutRunFile(ctx, "r1", "plan/response.md", []byte("first draft")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutRunFile(ctx, "r1", "plan/response.md", []byte("the plan [outcome:success]")); err != nil {
+		t.Fatal(err)
+	}
+	data, more, err := s.RunFile(ctx, "r1", "plan/response.md", 1<<20)
+	if err != nil || more || string(data) != "the plan [outcome:success]" {
+		t.Fatalf("RunFile = %q, %v, %v; want the latest copy, whole", data, more, err)
+	}
+	data, more, err = s.RunFile(ctx, "r1", "plan/response.md", 8)
+	if err != nil || !more || string(data) != "the plan" {
+		t.Fatalf("RunFile limited to 8 = %q, %v, %v; want the first 8 bytes and more", data, more, err)
+	}
+	if _, _, err := s.RunFile(ctx, "r1", "build/response.md", 100); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a file never kept: %v, want fs.ErrNotExist", err)
 	}
 }

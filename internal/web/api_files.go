@@ -26,7 +26,7 @@ const (
 )
 
 // nodeFiles are the per-node files the API serves, by name.
-var nodeFiles = []string{"prompt.md", "response.md", "status.json"}
+var nodeFiles = runs.StageFiles
 
 // readRunFile reads name (relative to the run's logs root) without
 // following anything out of it: agents write into stage directories, and a
@@ -76,6 +76,17 @@ func (s *Server) loadCheckpoint(run runs.Run) (*engine.Checkpoint, []byte, error
 		return nil, nil, fmt.Errorf("encode the run's state: %w", err)
 	}
 	return cp, data, nil
+}
+
+// stageFile reads a stage file of the run: from its directory, or — when
+// the stage ran on another replica sharing the store — the copy kept in
+// the store.
+func (s *Server) stageFile(run runs.Run, rel string, limit int64) ([]byte, bool, error) {
+	data, more, err := readRunFile(run, rel, limit)
+	if errors.Is(err, fs.ErrNotExist) && s.opts.Store.Backend() == "postgres" {
+		return s.opts.Store.RunFile(context.Background(), run.ID, filepath.ToSlash(rel), limit)
+	}
+	return data, more, err
 }
 
 // runState is the run's state as of its last commit: from its journal in
@@ -215,7 +226,7 @@ func (s *Server) getNode(w http.ResponseWriter, r *http.Request) {
 	}
 	dir := s.stageDir(run, n.ID)
 	for _, name := range nodeFiles {
-		data, more, err := readRunFile(run, filepath.Join(dir, name), maxInlineFile)
+		data, more, err := s.stageFile(run, filepath.Join(dir, name), maxInlineFile)
 		if err != nil {
 			continue // not written (yet): a start node has no prompt
 		}
@@ -242,7 +253,7 @@ func (s *Server) getNodeFile(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	data, more, err := readRunFile(run, filepath.Join(s.stageDir(run, n.ID), name), maxRawFile)
+	data, more, err := s.stageFile(run, filepath.Join(s.stageDir(run, n.ID), name), maxRawFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("node %s of run %s has no %s (yet)", n.ID, run.ID, name),
 			"files appear once the node has run; start and exit nodes have no prompt or response")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -362,6 +363,18 @@ func TestReplicaTakeoverAfterKill(t *testing.T) {
 		story := threadText(rs.fake, after.ThreadTS)
 		if n := strings.Count(story, "Pipeline complete"); n != 1 {
 			t.Errorf("run %s: %q told %d times in its thread, want once:\n%s", id, "Pipeline complete", n, story)
+		}
+	}
+	// B's dashboard shows the stages A ran, though A's files are gone.
+	for node, run := range map[string]string{"m_a": longRun, "g_a": gateRun, "p_fast": parRun} {
+		resp, err := http.Get("http://" + b.addr + "/pipelines/" + run + "/nodes/" + node + "/response.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "done") {
+			t.Errorf("B's dashboard: %s's response.md of run %s: %d %q; want the response A's agent gave", node, run, resp.StatusCode, body)
 		}
 	}
 	inOrder(t, threadText(rs.fake, before[longRun].ThreadTS), "→ m_a", "✓ m_a", "→ m_b", "✓ m_b", "→ m_c", "✓ m_c", "Pipeline complete")
