@@ -269,8 +269,11 @@ func (r *Reporter) isClosing() bool {
 func (r *Reporter) run(ctx context.Context) {
 	defer close(r.done)
 	r.postRoot(ctx)
-	if r.cp.LastSeq > 0 || r.cfg.Resume.RootID != "" {
-		r.behind.Store(true) // a resumed thread starts from the store
+	if r.cp.LastSeq > 0 || r.cfg.Resume.RootID != "" || r.cfg.Taken {
+		// A resumed thread starts from the store — also one whose earlier
+		// reporter died before posting anything: the run's stored events
+		// are told first, not only what the engine tells from now on.
+		r.behind.Store(true)
 	}
 	cardTimer := time.NewTimer(time.Hour)
 	cardTimer.Stop()

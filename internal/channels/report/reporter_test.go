@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -230,5 +231,34 @@ func TestAThreadThatFallsBehindCatchesUpFromTheStore(t *testing.T) {
 	defer mu.Unlock()
 	if reads == 0 {
 		t.Error("the reporter never read from the store: the queue did not overflow, the test proves nothing")
+	}
+}
+
+// A run taken over before its first reporter posted anything (its replica
+// died with the thread not started; chat posts lag behind the engine) has
+// stored events but no thread: the next reporter tells them first, then
+// what the engine tells it — nothing of the run's story is skipped.
+func TestTakenOverThreadWithNothingPostedTellsTheStoredEventsFirst(t *testing.T) {
+	ctx := context.Background()
+	stored := stageEvents("a", "b")
+	chat := &flakyChat{}
+	r := Start(ctx, Config{
+		Channel: chat, Chat: "C1", RunID: "run-1", Logger: slog.New(slog.DiscardHandler), CardInterval: time.Hour, Taken: true,
+		Events: func(_ context.Context, after int64) ([]engine.Event, error) {
+			return slices.DeleteFunc(slices.Clone(stored), func(e engine.Event) bool { return e.Seq <= after }), nil
+		},
+	})
+	r.Tell(engine.Event{Seq: 3, Type: engine.EventStageStarted, NodeID: "c", Label: "c", Index: 3, Total: 3})
+	closeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := r.Close(closeCtx); err != nil {
+		t.Fatal(err)
+	}
+	got := chat.posted()
+	if len(got) != 3 || !strings.Contains(got[0], "a") || !strings.Contains(got[1], "b") || !strings.Contains(got[2], "c") {
+		t.Errorf("thread %q; want the stored a and b, then c", got)
+	}
+	if p := r.Progress(); p.LastSeq != 3 || chat.roots != 1 {
+		t.Errorf("progress %+v with %d cards; want seq 3 under one card", p, chat.roots)
 	}
 }

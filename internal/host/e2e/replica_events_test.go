@@ -137,10 +137,20 @@ func checkThreadOnceInOrder(t *testing.T, rs *replicas, st *store.Store, run run
 			return
 		}
 	}
+	var missing []int64
 	for _, seq := range want {
 		if !slices.Contains(shown, seq) {
-			t.Errorf("run %s: event %d is not in its thread (shown: %v)", run.ID, seq, shown)
+			missing = append(missing, seq)
 		}
+	}
+	if len(missing) > 0 {
+		var where []string // every post of the run, wherever it went
+		for _, m := range rs.fake.Messages(opsChat) {
+			if key, _ := postKey(t, m); strings.Contains(key, run.ID) {
+				where = append(where, key+" in "+firstNonEmpty(m.ThreadTS, "the channel"))
+			}
+		}
+		t.Errorf("run %s: events %v are not in its thread %s (shown: %v); its posts: %v", run.ID, missing, run.ThreadTS, shown, where)
 	}
 }
 
@@ -161,4 +171,13 @@ func postKey(t *testing.T, m slacktest.Message) (string, int64) {
 		t.Fatalf("message %s metadata %s: %v", m.TS, m.Metadata, err)
 	}
 	return meta.Payload.Key, meta.Payload.Seq
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
