@@ -35,6 +35,9 @@ type Leases interface {
 	// ClaimRuns takes the leases of up to limit unfinished runs nobody
 	// drives and returns them (with their source) to resume.
 	ClaimRuns(ctx context.Context, owner string, ttl time.Duration, limit int) ([]Run, error)
+	// ReclaimRuns takes back the unfinished runs whose lease is still
+	// owner's (a replica restarted with the same id) and returns them.
+	ReclaimRuns(ctx context.Context, owner string, ttl time.Duration) ([]Run, error)
 }
 
 // ErrLeaseLost stops a run whose lease another replica took over: the run
@@ -112,6 +115,13 @@ func (s *Service) releaseLease(ar *activeRun) {
 func (s *Service) claimOrphans() {
 	tick := time.NewTicker(s.leaseEvery())
 	defer tick.Stop()
+	// Restarted with the same id, this replica takes its own runs back at
+	// once rather than when their leases expire.
+	mine, err := s.cfg.Leases.ReclaimRuns(s.life, s.cfg.Replica, s.cfg.LeaseTTL)
+	if err != nil && s.life.Err() == nil {
+		s.log.Warn("take back this replica's runs; they are claimed once their leases expire", "err", err)
+	}
+	s.resumeClaimed(mine)
 	for {
 		s.claimOrphanBatch()
 		select {
@@ -134,6 +144,11 @@ func (s *Service) claimOrphanBatch() {
 		}
 		return
 	}
+	s.resumeClaimed(claimed)
+}
+
+// resumeClaimed resumes runs whose leases this replica just took.
+func (s *Service) resumeClaimed(claimed []Run) {
 	for _, run := range claimed {
 		if s.isActive(run.ID) {
 			continue // it ended its lease here a moment ago and is still settling

@@ -92,6 +92,28 @@ func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
 // a replica. Replicas scanning at once skip each other's rows (FOR UPDATE
 // SKIP LOCKED) rather than wait; each run goes to one of them.
 func (s *Store) ClaimRuns(ctx context.Context, owner string, ttl time.Duration, limit int) ([]runs.Run, error) {
+	list, err := s.claim(ctx, owner, ttl, limit, `l.run_id IS NULL OR l.expires_at < now()`)
+	if err != nil {
+		return nil, fmt.Errorf("claim runs nobody drives: %w", err)
+	}
+	return list, nil
+}
+
+// ReclaimRuns is, for a replica starting again with the same id, the
+// unfinished runs whose lease is still its own (from its previous life):
+// it resumes them at once instead of waiting for the leases to expire.
+func (s *Store) ReclaimRuns(ctx context.Context, owner string, ttl time.Duration) ([]runs.Run, error) {
+	list, err := s.claim(ctx, owner, ttl, 0, `l.owner = ?`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("reclaim %s's runs: %w", owner, err)
+	}
+	return list, nil
+}
+
+// claim takes for owner the leases of up to limit (<= 0: all) unfinished
+// runs, not the command line's, whose lease row l (NULL when none)
+// satisfies cond, and returns them with their source, oldest first.
+func (s *Store) claim(ctx context.Context, owner string, ttl time.Duration, limit int, cond string, args ...any) ([]runs.Run, error) {
 	if !s.Shared() {
 		return nil, nil
 	}
@@ -99,9 +121,9 @@ func (s *Store) ClaimRuns(ctx context.Context, owner string, ttl time.Duration, 
 	err := s.write(ctx, func(tx *txn) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+qualified("r", runColumns)+`, r.source_dot
 			FROM runs r LEFT JOIN run_leases l ON l.run_id = r.id
-			WHERE r.status IN ('queued', 'running', 'waiting', 'interrupted') AND r.chat_id <> ?
-			  AND (l.run_id IS NULL OR l.expires_at < now())
-			ORDER BY r.created_at, r.id LIMIT ? FOR UPDATE OF r SKIP LOCKED`, runs.TerminalChat, limit)
+			WHERE r.status IN ('queued', 'running', 'waiting', 'interrupted') AND r.chat_id <> ? AND (`+cond+`)
+			ORDER BY r.created_at, r.id LIMIT ? FOR UPDATE OF r SKIP LOCKED`,
+			append(append([]any{runs.TerminalChat}, args...), s.limit(limit))...)
 		if err != nil {
 			return err
 		}
@@ -130,10 +152,7 @@ func (s *Store) ClaimRuns(ctx context.Context, owner string, ttl time.Duration, 
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("claim runs nobody drives: %w", err)
-	}
-	return claimed, nil
+	return claimed, err
 }
 
 // LeaseOwners maps each unfinished run with a live lease to the replica

@@ -146,3 +146,30 @@ func TestLeasesOnSQLiteAreTheHostsOwn(t *testing.T) {
 		t.Fatalf("ClaimRuns on SQLite = %v, %v; the host resumes its runs at start-up instead", claimed, err)
 	}
 }
+
+// A replica started again with the same id takes its runs back at once,
+// though their leases have not expired; another replica cannot.
+func TestReclaimRunsTakesBackOnlyTheReplicasOwn(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	s := openURL(t, url)
+	ctx := context.Background()
+	createTestRun(t, s, "mine")
+	createTestRun(t, s, "theirs")
+	createTestRun(t, s, "done")
+	for run, owner := range map[string]string{"mine": "A", "theirs": "B", "done": "A"} {
+		if ok, err := s.TakeLease(ctx, run, owner, time.Minute); err != nil || !ok {
+			t.Fatalf("take %s: %v %v", run, ok, err)
+		}
+	}
+	if err := s.FinishRun(ctx, "done", runs.Succeeded, "", runs.Run{}.Usage); err != nil {
+		t.Fatal(err)
+	}
+	restarted := openURL(t, url)
+	got, err := restarted.ReclaimRuns(ctx, "A", time.Minute)
+	if err != nil || len(got) != 1 || got[0].ID != "mine" {
+		t.Fatalf("A reclaims %+v (%v), want its unfinished run only", got, err)
+	}
+	if got, err := restarted.ClaimRuns(ctx, "C", time.Minute, 10); err != nil || len(got) != 0 {
+		t.Fatalf("C claims %+v (%v) while A and B hold live leases", got, err)
+	}
+}
