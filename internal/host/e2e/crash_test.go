@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
 	"nanohost/internal/store/storetest"
@@ -122,6 +123,20 @@ func slowRunSetup(t *testing.T, dir string, cMillis int) (data, script string) {
 
 // readStore opens the database of the host serving from data, read-only,
 // once the host has created it; it is closed when the test ends.
+// checkpointOf is a run's checkpoint where the host keeps it: checkpoint.json
+// in its run directory on SQLite, its journal in the store on PostgreSQL
+// (NANOHOST_TEST_STORE=postgres).
+func checkpointOf(st *store.Store, run runs.Run) (*engine.Checkpoint, error) {
+	if st.Backend() != "postgres" {
+		return engine.LoadCheckpoint(run.LogsRoot)
+	}
+	j, err := st.OpenRunJournal(context.Background(), run.ID, "test")
+	if err != nil {
+		return nil, err
+	}
+	return engine.StateOf(j)
+}
+
 func readStore(t *testing.T, data string) *store.Store {
 	t.Helper()
 	var st *store.Store

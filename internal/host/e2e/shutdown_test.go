@@ -78,7 +78,7 @@ func TestSIGTERMInterruptsTheRunCleanlyAndTheNextStartResumesIt(t *testing.T) {
 	if run.Status != runs.Interrupted || run.LastDeliveredSeq != run.LastSeq {
 		t.Errorf("after SIGTERM the run is %s with %d of %d events delivered; want interrupted, all delivered", run.Status, run.LastDeliveredSeq, run.LastSeq)
 	}
-	cp, err := engine.LoadCheckpoint(run.LogsRoot)
+	cp, err := checkpointOf(st, run)
 	if err != nil {
 		t.Fatalf("checkpoint after SIGTERM: %v", err)
 	}

@@ -100,7 +100,7 @@ func TestSlackOutageMidRunLosesNoEvent(t *testing.T) {
 	fake.SlashCommand(opsChat, alice, "status "+run.ID)
 	waitSlack(t, fake, 20*time.Second, "a command over the new socket is answered", func() bool {
 		for _, m := range fake.TopLevel(opsChat) {
-			if m.FromBot() && strings.Contains(shown(m), "Run "+run.ID+": ✓ succeeded") {
+			if m.FromBot() && strings.Contains(shown(m), "Run "+runs.ShortID(run.ID)+": ✓ succeeded") {
 				return true
 			}
 		}
