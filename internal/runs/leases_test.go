@@ -26,6 +26,16 @@ func leasedReplica(t *testing.T, url, id string, observe func(runs.Run, engine.E
 		replica: id, leaseTTL: leaseTTL}), st
 }
 
+// startAtGateOn starts gateDOT on svc and waits for its gate.
+func startAtGateOn(t *testing.T, svc *runs.Service, st *store.Store) (runs.Run, runs.Gate) {
+	t.Helper()
+	run, _, err := svc.Start(context.Background(), runs.StartRequest{Group: "main", Chat: chat.Chat, Source: []byte(gateDOT)}, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run, awaitGate(t, st, run.ID)
+}
+
 // awaitGate waits until run has an open gate and returns it.
 func awaitGate(t *testing.T, st *store.Store, runID string) runs.Gate {
 	t.Helper()
@@ -44,19 +54,15 @@ func awaitGate(t *testing.T, st *store.Store, runID string) runs.Gate {
 }
 
 // A replica that stops lets its runs go: another replica claims them at
-// once, resumes them from their journals in the store — it has not the
-// first one's files — (the gate is asked again), and drives them to their
-// end. Start took the lease: only its owner drove the
-// run before.
+// once, resumes them from their journals in the store (it has none of the
+// first one's files), asks the gate again and drives the run to its end.
+// Until then only the replica that started the run, holding its lease,
+// drove it.
 func TestReplicaStoppingHandsItsRunsOver(t *testing.T) {
 	url := storetest.PostgresURL(t)
 	ctx := context.Background()
 	a, stA := leasedReplica(t, url, "A", nil)
-	run, _, err := a.Start(ctx, runs.StartRequest{Group: "main", Chat: chat.Chat, Source: []byte(gateDOT)}, chat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := awaitGate(t, stA, run.ID)
+	run, first := startAtGateOn(t, a, stA)
 	if got, _ := stA.GetRun(ctx, run.ID); got.Owner != "A" {
 		t.Fatalf("the run's owner is %q, want A, which started it", got.Owner)
 	}
@@ -111,11 +117,7 @@ func TestReplicaThatLostItsLeaseWritesNothingMore(t *testing.T) {
 	url := storetest.PostgresURL(t)
 	ctx := context.Background()
 	a, stA := leasedReplica(t, url, "A", nil)
-	run, _, err := a.Start(ctx, runs.StartRequest{Group: "main", Chat: chat.Chat, Source: []byte(gateDOT)}, chat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate := awaitGate(t, stA, run.ID)
+	run, gate := startAtGateOn(t, a, stA)
 	before, _ := stA.GetRun(ctx, run.ID)
 
 	// Replica B took the lease over (as if A had missed its renewals).
