@@ -98,7 +98,11 @@ func (d *delivery) observe(e engine.Event) {
 		}
 	case engine.EventStageCompleted:
 		if e.NodeID != "" {
-			d.s.keepStageFiles(ctx, d.run, e.NodeID)
+			d.s.keepStageFiles(ctx, d.run, d.ar.stageDir(e.NodeID))
+		}
+	case engine.EventWarning:
+		if dir, ok := e.Data["stage_root"].(string); ok { // a loop restart
+			d.ar.setStageRoot(dir)
 		}
 	case engine.EventInterviewStarted:
 		d.s.logErr("mark run waiting", d.run.ID, d.s.cfg.Store.UpdateRunStatus(ctx, d.run.ID, Waiting))

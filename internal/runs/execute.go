@@ -143,18 +143,19 @@ func (s *Service) runEngine(ctx context.Context, run Run, g *pipeline.Graph, d *
 	if g != nil {
 		return eng.Run(ctx, g, []byte(run.SourceDOT), run.FileName)
 	}
-	return s.resumeEngine(ctx, eng, run)
+	return s.resumeEngine(ctx, eng, run, d.ar)
 }
 
 // resumeEngine continues run from its checkpoint. The graph is loaded here,
 // not by the engine's loader, because the run's goal may have been given
 // when it started rather than written in its source (which is kept as
 // written): the recorded goal is applied again, so $goal expands as it did.
-func (s *Service) resumeEngine(ctx context.Context, eng *engine.Engine, run Run) (*engine.RunResult, error) {
+func (s *Service) resumeEngine(ctx context.Context, eng *engine.Engine, run Run, ar *activeRun) (*engine.RunResult, error) {
 	cp, err := s.checkpoint(ctx, run)
 	if err != nil {
 		return nil, err
 	}
+	ar.setStageRoot(cp.StageRoot)
 	if cp.State == engine.StateSuccess || cp.State == engine.StateFail {
 		// It reached its end, and its host died before recording so: the
 		// end it reached is its outcome (nothing is left to run).

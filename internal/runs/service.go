@@ -108,11 +108,14 @@ type Service struct {
 
 // activeRun is a run this process executes.
 type activeRun struct {
-	id        string
-	cancel    context.CancelCauseFunc
-	done      chan struct{}
-	mu        sync.Mutex
-	current   string // the node running now (top level)
+	id      string
+	cancel  context.CancelCauseFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	current string // the node running now (top level)
+	// stageRoot is where its stages' files are, under its logs root:
+	// "" or restart-N after a loop restart.
+	stageRoot string
 	cancelled bool
 	// fenced is set once this replica lost the run's lease: it writes
 	// nothing more for the run.
@@ -151,6 +154,21 @@ func (a *activeRun) setCurrent(node string) {
 	a.mu.Lock()
 	a.current = node
 	a.mu.Unlock()
+}
+
+func (a *activeRun) setStageRoot(dir string) {
+	a.mu.Lock()
+	a.stageRoot = dir
+	a.mu.Unlock()
+}
+
+func (a *activeRun) stageDir(node string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stageRoot != "" && filepath.IsLocal(a.stageRoot) {
+		return filepath.Join(a.stageRoot, node)
+	}
+	return node
 }
 
 func (a *activeRun) currentNode() string {

@@ -17,20 +17,17 @@ var StageFiles = []string{"prompt.md", "response.md", "status.json"}
 // be long; the dashboard shows the start of a longer one).
 const maxKeptFile = 4 << 20
 
-// keepStageFiles copies a finished stage's files into the store. The stage
-// directory is written by agents: files are read without following a
-// link out of the run's directory, regular files only.
-func (s *Service) keepStageFiles(ctx context.Context, run Run, node string) {
+// keepStageFiles copies the files of a finished stage (dir, relative to
+// the run's logs root) into the store. The stage directory is written by
+// agents: files are read without following a link out of the run's
+// directory, regular files only.
+func (s *Service) keepStageFiles(ctx context.Context, run Run, dir string) {
 	if s.cfg.Journals == nil || run.LogsRoot == "" {
 		return
 	}
-	dir := node
-	if cp, err := s.checkpoint(ctx, run); err == nil && cp.StageRoot != "" && filepath.IsLocal(cp.StageRoot) {
-		dir = filepath.Join(cp.StageRoot, node) // after a loop restart
-	}
 	root, err := os.OpenRoot(run.LogsRoot)
 	if err != nil {
-		s.log.Warn("keep a stage's files for the dashboard", "run", run.ID, "node", node, "err", err)
+		s.log.Warn("keep a stage's files for the dashboard", "run", run.ID, "stage", dir, "err", err)
 		return
 	}
 	defer root.Close()
