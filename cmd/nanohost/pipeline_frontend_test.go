@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"nanohost/internal/store/storetest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +14,11 @@ import (
 	"syscall"
 	"testing"
 
+	"early.nanohost/privatetmp"
+
 	"nanohost/internal/pipeline/corpustest"
 	"nanohost/internal/pipeline/pipelinetest"
+	"nanohost/internal/store/storetest"
 )
 
 // nanohostBin is the nanohost binary built once for the CLI tests, which run
@@ -24,6 +26,10 @@ import (
 var nanohostBin string
 
 func TestMain(m *testing.M) {
+	// As main does: the tests' temporary directories (and the throwaway
+	// PostgreSQL's, which its own user must enter) are in the TMPDIR the
+	// process was given, not Graphviz's private cache directory.
+	privatetmp.Restore()
 	dir, err := os.MkdirTemp("", "nanohost-cli-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
