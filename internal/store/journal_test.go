@@ -124,20 +124,8 @@ func TestRunFilesKeptInTheStore(t *testing.T) {
 // ns/op is one record appended, or one whole replay of a journal of 200
 // records after its snapshot.
 func BenchmarkRunJournal(b *testing.B) {
-	url := storetest.PostgresURL(b)
-	s := openURL(b, url)
-	ctx := context.Background()
-	createTestRun(b, s, "r")
-	if ok, err := s.TakeLease(ctx, "r", "A", time.Hour); err != nil || !ok {
-		b.Fatal(ok, err)
-	}
-	j, err := s.OpenRunJournal(ctx, "r", "A")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := j.Append(engine.Record{Snapshot: &engine.Checkpoint{RunID: "r", NextNode: "implement"}}); err != nil {
-		b.Fatal(err)
-	}
+	s := openURL(b, storetest.PostgresURL(b))
+	j := snapshottedJournal(b, s, "r")
 	seq := int64(0)
 	b.Run("append", func(b *testing.B) {
 		for b.Loop() {
@@ -148,17 +136,7 @@ func BenchmarkRunJournal(b *testing.B) {
 		}
 	})
 	b.Run("replay-200", func(b *testing.B) {
-		createTestRun(b, s, "r200")
-		if ok, err := s.TakeLease(ctx, "r200", "A", time.Hour); err != nil || !ok {
-			b.Fatal(ok, err)
-		}
-		j200, err := s.OpenRunJournal(ctx, "r200", "A")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := j200.Append(engine.Record{Snapshot: &engine.Checkpoint{RunID: "r200", NextNode: "implement"}}); err != nil {
-			b.Fatal(err)
-		}
+		j200 := snapshottedJournal(b, s, "r200")
 		for i := range int64(200) {
 			if err := j200.Append(engine.Record{Event: benchEvent("r200", i+1)}); err != nil {
 				b.Fatal(err)
@@ -170,4 +148,23 @@ func BenchmarkRunJournal(b *testing.B) {
 			}
 		}
 	})
+}
+
+// snapshottedJournal is the journal of a new run driven by replica A,
+// holding its first snapshot.
+func snapshottedJournal(b *testing.B, s *Store, run string) engine.Journal {
+	b.Helper()
+	ctx := context.Background()
+	createTestRun(b, s, run)
+	if ok, err := s.TakeLease(ctx, run, "A", time.Hour); err != nil || !ok {
+		b.Fatal(ok, err)
+	}
+	j, err := s.OpenRunJournal(ctx, run, "A")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := j.Append(engine.Record{Snapshot: &engine.Checkpoint{RunID: run, NextNode: "implement"}}); err != nil {
+		b.Fatal(err)
+	}
+	return j
 }
