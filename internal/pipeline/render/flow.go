@@ -98,3 +98,50 @@ func stuckPick(n int, isNode func(int) bool, placed []bool, waiting []int, near 
 	}
 	return best
 }
+
+// layoutCost estimates how many nodes dot works with: the pipeline's nodes
+// and the virtual ones it chains along every edge that spans several ranks
+// (ranks doubled when edges carry labels, as dot does), from a longest-path
+// ranking of the edges that are not loops.
+func layoutCost(in *graphvizInput) int {
+	n := len(in.g.Nodes)
+	rank := make([]int, n)
+	indeg := make([]int, n)
+	out := make([][]int, n)
+	labels := false
+	for k, e := range in.edges {
+		from, to := in.index[e.From], in.index[e.To]
+		labels = labels || edgeLabel(e) != ""
+		if in.back[k] || from == to {
+			continue
+		}
+		out[from] = append(out[from], to)
+		indeg[to]++
+	}
+	var queue []int
+	for i := range n {
+		if indeg[i] == 0 {
+			queue = append(queue, i)
+		}
+	}
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		for _, to := range out[i] {
+			rank[to] = max(rank[to], rank[i]+1)
+			if indeg[to]--; indeg[to] == 0 {
+				queue = append(queue, to)
+			}
+		}
+	}
+	scale := 1
+	if labels {
+		scale = 2
+	}
+	cost := n
+	for _, e := range in.edges {
+		span := rank[in.index[e.To]] - rank[in.index[e.From]]
+		cost += max(1, span, -span) * scale
+	}
+	return cost
+}

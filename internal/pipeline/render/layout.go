@@ -70,13 +70,14 @@ type placedCluster struct {
 // rect is an axis-aligned box.
 type rect struct{ x0, y0, x1, y1 float64 }
 
-// ErrTooBig is returned for a graph beyond MaxLayoutNodes or MaxLayoutEdges.
+// ErrTooBig is returned for a graph beyond MaxLayoutNodes, MaxLayoutEdges
+// or MaxLayoutCost.
 var ErrTooBig = errors.New("too big to lay out")
 
 // Lay lays g out with Graphviz's dot. Edges whose ends are not nodes of g
 // are left out (there is nothing to draw them to); a graph beyond
-// MaxLayoutNodes or MaxLayoutEdges is refused, with the formats that have no
-// limit named.
+// MaxLayoutNodes, MaxLayoutEdges or MaxLayoutCost is refused, with the
+// formats that have no limit named.
 func Lay(g *pipeline.Graph) (*Layout, error) {
 	if len(g.Nodes) > MaxLayoutNodes || len(g.Edges) > MaxLayoutEdges {
 		return nil, fmt.Errorf("%w: the pipeline has %d nodes and %d edges; an SVG is laid out for at most %d nodes and %d edges "+
@@ -84,6 +85,11 @@ func Lay(g *pipeline.Graph) (*Layout, error) {
 			ErrTooBig, len(g.Nodes), len(g.Edges), MaxLayoutNodes, MaxLayoutEdges)
 	}
 	in := newGraphvizInput(g)
+	if cost := layoutCost(in); cost > MaxLayoutCost {
+		return nil, fmt.Errorf("%w: the pipeline's %d edges cross so many of its stages that laying it out would take minutes "+
+			"(estimated work %d, at most %d) — render it as DOT or Mermaid instead, or split it into smaller pipelines",
+			ErrTooBig, len(g.Edges), cost, MaxLayoutCost)
+	}
 	out, err := layoutJSON(in.src)
 	if err != nil {
 		return nil, fmt.Errorf("lay out %s: %w", nonEmpty(g.Name, "the pipeline"), err)

@@ -2,8 +2,10 @@ package render
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
@@ -378,7 +380,20 @@ func TestSVGRefusesAHugeGraph(t *testing.T) {
 	}
 	b.WriteString("}")
 	_, err := SVG(parse(t, b.String()), Look{})
-	if err == nil || !strings.Contains(err.Error(), "1002 nodes") || !strings.Contains(err.Error(), "DOT or Mermaid") {
+	if !errors.Is(err, ErrTooBig) || !strings.Contains(err.Error(), "1002 nodes") || !strings.Contains(err.Error(), "DOT or Mermaid") {
+		t.Errorf("err = %v", err)
+	}
+	// 100 stages and 400 labelled edges between random ones: within the node
+	// and edge limits, but dot would take half a minute (minutes, with more).
+	r := rand.New(rand.NewSource(1))
+	b.Reset()
+	b.WriteString("digraph G {\n")
+	for i := range 400 {
+		fmt.Fprintf(&b, "  n%d -> n%d [label=\"e%d\"]\n", r.Intn(100), r.Intn(100), i)
+	}
+	b.WriteString("}")
+	_, err = SVG(parse(t, b.String()), Look{})
+	if !errors.Is(err, ErrTooBig) || !strings.Contains(err.Error(), "400 edges cross") || !strings.Contains(err.Error(), "DOT or Mermaid") {
 		t.Errorf("err = %v", err)
 	}
 }
