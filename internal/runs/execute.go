@@ -30,9 +30,14 @@ func (s *Service) launch(run Run, g *pipeline.Graph, askedIn string) {
 			s.mu.Unlock()
 			cancel(nil)
 		}()
-		defer s.releaseLease(ar)
 		if s.leased() {
-			go s.holdLease(ctx, ar)
+			// The lease is renewed until the run has settled here (a run
+			// stopping at shutdown still writes its interruption), and
+			// renewals stop before it is released: a renewal after that
+			// would find the lease gone and fence a run that ended.
+			leaseCtx, stopRenewing := context.WithCancel(context.WithoutCancel(ctx))
+			go s.holdLease(leaseCtx, ar)
+			defer func() { stopRenewing(); s.releaseLease(ar) }()
 		}
 		defer func() {
 			if r := recover(); r != nil {

@@ -77,12 +77,13 @@ func (s *Service) holdLease(ctx context.Context, ar *activeRun) {
 		case <-tick.C:
 		}
 		held, err := s.cfg.Leases.RenewLease(ctx, ar.id, s.cfg.Replica, s.cfg.LeaseTTL)
+		if ctx.Err() != nil {
+			return // the run ended (and let its lease go) meanwhile
+		}
 		switch {
 		case err == nil && held:
 			renewed = time.Now()
 			continue
-		case err != nil && ctx.Err() != nil:
-			return
 		case err != nil && time.Since(renewed) < s.cfg.LeaseTTL:
 			s.log.Warn("renew a run's lease; trying again", "run", ar.id, "err", err)
 			continue
@@ -102,7 +103,7 @@ func (s *Service) holdLease(ctx context.Context, ar *activeRun) {
 // another replica may take it at once — unless it was fenced: the lease
 // is another's then.
 func (s *Service) releaseLease(ar *activeRun) {
-	if !s.leased() || ar.isFenced() {
+	if ar.isFenced() {
 		return
 	}
 	if err := s.cfg.Leases.ReleaseLease(context.Background(), ar.id, s.cfg.Replica); err != nil {
