@@ -3,6 +3,7 @@ package runs_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,5 +147,41 @@ func TestReplicaThatLostItsLeaseWritesNothingMore(t *testing.T) {
 	}
 	if got, _ := stA.GetRun(ctx, run.ID); got.Owner != "B" {
 		t.Errorf("owner %q, want B", got.Owner)
+	}
+}
+
+// The files of every stage a replica runs are kept in the store where the
+// dashboard looks for them — after a loop restart, under the restart's
+// stage directory.
+func TestStageFilesAreKeptInTheStore(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	ctx := context.Background()
+	st := openStore(t, url)
+	a := newService(t, st, serviceOptions{replica: "A", leaseTTL: leaseTTL, runtime: scriptRuntime{}})
+	const restarting = `digraph R {
+  graph [max_restarts=1]
+  start [shape=Mdiamond]
+  work  [prompt="do the work"]
+  exit  [shape=Msquare]
+  start -> work
+  work -> work [loop_restart=true, condition="context.graph.max_restarts=1"]
+  work -> exit
+}`
+	run, _, err := a.Start(ctx, runs.StartRequest{Group: "main", Chat: chat.Chat, Source: []byte(restarting)}, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done runs.Run
+	for deadline := time.Now().Add(20 * time.Second); !done.Status.Finished(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s did not end: %s", run.ID, done.Status)
+		}
+		done, _ = st.GetRun(ctx, run.ID)
+	}
+	for _, path := range []string{"work/prompt.md", "restart-1/work/prompt.md"} {
+		data, _, err := st.RunFile(ctx, run.ID, path, 1<<20)
+		if err != nil || !strings.Contains(string(data), "do the work") {
+			t.Errorf("%s in the store: %q, %v (run %s: %s)", path, data, err, done.Status, done.FailureReason)
+		}
 	}
 }

@@ -71,12 +71,17 @@ type serviceOptions struct {
 	// sharing st: runs are driven by their lease holder, for leaseTTL.
 	replica  string
 	leaseTTL time.Duration
+	// runtime runs the nodes (nil: simulated, keeping no stage files).
+	runtime runs.Runtime
 }
 
 func newService(t testing.TB, st *store.Store, o serviceOptions) *runs.Service {
 	t.Helper()
 	if o.policies == nil {
 		o.policies = runs.Policies{"web": runs.Operators{}, "console": console.Policy()}
+	}
+	if o.runtime == nil {
+		o.runtime = simRuntime{}
 	}
 	var leases runs.Leases
 	var journals runs.Journals
@@ -86,7 +91,7 @@ func newService(t testing.TB, st *store.Store, o serviceOptions) *runs.Service {
 	service, err := runs.New(runs.Config{
 		Store:    st,
 		Threads:  &report.Threads{Channels: []channels.Channel{console.New(strings.NewReader(""), io.Discard)}, Life: t.Context(), Logger: quiet},
-		Runtime:  simRuntime{},
+		Runtime:  o.runtime,
 		Policies: o.policies,
 		Load: func(_, file string, src []byte, goal string) (*pipeline.Graph, []pipeline.Diagnostic, error) {
 			return frontend.Prepare(file, src, frontend.Options{Goal: goal})
@@ -111,6 +116,18 @@ func (simRuntime) ForRun(context.Context, runs.Run) (runs.RunBackend, error) { r
 type simRun struct{ script.Sim }
 
 func (simRun) Close() {}
+
+// scriptRuntime runs every node on a script that answers success: a real
+// (not simulated) backend, so stages keep their files.
+type scriptRuntime struct{}
+
+func (scriptRuntime) ForRun(context.Context, runs.Run) (runs.RunBackend, error) {
+	return scriptRun{&script.Script{}}, nil
+}
+
+type scriptRun struct{ *script.Script }
+
+func (scriptRun) Close() {}
 
 const gateDOT = `digraph G {
   start  [shape=Mdiamond]
