@@ -35,10 +35,13 @@ func (f *fixture) screenshot(ctx context.Context, t *testing.T, dir, name string
 	t.Logf("screenshot: %s", path)
 }
 
-// waitJS waits until a JavaScript expression is truthy in the page.
+// waitJS waits until a JavaScript expression is truthy in the page. The
+// bound is generous: under -race on two busy cores a run's next stage (a
+// container) and the page's repaint can take tens of seconds; a page that
+// never gets there still fails, with its text.
 func waitJS(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
 		body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 3000) : ""`))
 		t.Fatalf("waiting for %s (%s): %v\npage text:\n%s", what, expr, err, body)
 	}
