@@ -75,6 +75,7 @@ type Wake struct {
 	Kind   WakeKind
 	RunID  string
 	GateID string // WakeGate
+	Chat   string // WakeMessage
 }
 
 // WakeKind says what changed.
@@ -84,6 +85,10 @@ const (
 	WakeGate   WakeKind = "gate"   // a gate of the run was settled
 	WakeCancel WakeKind = "cancel" // a cancel of the run was asked
 	WakeRun    WakeKind = "run"    // the run's events or state changed
+	// WakeMessage: a chat message waits for its group's conversation
+	// (Chat set, RunID empty); the runs service ignores it, the host's
+	// chat router takes it.
+	WakeMessage WakeKind = "message"
 	// WakeAll: anything may have changed (the listener reconnected and
 	// may have missed wakes): re-read everything.
 	WakeAll WakeKind = "all"

@@ -11,7 +11,8 @@ import (
 )
 
 // Run leases: which replica drives each run when several share a
-// PostgreSQL store (docs/scaling.md). A lease is a row (run, owner,
+// PostgreSQL store (docs/scaling.md); group leases, by the same
+// statements: which replica holds each group's chat conversation. A lease is a row (run, owner,
 // expiry) that its owner renews; one past its expiry may be taken by any
 // replica. Expiry is on the database's clock, so replicas' clocks need not
 // agree. Every change is one statement whose WHERE clause is its
@@ -20,24 +21,36 @@ import (
 // On SQLite the one host drives every run: leases are trivially its own,
 // and nothing is stored.
 
-// takeLease inserts a lease (run, owner, ttl in milliseconds), or takes
+// leaseTable is a table of leases: one row (key, owner, expiry) per thing
+// one replica at a time holds — a run (run_leases) or a group's chat
+// conversation (group_leases). Both kinds behave alike, by the same
+// statements.
+type leaseTable struct{ table, key, what string }
+
+var (
+	runLeases   = leaseTable{table: "run_leases", key: "run_id", what: "run"}
+	groupLeases = leaseTable{table: "group_leases", key: "group_folder", what: "group"}
+)
+
+// takeSQL inserts a lease (key, owner, ttl in milliseconds), or takes
 // over the stored one when it is owner's already or expired; it affects
 // no row when another replica's lease is live.
-const takeLease = `INSERT INTO run_leases (run_id, owner, expires_at)
+func (l leaseTable) takeSQL() string {
+	return `INSERT INTO ` + l.table + ` (` + l.key + `, owner, expires_at)
 	VALUES (?, ?, now() + ? * interval '1 millisecond')
-	ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-	WHERE run_leases.owner = excluded.owner OR run_leases.expires_at < now()`
+	ON CONFLICT (` + l.key + `) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+	WHERE ` + l.table + `.owner = excluded.owner OR ` + l.table + `.expires_at < now()`
+}
 
-// TakeLease makes owner the driver of run runID for ttl, when the run's
-// lease is free, expired, or owner's already. taken reports whether owner
-// holds it now; false means another replica drives the run.
-func (s *Store) TakeLease(ctx context.Context, runID, owner string, ttl time.Duration) (taken bool, err error) {
+// take makes owner the holder of key's lease for ttl, when it is free,
+// expired, or owner's already.
+func (l leaseTable) take(ctx context.Context, s *Store, key, owner string, ttl time.Duration) (taken bool, err error) {
 	if !s.Shared() {
 		return true, nil
 	}
 	var n int64
 	err = s.write(ctx, func(tx *txn) error {
-		res, err := tx.ExecContext(ctx, takeLease, runID, owner, ttl.Milliseconds())
+		res, err := tx.ExecContext(ctx, l.takeSQL(), key, owner, ttl.Milliseconds())
 		if err != nil {
 			return err
 		}
@@ -45,9 +58,45 @@ func (s *Store) TakeLease(ctx context.Context, runID, owner string, ttl time.Dur
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("take the lease of run %s: %w", runID, err)
+		return false, fmt.Errorf("take the lease of %s %s: %w", l.what, key, err)
 	}
 	return n == 1, nil
+}
+
+// renew extends owner's lease on key by ttl from now; held is false when
+// another replica took it over.
+func (l leaseTable) renew(ctx context.Context, s *Store, key, owner string, ttl time.Duration) (held bool, err error) {
+	if !s.Shared() {
+		return true, nil
+	}
+	res, err := s.writer.ExecContext(ctx, `UPDATE `+l.table+` SET expires_at = now() + ? * interval '1 millisecond'
+		WHERE `+l.key+` = ? AND owner = ?`, ttl.Milliseconds(), key, owner)
+	if err != nil {
+		return false, fmt.Errorf("renew the lease of %s %s: %w", l.what, key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("renew the lease of %s %s: %w", l.what, key, err)
+	}
+	return n == 1, nil
+}
+
+// release gives up owner's lease on key.
+func (l leaseTable) release(ctx context.Context, s *Store, key, owner string) error {
+	if !s.Shared() {
+		return nil
+	}
+	if _, err := s.writer.ExecContext(ctx, `DELETE FROM `+l.table+` WHERE `+l.key+` = ? AND owner = ?`, key, owner); err != nil {
+		return fmt.Errorf("release the lease of %s %s: %w", l.what, key, err)
+	}
+	return nil
+}
+
+// TakeLease makes owner the driver of run runID for ttl, when the run's
+// lease is free, expired, or owner's already. taken reports whether owner
+// holds it now; false means another replica drives the run.
+func (s *Store) TakeLease(ctx context.Context, runID, owner string, ttl time.Duration) (taken bool, err error) {
+	return runLeases.take(ctx, s, runID, owner, ttl)
 }
 
 // RenewLease extends owner's lease on run runID by ttl from now. held is
@@ -56,31 +105,34 @@ func (s *Store) TakeLease(ctx context.Context, runID, owner string, ttl time.Dur
 // nothing more (fencing). A lease that expired but was not taken is still
 // owner's, and renewed.
 func (s *Store) RenewLease(ctx context.Context, runID, owner string, ttl time.Duration) (held bool, err error) {
-	if !s.Shared() {
-		return true, nil
-	}
-	res, err := s.writer.ExecContext(ctx, `UPDATE run_leases SET expires_at = now() + ? * interval '1 millisecond'
-		WHERE run_id = ? AND owner = ?`, ttl.Milliseconds(), runID, owner)
-	if err != nil {
-		return false, fmt.Errorf("renew the lease of run %s: %w", runID, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("renew the lease of run %s: %w", runID, err)
-	}
-	return n == 1, nil
+	return runLeases.renew(ctx, s, runID, owner, ttl)
 }
 
 // ReleaseLease gives up owner's lease on run runID (its run ended, or its
 // replica stops): another replica may take the run at once.
 func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
-	if !s.Shared() {
-		return nil
-	}
-	if _, err := s.writer.ExecContext(ctx, `DELETE FROM run_leases WHERE run_id = ? AND owner = ?`, runID, owner); err != nil {
-		return fmt.Errorf("release the lease of run %s: %w", runID, err)
-	}
-	return nil
+	return runLeases.release(ctx, s, runID, owner)
+}
+
+// TakeGroupLease makes owner the holder of group folder's chat
+// conversation for ttl — its agent container runs on owner's Docker and
+// owner answers its messages — when the group's lease is free, expired,
+// or owner's already. On SQLite the one host holds every group.
+func (s *Store) TakeGroupLease(ctx context.Context, folder, owner string, ttl time.Duration) (taken bool, err error) {
+	return groupLeases.take(ctx, s, folder, owner, ttl)
+}
+
+// RenewGroupLease extends owner's lease on group folder; held is false
+// when another replica took the conversation over (owner must stop
+// answering for the group, and close its container).
+func (s *Store) RenewGroupLease(ctx context.Context, folder, owner string, ttl time.Duration) (held bool, err error) {
+	return groupLeases.renew(ctx, s, folder, owner, ttl)
+}
+
+// ReleaseGroupLease lets group folder's conversation go (owner stops):
+// another replica may take it at once.
+func (s *Store) ReleaseGroupLease(ctx context.Context, folder, owner string) error {
+	return groupLeases.release(ctx, s, folder, owner)
 }
 
 // ClaimRuns takes for owner, for ttl, the leases of up to limit unfinished
@@ -142,7 +194,7 @@ func (s *Store) claim(ctx context.Context, owner string, ttl time.Duration, limi
 			return err
 		}
 		for _, r := range found {
-			res, err := tx.ExecContext(ctx, takeLease, r.ID, owner, ttl.Milliseconds())
+			res, err := tx.ExecContext(ctx, runLeases.takeSQL(), r.ID, owner, ttl.Milliseconds())
 			if err != nil {
 				return err
 			}

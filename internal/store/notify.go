@@ -163,14 +163,21 @@ func (l *listener) next(ctx context.Context, conn *pgx.Conn) (*pgconn.Notificati
 	return nil, nil
 }
 
-// decodeWake reads a notification's payload (see migration 0006).
+// decodeWake reads a notification's payload (see migrations 0006 and 0012).
 func decodeWake(payload string) (runs.Wake, bool) {
 	var p struct {
 		K    string `json:"k"`
 		Run  string `json:"run"`
 		Gate string `json:"gate"`
+		Chat string `json:"chat"`
 	}
-	if err := json.Unmarshal([]byte(payload), &p); err != nil || p.Run == "" {
+	if err := json.Unmarshal([]byte(payload), &p); err != nil {
+		return runs.Wake{}, false
+	}
+	if p.K == "m" && p.Chat != "" { // migration 0012: a message waits for its group
+		return runs.Wake{Kind: runs.WakeMessage, Chat: p.Chat}, true
+	}
+	if p.Run == "" {
 		return runs.Wake{}, false
 	}
 	kinds := map[string]runs.WakeKind{"g": runs.WakeGate, "c": runs.WakeCancel, "r": runs.WakeRun}

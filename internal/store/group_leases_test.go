@@ -1,0 +1,149 @@
+package store
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"nanohost/internal/runs"
+	"nanohost/internal/store/storetest"
+)
+
+// Two replicas on one PostgreSQL database: a group's chat conversation is
+// one replica's while it renews the group's lease; once that expires (the
+// replica died) another takes it over, and the old holder's next renewal
+// finds it lost. A released lease is free at once.
+func TestGroupLeaseIsOneReplicasUntilItExpires(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	a, b := openURL(t, url), openURL(t, url)
+	ctx := context.Background()
+	seedChatAndGroup(t, a, "C1", "ops", true)
+	const ttl = 400 * time.Millisecond
+
+	must := func(got bool, err error, want bool, what string) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got != want {
+			t.Fatalf("%s = %v, want %v", what, got, want)
+		}
+	}
+	ok, err := a.TakeGroupLease(ctx, "ops", "A", ttl)
+	must(ok, err, true, "A takes the group's free lease")
+	ok, err = b.TakeGroupLease(ctx, "ops", "B", ttl)
+	must(ok, err, false, "B takes A's live group lease")
+	for range 3 { // renewed, it outlives its ttl
+		time.Sleep(ttl / 2)
+		ok, err = a.RenewGroupLease(ctx, "ops", "A", ttl)
+		must(ok, err, true, "A renews")
+		ok, err = b.TakeGroupLease(ctx, "ops", "B", ttl)
+		must(ok, err, false, "B takes the lease A renews")
+	}
+
+	time.Sleep(ttl + 100*time.Millisecond) // A stopped renewing (it died)
+	ok, err = b.TakeGroupLease(ctx, "ops", "B", ttl)
+	must(ok, err, true, "B takes the expired lease")
+	ok, err = a.RenewGroupLease(ctx, "ops", "A", ttl)
+	must(ok, err, false, "A renews a lease B took over")
+	if err := a.ReleaseGroupLease(ctx, "ops", "A"); err != nil {
+		t.Fatal(err)
+	}
+	ok, err = a.TakeGroupLease(ctx, "ops", "A", ttl)
+	must(ok, err, false, "A takes the lease back after releasing what was no longer its own")
+
+	if err := b.ReleaseGroupLease(ctx, "ops", "B"); err != nil {
+		t.Fatal(err)
+	}
+	ok, err = a.TakeGroupLease(ctx, "ops", "A", ttl)
+	must(ok, err, true, "A takes the lease B released, without waiting for it to expire")
+
+	// A group lease is no run lease: runs' owners do not list it.
+	if owners, err := a.LeaseOwners(ctx); err != nil || len(owners) != 0 {
+		t.Fatalf("run lease owners = %v (%v), want none", owners, err)
+	}
+	if _, err := a.TakeGroupLease(ctx, "nosuch", "A", ttl); err == nil {
+		t.Error("took the lease of a group that does not exist")
+	}
+}
+
+// Replicas racing for a group's lease: exactly one wins.
+func TestGroupLeaseGoesToOneOfReplicasRacing(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	ctx := context.Background()
+	stores := []*Store{openURL(t, url), openURL(t, url), openURL(t, url), openURL(t, url)}
+	seedChatAndGroup(t, stores[0], "C1", "ops", true)
+	won := make(chan string, len(stores))
+	start := make(chan struct{})
+	for i, s := range stores {
+		owner := string(rune('A' + i))
+		go func() {
+			<-start
+			ok, err := s.TakeGroupLease(ctx, "ops", owner, time.Minute)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				won <- owner
+			} else {
+				won <- ""
+			}
+		}()
+	}
+	close(start)
+	winners := 0
+	for range stores {
+		if <-won != "" {
+			winners++
+		}
+	}
+	if winners != 1 {
+		t.Fatalf("%d replicas hold the group's lease, want exactly 1", winners)
+	}
+}
+
+// On SQLite the one host holds every group's conversation.
+func TestGroupLeasesOnSQLiteAreTheHostsOwn(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	seedChatAndGroup(t, s, "C1", "ops", true)
+	for _, owner := range []string{"A", "B"} {
+		if ok, err := s.TakeGroupLease(ctx, "ops", owner, time.Second); err != nil || !ok {
+			t.Fatalf("TakeGroupLease(%s) = %v, %v", owner, ok, err)
+		}
+		if ok, err := s.RenewGroupLease(ctx, "ops", owner, time.Second); err != nil || !ok {
+			t.Fatalf("RenewGroupLease(%s) = %v, %v", owner, ok, err)
+		}
+	}
+}
+
+// A message stored unanswered wakes every replica's listener with its
+// chat, so the replica holding the chat's group takes it at once; a
+// message stored as needing nothing wakes nobody.
+func TestUnansweredMessageWakesListeners(t *testing.T) {
+	u := storetest.PostgresURL(t)
+	a, b := openURL(t, u), openURL(t, u)
+	seedChatAndGroup(t, b, "C1", "ops", true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wakes := listen(ctx, a)
+	if w := <-wakes; w.Kind != runs.WakeAll {
+		t.Fatalf("first wake %+v, want WakeAll", w)
+	}
+	if _, err := b.SaveMessage(ctx, Message{ChatID: "C1", ChannelMsgID: "m0", UserID: "U1", Text: "chatter",
+		TS: time.Now(), Direction: Inbound, ProcessedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.SaveMessage(ctx, Message{ChatID: "C1", ChannelMsgID: "m1", UserID: "U1", Text: "@Andy hi",
+		TS: time.Now(), Direction: Inbound}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-wakes:
+		if want := (runs.Wake{Kind: runs.WakeMessage, Chat: "C1"}); got != want {
+			t.Errorf("wake %+v, want %+v (and none for the message needing nothing)", got, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake for the unanswered message")
+	}
+}
