@@ -35,6 +35,12 @@ type chatDeps struct {
 	deliveryCtx context.Context
 	backoff     report.Backoff
 	timeout     time.Duration // runtime.node_timeout, per reply
+	// leases, when set (replicas sharing a PostgreSQL store), make each
+	// group's conversation one replica's: see chat_leases.go. Nil: this
+	// host holds every group.
+	leases   groupLeases
+	replica  string        // this replica's id, in group leases
+	leaseTTL time.Duration // replica.lease_ttl
 }
 
 // chatRouter turns chat messages into agent work: one worker per group, so
@@ -59,10 +65,18 @@ type chatRouter struct {
 	// previous instance left are queued again, so a thread's messages
 	// reach the agent together, as they would have.
 	holding bool
-	wg      sync.WaitGroup
+	// held are the groups whose lease this replica holds (replicas only),
+	// with when each was last renewed.
+	held map[string]time.Time
+	// poke asks the lease loop to look for waiting messages now (a wake).
+	poke chan struct{}
+	wg   sync.WaitGroup
 }
 
 type threadRef struct{ chat, thread string }
+
+// maxTakenMessages bounds a worker's memory of the messages it took.
+const maxTakenMessages = 100_000
 
 // maxRememberedThreads bounds the in-memory set of conversation threads.
 const maxRememberedThreads = 4096
@@ -72,6 +86,14 @@ type chatWorker struct {
 	conv    Conversation
 	pending *queue.Queue[chatItem]
 	started bool
+	// queued are the stored messages (by channel message id) this worker
+	// took, answered or not: a scan of the store that read one as
+	// unanswered just before it was answered, or the inbound path racing
+	// a scan, does not queue it again. Guarded by chatRouter.mu.
+	queued map[string]bool
+	// ctx ends when the host stops or this replica lets the group go.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 type chatItem struct {
@@ -80,7 +102,8 @@ type chatItem struct {
 }
 
 func newChatRouter(d chatDeps) *chatRouter {
-	r := &chatRouter{chatDeps: d, workers: map[string]*chatWorker{}, threads: map[threadRef]bool{}}
+	r := &chatRouter{chatDeps: d, workers: map[string]*chatWorker{}, threads: map[threadRef]bool{},
+		held: map[string]time.Time{}, poke: make(chan struct{}, 1)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }
@@ -88,13 +111,14 @@ func newChatRouter(d chatDeps) *chatRouter {
 // handle stores an inbound message and queues it for the group's agent when
 // it is addressed to the agent: it triggers it (a mention, the trigger
 // word, any console line), or it is a reply in a thread that is a
-// conversation with the agent.
+// conversation with the agent. Among replicas, only the one holding the
+// group's lease queues it; elsewhere it stays stored, unanswered, and its
+// store write wakes the holder, which takes it from there.
 func (r *chatRouter) handle(ctx context.Context, ch channels.Channel, in channels.Inbound) {
 	g, ok := r.groups.byChatID(in.Chat)
 	if !ok || strings.TrimSpace(in.Text) == "" {
 		return
 	}
-	w := r.worker(g)
 	wanted := triggered(g, in) || r.inConversation(ctx, in)
 	if in.MsgID != "" {
 		m := store.Message{
@@ -111,28 +135,59 @@ func (r *chatRouter) handle(ctx context.Context, ch channels.Channel, in channel
 			return // a redelivery of a message we already have
 		}
 	}
-	if wanted {
-		r.enqueue(w, chatItem{ch, in})
+	if !wanted {
+		return
+	}
+	r.remember(in)
+	if in.MsgID == "" || r.holds(ctx, g) { // a message not stored is answered where it came
+		r.enqueue(r.worker(g), chatItem{ch, in})
 	}
 }
 
-// enqueue queues an item for the agent; its thread becomes a conversation
-// with the agent.
-func (r *chatRouter) enqueue(w *chatWorker, it chatItem) {
+// remember makes in's thread a conversation with the agent.
+func (r *chatRouter) remember(in channels.Inbound) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if len(r.threads) >= maxRememberedThreads {
 		// The memory only matters until the agent's first answer in a
 		// thread; after that the stored reply marks the conversation.
 		clear(r.threads)
 	}
-	r.threads[threadRef{it.in.Chat, replyThread(it.in)}] = true
+	r.threads[threadRef{in.Chat, replyThread(in)}] = true
+}
+
+// enqueue queues an item for the agent, unless it is queued already (a
+// stored message found again by a scan); it reports whether it queued it.
+func (r *chatRouter) enqueue(w *chatWorker, it chatItem) bool {
+	r.remember(it.in)
+	id := it.in.MsgID
+	r.mu.Lock()
+	if id != "" && w.queued[id] {
+		r.mu.Unlock()
+		return false
+	}
+	if id != "" {
+		if len(w.queued) >= maxTakenMessages {
+			clear(w.queued) // a long-lived worker: forget the oldest with the rest
+		}
+		w.queued[id] = true
+	}
 	r.mu.Unlock()
 	if !w.pending.TryPush(it) {
-		r.log.Error("too many messages wait for the group's agent; this one stays stored and is answered after the next restart",
+		r.log.Error("too many messages wait for the group's agent; this one stays stored and is answered later",
 			"group", w.group.Folder, "waiting", w.pending.Len())
-		return
+		r.dequeued(w, id)
+		return false
 	}
 	r.metrics.ChatQueued.Inc()
+	return true
+}
+
+// dequeued forgets that message id is queued on w.
+func (r *chatRouter) dequeued(w *chatWorker, id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(w.queued, id)
 }
 
 // inConversation reports whether in is a reply in a thread that is a
@@ -167,12 +222,19 @@ const agentUser = "nanohost"
 // requeueUnprocessed queues, in arrival order, the messages a previous
 // instance stored but did not finish with.
 func (r *chatRouter) requeueUnprocessed(ctx context.Context) error {
+	r.hold(true)
+	defer r.hold(false)
+	return r.takeWaiting(ctx)
+}
+
+// takeWaiting queues, in arrival order, the stored messages nobody has
+// answered of the groups this replica holds or can take (every group, on
+// one host); those already queued here stay as they are.
+func (r *chatRouter) takeWaiting(ctx context.Context) error {
 	msgs, err := r.store.UnprocessedMessages(ctx)
 	if err != nil {
 		return err
 	}
-	r.hold(true)
-	defer r.hold(false)
 	for _, m := range msgs {
 		g, ok := r.groups.byChatID(m.ChatID)
 		ch, err := r.endpoints.channelFor(m.ChatID)
@@ -183,11 +245,16 @@ func (r *chatRouter) requeueUnprocessed(ctx context.Context) error {
 			}
 			continue
 		}
-		r.log.Info("answering a message left unanswered by the previous instance", "chat", m.ChatID, "msg", m.ChannelMsgID, "group", g.Folder)
-		r.enqueue(r.worker(g), chatItem{ch, channels.Inbound{
+		if !r.holds(ctx, g) {
+			continue // another replica answers for the group
+		}
+		queued := r.enqueue(r.worker(g), chatItem{ch, channels.Inbound{
 			Kind: channels.KindMessage, Channel: ch.Name(), Chat: m.ChatID, Thread: m.ThreadTS,
 			User: m.UserID, Text: m.Text, MsgID: m.ChannelMsgID, At: m.TS,
 		}})
+		if queued {
+			r.log.Info("answering a stored message nobody answered yet", "chat", m.ChatID, "msg", m.ChannelMsgID, "group", g.Folder)
+		}
 	}
 	return nil
 }
@@ -205,7 +272,12 @@ func (r *chatRouter) worker(g store.Group) *chatWorker {
 	if err != nil {
 		sid = "" // no conversation recorded yet
 	}
-	w = &chatWorker{group: g, conv: r.agents.Conversation(g.Folder, r.env.of(g.Folder), sid), pending: queue.New[chatItem](chatQueueSize)}
+	w = &chatWorker{group: g, conv: r.agents.Conversation(g.Folder, r.env.of(g.Folder), sid),
+		pending: queue.New[chatItem](chatQueueSize), queued: map[string]bool{}}
+	w.ctx, w.cancel = context.WithCancel(r.ctx)
+	if sid != "" {
+		r.log.Debug("the group's conversation resumes its agent session", "group", g.Folder, "session", sid)
+	}
 	r.workers[g.Folder] = w
 	if !r.holding {
 		r.startLocked(w)
@@ -237,14 +309,15 @@ func (r *chatRouter) loop(w *chatWorker) {
 	defer w.conv.Close()
 	for {
 		select {
-		case <-r.ctx.Done():
+		case <-w.ctx.Done():
+			r.metrics.ChatQueued.Sub(float64(len(w.pending.TakeAll())))
 			return
 		case <-w.pending.Ready():
 		}
 		batch := w.pending.TakeAll()
 		r.metrics.ChatQueued.Sub(float64(len(batch)))
 		for _, part := range byThread(batch) {
-			r.answer(r.ctx, w, part)
+			r.answer(w.ctx, w, part)
 		}
 	}
 }
@@ -289,6 +362,9 @@ func (r *chatRouter) answer(ctx context.Context, w *chatWorker, items []chatItem
 				r.log.Warn("record agent session", "group", g.Folder, "err", err)
 			}
 		}
+	}
+	if !r.stillHolds(ctx, g) {
+		return // another replica took the group over: the messages are its to answer
 	}
 	replyID := ""
 	if text != "" {
@@ -343,6 +419,7 @@ func (r *chatRouter) stop() {
 	go func() { r.wg.Wait(); close(stopped) }()
 	select {
 	case <-stopped:
+		r.releaseGroups()
 	case <-time.After(chatStopWait):
 		r.log.Warn("chat replies still in flight at shutdown; they are answered after the restart")
 	}

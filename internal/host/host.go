@@ -143,12 +143,23 @@ func New(opts Options) (*Host, error) {
 		threads.GateLinks = gateLinks{cfg: cfg, log: opts.Logger}.of
 	}
 	threads.RunURL = h.runURL
+	chat := chatDeps{
+		store: opts.Store, agents: opts.Agents, env: env, groups: h.groups, endpoints: h.endpoints,
+		metrics: opts.Metrics, log: opts.Logger, deliveryCtx: h.deliveryCtx, backoff: opts.DeliveryBackoff,
+		timeout: cfg.Runtime.NodeTimeout, replica: cfg.ReplicaID(), leaseTTL: cfg.Replica.LeaseTTL,
+	}
 	var leases runs.Leases
 	var journals runs.Journals
 	if opts.Store.Shared() {
 		// Replicas share runs: each is driven by its lease holder, and
-		// resumed by any of them from its journal in the store.
-		leases, journals = opts.Store, opts.Store
+		// resumed by any of them from its journal in the store; each
+		// group's conversation is its lease holder's too.
+		leases, journals, chat.leases = opts.Store, opts.Store, opts.Store
+	}
+	h.chats = newChatRouter(chat)
+	wakes := opts.Store.Wakeups(opts.Logger)
+	if wakes != nil {
+		wakes = chatWakes{Wakeups: wakes, chat: h.chats.onWake}
 	}
 	service, err := runs.New(runs.Config{
 		Store:            opts.Store,
@@ -162,7 +173,7 @@ func New(opts Options) (*Host, error) {
 		MaxConcurrent:    cfg.Pipelines.MaxConcurrentRuns,
 		DefaultVerbosity: defaultVerbosity(cfg),
 		Observe:          opts.Metrics.observeRun,
-		Wakeups:          opts.Store.Wakeups(opts.Logger),
+		Wakeups:          wakes,
 		Leases:           leases,
 		Journals:         journals,
 		Replica:          cfg.ReplicaID(),
@@ -183,11 +194,6 @@ func New(opts Options) (*Host, error) {
 			opts.Logger.Warn("no nanohost_containers_queued metric", "err", err)
 		}
 	}
-	h.chats = newChatRouter(chatDeps{
-		store: opts.Store, agents: opts.Agents, env: env, groups: h.groups, endpoints: h.endpoints,
-		metrics: opts.Metrics, log: opts.Logger, deliveryCtx: h.deliveryCtx, backoff: opts.DeliveryBackoff,
-		timeout: cfg.Runtime.NodeTimeout,
-	})
 	return h, nil
 }
 
@@ -256,7 +262,7 @@ func (h *Host) Run(ctx context.Context) error {
 	h.pruneIPC(ctx)
 	// What a previous instance left unanswered goes first, before the
 	// channels deliver anything new.
-	if err := h.chats.requeueUnprocessed(ctx); err != nil {
+	if err := h.chats.start(ctx); err != nil {
 		h.log.Error("queue messages left unanswered", "err", err)
 	}
 	life, stopServing := context.WithCancel(context.WithoutCancel(ctx))
