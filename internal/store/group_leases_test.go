@@ -20,43 +20,34 @@ func TestGroupLeaseIsOneReplicasUntilItExpires(t *testing.T) {
 	seedChatAndGroup(t, a, "C1", "ops", true)
 	const ttl = 400 * time.Millisecond
 
-	must := func(got bool, err error, want bool, what string) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if got != want {
-			t.Fatalf("%s = %v, want %v", what, got, want)
-		}
-	}
 	ok, err := a.TakeGroupLease(ctx, "ops", "A", ttl)
-	must(ok, err, true, "A takes the group's free lease")
+	mustLease(t, ok, err, true, "A takes the group's free lease")
 	ok, err = b.TakeGroupLease(ctx, "ops", "B", ttl)
-	must(ok, err, false, "B takes A's live group lease")
+	mustLease(t, ok, err, false, "B takes A's live group lease")
 	for range 3 { // renewed, it outlives its ttl
 		time.Sleep(ttl / 2)
 		ok, err = a.RenewGroupLease(ctx, "ops", "A", ttl)
-		must(ok, err, true, "A renews")
+		mustLease(t, ok, err, true, "A renews")
 		ok, err = b.TakeGroupLease(ctx, "ops", "B", ttl)
-		must(ok, err, false, "B takes the lease A renews")
+		mustLease(t, ok, err, false, "B takes the lease A renews")
 	}
 
 	time.Sleep(ttl + 100*time.Millisecond) // A stopped renewing (it died)
 	ok, err = b.TakeGroupLease(ctx, "ops", "B", ttl)
-	must(ok, err, true, "B takes the expired lease")
+	mustLease(t, ok, err, true, "B takes the expired lease")
 	ok, err = a.RenewGroupLease(ctx, "ops", "A", ttl)
-	must(ok, err, false, "A renews a lease B took over")
+	mustLease(t, ok, err, false, "A renews a lease B took over")
 	if err := a.ReleaseGroupLease(ctx, "ops", "A"); err != nil {
 		t.Fatal(err)
 	}
 	ok, err = a.TakeGroupLease(ctx, "ops", "A", ttl)
-	must(ok, err, false, "A takes the lease back after releasing what was no longer its own")
+	mustLease(t, ok, err, false, "A takes the lease back after releasing what was no longer its own")
 
 	if err := b.ReleaseGroupLease(ctx, "ops", "B"); err != nil {
 		t.Fatal(err)
 	}
 	ok, err = a.TakeGroupLease(ctx, "ops", "A", ttl)
-	must(ok, err, true, "A takes the lease B released, without waiting for it to expire")
+	mustLease(t, ok, err, true, "A takes the lease B released, without waiting for it to expire")
 
 	// A group lease is no run lease: runs' owners do not list it.
 	if owners, err := a.LeaseOwners(ctx); err != nil || len(owners) != 0 {

@@ -21,25 +21,16 @@ func TestLeaseIsOneReplicasUntilItExpires(t *testing.T) {
 	createTestRun(t, a, "r1")
 	const ttl = 400 * time.Millisecond
 
-	mustLease := func(got bool, err error, want bool, what string) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if got != want {
-			t.Fatalf("%s = %v, want %v", what, got, want)
-		}
-	}
 	ok, err := a.TakeLease(ctx, "r1", "A", ttl)
-	mustLease(ok, err, true, "A takes a free lease")
+	mustLease(t, ok, err, true, "A takes a free lease")
 	ok, err = b.TakeLease(ctx, "r1", "B", ttl)
-	mustLease(ok, err, false, "B takes A's live lease")
+	mustLease(t, ok, err, false, "B takes A's live lease")
 	ok, err = a.TakeLease(ctx, "r1", "A", ttl)
-	mustLease(ok, err, true, "A takes its own lease again")
+	mustLease(t, ok, err, true, "A takes its own lease again")
 	for range 3 { // renewed, it outlives its ttl
 		time.Sleep(ttl / 2)
 		ok, err = a.RenewLease(ctx, "r1", "A", ttl)
-		mustLease(ok, err, true, "A renews")
+		mustLease(t, ok, err, true, "A renews")
 	}
 	if claimed, err := b.ClaimRuns(ctx, "B", ttl, 10); err != nil || len(claimed) != 0 {
 		t.Fatalf("B claims %v (%v) while A renews; want nothing", claimed, err)
@@ -55,7 +46,7 @@ func TestLeaseIsOneReplicasUntilItExpires(t *testing.T) {
 		t.Fatalf("B claims %+v (%v), want run r1 with its source", claimed, err)
 	}
 	ok, err = a.RenewLease(ctx, "r1", "A", ttl)
-	mustLease(ok, err, false, "A renews a lease B took over")
+	mustLease(t, ok, err, false, "A renews a lease B took over")
 	if held, err := b.LeasesOf(ctx, "B"); err != nil || !slices.Equal(held, []string{"r1"}) {
 		t.Fatalf("B holds %v (%v), want [r1]", held, err)
 	}
@@ -171,5 +162,16 @@ func TestReclaimRunsTakesBackOnlyTheReplicasOwn(t *testing.T) {
 	}
 	if got, err := restarted.ClaimRuns(ctx, "C", time.Minute, 10); err != nil || len(got) != 0 {
 		t.Fatalf("C claims %+v (%v) while A and B hold live leases", got, err)
+	}
+}
+
+// mustLease fails the test unless a lease call gave want without error.
+func mustLease(t *testing.T, got bool, err error, want bool, what string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if got != want {
+		t.Fatalf("%s = %v, want %v", what, got, want)
 	}
 }
