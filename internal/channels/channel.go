@@ -150,6 +150,12 @@ type Message struct {
 	// (it died between posting and recording the post): a channel that
 	// can tell looks for it first, and does not post it twice.
 	MayHaveLanded bool
+	// AnswerTo names the message (its MsgID) an agent's chat reply
+	// answers: the reply posted again — by a process that took over
+	// a message another answered and died before recording it — is
+	// the same post, which a channel that can tell looks for first
+	// (with MayHaveLanded) and does not post twice.
+	AnswerTo string
 
 	// Card is a run's status card (its thread's root message).
 	Card *runlog.Card

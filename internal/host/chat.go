@@ -99,6 +99,9 @@ type chatWorker struct {
 type chatItem struct {
 	ch channels.Channel
 	in channels.Inbound
+	// stored: taken from the store, not from the channel — a process
+	// that died may have posted its answer without recording it.
+	stored bool
 }
 
 func newChatRouter(d chatDeps) *chatRouter {
@@ -140,7 +143,7 @@ func (r *chatRouter) handle(ctx context.Context, ch channels.Channel, in channel
 	}
 	r.remember(in)
 	if in.MsgID == "" || r.holds(ctx, g) { // a message not stored is answered where it came
-		r.enqueue(r.worker(g), chatItem{ch, in})
+		r.enqueue(r.worker(g), chatItem{ch: ch, in: in})
 	}
 }
 
@@ -248,7 +251,7 @@ func (r *chatRouter) takeWaiting(ctx context.Context) error {
 		if !r.holds(ctx, g) {
 			continue // another replica answers for the group
 		}
-		queued := r.enqueue(r.worker(g), chatItem{ch, channels.Inbound{
+		queued := r.enqueue(r.worker(g), chatItem{ch: ch, stored: true, in: channels.Inbound{
 			Kind: channels.KindMessage, Channel: ch.Name(), Chat: m.ChatID, Thread: m.ThreadTS,
 			User: m.UserID, Text: m.Text, MsgID: m.ChannelMsgID, At: m.TS,
 		}})
@@ -372,13 +375,24 @@ func (r *chatRouter) answer(ctx context.Context, w *chatWorker, items []chatItem
 		// meanwhile (stop waits a little for it); otherwise it is asked
 		// again after the restart.
 		out := report.NewPatient(first.ch, r.backoff, r.log.With("group", g.Folder))
-		replyID, err = out.Post(r.deliveryCtx, first.in.Chat, thread, channels.Message{Text: text})
+		replyID, err = out.Post(r.deliveryCtx, first.in.Chat, thread, replyMessage(items, text))
 		if err != nil {
 			r.log.Error("post agent reply; the messages are answered again after a restart", "group", g.Folder, "chat", first.in.Chat, "err", err)
 			return
 		}
 	}
 	r.processed(ctx, items, replyID, thread, text)
+}
+
+// replyMessage is the agent's reply to items, keyed by the last of them;
+// when any was taken from the store the channel looks for the reply
+// before posting it, in case a process that died posted it already.
+func replyMessage(items []chatItem, text string) channels.Message {
+	m := channels.Message{Text: text, AnswerTo: items[len(items)-1].in.MsgID}
+	for _, it := range items {
+		m.MayHaveLanded = m.MayHaveLanded || (it.stored && m.AnswerTo != "")
+	}
+	return m
 }
 
 // processed marks items answered and records the reply. Marked first,

@@ -29,6 +29,8 @@ func (c *Channel) postLabel(m channels.Message) map[string]any {
 		return map[string]any{"key": "card/" + m.Card.RunID, "run": m.Card.RunID}
 	case m.RunID != "" && m.Seq > 0:
 		return map[string]any{"key": fmt.Sprintf("event/%s/%d", m.RunID, m.Seq), "run": m.RunID, "seq": m.Seq}
+	case m.AnswerTo != "":
+		return map[string]any{"key": "answer/" + m.AnswerTo}
 	}
 	return map[string]any{"key": fmt.Sprintf("post/%s/%d", c.instance, c.posts.Add(1))}
 }

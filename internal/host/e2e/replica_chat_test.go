@@ -53,13 +53,8 @@ func TestReplicaChatSessionMovesAfterKill(t *testing.T) {
 		t.Errorf("A did not take the message B stored; A's log:\n%s", a.log())
 	}
 
-	// Killed once A recorded its answer: a replica killed between posting
-	// an answer and recording it answers again (docs/scaling.md), as one
-	// host does.
-	waitUntil(t, 10*time.Second, "A records its answer to the second question", func() bool {
-		left, err := st.UnprocessedMessages(ctx)
-		return err == nil && len(left) == 0
-	})
+	// Killed as soon as its answer shows, A may not have recorded it: B
+	// finds it in the thread and does not post it again.
 	a.kill(t)
 	rs.fake.Route(nil)
 	killed := time.Now()
