@@ -68,6 +68,9 @@ type chatRouter struct {
 	// held are the groups whose lease this replica holds (replicas only),
 	// with when each was last renewed.
 	held map[string]time.Time
+	// leaving are the workers of groups let go, until their conversation
+	// is closed (see chatWorker.after).
+	leaving map[string]<-chan struct{}
 	// poke asks the lease loop to look for waiting messages now (a wake).
 	poke chan struct{}
 	wg   sync.WaitGroup
@@ -94,6 +97,12 @@ type chatWorker struct {
 	// ctx ends when the host stops or this replica lets the group go.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// after is closed once the group's previous worker here (let go
+	// before) has closed its conversation: the container backend keys a
+	// conversation by group, so this one opens only then. done is this
+	// worker's own.
+	after <-chan struct{}
+	done  chan struct{}
 }
 
 type chatItem struct {
@@ -106,7 +115,7 @@ type chatItem struct {
 
 func newChatRouter(d chatDeps) *chatRouter {
 	r := &chatRouter{chatDeps: d, workers: map[string]*chatWorker{}, threads: map[threadRef]bool{},
-		held: map[string]time.Time{}, poke: make(chan struct{}, 1)}
+		held: map[string]time.Time{}, leaving: map[string]<-chan struct{}{}, poke: make(chan struct{}, 1)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }
@@ -271,21 +280,28 @@ func (r *chatRouter) worker(g store.Group) *chatWorker {
 	if ok {
 		return w
 	}
-	sid, err := r.store.GetSession(r.ctx, g.Folder, chatThreadKey)
-	if err != nil {
-		sid = "" // no conversation recorded yet
-	}
-	w = &chatWorker{group: g, conv: r.agents.Conversation(g.Folder, r.env.of(g.Folder), sid),
-		pending: queue.New[chatItem](chatQueueSize), queued: map[string]bool{}}
+	w = &chatWorker{group: g, pending: queue.New[chatItem](chatQueueSize), queued: map[string]bool{},
+		after: r.leaving[g.Folder], done: make(chan struct{})}
 	w.ctx, w.cancel = context.WithCancel(r.ctx)
-	if sid != "" {
-		r.log.Debug("the group's conversation resumes its agent session", "group", g.Folder, "session", sid)
-	}
 	r.workers[g.Folder] = w
 	if !r.holding {
 		r.startLocked(w)
 	}
 	return w
+}
+
+// openConversation opens the group's conversation, resuming the agent
+// session recorded last — by this process, an earlier one, or another
+// replica that held the group before.
+func (r *chatRouter) openConversation(g store.Group) Conversation {
+	sid, err := r.store.GetSession(r.ctx, g.Folder, chatThreadKey)
+	if err != nil {
+		sid = "" // no conversation recorded yet
+	}
+	if sid != "" {
+		r.log.Debug("the group's conversation resumes its agent session", "group", g.Folder, "session", sid)
+	}
+	return r.agents.Conversation(g.Folder, r.env.of(g.Folder), sid)
 }
 
 // hold stops new workers from starting (on) or starts every worker that
@@ -309,6 +325,15 @@ func (r *chatRouter) startLocked(w *chatWorker) {
 }
 
 func (r *chatRouter) loop(w *chatWorker) {
+	defer close(w.done)
+	if w.after != nil {
+		select {
+		case <-w.after:
+		case <-w.ctx.Done():
+			return
+		}
+	}
+	w.conv = r.openConversation(w.group)
 	defer w.conv.Close()
 	for {
 		select {

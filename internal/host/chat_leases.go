@@ -139,13 +139,26 @@ func (r *chatRouter) renewGroups() {
 // container) and what it had queued stays stored for the new holder.
 func (r *chatRouter) letGo(folder string) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	w := r.workers[folder]
 	delete(r.workers, folder)
 	delete(r.held, folder)
-	r.mu.Unlock()
-	if w != nil {
-		w.cancel()
+	if w == nil {
+		return
 	}
+	w.cancel()
+	if !w.started {
+		return // it never opened a conversation
+	}
+	r.leaving[folder] = w.done
+	go func() {
+		<-w.done
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.leaving[folder] == w.done {
+			delete(r.leaving, folder)
+		}
+	}()
 }
 
 // releaseGroups lets every held group go at shutdown, once no answer is in
