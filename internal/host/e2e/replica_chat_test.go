@@ -36,11 +36,13 @@ func TestReplicaChatSessionMovesAfterKill(t *testing.T) {
 	bConns := slices.DeleteFunc(rs.fake.ConnectionNumbers(), func(n int) bool { return slices.Contains(aConns, n) })
 	rs.fake.Route(func(n int) bool { return slices.Contains(bConns, n) })
 	t.Cleanup(func() { rs.fake.Route(nil) })
+	asked := time.Now()
 	second, err := rs.fake.Mention(opsChat, alice, "second question, to B's socket")
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitSlack(t, rs.fake, 30*time.Second, "the second question, delivered to B, is answered", func() bool { return botReplies(rs.fake, second) >= 1 })
+	t.Logf("the second question, delivered to B, was answered by A %s after it was asked", time.Since(asked).Round(time.Millisecond))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("A:\n%s\nB:\n%s", grepLog(a.log(), "chat", "group", "message"), grepLog(b.log(), "chat", "group", "message"))
