@@ -86,6 +86,35 @@ func TestNoOutcomeTagIsSuccessWithAWarning(t *testing.T) {
 	}
 }
 
+func TestContextTagsApplyWithoutAnOutcomeTag(t *testing.T) {
+	src := `digraph T {
+		start [shape=Mdiamond]
+		exit [shape=Msquare]
+		work [prompt="w"]
+		ready [prompt="r"]
+		notready [prompt="n"]
+		start -> work
+		work -> ready [condition="context.ready=yes"]
+		work -> notready
+		ready -> exit
+		notready -> exit
+	}`
+	out := runGraph(t, src, runOpts{backend: steps(map[string][]any{
+		"work": {"Checked everything.\n[context:ready=yes] [preferred_label:Go] [context:branch=main]"},
+	})})
+	wantPath(t, out.res, "start", "work", "ready", "exit")
+	if out.res.Context["ready"] != "yes" || out.res.Context["branch"] != "main" {
+		t.Errorf("context tags lost without an outcome tag: ready=%#v branch=%#v", out.res.Context["ready"], out.res.Context["branch"])
+	}
+	warned := false
+	for _, e := range out.rec.ofType(engine.EventWarning) {
+		warned = warned || (e.NodeID == "work" && strings.Contains(e.Message, "no [outcome:…] tag"))
+	}
+	if !warned {
+		t.Error("the missing outcome tag is no longer warned about")
+	}
+}
+
 func TestTagsNeverReachHumans(t *testing.T) {
 	out := runGraph(t, oneStageDOT, runOpts{backend: steps(map[string][]any{
 		"work": {"Fixed the off-by-one.\n[preferred_label:Ship] [context:fix=done] [next:good] [outcome:success]"},

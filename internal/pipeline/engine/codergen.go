@@ -148,21 +148,31 @@ func resolveOutcome(res Result, parsed agenttext.Parsed, statusPath string) (Out
 			return Outcome{Status: StatusFail, FailureReason: "the agent's status.json cannot be used: " + err.Error()}, "status_file"
 		}
 	}
-	if parsed.Status != "" {
-		s, err := ParseStatus(parsed.Status)
-		if err != nil {
-			return Outcome{Status: StatusFail, FailureReason: "the agent reported an unknown [outcome:…] tag: " + err.Error()}, "tags"
-		}
-		out := Outcome{Status: s, PreferredLabel: parsed.PreferredLabel, SuggestedNextIDs: parsed.Next}
-		if len(parsed.Context) > 0 {
-			out.ContextUpdates = make(map[string]any, len(parsed.Context))
-			for k, v := range parsed.Context {
-				out.ContextUpdates[k] = v
-			}
-		}
-		return out, "tags"
+	// The other tags count with or without an [outcome:…] tag: a missing
+	// outcome defaults the status, it does not drop what the agent set.
+	out := Outcome{Status: StatusSuccess, PreferredLabel: parsed.PreferredLabel, SuggestedNextIDs: parsed.Next,
+		ContextUpdates: tagContext(parsed.Context)}
+	if parsed.Status == "" {
+		return out, "default"
 	}
-	return Outcome{Status: StatusSuccess, PreferredLabel: parsed.PreferredLabel, SuggestedNextIDs: parsed.Next}, "default"
+	s, err := ParseStatus(parsed.Status)
+	if err != nil {
+		return Outcome{Status: StatusFail, FailureReason: "the agent reported an unknown [outcome:…] tag: " + err.Error()}, "tags"
+	}
+	out.Status = s
+	return out, "tags"
+}
+
+// tagContext is the [context:k=v] pairs as context updates (nil when none).
+func tagContext(pairs map[string]string) map[string]any {
+	if len(pairs) == 0 {
+		return nil
+	}
+	updates := make(map[string]any, len(pairs))
+	for k, v := range pairs {
+		updates[k] = v
+	}
+	return updates
 }
 
 // statusFileOutcome reads a status.json the agent wrote (Appendix C).
