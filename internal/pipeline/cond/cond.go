@@ -1,50 +1,94 @@
-// Package cond parses and evaluates Attractor edge conditions (spec §10):
+// Package cond parses and evaluates Attractor edge conditions: the spec's
+// §10 language (key=value clauses joined by &&) and its extensions
+// (docs/semantics.md, "Edge conditions"):
 //
-//	ConditionExpr ::= Clause ( '&&' Clause )*
-//	Clause        ::= Key ( '=' | '!=' ) Literal | Key
-//	Key           ::= 'outcome' | 'preferred_label' | 'context.' Path | Path
-//	Path          ::= Identifier ( '.' Identifier )*
+//	Expr       ::= And ( '||' And )*
+//	And        ::= Unary ( '&&' Unary )*
+//	Unary      ::= ( '!' | 'not' ) Unary | '(' Expr ')' | Comparison
+//	Comparison ::= Key                                    -- truthy
+//	             | Key ( '=' | '!=' ) Literal?            -- text
+//	             | Key ( '<' | '<=' | '>' | '>=' ) Number -- numbers
+//	             | Key 'contains' Literal                 -- substring or list item
+//	             | Key 'in' '[' Literal ( ',' Literal )* ']'
+//	             | Key 'matches' Literal                  -- RE2
+//	Key        ::= 'outcome' | 'preferred_label' | 'context.' Path | Path
+//	Path       ::= Identifier ( '.' Identifier )*
+//	Literal    ::= '"' … '"' | "'" … "'" | a word without spaces or operators
 //
-// Parsing is strict: operators the grammar lacks (==, ||, <, >, !x, contains)
-// are errors with a fix, so a typo never silently turns into a condition
-// that can never match. An unqualified key, dotted or not
-// (tool.verify.output, human.gate.selected), is a direct context lookup
-// (§10.4). outcome=<word> may name one of the five statuses or a custom
-// outcome of the pipeline's own (outcome=needs_dod); see
-// pipeline.NormalizeOutcome.
+// Precedence is Go's: ! binds tightest, then comparisons, then &&, then ||.
+// Every condition the §10 grammar accepted means what it meant: = and !=
+// compare text, a bare key is truthy, a missing key reads as "". Parsing is
+// strict: a spelling the grammar lacks (==, and, or, =>) is an error with a
+// fix, so a typo never silently becomes a condition that can never match.
+// An unqualified key, dotted or not (tool.verify.output, review.confidence),
+// is a direct context lookup (§10.4). outcome=<word> may name one of the
+// five statuses or a custom outcome of the pipeline's own (outcome=needs_dod);
+// see pipeline.NormalizeOutcome.
 package cond
 
 import (
 	"fmt"
-	"strings"
-
-	"nanohost/internal/pipeline"
+	"regexp"
 )
 
 // Op is a clause operator.
 type Op string
 
 const (
-	OpEq     Op = "="
-	OpNe     Op = "!="
-	OpTruthy Op = "" // a bare key: true when its value is non-empty and not false/0/no
+	OpEq       Op = "="
+	OpNe       Op = "!="
+	OpTruthy   Op = "" // a bare key: true when its value is non-empty and not false/0/no
+	OpLt       Op = "<"
+	OpLe       Op = "<="
+	OpGt       Op = ">"
+	OpGe       Op = ">="
+	OpContains Op = "contains"
+	OpIn       Op = "in"
+	OpMatches  Op = "matches"
 )
 
-// Clause is one `key op value` comparison.
+// Ordering reports whether op compares numbers.
+func (op Op) Ordering() bool { return op == OpLt || op == OpLe || op == OpGt || op == OpGe }
+
+// Clause is one comparison: a key, an operator and its literal(s).
 type Clause struct {
 	Key    string
 	Op     Op
-	Value  string
-	Offset int // byte offset of the clause in the source
+	Value  string   // the literal (normalised for outcome); "" for truthy and in
+	Values []string // the listed literals of an in clause
+	Offset int      // byte offset of the clause's key in the source
+
+	num float64        // Value read as a number (ordering operators)
+	re  *regexp.Regexp // the compiled pattern (matches)
 }
 
-// Expr is a parsed condition: the AND of its clauses. No clauses = always true.
+// Expr is a parsed condition. No clauses = always true.
 type Expr struct {
-	Source  string
+	Source string
+	// Clauses lists every comparison in source order, whatever the
+	// && / || / ! structure around it.
 	Clauses []Clause
+	root    *node
 }
 
-// SyntaxError says where and why a condition does not parse, and how to fix it.
+// node is the boolean structure over the clauses.
+type node struct {
+	kind   nodeKind
+	clause int     // leaf: index into Expr.Clauses
+	kids   []*node // and, or: two or more; not: one
+}
+
+type nodeKind uint8
+
+const (
+	leaf nodeKind = iota
+	and
+	or
+	not
+)
+
+// SyntaxError says where and why a condition does not parse (or, from
+// TypeErrors, cannot hold), and how to fix it.
 type SyntaxError struct {
 	Source string
 	Offset int
@@ -56,30 +100,18 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("condition %q: %s (at offset %d)", e.Source, e.Msg, e.Offset)
 }
 
-// Parse reads a condition. An empty (or all-blank) source is always true.
-func Parse(src string) (*Expr, error) {
-	e := &Expr{Source: src}
-	if err := rejectForeignOperators(src); err != nil {
-		return nil, err
-	}
-	offset := 0
-	for _, part := range strings.Split(src, "&&") {
-		start := offset + (len(part) - len(strings.TrimLeft(part, " \t\r\n")))
-		offset += len(part) + len("&&")
-		text := strings.TrimSpace(part)
-		if text == "" {
-			if strings.TrimSpace(src) != "" {
-				return nil, &SyntaxError{src, start, "empty clause around &&", "remove the extra && or add a clause such as outcome=success"}
-			}
-			continue
-		}
-		c, err := parseClause(src, text, start)
-		if err != nil {
-			return nil, err
-		}
-		e.Clauses = append(e.Clauses, c)
-	}
-	return e, nil
+// EvalError is a condition that cannot be decided on the run's values: a
+// number comparison whose value is not a number. The engine fails the run
+// with it rather than guess.
+type EvalError struct {
+	Source string
+	Offset int
+	Key    string
+	Msg    string
+}
+
+func (e *EvalError) Error() string {
+	return fmt.Sprintf("condition %q: %s", e.Source, e.Msg)
 }
 
 // MustParse is Parse for conditions known to be valid (tests, built-ins).
@@ -89,135 +121,4 @@ func MustParse(src string) *Expr {
 		panic(err)
 	}
 	return e
-}
-
-// foreign lists operators people reach for that the grammar lacks, with the fix.
-var foreign = []struct{ token, msg, fix string }{
-	{"||", "'||' (or) is not supported", "conditions are AND-only: use one edge per alternative, each with its own condition"},
-	{"==", "'==' is not an operator", "use a single '=': outcome=success"},
-	{">=", "'>=' is not supported", "compare for equality with '=' or '!=', or set a context flag and test it"},
-	{"<=", "'<=' is not supported", "compare for equality with '=' or '!=', or set a context flag and test it"},
-	{"<", "'<' is not supported", "compare for equality with '=' or '!=', or set a context flag and test it"},
-	{">", "'>' is not supported", "compare for equality with '=' or '!=', or set a context flag and test it"},
-	{" contains ", "'contains' is not supported (the spec lists it as a future extension, §10.7)",
-		"compare for equality with '=' or '!=': have the stage decide and report it — a tool_command that exits 0 when its output has the text (grep -q) routes on outcome=success / outcome=fail"},
-	{" matches ", "'matches' is not supported (the spec lists it as a future extension, §10.7)",
-		"compare for equality with '=' or '!=': have the stage decide and report it, e.g. [context:ready=true] tested with context.ready=true"},
-	{" and ", "'and' is not an operator", "use '&&': outcome=success && context.ready=true"},
-	{" or ", "'or' is not supported", "conditions are AND-only: use one edge per alternative"},
-}
-
-func rejectForeignOperators(src string) error {
-	masked := maskQuoted(src)
-	lower := asciiLower(masked) // byte-for-byte, so offsets stay valid on any input
-	for _, f := range foreign {
-		if i := strings.Index(lower, f.token); i >= 0 {
-			return &SyntaxError{src, i, f.msg, f.fix}
-		}
-	}
-	if i := strings.Index(masked, "&"); i >= 0 && !strings.Contains(masked[i:min(i+2, len(masked))], "&&") {
-		return &SyntaxError{src, i, "single '&' is not an operator", "use '&&' to combine clauses"}
-	}
-	return nil
-}
-
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
-// maskQuoted blanks out the inside of double-quoted literals so operator
-// checks do not trip over text inside them.
-func maskQuoted(s string) string {
-	b := []byte(s)
-	in := false
-	for i := 0; i < len(b); i++ {
-		switch {
-		case b[i] == '\\' && in && i+1 < len(b):
-			b[i], b[i+1] = ' ', ' '
-			i++
-		case b[i] == '"':
-			in = !in
-		case in:
-			b[i] = ' '
-		}
-	}
-	return string(b)
-}
-
-func parseClause(src, text string, offset int) (Clause, error) {
-	op, idx := OpTruthy, -1
-	if i := strings.Index(text, "!="); i >= 0 {
-		op, idx = OpNe, i
-	} else if i := strings.Index(text, "="); i >= 0 {
-		op, idx = OpEq, i
-	}
-	key, value := text, ""
-	if op != OpTruthy {
-		key = strings.TrimSpace(text[:idx])
-		value = strings.TrimSpace(text[idx+len(op):])
-	}
-	if strings.HasPrefix(key, "!") {
-		return Clause{}, &SyntaxError{src, offset, fmt.Sprintf("negation %q is not supported", key), fmt.Sprintf("write %s!=true, or %s=false", key[1:], key[1:])}
-	}
-	if err := checkKey(src, key, offset); err != nil {
-		return Clause{}, err
-	}
-	if op == OpTruthy {
-		return Clause{Key: key, Op: op, Offset: offset}, nil
-	}
-	lit, err := parseLiteral(src, value, offset+idx+len(op))
-	if err != nil {
-		return Clause{}, err
-	}
-	if key == "outcome" {
-		if lit, err = checkOutcome(src, lit, offset); err != nil {
-			return Clause{}, err
-		}
-	}
-	return Clause{Key: key, Op: op, Value: lit, Offset: offset}, nil
-}
-
-func checkKey(src, key string, offset int) error {
-	if key == "" {
-		return &SyntaxError{src, offset, "missing key before the operator", "write key=value, e.g. outcome=success"}
-	}
-	path := strings.TrimPrefix(key, "context.")
-	if pipeline.IsQualifiedID(path) {
-		return nil // outcome, preferred_label, or a context key with or without its prefix
-	}
-	return &SyntaxError{src, offset, fmt.Sprintf("malformed key %q", key),
-		"a key is outcome, preferred_label or a context key: identifiers joined by dots, such as context.tests_passed or tool.exit_code"}
-}
-
-func parseLiteral(src, v string, offset int) (string, error) {
-	if v == "" {
-		return "", nil // key= compares against the empty string
-	}
-	if v[0] == '"' || v[0] == '\'' {
-		q := v[0]
-		if len(v) < 2 || v[len(v)-1] != q {
-			return "", &SyntaxError{src, offset, "unterminated quoted value", fmt.Sprintf("close the quote: %s", v+string(q))}
-		}
-		inner := v[1 : len(v)-1]
-		return strings.NewReplacer(`\"`, `"`, `\'`, `'`, `\\`, `\`).Replace(inner), nil
-	}
-	if strings.ContainsAny(v, " \t=!") {
-		return "", &SyntaxError{src, offset, fmt.Sprintf("value %q has spaces or operators", v), "quote the value: key=\"two words\""}
-	}
-	return v, nil
-}
-
-func checkOutcome(src, lit string, offset int) (string, error) {
-	if norm, ok := pipeline.NormalizeOutcome(lit); ok {
-		return norm, nil
-	}
-	return "", &SyntaxError{src, offset, fmt.Sprintf("outcome is never %q", lit),
-		"outcome is one of " + strings.Join(pipeline.OutcomeStatuses, ", ") +
-			", or a custom outcome word of your own (letters, digits and _, such as needs_dod) that the stage reports with [outcome:needs_dod]"}
 }

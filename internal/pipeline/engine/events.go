@@ -96,7 +96,8 @@ type Decision struct {
 	// "suggested_next_ids", "weight", "lexical", "fallback_any_edge",
 	// "fail_condition", "fail_to_conditional", "retry_target",
 	// "fallback_retry_target", "graph_retry_target",
-	// "graph_fallback_retry_target", "goal_gate_retry", "none"; also
+	// "graph_fallback_retry_target", "goal_gate_retry", "none",
+	// "condition_error" (a condition could not be decided: the run fails); also
 	// "only_edge" (a single unconditional edge) and "fan_in" (a parallel
 	// block continuing at the fan-in node its branches reached).
 	Rule   string            `json:"rule"`

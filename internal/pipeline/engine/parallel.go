@@ -306,6 +306,10 @@ func (w *walker) walkBranch(ctx context.Context, e *pipeline.Edge, parentID stri
 		res.Status, res.Notes, res.FailureReason = out.Status, out.Notes, out.FailureReason
 		rt := r.nextRoute(st, node, out, w.cx)
 		w.emit(Event{Type: EventDecision, NodeID: node.ID, Decision: &rt.Decision})
+		if rt.Fail != "" {
+			res.Status, res.FailureReason = StatusFail, rt.Fail
+			return res
+		}
 		if rt.To == "" {
 			if out.Status == StatusFail {
 				res.FailureReason = failureReason(node, out)

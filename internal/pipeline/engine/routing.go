@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,6 +18,9 @@ type route struct {
 	Edge     *pipeline.Edge // the edge taken; nil for a retry-target jump or no route
 	To       string         // next node id, "" when there is none
 	Decision Decision
+	// Fail is why the run cannot go on from here: a condition that cannot
+	// be decided (a number comparison on a value that is not a number).
+	Fail string
 }
 
 // selectNext picks the next node after node finished with out (spec §3.3
@@ -35,7 +39,11 @@ func (r *run) selectEdge(node *pipeline.Node, out Outcome, cx *Context) route {
 	if len(edges) == 0 {
 		return route{Decision: Decision{From: node.ID, Rule: "none", Values: vals}}
 	}
-	if matched := r.conditionMatches(edges, out, cx); len(matched) > 0 {
+	matched, err := r.conditionMatches(edges, out, cx)
+	if err != nil {
+		return conditionFailure(node.ID, err, vals)
+	}
+	if len(matched) > 0 {
 		return edgeRoute(node.ID, best(matched), "condition", vals)
 	}
 	unconditional := filterEdges(edges, func(e *pipeline.Edge) bool { return strings.TrimSpace(e.Attrs["condition"]) == "" })
@@ -68,7 +76,11 @@ func (r *run) selectEdge(node *pipeline.Node, out Outcome, cx *Context) route {
 func (r *run) failureRoute(node *pipeline.Node, out Outcome, cx *Context) route {
 	edges := r.g.Outgoing(node.ID)
 	vals := outcomeValues(out)
-	if matched := r.conditionMatches(edges, out, cx); len(matched) > 0 {
+	matched, err := r.conditionMatches(edges, out, cx)
+	if err != nil {
+		return conditionFailure(node.ID, err, vals)
+	}
+	if len(matched) > 0 {
 		return edgeRoute(node.ID, best(matched), "fail_condition", vals)
 	}
 	intoDiamond := filterEdges(edges, func(e *pipeline.Edge) bool {
@@ -108,8 +120,9 @@ func (r *run) retryTarget(node *pipeline.Node) (string, string) {
 	return "", ""
 }
 
-// conditionMatches returns the edges whose condition holds for out.
-func (r *run) conditionMatches(edges []*pipeline.Edge, out Outcome, cx *Context) []*pipeline.Edge {
+// conditionMatches returns the edges whose condition holds for out, or
+// the first condition that cannot be decided on the run's values.
+func (r *run) conditionMatches(edges []*pipeline.Edge, out Outcome, cx *Context) ([]*pipeline.Edge, error) {
 	var matched []*pipeline.Edge
 	vars := cond.Vars{Outcome: string(out.Status), PreferredLabel: out.PreferredLabel, Lookup: r.lookup(cx)}
 	for _, e := range edges {
@@ -122,24 +135,33 @@ func (r *run) conditionMatches(edges []*pipeline.Edge, out Outcome, cx *Context)
 			r.emit(Event{Type: EventWarning, NodeID: e.From, Message: "edge " + e.From + " -> " + e.To + ": condition " + strconv.Quote(src) + " does not parse, treated as false: " + err.Error()})
 			continue
 		}
-		if expr.Eval(vars) {
+		ok, err := expr.Holds(vars)
+		if err != nil {
+			return nil, fmt.Errorf("edge %s -> %s: %w", e.From, e.To, err)
+		}
+		if ok {
 			matched = append(matched, e)
 		}
 	}
-	return matched
+	return matched, nil
+}
+
+// conditionFailure is the route of a run stopped by a condition it cannot decide.
+func conditionFailure(from string, err error, vals map[string]string) route {
+	return route{Decision: Decision{From: from, Rule: "condition_error", Values: vals}, Fail: err.Error()}
 }
 
 // lookup resolves condition keys in cx, plus the run's visit counts under
 // internal.visit_count.<node id>.
-func (r *run) lookup(cx *Context) func(string) (string, bool) {
-	return func(key string) (string, bool) {
+func (r *run) lookup(cx *Context) func(string) (any, bool) {
+	return func(key string) (any, bool) {
 		if id, ok := strings.CutPrefix(key, KeyVisitCountPrefix); ok {
 			r.mu.Lock()
 			n := r.visits[id]
 			r.mu.Unlock()
-			return strconv.Itoa(n), true
+			return n, true
 		}
-		return cx.Lookup(key)
+		return cx.Get(key)
 	}
 }
 

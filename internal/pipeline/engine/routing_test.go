@@ -281,3 +281,28 @@ func TestEveryStageFailingIntoTheExitStillSucceeds(t *testing.T) {
 		t.Errorf("%d StageFailed events, want one per failed stage", n)
 	}
 }
+
+// A number comparison on a value that is not a number stops the run with a
+// reason that names the edge, the key and the value, rather than guess a route.
+func TestConditionOnANonNumberFailsTheRunSayingWhy(t *testing.T) {
+	src := `digraph N {
+		start [shape=Mdiamond]
+		exit [shape=Msquare]
+		review [prompt="r"]
+		ship [prompt="s"]
+		again [prompt="a"]
+		start -> review
+		review -> ship [condition="review.confidence >= 0.85"]
+		review -> again [condition="review.confidence < 0.85"]
+		ship -> exit
+		again -> exit
+	}`
+	out := runGraph(t, src, runOpts{backend: steps(map[string][]any{"review": {"[context:review.confidence=high] [outcome:success]"}})})
+	wantStatus(t, out.res, "fail")
+	wantReasonContains(t, out.res, "edge review -> ship", "review.confidence >= 0.85", `review.confidence is "high", not a number`)
+	wantPath(t, out.res, "start", "review")
+
+	// The same edges route on a tag's text that reads as a number.
+	out = runGraph(t, src, runOpts{backend: steps(map[string][]any{"review": {"[context:review.confidence=0.9] [outcome:success]"}})})
+	wantPath(t, out.res, "start", "review", "ship", "exit")
+}

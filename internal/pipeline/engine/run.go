@@ -348,6 +348,9 @@ func (r *run) walk(ctx context.Context, cur string, incoming *pipeline.Edge, pre
 		}
 		rt := r.nextRoute(st, node, out, w.cx)
 		r.emit(Event{Type: EventDecision, NodeID: node.ID, Decision: &rt.Decision})
+		if rt.Fail != "" {
+			return r.fail(node.ID, rt.Fail)
+		}
 		if rt.To == "" {
 			if out.Status == StatusFail {
 				return r.fail(node.ID, failureReason(node, out))

@@ -152,10 +152,10 @@ func TestRulesFire(t *testing.T) {
 			message: `outcome "succes" is a custom outcome, not the status success`, fix: "did you mean outcome=success?"}},
 		{"condition_syntax stop_condition", `digraph g {
     start [shape=Mdiamond]
-    boss [shape=house, label="Supervise", manager.stop_condition="context.done || context.failed"]
+    boss [shape=house, label="Supervise", manager.stop_condition="context.done or context.failed"]
     exit [shape=Msquare]
     start -> boss -> exit
-}`, Options{}, want{rule: "condition_syntax", severity: "error", node: "boss", line: 3, message: "manager.stop_condition", fix: "AND-only"}},
+}`, Options{}, want{rule: "condition_syntax", severity: "error", node: "boss", line: 3, message: "manager.stop_condition", fix: "use '||'"}},
 		{"stylesheet_syntax", `digraph g {
     graph [model_stylesheet="
         * { llm_model: claude-sonnet-4-5; }
@@ -426,8 +426,9 @@ func TestEdgeTargetExists(t *testing.T) {
 
 func TestConditionGrammarRejections(t *testing.T) {
 	for _, c := range []string{
-		"outcome==success", "outcome=success || outcome=partial_success", "context.score > 3",
-		"context.score < 3", "!context.done", "context.files contains main.go", "foo..bar=1", "outcome=\"<a|b>\"",
+		"outcome==success", "outcome=success or outcome=partial_success", "context.score => 3",
+		"context.score < high", "!", "context.files contains", "foo..bar=1", "outcome=\"<a|b>\"",
+		"(outcome=success", `context.branch matches "(fix"`, "context.x=two words",
 	} {
 		src := fmt.Sprintf("digraph g { start [shape=Mdiamond]; exit [shape=Msquare]; start -> exit [condition=%q] }", c)
 		ds := byRule(check(t, src), "condition_syntax")
@@ -450,6 +451,62 @@ func TestConditionsOfOtherDialectsAreValid(t *testing.T) {
 		src := fmt.Sprintf("digraph g { start [shape=Mdiamond]; exit [shape=Msquare]; start -> exit [condition=%q] }", c)
 		if ds := byRule(check(t, src), "condition_syntax"); len(ds) != 0 {
 			t.Errorf("%q: want no diagnostic, got:%s", c, dump(ds))
+		}
+	}
+}
+
+// The extensions to §10 (numbers, ||, !, grouping, contains, in, matches)
+// are valid conditions.
+func TestConditionExtensionsAreValid(t *testing.T) {
+	for _, c := range []string{
+		"outcome=success || outcome=partial_success", "context.score > 3", "review.confidence >= 0.85 && !review.blocked",
+		"!context.done", "not (outcome=fail)", "context.files contains main.go", `context.branch matches "^fix/"`,
+		"outcome in [success, partial_success]", "(context.a=1 || context.b=2) && context.c",
+		"context.internal.visit_count.investigate >= 3", "tool.exit_code != 0",
+	} {
+		src := fmt.Sprintf("digraph g { start [shape=Mdiamond]; exit [shape=Msquare]; start -> exit [condition=%q] }", c)
+		if ds := append(byRule(check(t, src), "condition_syntax"), byRule(check(t, src), "condition_type")...); len(ds) != 0 {
+			t.Errorf("%q: want no diagnostic, got:%s", c, dump(ds))
+		}
+	}
+}
+
+// TestLintCatchesTypeMismatchInConditions: a clause that cannot hold
+// because of what its key is known to hold is an error at the clause's line
+// and column, naming the key, its type, and the fix.
+func TestLintCatchesTypeMismatchInConditions(t *testing.T) {
+	cases := []struct {
+		cond     string
+		col      int // of the clause, within the condition
+		msg, fix string
+	}{
+		{"outcome >= 0.5", 0, "outcome is text (a status word): '>=' compares numbers", "compare text with = or !="},
+		{"outcome=success && preferred_label < 2", 19, "preferred_label is text (an edge label): '<' compares numbers", "= or !="},
+		{"context.internal.visit_count.investigate = three", 0, `is a number (a visit count): it never equals "three"`, "compare with a number"},
+		{"tool.exit_code in [0, ok]", 0, `tool.exit_code is a number (a tool's exit status): it never equals "ok"`, "tool.exit_code >= 0.9"},
+		{"tool.exit_code contains 1", 0, "'contains' looks into text or a list", "<, <=, >, >="},
+		{"tool.exit_code = 1.0", 0, "= and != compare text, and the number 1.0 reads 1", "write tool.exit_code=1"},
+		{`(outcome=fail) || outcome matches "^f"`, 0, "", ""}, // text may be matched
+	}
+	for _, tc := range cases {
+		src := "digraph g {\n    start [shape=Mdiamond]\n    exit [shape=Msquare]\n    start -> exit [condition=\"" + strings.ReplaceAll(tc.cond, `"`, `\"`) + "\"]\n}"
+		ds := byRule(check(t, src, Options{Source: []byte(src)}), "condition_type")
+		if tc.msg == "" {
+			if len(ds) != 0 {
+				t.Errorf("%q: want no condition_type diagnostic, got:%s", tc.cond, dump(ds))
+			}
+			continue
+		}
+		if len(ds) != 1 {
+			t.Errorf("%q: want one condition_type diagnostic, got:%s", tc.cond, dump(ds))
+			continue
+		}
+		d := ds[0]
+		wantCol := len(`    start -> exit [condition="`) + tc.col + 1
+		if d.Severity != pipeline.SeverityError || d.Line != 4 || d.Column != wantCol ||
+			!strings.Contains(d.Message, tc.msg) || !strings.Contains(d.Message, tc.cond) || !strings.Contains(d.Fix, tc.fix) {
+			t.Errorf("%q: got %s line %d col %d %q fix %q; want error at line 4 col %d with %q, fix %q",
+				tc.cond, d.Severity, d.Line, d.Column, d.Message, d.Fix, wantCol, tc.msg, tc.fix)
 		}
 	}
 }

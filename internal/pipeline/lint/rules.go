@@ -15,6 +15,7 @@ type checker struct {
 	knownTypes []string
 	personas   *persona.Catalog
 	masks      mask.Set
+	conds      map[string]parsedCondition // conditions parsed once for every rule
 }
 
 // builtinRules returns the built-in rules in a fixed order: the §7.2 rules,
@@ -32,6 +33,7 @@ func builtinRules(opts Options) []Rule {
 		RuleFunc("start_no_incoming", startNoIncoming),
 		RuleFunc("exit_no_outgoing", exitNoOutgoing),
 		RuleFunc("condition_syntax", c.conditionSyntax),
+		RuleFunc("condition_type", c.conditionType),
 		RuleFunc("stylesheet_syntax", c.stylesheetSyntax),
 		RuleFunc("type_known", c.typeKnown),
 		RuleFunc("fidelity_valid", c.fidelityValid),

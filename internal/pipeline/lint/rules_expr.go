@@ -10,59 +10,101 @@ import (
 	"nanohost/internal/pipeline/stylesheet"
 )
 
-// conditionSyntax: edge conditions and manager.stop_condition parse under the
-// §10 grammar (cond.Parse rejects ==, ||, <, >, !x, contains, malformed
-// keys). A custom outcome that looks like a misspelt status
-// (outcome=succes) is a warning: it is valid, but no stage reporting
-// success will take the edge.
-func (c *checker) conditionSyntax(g *pipeline.Graph) []pipeline.Diagnostic {
-	type result struct {
-		se    *cond.SyntaxError
-		typos []*cond.SyntaxError // warnings, in the same shape
-	}
-	parsed := map[string]result{} // the same condition on many edges parses once
-	check := func(src string) result {
-		if r, ok := parsed[src]; ok {
-			return r
-		}
-		var r result
-		e, err := cond.Parse(src)
-		if err != nil && !errors.As(err, &r.se) {
-			r.se = &cond.SyntaxError{Source: src, Msg: err.Error()}
-		}
-		if e != nil {
-			r.typos = outcomeTypos(e)
-		}
-		parsed[src] = r
+// parsedCondition is a condition parsed once for every rule that reads it.
+type parsedCondition struct {
+	expr *cond.Expr
+	se   *cond.SyntaxError
+}
+
+// condition parses src, once per validation.
+func (c *checker) condition(src string) parsedCondition {
+	if r, ok := c.conds[src]; ok {
 		return r
 	}
-	var out []pipeline.Diagnostic
-	report := func(r result, base func(pipeline.Severity, string) pipeline.Diagnostic, from pipeline.Pos, where, key, src string) {
-		if r.se != nil {
-			out = append(out, c.placeCondition(base(pipeline.SeverityError, r.se.Fix), from, where, key, src, r.se))
-		}
-		for _, w := range r.typos {
-			out = append(out, c.placeCondition(base(pipeline.SeverityWarning, w.Fix), from, where, key, src, w))
-		}
+	var r parsedCondition
+	e, err := cond.Parse(src)
+	if err != nil && !errors.As(err, &r.se) {
+		r.se = &cond.SyntaxError{Source: src, Msg: err.Error()}
 	}
+	r.expr = e
+	if c.conds == nil {
+		c.conds = map[string]parsedCondition{}
+	}
+	c.conds[src] = r
+	return r
+}
+
+// eachCondition calls fn for every edge condition and manager.stop_condition,
+// with a diagnostic of rule at its edge or node.
+func eachCondition(g *pipeline.Graph, rule string, fn func(base func(pipeline.Severity, string) pipeline.Diagnostic, from pipeline.Pos, where, key, src string)) {
 	for _, e := range g.Edges {
 		src := e.Attrs["condition"]
-		base := func(sev pipeline.Severity, fix string) pipeline.Diagnostic {
-			return edgeDiag("condition_syntax", sev, e, fix, "")
+		if src == "" {
+			continue
 		}
-		report(check(src), base, e.Pos, "edge "+e.From+" -> "+e.To+": ", "condition", src)
+		fn(func(sev pipeline.Severity, fix string) pipeline.Diagnostic { return edgeDiag(rule, sev, e, fix, "") },
+			e.Pos, "edge "+e.From+" -> "+e.To+": ", "condition", src)
 	}
 	for _, n := range g.Nodes {
 		src, ok := n.Attrs["manager.stop_condition"]
 		if !ok {
 			continue
 		}
-		base := func(sev pipeline.Severity, fix string) pipeline.Diagnostic {
-			return nodeDiag("condition_syntax", sev, n, fix, "")
-		}
-		report(check(src), base, n.Pos, "node "+n.ID+": ", "manager.stop_condition", src)
+		fn(func(sev pipeline.Severity, fix string) pipeline.Diagnostic { return nodeDiag(rule, sev, n, fix, "") },
+			n.Pos, "node "+n.ID+": ", "manager.stop_condition", src)
 	}
+}
+
+// conditionSyntax: edge conditions and manager.stop_condition parse under
+// cond's grammar (§10 and its extensions; cond.Parse rejects ==, and, or,
+// malformed keys, a comparison with a word). A custom outcome that looks
+// like a misspelt status (outcome=succes) is a warning: it is valid, but no
+// stage reporting success will take the edge.
+func (c *checker) conditionSyntax(g *pipeline.Graph) []pipeline.Diagnostic {
+	var out []pipeline.Diagnostic
+	eachCondition(g, "condition_syntax", func(base func(pipeline.Severity, string) pipeline.Diagnostic, from pipeline.Pos, where, key, src string) {
+		r := c.condition(src)
+		if r.se != nil {
+			out = append(out, c.placeCondition(base(pipeline.SeverityError, r.se.Fix), from, where, key, src, r.se))
+			return
+		}
+		for _, w := range outcomeTypos(r.expr) {
+			out = append(out, c.placeCondition(base(pipeline.SeverityWarning, w.Fix), from, where, key, src, w))
+		}
+	})
 	return out
+}
+
+// conditionType: a clause that cannot hold because of what its key is
+// known to hold before the run — outcome compared with '<', a number
+// compared with a word — is an error naming the key and the fix.
+func (c *checker) conditionType(g *pipeline.Graph) []pipeline.Diagnostic {
+	var out []pipeline.Diagnostic
+	types := knownTypes(g)
+	eachCondition(g, "condition_type", func(base func(pipeline.Severity, string) pipeline.Diagnostic, from pipeline.Pos, where, key, src string) {
+		r := c.condition(src)
+		if r.expr == nil {
+			return
+		}
+		for _, te := range r.expr.TypeErrors(types) {
+			out = append(out, c.placeCondition(base(pipeline.SeverityError, te.Fix), from, where, key, src, te))
+		}
+	})
+	return out
+}
+
+// knownTypes are the context keys whose type is known before a run: the
+// engine's own numbers.
+func knownTypes(g *pipeline.Graph) cond.Types {
+	return func(key string) (cond.Type, string) {
+		switch {
+		case strings.HasPrefix(key, "internal.visit_count."):
+			return cond.TypeNumber, "a visit count"
+		case key == "tool.exit_code":
+			return cond.TypeNumber, "a tool's exit status"
+		}
+		return cond.TypeUnknown, ""
+	}
 }
 
 // outcomeTypos finds outcome clauses whose custom value is one slip away
