@@ -73,7 +73,6 @@ require (
 )
 
 require (
-	early.nanohost/privatetmp v0.0.0
 	github.com/Microsoft/go-winio v0.6.2 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -109,4 +108,7 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 )
 
-replace early.nanohost/privatetmp => ./internal/privatetmp
+// A fork of go-graphviz v0.2.10 that compiles Graphviz's WebAssembly on first
+// use, not in package init, and caches the compiled code only where nanohost
+// says: see third_party/README.md.
+replace github.com/goccy/go-graphviz => ./third_party/go-graphviz

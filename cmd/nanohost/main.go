@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 
-	"early.nanohost/privatetmp"
 	"github.com/spf13/cobra"
 )
 
@@ -48,9 +47,6 @@ func init() {
 }
 
 func main() {
-	// Graphviz has been compiled in a private directory (see privatetmp);
-	// what nanohost starts sees the TMPDIR it was given.
-	privatetmp.Restore()
 	err := rootCmd.Execute()
 	if err == nil {
 		return

@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"testing"
 
-	"early.nanohost/privatetmp"
 
 	"nanohost/internal/pipeline/corpustest"
 	"nanohost/internal/pipeline/pipelinetest"
@@ -26,10 +25,6 @@ import (
 var nanohostBin string
 
 func TestMain(m *testing.M) {
-	// As main does: the tests' temporary directories (and the throwaway
-	// PostgreSQL's, which its own user must enter) are in the TMPDIR the
-	// process was given, not Graphviz's private cache directory.
-	privatetmp.Restore()
 	dir, err := os.MkdirTemp("", "nanohost-cli-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

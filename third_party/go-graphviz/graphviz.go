@@ -44,6 +44,9 @@ const (
 )
 
 func New(ctx context.Context) (*Graphviz, error) {
+	if err := cgraph.Load(); err != nil {
+		return nil, err
+	}
 	c, err := gvc.New(ctx)
 	if err != nil {
 		return nil, err
@@ -56,6 +59,9 @@ func New(ctx context.Context) (*Graphviz, error) {
 }
 
 func NewWithPlugins(ctx context.Context, plugins ...Plugin) (*Graphviz, error) {
+	if err := cgraph.Load(); err != nil {
+		return nil, err
+	}
 	c, err := gvc.NewWithPlugins(ctx, plugins...)
 	if err != nil {
 		return nil, err
@@ -138,4 +144,12 @@ func (g *Graphviz) Graph(option ...GraphOption) (*Graph, error) {
 
 func SetFileSystem(fs fs.FS) {
 	wasm.SetWasmFileSystem(fs)
+}
+
+// SetCompilationCacheDir names the directory the compiled WebAssembly is
+// cached in ("" for none, the default). Call it before anything else of the
+// package; the directory must be writable by this user alone. (This fork's:
+// upstream caches in $TMPDIR/go-graphviz, see third_party/README.md.)
+func SetCompilationCacheDir(dir string) {
+	wasm.SetCompilationCacheDir(dir)
 }

@@ -12,10 +12,12 @@ import (
 
 // Graphviz runs the dot layout of Graphviz's own C code, compiled to
 // WebAssembly and embedded by go-graphviz (run by wazero: no cgo, no system
-// package). go-graphviz compiles and instantiates the module once per
-// process, in its package init, and every call goes to that one instance:
-// a wasm instance has one linear memory and one stack, so two goroutines in
-// it at once would corrupt each other. engineMu serialises every call.
+// package). The module is compiled and instantiated once per process, on
+// the first layout (go-graphviz does it in its package init, which every
+// command paid at start, --help too; our fork in third_party/go-graphviz
+// defers it), and every call goes to that one instance: a wasm instance has
+// one linear memory and one stack, so two goroutines in it at once would
+// corrupt each other. engineMu serialises every call.
 var (
 	engineMu sync.Mutex
 	engine   *graphviz.Graphviz
@@ -54,6 +56,11 @@ func layoutJSON(src []byte) (out *gvGraph, err error) {
 	}()
 	ctx := context.Background()
 	if engine == nil {
+		dir, err := graphvizCacheDir()
+		if err != nil {
+			dir = "" // compile in memory rather than trust a directory others can reach
+		}
+		graphviz.SetCompilationCacheDir(dir)
 		gv, err := graphviz.New(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("start graphviz: %w", err)

@@ -284,6 +284,9 @@ func (d *DataDict) getWasm() *wasm.DataDict {
 type ID uint64
 
 func ParseBytes(bytes []byte) (*Graph, error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
 	graph, err := wasm.MemRead(context.Background(), string(bytes))
 	if err != nil {
 		return nil, err
@@ -307,6 +310,9 @@ func ParseFile(path string) (*Graph, error) {
 }
 
 func Open(name string, desc *Desc, disc *Disc) (*Graph, error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
 	graph, err := wasm.Open(context.Background(), name, desc.getWasm(), disc.getWasm())
 	if err != nil {
 		return nil, err
@@ -1405,22 +1411,37 @@ func (e *Edge) SafeSet(name, value, def string) error {
 }
 
 func HTMLStr(s string) (bool, error) {
+	if err := Load(); err != nil {
+		return false, err
+	}
 	return wasm.HtmlStr(context.Background(), s)
 }
 
 func Canon(s string, i int) (string, error) {
+	if err := Load(); err != nil {
+		return "", err
+	}
 	return wasm.Canon(context.Background(), s, i)
 }
 
 func StrCanon(a0 string, a1 string) (string, error) {
+	if err := Load(); err != nil {
+		return "", err
+	}
 	return wasm.StrCanon(context.Background(), a0, a1)
 }
 
 func CanonStr(str string) (string, error) {
+	if err := Load(); err != nil {
+		return "", err
+	}
 	return wasm.CanonStr(context.Background(), str)
 }
 
 func AttrSym(obj *Object, name string) (*Symbol, error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
 	sym, err := wasm.AttrSym(context.Background(), obj.getWasm(), name)
 	if err != nil {
 		return nil, err

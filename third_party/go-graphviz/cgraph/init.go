@@ -2,6 +2,7 @@ package cgraph
 
 import (
 	"context"
+	"sync"
 
 	"github.com/goccy/go-graphviz/internal/wasm"
 )
@@ -13,10 +14,28 @@ var (
 	StrictUnDirected *Desc
 )
 
+// The descriptors are made now and filled by Load (this fork: upstream fills
+// them in init, which needs the WebAssembly instance), so that the graphviz
+// package's copies of these pointers are the ones Load fills.
 func init() {
-	if err := setGlobalVars(context.Background()); err != nil {
-		panic(err)
-	}
+	Directed, StrictDirected = &Desc{}, &Desc{}
+	UnDirected, StrictUnDirected = &Desc{}, &Desc{}
+}
+
+var (
+	loadOnce sync.Once
+	loadErr  error
+)
+
+// Load instantiates Graphviz's WebAssembly (once; see internal/wasm/lazy.go)
+// and fills the graph descriptors. Every entry point calls it first.
+func Load() error {
+	loadOnce.Do(func() {
+		if loadErr = wasm.Load(); loadErr == nil {
+			loadErr = setGlobalVars(context.Background())
+		}
+	})
+	return loadErr
 }
 
 func setGlobalVars(ctx context.Context) error {
@@ -51,10 +70,10 @@ func setGlobalVars(ctx context.Context) error {
 	strictUndirected.SetStrict(1)
 	strictUndirected.SetMaingraph(1)
 
-	Directed = toDesc(directed)
-	StrictDirected = toDesc(strictDirected)
-	UnDirected = toDesc(undirected)
-	StrictUnDirected = toDesc(strictUndirected)
+	Directed.wasm = directed
+	StrictDirected.wasm = strictDirected
+	UnDirected.wasm = undirected
+	StrictUnDirected.wasm = strictUndirected
 
 	return nil
 }

@@ -50,6 +50,9 @@ func WithDeviceDPI(x, y float64) DevicePluginOption {
 }
 
 func NewDevicePlugin(ctx context.Context, typ string, opts ...DevicePluginOption) (*DevicePlugin, error) {
+	if err := wasm.Load(); err != nil {
+		return nil, err
+	}
 	cfg := defaultDevicePluginConfig(typ)
 	for _, opt := range opts {
 		opt(cfg)

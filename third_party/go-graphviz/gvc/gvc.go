@@ -28,6 +28,9 @@ func New(ctx context.Context) (*Context, error) {
 }
 
 func NewWithPlugins(ctx context.Context, plugins ...Plugin) (*Context, error) {
+	if err := cgraph.Load(); err != nil {
+		return nil, err
+	}
 	plgs, err := newPlugins(ctx, plugins...)
 	if err != nil {
 		return nil, err

@@ -27,6 +27,9 @@ type DefaultLoadImageEngine struct {
 }
 
 func NewLoadImagePlugin(ctx context.Context, typ string, engine LoadImageEngine) (*LoadImagePlugin, error) {
+	if err := wasm.Load(); err != nil {
+		return nil, err
+	}
 	cfg := defaultLoadImagePluginConfig(typ, engine)
 	return newLoadImagePlugin(ctx, cfg)
 }

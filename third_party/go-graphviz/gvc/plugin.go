@@ -11,6 +11,9 @@ type Plugin interface {
 }
 
 func DefaultPlugins(ctx context.Context) ([]Plugin, error) {
+	if err := wasm.Load(); err != nil {
+		return nil, err
+	}
 	pngRenderPlugin, err := PNGRenderPlugin(ctx)
 	if err != nil {
 		return nil, err

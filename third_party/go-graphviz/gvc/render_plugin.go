@@ -238,6 +238,9 @@ func WithRenderPAD(pad float64) RenderPluginOption {
 }
 
 func NewRenderPlugin(ctx context.Context, typ string, engine RenderEngine, opts ...RenderPluginOption) (*RenderPlugin, error) {
+	if err := wasm.Load(); err != nil {
+		return nil, err
+	}
 	cfg := defaultRenderPluginConfig(typ, engine)
 	for _, opt := range opts {
 		opt(cfg)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"unsafe"
@@ -378,7 +377,85 @@ func Register_LoadImageEngine_LoadImage(fn func(*Job, *UserShape, *BoxFloat, boo
 	mod.lookupFuncMap.LoadImageEngine_LoadImage = fn
 }
 
-var mod *WasmModule
+var mod = newWasmModule()
+
+// newWasmModule makes the module's Go side, with no WebAssembly instance yet:
+// the lookup functions gvc registers in its init go here, and instantiate
+// adds the instance on first use.
+func newWasmModule() *WasmModule {
+	return &WasmModule{
+		fs:            &WasmFileSystem{},
+		lookupFuncMap: &LookupFuncMap{},
+		callbackFuncMap: &CallbackFuncMap{
+			IDAllocator_Open:                     make(map[uint64]func(context.Context, *Graph, *ClientDiscipline) (any, error)),
+			IDAllocator_Map:                      make(map[uint64]func(context.Context, any, int, string, *uint64, int) (int32, error)),
+			IDAllocator_Alloc:                    make(map[uint64]func(context.Context, any, int, uint64) (int32, error)),
+			IDAllocator_Free:                     make(map[uint64]func(context.Context, any, int, uint64) error),
+			IDAllocator_Print:                    make(map[uint64]func(context.Context, any, int, uint64) (string, error)),
+			IDAllocator_Close:                    make(map[uint64]func(context.Context, any) error),
+			IDAllocator_IdRegister:               make(map[uint64]func(context.Context, any, int, any) error),
+			IOService_Afread:                     make(map[uint64]func(context.Context, any, string, int) (int, error)),
+			IOService_Putstr:                     make(map[uint64]func(context.Context, any, string) (int, error)),
+			IOService_Flush:                      make(map[uint64]func(context.Context, any) (int, error)),
+			ClientEventCallback_ObjectFunc:       make(map[uint64]func(context.Context, *Graph, *Object, any) error),
+			ClientEventCallback_ObjectUpdateFunc: make(map[uint64]func(context.Context, *Graph, *Object, any, *Sym) error),
+			UserRef:                              make(map[uint64]func(context.Context, string) (int, error)),
+			DictMemory:                           make(map[uint64]func(context.Context, *Dict, any, uint32, *DictDisc) (any, error)),
+			DictSearch:                           make(map[uint64]func(context.Context, *Dict, any, int) (any, error)),
+			DictMake:                             make(map[uint64]func(context.Context, any, *DictDisc) (any, error)),
+			DictFree:                             make(map[uint64]func(context.Context, any) error),
+			DictCompare:                          make(map[uint64]func(context.Context, any, any) (int, error)),
+			DictWalk:                             make(map[uint64]func(context.Context, any, any) (int, error)),
+			UserShape_DataFree:                   make(map[uint64]func(context.Context, *UserShape) error),
+			DeviceCallbacks_Refresh:              make(map[uint64]func(context.Context, *Job) error),
+			DeviceCallbacks_ButtonPress:          make(map[uint64]func(context.Context, *Job, int, *PointFloat) error),
+			DeviceCallbacks_ButtonRelease:        make(map[uint64]func(context.Context, *Job, int, *PointFloat) error),
+			DeviceCallbacks_Motion:               make(map[uint64]func(context.Context, *Job, *PointFloat) error),
+			DeviceCallbacks_Modify:               make(map[uint64]func(context.Context, *Job, string, string) error),
+			DeviceCallbacks_Delete:               make(map[uint64]func(context.Context, *Job) error),
+			DeviceCallbacks_Read:                 make(map[uint64]func(context.Context, *Job, string, string) error),
+			DeviceCallbacks_Layout:               make(map[uint64]func(context.Context, *Job, string) error),
+			DeviceCallbacks_Render:               make(map[uint64]func(context.Context, *Job, string, string) error),
+			DeviceEngine_Initialize:              make(map[uint64]func(context.Context, *Job) error),
+			DeviceEngine_Format:                  make(map[uint64]func(context.Context, *Job) error),
+			DeviceEngine_Finalize:                make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_BeginJob:                make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_EndJob:                  make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_BeginGraph:              make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_EndGraph:                make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_BeginLayer:              make(map[uint64]func(context.Context, *Job, string, int, int) error),
+			RenderEngine_EndLayer:                make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_BeginPage:               make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_EndPage:                 make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_BeginCluster:            make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_EndCluster:              make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_BeginNodes:              make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_EndNodes:                make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_BeginEdges:              make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_EndEdges:                make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_BeginNode:               make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_EndNode:                 make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_BeginEdge:               make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_EndEdge:                 make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_BeginAnchor:             make(map[uint64]func(context.Context, *Job, string, string, string, string) error),
+			RenderEngine_EndAnchor:               make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_BeginLabel:              make(map[uint64]func(context.Context, *Job, LabelType) error),
+			RenderEngine_EndLabel:                make(map[uint64]func(context.Context, *Job) error),
+			RenderEngine_Textspan:                make(map[uint64]func(context.Context, *Job, *PointFloat, *Textspan) error),
+			RenderEngine_ResolveColor:            make(map[uint64]func(context.Context, *Job, *Color) error),
+			RenderEngine_Ellipse:                 make(map[uint64]func(context.Context, *Job, []*PointFloat, int) error),
+			RenderEngine_Polygon:                 make(map[uint64]func(context.Context, *Job, []*PointFloat, uint32, int) error),
+			RenderEngine_Beziercurve:             make(map[uint64]func(context.Context, *Job, []*PointFloat, uint32, int) error),
+			RenderEngine_Polyline:                make(map[uint64]func(context.Context, *Job, []*PointFloat, uint32) error),
+			RenderEngine_Comment:                 make(map[uint64]func(context.Context, *Job, string) error),
+			RenderEngine_LibraryShape:            make(map[uint64]func(context.Context, *Job, string, []*PointFloat, uint32, int) error),
+			LayoutEngine_Layout:                  make(map[uint64]func(context.Context, *Graph) error),
+			LayoutEngine_Cleanup:                 make(map[uint64]func(context.Context, *Graph) error),
+			TextLayoutEngine_TextLayout:          make(map[uint64]func(context.Context, *Textspan, []string) (bool, error)),
+			LoadImageEngine_LoadImage:            make(map[uint64]func(context.Context, *Job, *UserShape, *BoxFloat, bool) error),
+		},
+	}
+}
 
 type CallbackFunc[T any] struct {
 	cb     T
@@ -392,7 +469,9 @@ func CreateCallbackFunc[T any](cb T, funcID uint64) *CallbackFunc[T] {
 	}
 }
 
-func init() {
+// instantiate compiles Graphviz's WebAssembly and instantiates it (upstream
+// does this in init; this fork on first use: see Load).
+func instantiate() {
 	ctx := context.Background()
 	cfg := wazero.NewRuntimeConfig()
 	if cache := getCompilationCache(); cache != nil {
@@ -2797,7 +2876,7 @@ func init() {
 	if err != nil {
 		panic(err)
 	}
-	fs := &WasmFileSystem{}
+	fs := mod.fs
 	m, err := r.InstantiateModule(
 		ctx,
 		compiled,
@@ -2808,188 +2887,116 @@ func init() {
 	if err != nil {
 		panic(err)
 	}
-	mod = &WasmModule{
-		mod:           m,
-		fs:            fs,
-		lookupFuncMap: &LookupFuncMap{},
-		callbackFuncMap: &CallbackFuncMap{
-			IDAllocator_Open:                     make(map[uint64]func(context.Context, *Graph, *ClientDiscipline) (any, error)),
-			IDAllocator_Map:                      make(map[uint64]func(context.Context, any, int, string, *uint64, int) (int32, error)),
-			IDAllocator_Alloc:                    make(map[uint64]func(context.Context, any, int, uint64) (int32, error)),
-			IDAllocator_Free:                     make(map[uint64]func(context.Context, any, int, uint64) error),
-			IDAllocator_Print:                    make(map[uint64]func(context.Context, any, int, uint64) (string, error)),
-			IDAllocator_Close:                    make(map[uint64]func(context.Context, any) error),
-			IDAllocator_IdRegister:               make(map[uint64]func(context.Context, any, int, any) error),
-			IOService_Afread:                     make(map[uint64]func(context.Context, any, string, int) (int, error)),
-			IOService_Putstr:                     make(map[uint64]func(context.Context, any, string) (int, error)),
-			IOService_Flush:                      make(map[uint64]func(context.Context, any) (int, error)),
-			ClientEventCallback_ObjectFunc:       make(map[uint64]func(context.Context, *Graph, *Object, any) error),
-			ClientEventCallback_ObjectUpdateFunc: make(map[uint64]func(context.Context, *Graph, *Object, any, *Sym) error),
-			UserRef:                              make(map[uint64]func(context.Context, string) (int, error)),
-			DictMemory:                           make(map[uint64]func(context.Context, *Dict, any, uint32, *DictDisc) (any, error)),
-			DictSearch:                           make(map[uint64]func(context.Context, *Dict, any, int) (any, error)),
-			DictMake:                             make(map[uint64]func(context.Context, any, *DictDisc) (any, error)),
-			DictFree:                             make(map[uint64]func(context.Context, any) error),
-			DictCompare:                          make(map[uint64]func(context.Context, any, any) (int, error)),
-			DictWalk:                             make(map[uint64]func(context.Context, any, any) (int, error)),
-			UserShape_DataFree:                   make(map[uint64]func(context.Context, *UserShape) error),
-			DeviceCallbacks_Refresh:              make(map[uint64]func(context.Context, *Job) error),
-			DeviceCallbacks_ButtonPress:          make(map[uint64]func(context.Context, *Job, int, *PointFloat) error),
-			DeviceCallbacks_ButtonRelease:        make(map[uint64]func(context.Context, *Job, int, *PointFloat) error),
-			DeviceCallbacks_Motion:               make(map[uint64]func(context.Context, *Job, *PointFloat) error),
-			DeviceCallbacks_Modify:               make(map[uint64]func(context.Context, *Job, string, string) error),
-			DeviceCallbacks_Delete:               make(map[uint64]func(context.Context, *Job) error),
-			DeviceCallbacks_Read:                 make(map[uint64]func(context.Context, *Job, string, string) error),
-			DeviceCallbacks_Layout:               make(map[uint64]func(context.Context, *Job, string) error),
-			DeviceCallbacks_Render:               make(map[uint64]func(context.Context, *Job, string, string) error),
-			DeviceEngine_Initialize:              make(map[uint64]func(context.Context, *Job) error),
-			DeviceEngine_Format:                  make(map[uint64]func(context.Context, *Job) error),
-			DeviceEngine_Finalize:                make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_BeginJob:                make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_EndJob:                  make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_BeginGraph:              make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_EndGraph:                make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_BeginLayer:              make(map[uint64]func(context.Context, *Job, string, int, int) error),
-			RenderEngine_EndLayer:                make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_BeginPage:               make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_EndPage:                 make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_BeginCluster:            make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_EndCluster:              make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_BeginNodes:              make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_EndNodes:                make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_BeginEdges:              make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_EndEdges:                make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_BeginNode:               make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_EndNode:                 make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_BeginEdge:               make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_EndEdge:                 make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_BeginAnchor:             make(map[uint64]func(context.Context, *Job, string, string, string, string) error),
-			RenderEngine_EndAnchor:               make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_BeginLabel:              make(map[uint64]func(context.Context, *Job, LabelType) error),
-			RenderEngine_EndLabel:                make(map[uint64]func(context.Context, *Job) error),
-			RenderEngine_Textspan:                make(map[uint64]func(context.Context, *Job, *PointFloat, *Textspan) error),
-			RenderEngine_ResolveColor:            make(map[uint64]func(context.Context, *Job, *Color) error),
-			RenderEngine_Ellipse:                 make(map[uint64]func(context.Context, *Job, []*PointFloat, int) error),
-			RenderEngine_Polygon:                 make(map[uint64]func(context.Context, *Job, []*PointFloat, uint32, int) error),
-			RenderEngine_Beziercurve:             make(map[uint64]func(context.Context, *Job, []*PointFloat, uint32, int) error),
-			RenderEngine_Polyline:                make(map[uint64]func(context.Context, *Job, []*PointFloat, uint32) error),
-			RenderEngine_Comment:                 make(map[uint64]func(context.Context, *Job, string) error),
-			RenderEngine_LibraryShape:            make(map[uint64]func(context.Context, *Job, string, []*PointFloat, uint32, int) error),
-			LayoutEngine_Layout:                  make(map[uint64]func(context.Context, *Graph) error),
-			LayoutEngine_Cleanup:                 make(map[uint64]func(context.Context, *Graph) error),
-			TextLayoutEngine_TextLayout:          make(map[uint64]func(context.Context, *Textspan, []string) (bool, error)),
-			LoadImageEngine_LoadImage:            make(map[uint64]func(context.Context, *Job, *UserShape, *BoxFloat, bool) error),
-		},
-	}
+	mod.mod = m
 	// bind ObjectTag values.
-	GRAPH = ObjectTag(mod.getEnumValue(ctx, "AGRAPH"))
-	NODE = ObjectTag(mod.getEnumValue(ctx, "AGNODE"))
-	OUT_EDGE = ObjectTag(mod.getEnumValue(ctx, "AGOUTEDGE"))
-	IN_EDGE = ObjectTag(mod.getEnumValue(ctx, "AGINEDGE"))
-	EDGE = ObjectTag(mod.getEnumValue(ctx, "AGEDGE"))
+	checkEnum(int(GRAPH), mod.getEnumValue(ctx, "AGRAPH"), "AGRAPH")
+	checkEnum(int(NODE), mod.getEnumValue(ctx, "AGNODE"), "AGNODE")
+	checkEnum(int(OUT_EDGE), mod.getEnumValue(ctx, "AGOUTEDGE"), "AGOUTEDGE")
+	checkEnum(int(IN_EDGE), mod.getEnumValue(ctx, "AGINEDGE"), "AGINEDGE")
+	checkEnum(int(EDGE), mod.getEnumValue(ctx, "AGEDGE"), "AGEDGE")
 	// bind ErrorLevel values.
-	WARN = ErrorLevel(mod.getEnumValue(ctx, "AGWARN"))
-	ERR = ErrorLevel(mod.getEnumValue(ctx, "AGERR"))
-	MAX = ErrorLevel(mod.getEnumValue(ctx, "AGMAX"))
-	PREV = ErrorLevel(mod.getEnumValue(ctx, "AGPREV"))
+	checkEnum(int(WARN), mod.getEnumValue(ctx, "AGWARN"), "AGWARN")
+	checkEnum(int(ERR), mod.getEnumValue(ctx, "AGERR"), "AGERR")
+	checkEnum(int(MAX), mod.getEnumValue(ctx, "AGMAX"), "AGMAX")
+	checkEnum(int(PREV), mod.getEnumValue(ctx, "AGPREV"), "AGPREV")
 	// bind ImageType values.
-	IMAGE_TYPE_NULL = ImageType(mod.getEnumValue(ctx, "FT_NULL"))
-	IMAGE_TYPE_BMP = ImageType(mod.getEnumValue(ctx, "FT_BMP"))
-	IMAGE_TYPE_GIF = ImageType(mod.getEnumValue(ctx, "FT_GIF"))
-	IMAGE_TYPE_PNG = ImageType(mod.getEnumValue(ctx, "FT_PNG"))
-	IMAGE_TYPE_JPEG = ImageType(mod.getEnumValue(ctx, "FT_JPEG"))
-	IMAGE_TYPE_PDF = ImageType(mod.getEnumValue(ctx, "FT_PDF"))
-	IMAGE_TYPE_PS = ImageType(mod.getEnumValue(ctx, "FT_PS"))
-	IMAGE_TYPE_EPS = ImageType(mod.getEnumValue(ctx, "FT_EPS"))
-	IMAGE_TYPE_SVG = ImageType(mod.getEnumValue(ctx, "FT_SVG"))
-	IMAGE_TYPE_XML = ImageType(mod.getEnumValue(ctx, "FT_XML"))
-	IMAGE_TYPE_RIFF = ImageType(mod.getEnumValue(ctx, "FT_RIFF"))
-	IMAGE_TYPE_WEBP = ImageType(mod.getEnumValue(ctx, "FT_WEBP"))
-	IMAGE_TYPE_ICO = ImageType(mod.getEnumValue(ctx, "FT_ICO"))
-	IMAGE_TYPE_TIFF = ImageType(mod.getEnumValue(ctx, "FT_TIFF"))
+	checkEnum(int(IMAGE_TYPE_NULL), mod.getEnumValue(ctx, "FT_NULL"), "FT_NULL")
+	checkEnum(int(IMAGE_TYPE_BMP), mod.getEnumValue(ctx, "FT_BMP"), "FT_BMP")
+	checkEnum(int(IMAGE_TYPE_GIF), mod.getEnumValue(ctx, "FT_GIF"), "FT_GIF")
+	checkEnum(int(IMAGE_TYPE_PNG), mod.getEnumValue(ctx, "FT_PNG"), "FT_PNG")
+	checkEnum(int(IMAGE_TYPE_JPEG), mod.getEnumValue(ctx, "FT_JPEG"), "FT_JPEG")
+	checkEnum(int(IMAGE_TYPE_PDF), mod.getEnumValue(ctx, "FT_PDF"), "FT_PDF")
+	checkEnum(int(IMAGE_TYPE_PS), mod.getEnumValue(ctx, "FT_PS"), "FT_PS")
+	checkEnum(int(IMAGE_TYPE_EPS), mod.getEnumValue(ctx, "FT_EPS"), "FT_EPS")
+	checkEnum(int(IMAGE_TYPE_SVG), mod.getEnumValue(ctx, "FT_SVG"), "FT_SVG")
+	checkEnum(int(IMAGE_TYPE_XML), mod.getEnumValue(ctx, "FT_XML"), "FT_XML")
+	checkEnum(int(IMAGE_TYPE_RIFF), mod.getEnumValue(ctx, "FT_RIFF"), "FT_RIFF")
+	checkEnum(int(IMAGE_TYPE_WEBP), mod.getEnumValue(ctx, "FT_WEBP"), "FT_WEBP")
+	checkEnum(int(IMAGE_TYPE_ICO), mod.getEnumValue(ctx, "FT_ICO"), "FT_ICO")
+	checkEnum(int(IMAGE_TYPE_TIFF), mod.getEnumValue(ctx, "FT_TIFF"), "FT_TIFF")
 	// bind ObjectType values.
-	ROOTGRAPH_OBJTYPE = ObjectType(mod.getEnumValue(ctx, "ROOTGRAPH_OBJTYPE"))
-	CLUSTER_OBJTYPE = ObjectType(mod.getEnumValue(ctx, "CLUSTER_OBJTYPE"))
-	NODE_OBJTYPE = ObjectType(mod.getEnumValue(ctx, "NODE_OBJTYPE"))
-	EDGE_OBJTYPE = ObjectType(mod.getEnumValue(ctx, "EDGE_OBJTYPE"))
+	checkEnum(int(ROOTGRAPH_OBJTYPE), mod.getEnumValue(ctx, "ROOTGRAPH_OBJTYPE"), "ROOTGRAPH_OBJTYPE")
+	checkEnum(int(CLUSTER_OBJTYPE), mod.getEnumValue(ctx, "CLUSTER_OBJTYPE"), "CLUSTER_OBJTYPE")
+	checkEnum(int(NODE_OBJTYPE), mod.getEnumValue(ctx, "NODE_OBJTYPE"), "NODE_OBJTYPE")
+	checkEnum(int(EDGE_OBJTYPE), mod.getEnumValue(ctx, "EDGE_OBJTYPE"), "EDGE_OBJTYPE")
 	// bind MapShapeType values.
-	MAP_RECTANGLE = MapShapeType(mod.getEnumValue(ctx, "MAP_RECTANGLE"))
-	MAP_CIRCLE = MapShapeType(mod.getEnumValue(ctx, "MAP_CIRCLE"))
-	MAP_POLYGON = MapShapeType(mod.getEnumValue(ctx, "MAP_POLYGON"))
+	checkEnum(int(MAP_RECTANGLE), mod.getEnumValue(ctx, "MAP_RECTANGLE"), "MAP_RECTANGLE")
+	checkEnum(int(MAP_CIRCLE), mod.getEnumValue(ctx, "MAP_CIRCLE"), "MAP_CIRCLE")
+	checkEnum(int(MAP_POLYGON), mod.getEnumValue(ctx, "MAP_POLYGON"), "MAP_POLYGON")
 	// bind EmitState values.
-	EMIT_GDRAW = EmitState(mod.getEnumValue(ctx, "EMIT_GDRAW"))
-	EMIT_CDRAW = EmitState(mod.getEnumValue(ctx, "EMIT_CDRAW"))
-	EMIT_TDRAW = EmitState(mod.getEnumValue(ctx, "EMIT_TDRAW"))
-	EMIT_HDRAW = EmitState(mod.getEnumValue(ctx, "EMIT_HDRAW"))
-	EMIT_GLABEL = EmitState(mod.getEnumValue(ctx, "EMIT_GLABEL"))
-	EMIT_CLABEL = EmitState(mod.getEnumValue(ctx, "EMIT_CLABEL"))
-	EMIT_TLABEL = EmitState(mod.getEnumValue(ctx, "EMIT_TLABEL"))
-	EMIT_HLABEL = EmitState(mod.getEnumValue(ctx, "EMIT_HLABEL"))
-	EMIT_NDRAW = EmitState(mod.getEnumValue(ctx, "EMIT_NDRAW"))
-	EMIT_EDRAW = EmitState(mod.getEnumValue(ctx, "EMIT_EDRAW"))
-	EMIT_NLABEL = EmitState(mod.getEnumValue(ctx, "EMIT_NLABEL"))
-	EMIT_ELABEL = EmitState(mod.getEnumValue(ctx, "EMIT_ELABEL"))
+	checkEnum(int(EMIT_GDRAW), mod.getEnumValue(ctx, "EMIT_GDRAW"), "EMIT_GDRAW")
+	checkEnum(int(EMIT_CDRAW), mod.getEnumValue(ctx, "EMIT_CDRAW"), "EMIT_CDRAW")
+	checkEnum(int(EMIT_TDRAW), mod.getEnumValue(ctx, "EMIT_TDRAW"), "EMIT_TDRAW")
+	checkEnum(int(EMIT_HDRAW), mod.getEnumValue(ctx, "EMIT_HDRAW"), "EMIT_HDRAW")
+	checkEnum(int(EMIT_GLABEL), mod.getEnumValue(ctx, "EMIT_GLABEL"), "EMIT_GLABEL")
+	checkEnum(int(EMIT_CLABEL), mod.getEnumValue(ctx, "EMIT_CLABEL"), "EMIT_CLABEL")
+	checkEnum(int(EMIT_TLABEL), mod.getEnumValue(ctx, "EMIT_TLABEL"), "EMIT_TLABEL")
+	checkEnum(int(EMIT_HLABEL), mod.getEnumValue(ctx, "EMIT_HLABEL"), "EMIT_HLABEL")
+	checkEnum(int(EMIT_NDRAW), mod.getEnumValue(ctx, "EMIT_NDRAW"), "EMIT_NDRAW")
+	checkEnum(int(EMIT_EDRAW), mod.getEnumValue(ctx, "EMIT_EDRAW"), "EMIT_EDRAW")
+	checkEnum(int(EMIT_NLABEL), mod.getEnumValue(ctx, "EMIT_NLABEL"), "EMIT_NLABEL")
+	checkEnum(int(EMIT_ELABEL), mod.getEnumValue(ctx, "EMIT_ELABEL"), "EMIT_ELABEL")
 	// bind EmitType values.
-	EMIT_SORTED = EmitType(mod.getEnumValue(ctx, "EMIT_SORTED"))
-	EMIT_COLORS = EmitType(mod.getEnumValue(ctx, "EMIT_COLORS"))
-	EMIT_CLUSTERS_LAST = EmitType(mod.getEnumValue(ctx, "EMIT_CLUSTERS_LAST"))
-	EMIT_PREORDER = EmitType(mod.getEnumValue(ctx, "EMIT_PREORDER"))
-	EMIT_EDGE_SORTED = EmitType(mod.getEnumValue(ctx, "EMIT_EDGE_SORTED"))
+	checkEnum(int(EMIT_SORTED), mod.getEnumValue(ctx, "EMIT_SORTED"), "EMIT_SORTED")
+	checkEnum(int(EMIT_COLORS), mod.getEnumValue(ctx, "EMIT_COLORS"), "EMIT_COLORS")
+	checkEnum(int(EMIT_CLUSTERS_LAST), mod.getEnumValue(ctx, "EMIT_CLUSTERS_LAST"), "EMIT_CLUSTERS_LAST")
+	checkEnum(int(EMIT_PREORDER), mod.getEnumValue(ctx, "EMIT_PREORDER"), "EMIT_PREORDER")
+	checkEnum(int(EMIT_EDGE_SORTED), mod.getEnumValue(ctx, "EMIT_EDGE_SORTED"), "EMIT_EDGE_SORTED")
 	// bind DeviceType values.
-	DEVICE_DOES_PAGES = DeviceType(mod.getEnumValue(ctx, "GVDEVICE_DOES_PAGES"))
-	DEVICE_DOES_LAYERS = DeviceType(mod.getEnumValue(ctx, "GVDEVICE_DOES_LAYERS"))
-	DEVICE_EVENTS = DeviceType(mod.getEnumValue(ctx, "GVDEVICE_EVENTS"))
-	DEVICE_DOES_TRUECOLOR = DeviceType(mod.getEnumValue(ctx, "GVDEVICE_DOES_TRUECOLOR"))
-	DEVICE_BINARY_FORMAT = DeviceType(mod.getEnumValue(ctx, "GVDEVICE_BINARY_FORMAT"))
-	DEVICE_COMPRESSED_FORMAT = DeviceType(mod.getEnumValue(ctx, "GVDEVICE_COMPRESSED_FORMAT"))
-	DEVICE_NO_WRITER = DeviceType(mod.getEnumValue(ctx, "GVDEVICE_NO_WRITER"))
+	checkEnum(int(DEVICE_DOES_PAGES), mod.getEnumValue(ctx, "GVDEVICE_DOES_PAGES"), "GVDEVICE_DOES_PAGES")
+	checkEnum(int(DEVICE_DOES_LAYERS), mod.getEnumValue(ctx, "GVDEVICE_DOES_LAYERS"), "GVDEVICE_DOES_LAYERS")
+	checkEnum(int(DEVICE_EVENTS), mod.getEnumValue(ctx, "GVDEVICE_EVENTS"), "GVDEVICE_EVENTS")
+	checkEnum(int(DEVICE_DOES_TRUECOLOR), mod.getEnumValue(ctx, "GVDEVICE_DOES_TRUECOLOR"), "GVDEVICE_DOES_TRUECOLOR")
+	checkEnum(int(DEVICE_BINARY_FORMAT), mod.getEnumValue(ctx, "GVDEVICE_BINARY_FORMAT"), "GVDEVICE_BINARY_FORMAT")
+	checkEnum(int(DEVICE_COMPRESSED_FORMAT), mod.getEnumValue(ctx, "GVDEVICE_COMPRESSED_FORMAT"), "GVDEVICE_COMPRESSED_FORMAT")
+	checkEnum(int(DEVICE_NO_WRITER), mod.getEnumValue(ctx, "GVDEVICE_NO_WRITER"), "GVDEVICE_NO_WRITER")
 	// bind RenderType values.
-	RENDER_Y_GOES_DOWN = RenderType(mod.getEnumValue(ctx, "GVRENDER_Y_GOES_DOWN"))
-	RENDER_DOES_TRANSFORM = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_TRANSFORM"))
-	RENDER_DOES_LABELS = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_LABELS"))
-	RENDER_DOES_MAPS = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_MAPS"))
-	RENDER_DOES_MAP_RECTANGLE = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_MAP_RECTANGLE"))
-	RENDER_DOES_MAP_CIRCLE = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_MAP_CIRCLE"))
-	RENDER_DOES_MAP_POLYGON = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_MAP_POLYGON"))
-	RENDER_DOES_MAP_ELLIPSE = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_MAP_ELLIPSE"))
-	RENDER_DOES_MAP_BSPLINE = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_MAP_BSPLINE"))
-	RENDER_DOES_TOOLTIPS = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_TOOLTIPS"))
-	RENDER_DOES_TARGETS = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_TARGETS"))
-	RENDER_DOES_Z = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_Z"))
-	RENDER_NO_WHITE_BG = RenderType(mod.getEnumValue(ctx, "GVRENDER_NO_WHITE_BG"))
+	checkEnum(int(RENDER_Y_GOES_DOWN), mod.getEnumValue(ctx, "GVRENDER_Y_GOES_DOWN"), "GVRENDER_Y_GOES_DOWN")
+	checkEnum(int(RENDER_DOES_TRANSFORM), mod.getEnumValue(ctx, "GVRENDER_DOES_TRANSFORM"), "GVRENDER_DOES_TRANSFORM")
+	checkEnum(int(RENDER_DOES_LABELS), mod.getEnumValue(ctx, "GVRENDER_DOES_LABELS"), "GVRENDER_DOES_LABELS")
+	checkEnum(int(RENDER_DOES_MAPS), mod.getEnumValue(ctx, "GVRENDER_DOES_MAPS"), "GVRENDER_DOES_MAPS")
+	checkEnum(int(RENDER_DOES_MAP_RECTANGLE), mod.getEnumValue(ctx, "GVRENDER_DOES_MAP_RECTANGLE"), "GVRENDER_DOES_MAP_RECTANGLE")
+	checkEnum(int(RENDER_DOES_MAP_CIRCLE), mod.getEnumValue(ctx, "GVRENDER_DOES_MAP_CIRCLE"), "GVRENDER_DOES_MAP_CIRCLE")
+	checkEnum(int(RENDER_DOES_MAP_POLYGON), mod.getEnumValue(ctx, "GVRENDER_DOES_MAP_POLYGON"), "GVRENDER_DOES_MAP_POLYGON")
+	checkEnum(int(RENDER_DOES_MAP_ELLIPSE), mod.getEnumValue(ctx, "GVRENDER_DOES_MAP_ELLIPSE"), "GVRENDER_DOES_MAP_ELLIPSE")
+	checkEnum(int(RENDER_DOES_MAP_BSPLINE), mod.getEnumValue(ctx, "GVRENDER_DOES_MAP_BSPLINE"), "GVRENDER_DOES_MAP_BSPLINE")
+	checkEnum(int(RENDER_DOES_TOOLTIPS), mod.getEnumValue(ctx, "GVRENDER_DOES_TOOLTIPS"), "GVRENDER_DOES_TOOLTIPS")
+	checkEnum(int(RENDER_DOES_TARGETS), mod.getEnumValue(ctx, "GVRENDER_DOES_TARGETS"), "GVRENDER_DOES_TARGETS")
+	checkEnum(int(RENDER_DOES_Z), mod.getEnumValue(ctx, "GVRENDER_DOES_Z"), "GVRENDER_DOES_Z")
+	checkEnum(int(RENDER_NO_WHITE_BG), mod.getEnumValue(ctx, "GVRENDER_NO_WHITE_BG"), "GVRENDER_NO_WHITE_BG")
 	// bind RequiredType values.
-	LAYOUT_NOT_REQUIRED = RequiredType(mod.getEnumValue(ctx, "LAYOUT_NOT_REQUIRED"))
-	OUTPUT_NOT_REQUIRED = RequiredType(mod.getEnumValue(ctx, "OUTPUT_NOT_REQUIRED"))
+	checkEnum(int(LAYOUT_NOT_REQUIRED), mod.getEnumValue(ctx, "LAYOUT_NOT_REQUIRED"), "LAYOUT_NOT_REQUIRED")
+	checkEnum(int(OUTPUT_NOT_REQUIRED), mod.getEnumValue(ctx, "OUTPUT_NOT_REQUIRED"), "OUTPUT_NOT_REQUIRED")
 	// bind PenType values.
-	PEN_NONE = PenType(mod.getEnumValue(ctx, "PEN_NONE"))
-	PEN_DASHED = PenType(mod.getEnumValue(ctx, "PEN_DASHED"))
-	PEN_DOTTED = PenType(mod.getEnumValue(ctx, "PEN_DOTTED"))
-	PEN_SOLID = PenType(mod.getEnumValue(ctx, "PEN_SOLID"))
+	checkEnum(int(PEN_NONE), mod.getEnumValue(ctx, "PEN_NONE"), "PEN_NONE")
+	checkEnum(int(PEN_DASHED), mod.getEnumValue(ctx, "PEN_DASHED"), "PEN_DASHED")
+	checkEnum(int(PEN_DOTTED), mod.getEnumValue(ctx, "PEN_DOTTED"), "PEN_DOTTED")
+	checkEnum(int(PEN_SOLID), mod.getEnumValue(ctx, "PEN_SOLID"), "PEN_SOLID")
 	// bind FillType values.
-	FILL_NONE = FillType(mod.getEnumValue(ctx, "FILL_NONE"))
-	FILL_SOLID = FillType(mod.getEnumValue(ctx, "FILL_SOLID"))
-	FILL_LINEAR = FillType(mod.getEnumValue(ctx, "FILL_LINEAR"))
-	FILL_RADIAL = FillType(mod.getEnumValue(ctx, "FILL_RADIAL"))
+	checkEnum(int(FILL_NONE), mod.getEnumValue(ctx, "FILL_NONE"), "FILL_NONE")
+	checkEnum(int(FILL_SOLID), mod.getEnumValue(ctx, "FILL_SOLID"), "FILL_SOLID")
+	checkEnum(int(FILL_LINEAR), mod.getEnumValue(ctx, "FILL_LINEAR"), "FILL_LINEAR")
+	checkEnum(int(FILL_RADIAL), mod.getEnumValue(ctx, "FILL_RADIAL"), "FILL_RADIAL")
 	// bind FontType values.
-	FONT_REGULAR = FontType(mod.getEnumValue(ctx, "FONT_REGULAR"))
-	FONT_BOLD = FontType(mod.getEnumValue(ctx, "FONT_BOLD"))
-	FONT_ITALIC = FontType(mod.getEnumValue(ctx, "FONT_ITALIC"))
+	checkEnum(int(FONT_REGULAR), mod.getEnumValue(ctx, "FONT_REGULAR"), "FONT_REGULAR")
+	checkEnum(int(FONT_BOLD), mod.getEnumValue(ctx, "FONT_BOLD"), "FONT_BOLD")
+	checkEnum(int(FONT_ITALIC), mod.getEnumValue(ctx, "FONT_ITALIC"), "FONT_ITALIC")
 	// bind LabelType values.
-	LABEL_PLAIN = LabelType(mod.getEnumValue(ctx, "LABEL_PLAIN"))
-	LABEL_HTML = LabelType(mod.getEnumValue(ctx, "LABEL_HTML"))
+	checkEnum(int(LABEL_PLAIN), mod.getEnumValue(ctx, "LABEL_PLAIN"), "LABEL_PLAIN")
+	checkEnum(int(LABEL_HTML), mod.getEnumValue(ctx, "LABEL_HTML"), "LABEL_HTML")
 	// bind ColorType values.
-	HSVA_DOUBLE = ColorType(mod.getEnumValue(ctx, "HSVA_DOUBLE"))
-	RGBA_BYTE = ColorType(mod.getEnumValue(ctx, "RGBA_BYTE"))
-	RGBA_WORD = ColorType(mod.getEnumValue(ctx, "RGBA_WORD"))
-	RGBA_DOUBLE = ColorType(mod.getEnumValue(ctx, "RGBA_DOUBLE"))
-	COLOR_STRING = ColorType(mod.getEnumValue(ctx, "COLOR_STRING"))
-	COLOR_INDEX = ColorType(mod.getEnumValue(ctx, "COLOR_INDEX"))
+	checkEnum(int(HSVA_DOUBLE), mod.getEnumValue(ctx, "HSVA_DOUBLE"), "HSVA_DOUBLE")
+	checkEnum(int(RGBA_BYTE), mod.getEnumValue(ctx, "RGBA_BYTE"), "RGBA_BYTE")
+	checkEnum(int(RGBA_WORD), mod.getEnumValue(ctx, "RGBA_WORD"), "RGBA_WORD")
+	checkEnum(int(RGBA_DOUBLE), mod.getEnumValue(ctx, "RGBA_DOUBLE"), "RGBA_DOUBLE")
+	checkEnum(int(COLOR_STRING), mod.getEnumValue(ctx, "COLOR_STRING"), "COLOR_STRING")
+	checkEnum(int(COLOR_INDEX), mod.getEnumValue(ctx, "COLOR_INDEX"), "COLOR_INDEX")
 	// bind API values.
-	API_RENDER = API(mod.getEnumValue(ctx, "API_render"))
-	API_LAYOUT = API(mod.getEnumValue(ctx, "API_layout"))
-	API_TEXTLAYOUT = API(mod.getEnumValue(ctx, "API_textlayout"))
-	API_DEVICE = API(mod.getEnumValue(ctx, "API_device"))
-	API_LOADIMAGE = API(mod.getEnumValue(ctx, "API_loadimage"))
+	checkEnum(int(API_RENDER), mod.getEnumValue(ctx, "API_render"), "API_render")
+	checkEnum(int(API_LAYOUT), mod.getEnumValue(ctx, "API_layout"), "API_layout")
+	checkEnum(int(API_TEXTLAYOUT), mod.getEnumValue(ctx, "API_textlayout"), "API_textlayout")
+	checkEnum(int(API_DEVICE), mod.getEnumValue(ctx, "API_device"), "API_device")
+	checkEnum(int(API_LOADIMAGE), mod.getEnumValue(ctx, "API_loadimage"), "API_loadimage")
 }
 
 func (m *WasmModule) getEnumValue(ctx context.Context, value string) int {
@@ -3005,15 +3012,12 @@ func WasmPtr(v wasmStruct) uint64 {
 }
 
 func getCompilationCache() wazero.CompilationCache {
-	tmpDir := os.TempDir()
-	if tmpDir == "" {
+	// Upstream caches in $TMPDIR/go-graphviz, made world-readable and trusted
+	// whoever made it; this fork caches only where SetCompilationCacheDir
+	// says (the caller vouches for the directory), and nowhere by default.
+	cacheDir := compilationCacheDir
+	if cacheDir == "" {
 		return nil
-	}
-	cacheDir := filepath.Join(tmpDir, "go-graphviz")
-	if _, err := os.Stat(cacheDir); err != nil {
-		if err := os.Mkdir(cacheDir, 0o755); err != nil {
-			return nil
-		}
 	}
 	cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
 	if err != nil {
@@ -15233,7 +15237,7 @@ var (
 	NODE     ObjectTag = 1
 	OUT_EDGE ObjectTag = 2
 	IN_EDGE  ObjectTag = 3
-	EDGE     ObjectTag = 4
+	EDGE     ObjectTag = 2
 )
 
 func (v ObjectTag) String() string {
@@ -15421,11 +15425,11 @@ func (v EmitState) String() string {
 type EmitType int
 
 var (
-	EMIT_SORTED        EmitType = 0
-	EMIT_COLORS        EmitType = 1
-	EMIT_CLUSTERS_LAST EmitType = 2
-	EMIT_PREORDER      EmitType = 3
-	EMIT_EDGE_SORTED   EmitType = 4
+	EMIT_SORTED        EmitType = 1
+	EMIT_COLORS        EmitType = 2
+	EMIT_CLUSTERS_LAST EmitType = 4
+	EMIT_PREORDER      EmitType = 8
+	EMIT_EDGE_SORTED   EmitType = 16
 )
 
 func (v EmitType) String() string {
@@ -15447,13 +15451,13 @@ func (v EmitType) String() string {
 type DeviceType int
 
 var (
-	DEVICE_DOES_PAGES        DeviceType = 0
-	DEVICE_DOES_LAYERS       DeviceType = 1
-	DEVICE_EVENTS            DeviceType = 2
-	DEVICE_DOES_TRUECOLOR    DeviceType = 3
-	DEVICE_BINARY_FORMAT     DeviceType = 4
-	DEVICE_COMPRESSED_FORMAT DeviceType = 5
-	DEVICE_NO_WRITER         DeviceType = 6
+	DEVICE_DOES_PAGES        DeviceType = 32
+	DEVICE_DOES_LAYERS       DeviceType = 64
+	DEVICE_EVENTS            DeviceType = 128
+	DEVICE_DOES_TRUECOLOR    DeviceType = 256
+	DEVICE_BINARY_FORMAT     DeviceType = 512
+	DEVICE_COMPRESSED_FORMAT DeviceType = 1024
+	DEVICE_NO_WRITER         DeviceType = 2048
 )
 
 func (v DeviceType) String() string {
@@ -15479,19 +15483,19 @@ func (v DeviceType) String() string {
 type RenderType int
 
 var (
-	RENDER_Y_GOES_DOWN        RenderType = 0
-	RENDER_DOES_TRANSFORM     RenderType = 1
-	RENDER_DOES_LABELS        RenderType = 2
-	RENDER_DOES_MAPS          RenderType = 3
-	RENDER_DOES_MAP_RECTANGLE RenderType = 4
-	RENDER_DOES_MAP_CIRCLE    RenderType = 5
-	RENDER_DOES_MAP_POLYGON   RenderType = 6
-	RENDER_DOES_MAP_ELLIPSE   RenderType = 7
-	RENDER_DOES_MAP_BSPLINE   RenderType = 8
-	RENDER_DOES_TOOLTIPS      RenderType = 9
-	RENDER_DOES_TARGETS       RenderType = 10
-	RENDER_DOES_Z             RenderType = 11
-	RENDER_NO_WHITE_BG        RenderType = 12
+	RENDER_Y_GOES_DOWN        RenderType = 4096
+	RENDER_DOES_TRANSFORM     RenderType = 8192
+	RENDER_DOES_LABELS        RenderType = 32768
+	RENDER_DOES_MAPS          RenderType = 65536
+	RENDER_DOES_MAP_RECTANGLE RenderType = 131072
+	RENDER_DOES_MAP_CIRCLE    RenderType = 262144
+	RENDER_DOES_MAP_POLYGON   RenderType = 524288
+	RENDER_DOES_MAP_ELLIPSE   RenderType = 1048576
+	RENDER_DOES_MAP_BSPLINE   RenderType = 2097152
+	RENDER_DOES_TOOLTIPS      RenderType = 4194304
+	RENDER_DOES_TARGETS       RenderType = 8388608
+	RENDER_DOES_Z             RenderType = 16777216
+	RENDER_NO_WHITE_BG        RenderType = 33554432
 )
 
 func (v RenderType) String() string {
@@ -15529,8 +15533,8 @@ func (v RenderType) String() string {
 type RequiredType int
 
 var (
-	LAYOUT_NOT_REQUIRED RequiredType = 0
-	OUTPUT_NOT_REQUIRED RequiredType = 1
+	LAYOUT_NOT_REQUIRED RequiredType = 67108864
+	OUTPUT_NOT_REQUIRED RequiredType = 134217728
 )
 
 func (v RequiredType) String() string {

@@ -1,3 +1,0 @@
-module early.nanohost/privatetmp
-
-go 1.26.0
