@@ -18,8 +18,8 @@ ARG NODE_VERSION=22
 FROM golang:${GO_VERSION}-bookworm AS nanoagent
 WORKDIR /src
 COPY go.mod go.sum ./
-# go.mod replaces early.nanohost/privatetmp with this directory: its go.mod first.
-COPY internal/privatetmp/go.mod ./internal/privatetmp/
+# go.mod replaces go-graphviz and chroma with the forks in third_party/.
+COPY third_party ./third_party
 RUN go mod download
 COPY cmd/nanoagent ./cmd/nanoagent
 COPY internal ./internal

@@ -112,3 +112,7 @@ require (
 // use, not in package init, and caches the compiled code only where nanohost
 // says: see third_party/README.md.
 replace github.com/goccy/go-graphviz => ./third_party/go-graphviz
+
+// A fork of chroma v2.27.0 whose lexers package registers its lexers on first
+// use, not in package init: see third_party/README.md.
+replace github.com/alecthomas/chroma/v2 => ./third_party/chroma

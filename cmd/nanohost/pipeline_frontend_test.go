@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"testing"
 
-
 	"nanohost/internal/pipeline/corpustest"
 	"nanohost/internal/pipeline/pipelinetest"
 	"nanohost/internal/store/storetest"

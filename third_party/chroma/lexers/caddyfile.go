@@ -194,15 +194,7 @@ func caddyfileCommonRules() Rules {
 }
 
 // Caddyfile lexer.
-var Caddyfile = Register(MustNewLexer(
-	&Config{
-		Name:      "Caddyfile",
-		Aliases:   []string{"caddyfile", "caddy"},
-		Filenames: []string{"Caddyfile*"},
-		MimeTypes: []string{},
-	},
-	caddyfileRules,
-))
+var Caddyfile Lexer
 
 func caddyfileRules() Rules {
 	return Rules{
@@ -255,15 +247,7 @@ func caddyfileRules() Rules {
 }
 
 // Caddyfile directive-only lexer.
-var CaddyfileDirectives = Register(MustNewLexer(
-	&Config{
-		Name:      "Caddyfile Directives",
-		Aliases:   []string{"caddyfile-directives", "caddyfile-d", "caddy-d"},
-		Filenames: []string{},
-		MimeTypes: []string{},
-	},
-	caddyfileDirectivesRules,
-))
+var CaddyfileDirectives Lexer
 
 func caddyfileDirectivesRules() Rules {
 	return Rules{
@@ -272,4 +256,26 @@ func caddyfileDirectivesRules() Rules {
 			Include("site_block_common"),
 		},
 	}.Merge(caddyfileCommonRules())
+}
+
+// loadCaddyfile builds this file's lexers (in package init upstream; see load in lexers.go).
+func loadCaddyfile() {
+	Caddyfile = register(MustNewLexer(
+		&Config{
+			Name:      "Caddyfile",
+			Aliases:   []string{"caddyfile", "caddy"},
+			Filenames: []string{"Caddyfile*"},
+			MimeTypes: []string{},
+		},
+		caddyfileRules,
+	))
+	CaddyfileDirectives = register(MustNewLexer(
+		&Config{
+			Name:      "Caddyfile Directives",
+			Aliases:   []string{"caddyfile-directives", "caddyfile-d", "caddy-d"},
+			Filenames: []string{},
+			MimeTypes: []string{},
+		},
+		caddyfileDirectivesRules,
+	))
 }

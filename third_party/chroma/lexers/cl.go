@@ -229,15 +229,20 @@ var (
 )
 
 // Common Lisp lexer.
-var CommonLisp = Register(TypeRemappingLexer(MustNewXMLLexer(
-	embedded,
-	"embedded/common_lisp.xml",
-), TypeMapping{
-	{NameVariable, NameFunction, clBuiltinFunctions},
-	{NameVariable, Keyword, clSpecialForms},
-	{NameVariable, NameBuiltin, clMacros},
-	{NameVariable, Keyword, clLambdaListKeywords},
-	{NameVariable, Keyword, clDeclarations},
-	{NameVariable, KeywordType, clBuiltinTypes},
-	{NameVariable, NameClass, clBuiltinClasses},
-}))
+var CommonLisp Lexer
+
+// loadCl builds this file's lexers (in package init upstream; see load in lexers.go).
+func loadCl() {
+	CommonLisp = register(TypeRemappingLexer(MustNewXMLLexer(
+		embedded,
+		"embedded/common_lisp.xml",
+	), TypeMapping{
+		{NameVariable, NameFunction, clBuiltinFunctions},
+		{NameVariable, Keyword, clSpecialForms},
+		{NameVariable, NameBuiltin, clMacros},
+		{NameVariable, Keyword, clLambdaListKeywords},
+		{NameVariable, Keyword, clDeclarations},
+		{NameVariable, KeywordType, clBuiltinTypes},
+		{NameVariable, NameClass, clBuiltinClasses},
+	}))
+}

@@ -5,15 +5,7 @@ import (
 )
 
 // Gemtext lexer.
-var Gemtext = Register(MustNewLexer(
-	&Config{
-		Name:      "Gemtext",
-		Aliases:   []string{"gemtext", "gmi", "gmni", "gemini"},
-		Filenames: []string{"*.gmi", "*.gmni", "*.gemini"},
-		MimeTypes: []string{"text/gemini"},
-	},
-	gemtextRules,
-))
+var Gemtext Lexer
 
 func gemtextRules() Rules {
 	return Rules{
@@ -34,4 +26,17 @@ func gemtextRules() Rules {
 			{`(.|(?:\r?\n))`, ByGroups(Text), nil},
 		},
 	}
+}
+
+// loadGemtext builds this file's lexers (in package init upstream; see load in lexers.go).
+func loadGemtext() {
+	Gemtext = register(MustNewLexer(
+		&Config{
+			Name:      "Gemtext",
+			Aliases:   []string{"gemtext", "gmi", "gmni", "gemini"},
+			Filenames: []string{"*.gmi", "*.gmni", "*.gemini"},
+			MimeTypes: []string{"text/gemini"},
+		},
+		gemtextRules,
+	))
 }

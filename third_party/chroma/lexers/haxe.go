@@ -5,16 +5,7 @@ import (
 )
 
 // Haxe lexer.
-var Haxe = Register(MustNewLexer(
-	&Config{
-		Name:      "Haxe",
-		Aliases:   []string{"hx", "haxe", "hxsl"},
-		Filenames: []string{"*.hx", "*.hxsl"},
-		MimeTypes: []string{"text/haxe", "text/x-haxe", "text/x-hx"},
-		DotAll:    true,
-	},
-	haxeRules,
-))
+var Haxe Lexer
 
 func haxeRules() Rules {
 	return Rules{
@@ -644,4 +635,18 @@ func haxePreProcMutator(state *LexerState) error {
 	}
 	state.Set("haxe-pre-proc", stack)
 	return nil
+}
+
+// loadHaxe builds this file's lexers (in package init upstream; see load in lexers.go).
+func loadHaxe() {
+	Haxe = register(MustNewLexer(
+		&Config{
+			Name:      "Haxe",
+			Aliases:   []string{"hx", "haxe", "hxsl"},
+			Filenames: []string{"*.hx", "*.hxsl"},
+			MimeTypes: []string{"text/haxe", "text/x-haxe", "text/x-hx"},
+			DotAll:    true,
+		},
+		haxeRules,
+	))
 }

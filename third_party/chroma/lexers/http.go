@@ -7,17 +7,7 @@ import (
 )
 
 // HTTP lexer.
-var HTTP = Register(httpBodyContentTypeLexer(MustNewLexer(
-	&Config{
-		Name:         "HTTP",
-		Aliases:      []string{"http"},
-		Filenames:    []string{},
-		MimeTypes:    []string{},
-		NotMultiline: true,
-		DotAll:       true,
-	},
-	httpRules,
-)))
+var HTTP Lexer
 
 func httpRules() Rules {
 	return Rules{
@@ -128,4 +118,19 @@ func (d *httpBodyContentTyper) Tokenise(options *TokeniseOptions, text string) (
 		}
 		return token
 	}, nil
+}
+
+// loadHttp builds this file's lexers (in package init upstream; see load in lexers.go).
+func loadHttp() {
+	HTTP = register(httpBodyContentTypeLexer(MustNewLexer(
+		&Config{
+			Name:         "HTTP",
+			Aliases:      []string{"http"},
+			Filenames:    []string{},
+			MimeTypes:    []string{},
+			NotMultiline: true,
+			DotAll:       true,
+		},
+		httpRules,
+	)))
 }

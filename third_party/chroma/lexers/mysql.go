@@ -9,8 +9,10 @@ var (
 	mysqlAnalyserNameBetweenBracketRe  = regexp.MustCompile(`\[[a-zA-Z_]\w*\]`)
 )
 
-func init() { // nolint: gochecknoinits
-	Get("mysql").
+// loadMysql builds this file's lexers (in package init upstream; see load in lexers.go).
+func loadMysql() {
+	// nolint: gochecknoinits
+	GlobalLexerRegistry.Get("mysql").
 		SetAnalyser(func(text string) float32 {
 			nameBetweenBacktickCount := len(mysqlAnalyserNameBetweenBacktickRe.FindAllString(text, -1))
 			nameBetweenBracketCount := len(mysqlAnalyserNameBetweenBracketRe.FindAllString(text, -1))

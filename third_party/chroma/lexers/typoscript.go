@@ -5,17 +5,7 @@ import (
 )
 
 // Typoscript lexer.
-var Typoscript = Register(MustNewLexer(
-	&Config{
-		Name:      "TypoScript",
-		Aliases:   []string{"typoscript"},
-		Filenames: []string{"*.ts"},
-		MimeTypes: []string{"text/x-typoscript"},
-		DotAll:    true,
-		Priority:  0.1,
-	},
-	typoscriptRules,
-))
+var Typoscript Lexer
 
 func typoscriptRules() Rules {
 	return Rules{
@@ -82,4 +72,19 @@ func typoscriptRules() Rules {
 			{`[\w"\-!/&;]+`, Text, nil},
 		},
 	}
+}
+
+// loadTyposcript builds this file's lexers (in package init upstream; see load in lexers.go).
+func loadTyposcript() {
+	Typoscript = register(MustNewLexer(
+		&Config{
+			Name:      "TypoScript",
+			Aliases:   []string{"typoscript"},
+			Filenames: []string{"*.ts"},
+			MimeTypes: []string{"text/x-typoscript"},
+			DotAll:    true,
+			Priority:  0.1,
+		},
+		typoscriptRules,
+	))
 }
