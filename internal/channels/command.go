@@ -35,6 +35,9 @@ type Command struct {
 	Name string
 	// Goal overrides the pipeline's goal (CmdRunNamed), "" for none.
 	Goal string
+	// Inputs are the run's inputs (CmdRunNamed): the key=value words
+	// right after the name.
+	Inputs map[string]string
 	// RunID is the run addressed as typed — its id, short id or a unique
 	// prefix of either (CmdStatus: optional; CmdAnswer, CmdCancel,
 	// CmdResume).
@@ -60,7 +63,8 @@ func (c Command) Changes() bool { return c.StartsRun() || c.Kind == CmdCancel }
 const HelpText = "Usage:\n" +
 	"  /pipeline <DOT>                     run the pipeline pasted inline (code fences are fine; on the console\n" +
 	"                                      paste it over as many lines as it takes: it runs at its closing } or ```)\n" +
-	"  /pipeline run <name> [goal…]        run a stored pipeline, optionally with a new goal\n" +
+	"  /pipeline run <name> [key=value…] [goal…]\n" +
+	"                                      run a stored pipeline, with inputs (input.<key>) and optionally a new goal\n" +
 	"  /pipeline list                      list the stored pipelines and the recent runs\n" +
 	"  /pipeline status [run]              show a run's state and the question it waits on (or the recent runs)\n" +
 	"  /pipeline answer <run> <choice>     answer a run's question: a choice's key or name, or your text\n" +
@@ -150,8 +154,51 @@ func parseRun(rest string) (Command, error) {
 	if looksLikeDOT(rest) {
 		return Command{Kind: CmdRunDOT, DOT: rest}, nil
 	}
-	name, goal := cutWord(rest)
-	return Command{Kind: CmdRunNamed, Name: name, Goal: unquote(goal)}, nil
+	name, rest := cutWord(rest)
+	inputs, goal, err := ParseInputs(rest)
+	if err != nil {
+		return Command{}, err
+	}
+	return Command{Kind: CmdRunNamed, Name: name, Goal: unquote(goal), Inputs: inputs}, nil
+}
+
+// ParseInputs takes the leading key=value words of text as inputs (a value
+// may be quoted: ref="release 2"), and returns the rest, from the first
+// word that is not one. A key given twice keeps its last value.
+func ParseInputs(text string) (inputs map[string]string, rest string, err error) {
+	rest = strings.TrimSpace(text)
+	for rest != "" {
+		key, after, ok := strings.Cut(rest, "=")
+		if !ok || key == "" || strings.IndexFunc(key, unicode.IsSpace) >= 0 || !runs.ValidInputKey(key) {
+			break
+		}
+		value, remaining, err := cutValue(after)
+		if err != nil {
+			return nil, "", fmt.Errorf("input %s: %w", key, err)
+		}
+		if inputs == nil {
+			inputs = map[string]string{}
+		}
+		inputs[key] = value
+		rest = strings.TrimSpace(remaining)
+	}
+	return inputs, rest, nil
+}
+
+// cutValue splits off one value: a quoted string ("…" or '…') or the word
+// up to the next space.
+func cutValue(s string) (value, rest string, err error) {
+	if s != "" && (s[0] == '"' || s[0] == '\'') {
+		end := strings.IndexByte(s[1:], s[0])
+		if end < 0 {
+			return "", "", fmt.Errorf("the quote %c is not closed", s[0])
+		}
+		return s[1 : end+1], s[end+2:], nil
+	}
+	if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 {
+		return s[:i], s[i:], nil
+	}
+	return s, "", nil
 }
 
 // looksLikeDOT reports whether text starts a DOT graph.

@@ -2,6 +2,7 @@ package channels
 
 import (
 	"nanohost/internal/runs"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -38,6 +39,9 @@ func TestParseCommandForms(t *testing.T) {
 		{"validate", "validate " + rsiDOT, Command{Kind: CmdValidate, DOT: rsiDOT}},
 		{"verbosity first", "--verbosity verbose run feature", Command{Kind: CmdRunNamed, Name: "feature", Verbosity: runs.VerbosityVerbose}},
 		{"verbosity last", "run feature Add RSI --verbosity=minimal", Command{Kind: CmdRunNamed, Name: "feature", Goal: "Add RSI", Verbosity: runs.VerbosityMinimal}},
+		{"named run with inputs", `run deploy repo=acme/shop ref="release 2" ship it`, Command{Kind: CmdRunNamed, Name: "deploy", Goal: "ship it", Inputs: map[string]string{"repo": "acme/shop", "ref": "release 2"}}},
+		{"inputs end at the goal", `run deploy repo=a set x=1`, Command{Kind: CmdRunNamed, Name: "deploy", Goal: "set x=1", Inputs: map[string]string{"repo": "a"}}},
+		{"an empty input", `run deploy ref= now`, Command{Kind: CmdRunNamed, Name: "deploy", Goal: "now", Inputs: map[string]string{"ref": ""}}},
 		{"verbosity middle", "run --verbosity Standard feature", Command{Kind: CmdRunNamed, Name: "feature", Verbosity: runs.VerbosityStandard}},
 		{"verbosity after DOT", rsiDOT + " --verbosity verbose", Command{Kind: CmdRunDOT, DOT: rsiDOT, Verbosity: runs.VerbosityVerbose}},
 	}
@@ -48,7 +52,7 @@ func TestParseCommandForms(t *testing.T) {
 				t.Fatalf("ParseCommand(%q): %v", tt.in, err)
 			}
 			got.DOT = strings.TrimSpace(got.DOT)
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("ParseCommand(%q)\n got %+v\nwant %+v", tt.in, got, tt.want)
 			}
 		})
@@ -148,13 +152,18 @@ func TestFormatDiagnosticsListsErrorsFirstWithLines(t *testing.T) {
 }
 
 func FuzzParseCommand(f *testing.F) {
-	for _, s := range []string{rsiDOT, "run x --verbosity=verbose", "```dot\n" + rsiDOT + "```", "<https://a|b> &amp;", "--verbosity"} {
+	for _, s := range []string{rsiDOT, "run x --verbosity=verbose", "```dot\n" + rsiDOT + "```", "<https://a|b> &amp;", "--verbosity", `run d a=1 b="x y" goal`, `run d a="open`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		cmd, err := ParseCommand(s)
 		if err == nil && cmd.Kind == "" {
 			t.Fatalf("ParseCommand(%q) returned no kind and no error", s)
+		}
+		for k := range cmd.Inputs {
+			if !runs.ValidInputKey(k) {
+				t.Fatalf("ParseCommand(%q) took %q as an input name", s, k)
+			}
 		}
 	})
 }

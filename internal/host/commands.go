@@ -87,6 +87,7 @@ func (h *Host) commandRun(ctx context.Context, ch channels.Channel, in channels.
 	}
 	run, diags, err := h.runs.Start(ctx, runs.StartRequest{
 		Group: g.Folder, Chat: in.Chat, File: file, Source: src, Goal: cmd.Goal, Verbosity: cmd.Verbosity,
+		Inputs: cmd.Inputs,
 	}, in.Who())
 	var invalid *runs.InvalidError
 	switch {

@@ -44,10 +44,15 @@ func (x ipcHost) StartPipeline(ctx context.Context, req ipc.StartRequest) (ipc.S
 	run, diags, err := x.runs.Start(ctx, runs.StartRequest{
 		Group: req.Group, Chat: req.Chat, Thread: req.Thread, File: req.File,
 		Source: req.DOT, Goal: req.Goal, Verbosity: runs.Verbosity(req.Verbosity),
+		Inputs: runs.Inputs(req.Inputs),
 	}, agent(req.Group))
 	var invalid *runs.InvalidError
-	if errors.As(err, &invalid) {
+	var inputs *runs.InputError
+	switch {
+	case errors.As(err, &invalid):
 		return ipc.StartResult{}, ipc.RejectDiagnostics(invalid.Diagnostics)
+	case errors.As(err, &inputs):
+		return ipc.StartResult{}, &ipc.RejectError{Reason: inputs.Error()}
 	}
 	if err != nil {
 		return ipc.StartResult{}, err

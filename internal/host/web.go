@@ -63,7 +63,7 @@ func (x webRuns) Start(ctx context.Context, req web.StartRequest) (string, []pip
 	}
 	run, diags, err := x.Service.Start(ctx, runs.StartRequest{
 		Group: g.Folder, Chat: g.ChatID, File: file, Source: src, Goal: req.Goal,
-		Verbosity: runs.Verbosity(req.Verbosity),
+		Verbosity: runs.Verbosity(req.Verbosity), Inputs: runs.Inputs(req.Inputs),
 	}, runs.Principal{Endpoint: endpointWeb, User: req.By})
 	if err != nil {
 		return "", diags, err

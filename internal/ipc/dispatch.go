@@ -82,7 +82,7 @@ func (w *Watcher) startPipeline(ctx context.Context, group string, r *StartPipel
 	}
 	res, err := w.cfg.Host.StartPipeline(ctx, StartRequest{
 		Group: group, RequestID: r.RequestID, Chat: d.Chat, Thread: r.Thread,
-		File: file, DOT: src, Goal: r.Goal, Verbosity: r.Verbosity,
+		File: file, DOT: src, Goal: r.Goal, Verbosity: r.Verbosity, Inputs: r.Inputs,
 	})
 	if v, bad := hostError(r, err); bad {
 		// The limit is on runs started: an agent correcting its graph

@@ -40,6 +40,7 @@ type StartRequest struct {
 	DOT       []byte // the pipeline source
 	Goal      string // overrides the graph's goal when not empty
 	Verbosity Verbosity
+	Inputs    map[string]string // the run's inputs (input.<key>)
 }
 
 // StartResult says where a started run reports.

@@ -75,6 +75,8 @@ type StartPipeline struct {
 	Verbosity Verbosity `json:"verbosity,omitempty"`
 	Chat      string    `json:"chat,omitempty"`   // default: the group's own chat
 	Thread    string    `json:"thread,omitempty"` // the conversation asking: told where the run's own thread is
+	// Inputs are the run's inputs, each in its context as input.<key>.
+	Inputs map[string]string `json:"inputs,omitempty"`
 }
 
 // CancelPipeline asks the host to stop a run.

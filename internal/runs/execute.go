@@ -143,6 +143,7 @@ func (s *Service) runEngine(ctx context.Context, run Run, g *pipeline.Graph, d *
 		LogsRoot: run.LogsRoot,
 		Journal:  s.journalFor(ctx, d.ar),
 		RunID:    run.ID,
+		Inputs:   run.Inputs,
 		Logger:   s.cfg.Logger.With("run", run.ID),
 	})
 	if g != nil {

@@ -31,6 +31,9 @@ type Run struct {
 	// StartedBy is who started it (Principal.User: a Slack user id,
 	// "console", "web:<name>", "agent:<group>").
 	StartedBy string `json:"started_by,omitempty"`
+	// Inputs are the values it was started with (input.<key> in its
+	// context).
+	Inputs Inputs `json:"inputs,omitempty"`
 	// LastSeq is the highest stored event seq; LastDeliveredSeq the highest
 	// delivered to the chat. Events in between are still to be sent.
 	LastSeq          int64 `json:"last_seq"`

@@ -236,6 +236,9 @@ type StartRequest struct {
 	Source    []byte
 	Goal      string
 	Verbosity Verbosity
+	// Inputs become the run's context keys input.<key>; a pipeline that
+	// requires inputs (graph [inputs="repo,ref"]) is refused without them.
+	Inputs Inputs
 }
 
 // InvalidError is the refusal of a pipeline that does not validate: every
@@ -279,6 +282,12 @@ func (s *Service) Start(ctx context.Context, req StartRequest, who Principal) (R
 		}
 		return Run{}, diags, &InvalidError{Diagnostics: diags}
 	}
+	if err := req.Inputs.Check(); err != nil {
+		return Run{}, diags, err
+	}
+	if missing := req.Inputs.Missing(g); len(missing) > 0 {
+		return Run{}, diags, &InputError{Missing: missing}
+	}
 	verbosity := req.Verbosity
 	if verbosity == "" {
 		verbosity = s.cfg.DefaultVerbosity.OrDefault()
@@ -291,6 +300,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest, who Principal) (R
 	run := Run{
 		ID: id, GroupFolder: req.Group, ChatID: req.Chat, Verbosity: verbosity, SourceDOT: string(req.Source),
 		FileName: file, Goal: g.Goal(), Status: Queued, LogsRoot: logsRoot, StartedBy: who.User,
+		Inputs: req.Inputs,
 	}
 	if err := s.cfg.Store.CreateRun(ctx, run); err != nil {
 		return Run{}, nil, fmt.Errorf("record run: %w", err)

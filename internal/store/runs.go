@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,12 +25,12 @@ func (s *Store) CreateRun(ctx context.Context, r runs.Run) error {
 	err := s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, group_folder, chat_id, thread_ts, verbosity,
 			source_dot, file_name, goal, status, failure_reason, created_at, started_at, finished_at,
-			logs_root, cost_usd, input_tokens, output_tokens, started_by)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			logs_root, cost_usd, input_tokens, output_tokens, started_by, inputs)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.GroupFolder, r.ChatID, r.ThreadTS, r.Verbosity,
 			r.SourceDOT, r.FileName, r.Goal, r.Status, r.FailureReason, encTime(r.CreatedAt),
 			encOptTime(r.StartedAt), encOptTime(r.FinishedAt),
-			r.LogsRoot, r.Usage.CostUSD, r.Usage.InputTokens, r.Usage.OutputTokens, r.StartedBy)
+			r.LogsRoot, r.Usage.CostUSD, r.Usage.InputTokens, r.Usage.OutputTokens, r.StartedBy, encInputs(r.Inputs))
 		if s.violated(err, primaryKeyViolation) {
 			return fmt.Errorf("run %q: %w", r.ID, ErrExists)
 		}
@@ -173,7 +174,7 @@ func requireOneRow(res sql.Result, what, key string) error {
 // runColumns is every column but source_dot, in scanRun's order.
 const runColumns = `id, group_folder, chat_id, thread_ts, verbosity, file_name, goal, status,
 	failure_reason, created_at, started_at, finished_at, logs_root, cost_usd, input_tokens,
-	output_tokens, started_by, last_seq, last_delivered_seq`
+	output_tokens, started_by, last_seq, last_delivered_seq, inputs`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -182,7 +183,7 @@ func scanRun(row rowScanner, extra ...any) (runs.Run, error) {
 	dest := []any{&r.ID, &r.GroupFolder, &r.ChatID, &r.ThreadTS, &r.Verbosity, &r.FileName, &r.Goal,
 		&r.Status, &r.FailureReason, timeCol{&r.CreatedAt}, timeCol{&r.StartedAt}, timeCol{&r.FinishedAt},
 		&r.LogsRoot, &r.Usage.CostUSD, &r.Usage.InputTokens, &r.Usage.OutputTokens, &r.StartedBy,
-		&r.LastSeq, &r.LastDeliveredSeq}
+		&r.LastSeq, &r.LastDeliveredSeq, inputsCol{&r.Inputs}}
 	err := row.Scan(append(dest, extra...)...)
 	return r, err
 }
@@ -396,3 +397,34 @@ type notFound struct {
 
 func (e *notFound) Error() string   { return e.what + ": " + ErrNotFound.Error() }
 func (e *notFound) Unwrap() []error { return []error{ErrNotFound, e.domain} }
+
+// encInputs is a run's inputs as stored: a JSON object, "" for none.
+func encInputs(in runs.Inputs) string {
+	if len(in) == 0 {
+		return ""
+	}
+	data, _ := json.Marshal(in) // a map of strings always encodes
+	return string(data)
+}
+
+// inputsCol scans a run's stored inputs into *in (nil for none).
+type inputsCol struct{ in *runs.Inputs }
+
+func (c inputsCol) Scan(src any) error {
+	var text string
+	switch v := src.(type) {
+	case nil:
+		return nil
+	case string:
+		text = v
+	case []byte:
+		text = string(v)
+	default:
+		return fmt.Errorf("run inputs: unexpected %T", src)
+	}
+	if text == "" {
+		*c.in = nil
+		return nil
+	}
+	return json.Unmarshal([]byte(text), c.in)
+}

@@ -75,6 +75,8 @@ type StartRequest struct {
 	Pipeline  string `json:"pipeline,omitempty"`
 	Goal      string `json:"goal,omitempty"`
 	Verbosity string `json:"verbosity,omitempty"`
+	// Inputs are the run's inputs (input.<key> in its context).
+	Inputs map[string]string `json:"inputs,omitempty"`
 	// Group is the group folder whose workspace and chat the run uses;
 	// "" means the host's main (or only) group.
 	Group string `json:"group,omitempty"`

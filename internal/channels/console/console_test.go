@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -215,7 +216,7 @@ func TestConsoleCommands(t *testing.T) {
 	term.typeLine("/pipeline run feature Add RSI --verbosity verbose")
 	in := <-term.inbound
 	want := channels.Command{Kind: channels.CmdRunNamed, Name: "feature", Goal: "Add RSI", Verbosity: runs.VerbosityVerbose}
-	if in.Kind != channels.KindCommand || in.Command == nil || *in.Command != want {
+	if in.Kind != channels.KindCommand || in.Command == nil || !reflect.DeepEqual(*in.Command, want) {
 		t.Fatalf("got %+v, want command %+v", in, want)
 	}
 

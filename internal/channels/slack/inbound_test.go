@@ -3,6 +3,7 @@ package slack_test
 import (
 	"context"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func TestSlashCommandsReachTheHostParsed(t *testing.T) {
 	h.fake.SlashCommand(opsChat, alice, "run feature Add RSI indicator")
 	in = h.nextInbound()
 	want := channels.Command{Kind: channels.CmdRunNamed, Name: "feature", Goal: "Add RSI indicator"}
-	if in.Command == nil || *in.Command != want {
+	if in.Command == nil || !reflect.DeepEqual(*in.Command, want) {
 		t.Errorf("named run = %+v, want %+v", in.Command, want)
 	}
 

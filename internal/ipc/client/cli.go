@@ -27,11 +27,12 @@ const usage = `usage: nanoagent ipc COMMAND [flags]
 Ask the nanohost host to do something for this group's chat.
 
   start-pipeline FILE.dot [--goal G] [--verbosity minimal|standard|verbose]
-                 [--chat C] [--thread T] [--wait]
+                 [--chat C] [--thread T] [--input KEY=VALUE]… [--wait]
       Submit an Attractor DOT pipeline (FILE "-" reads stdin), wait for the
       host's verdict and print it: the run id and where progress goes, or
       every validation problem with its line, rule and fix (exit 1).
       Waiting is the default (--wait); --wait=false only submits.
+      Each --input is a run input, input.KEY in the run's context.
   send TEXT [--thread T] [--chat C]
       Post TEXT ("-" reads stdin) to the chat.
   status RUN_ID     Show where a run stands.
@@ -123,6 +124,17 @@ func (c *command) startPipeline(ctx context.Context, args []string) int {
 	fs.StringVar(&req.Chat, "chat", "", "post progress to this chat (only the main group may name another chat)")
 	fs.StringVar(&req.Thread, "thread", "", "the conversation thread you were asked in: the host posts a pointer to the run's own thread there")
 	fs.BoolVar(&wait, "wait", true, "wait for the host's verdict and print it (--wait=false only submits)")
+	fs.Func("input", "a run input `key=value` (repeat for more): input.<key> in the run's context", func(kv string) error {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("want key=value, got %q", kv)
+		}
+		if req.Inputs == nil {
+			req.Inputs = map[string]string{}
+		}
+		req.Inputs[k] = v
+		return nil
+	})
 	pos, ok := c.parse(fs, args, 1, "one FILE.dot")
 	if !ok {
 		return ExitUsage

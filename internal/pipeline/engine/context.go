@@ -16,7 +16,10 @@ const (
 	KeyCurrentNode    = "current_node"
 	KeyLastStage      = "last_stage"
 	KeyLastResponse   = "last_response"
-	keyRetryPrefix    = "internal.retry_count."
+	// KeyInputPrefix + key is a run input given at its start
+	// (Config.Inputs): input.repo, input.ref.
+	KeyInputPrefix = "input."
+	keyRetryPrefix = "internal.retry_count."
 	// KeyVisitCountPrefix + node id is a key conditions can test to bound a
 	// loop (condition="context.internal.visit_count.investigate=3"). It is
 	// answered from the run's visit counts rather than stored in the context,

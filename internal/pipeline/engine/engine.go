@@ -45,6 +45,9 @@ type Config struct {
 	LogsRoot string
 	// RunID names the run; "" generates pipeline-<unix seconds>-<6 hex>.
 	RunID string
+	// Inputs are the run's inputs: each is in its context as
+	// input.<key> from the start (and so in every checkpoint).
+	Inputs map[string]string
 	// NoBackoff retries at once (tests, simulations).
 	NoBackoff bool
 	// NoFsync skips the journal's fdatasync and the snapshot's fsyncs, for

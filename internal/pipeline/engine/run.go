@@ -264,6 +264,9 @@ func (r *run) initialContext() *Context {
 		cx.Set("graph."+k, v)
 	}
 	cx.Set(KeyGoal, r.g.Goal())
+	for k, v := range r.cfg.Inputs {
+		cx.Set(KeyInputPrefix+k, v)
+	}
 	return cx
 }
 

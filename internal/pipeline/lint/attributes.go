@@ -81,6 +81,9 @@ const (
 var Attributes = []Attribute{
 	// Graph (spec §2.5, Appendix A).
 	{Key: "goal", Scope: GraphScope, Example: `"Ship the feature"`},
+	// The run inputs a pipeline needs (docs/schedules.md): a run started
+	// without one of them is refused, naming it.
+	{Key: "inputs", Scope: GraphScope, Example: `"repo,ref"`},
 	{Key: "label", Scope: all, Example: `"Review"`},
 	{Key: "model_stylesheet", Scope: GraphScope, Example: `"* { llm_model: claude-opus-4-6; }"`},
 	{Key: "default_max_retry", Scope: GraphScope, Kind: KindInt, HasMin: true, Min: 0, Example: "50"},

@@ -315,6 +315,22 @@
         var f = form.elements[name];
         if (f && f.value.trim()) body[name] = f.value.trim();
       });
+      var inputs = form.elements.inputs, bad = '';
+      if (inputs && inputs.value.trim()) {
+        body.inputs = {};
+        inputs.value.split('\n').forEach(function (line) {
+          line = line.trim();
+          if (!line) return;
+          var eq = line.indexOf('=');
+          if (eq <= 0) { bad = bad || line; return; }
+          body.inputs[line.slice(0, eq).trim()] = line.slice(eq + 1).trim();
+        });
+      }
+      if (bad) {
+        showResult('error', 'Each input is a line key=value; this one is not: ' + bad);
+        inputs.focus();
+        return;
+      }
       var submit = form.querySelector('button[type=submit]');
       submit.disabled = true;
       showResult('', 'Starting…');
