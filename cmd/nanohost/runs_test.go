@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"nanohost/internal/lease"
 	"nanohost/internal/store/storetest"
 	"os/exec"
 	"path/filepath"
@@ -465,8 +466,8 @@ func TestRunsListShowsTheOwningReplica(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if ok, err := st.TakeLease(ctx, "run-driven", "replica-b", time.Minute); err != nil || !ok {
-		t.Fatalf("take lease: %v %v", ok, err)
+	if holder, err := st.TakeLease(ctx, lease.ID{Kind: lease.Run, Key: "run-driven"}, "replica-b", time.Minute); err != nil || holder != "replica-b" {
+		t.Fatalf("take lease: %v %v", holder, err)
 	}
 	r := runNanohostIn(t, dir, "runs", "list", "--db", url)
 	if r.code != 0 {

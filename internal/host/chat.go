@@ -11,6 +11,7 @@ import (
 
 	"nanohost/internal/channels"
 	"nanohost/internal/channels/report"
+	"nanohost/internal/lease"
 	"nanohost/internal/queue"
 	"nanohost/internal/store"
 )
@@ -38,9 +39,7 @@ type chatDeps struct {
 	// leases, when set (replicas sharing a PostgreSQL store), make each
 	// group's conversation one replica's: see chat_leases.go. Nil: this
 	// host holds every group.
-	leases   groupLeases
-	replica  string        // this replica's id, in group leases
-	leaseTTL time.Duration // replica.lease_ttl
+	leases *lease.Keeper
 }
 
 // chatRouter turns chat messages into agent work: one worker per group, so
@@ -65,13 +64,10 @@ type chatRouter struct {
 	// previous instance left are queued again, so a thread's messages
 	// reach the agent together, as they would have.
 	holding bool
-	// held are the groups whose lease this replica holds (replicas only),
-	// with when each was last renewed.
-	held map[string]time.Time
 	// leaving are the workers of groups let go, until their conversation
 	// is closed (see chatWorker.after).
 	leaving map[string]<-chan struct{}
-	// poke asks the lease loop to look for waiting messages now (a wake).
+	// poke asks watchWaiting to look for waiting messages now (a wake).
 	poke chan struct{}
 	wg   sync.WaitGroup
 }
@@ -115,7 +111,7 @@ type chatItem struct {
 
 func newChatRouter(d chatDeps) *chatRouter {
 	r := &chatRouter{chatDeps: d, workers: map[string]*chatWorker{}, threads: map[threadRef]bool{},
-		held: map[string]time.Time{}, leaving: map[string]<-chan struct{}{}, poke: make(chan struct{}, 1)}
+		leaving: map[string]<-chan struct{}{}, poke: make(chan struct{}, 1)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }

@@ -68,7 +68,7 @@ func TestChatStopsWhenItsGroupLeaseIsTakenAndTakesItBack(t *testing.T) {
 	}
 	<-blocked
 	// Replica B takes the group over, as it would once A's lease expired.
-	if _, err := db.Exec(`UPDATE group_leases SET owner = 'replica-b', expires_at = now() + interval '1 second' WHERE group_folder = 'main'`); err != nil {
+	if _, err := db.Exec(`UPDATE leases SET owner = 'replica-b', expires_at = now() + interval '1 second' WHERE kind = 'group' AND key = 'main'`); err != nil {
 		t.Fatal(err)
 	}
 	late, err := fake.Mention(opsChat, alice, "late question")
@@ -92,7 +92,7 @@ func TestChatStopsWhenItsGroupLeaseIsTakenAndTakesItBack(t *testing.T) {
 		t.Errorf("answers per question: %d, %d, %d; want one each", a, b, c)
 	}
 	var owner string
-	if err := db.QueryRow(`SELECT owner FROM group_leases WHERE group_folder = 'main'`).Scan(&owner); err != nil || owner != "replica-a" {
+	if err := db.QueryRow(`SELECT owner FROM leases WHERE kind = 'group' AND key = 'main'`).Scan(&owner); err != nil || owner != "replica-a" {
 		t.Errorf("the group's lease is %q's (%v), want replica-a's again", owner, err)
 	}
 }

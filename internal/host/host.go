@@ -22,6 +22,7 @@ import (
 	"nanohost/internal/channels"
 	"nanohost/internal/channels/report"
 	"nanohost/internal/config"
+	"nanohost/internal/lease"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
@@ -94,6 +95,7 @@ type Host struct {
 	frontEnd  frontEnd
 	runs      *runs.Service
 	chats     *chatRouter
+	leases    *lease.Keeper    // renewed from Run until the host stops
 	changes   *changes.Tracker // nil: pipelines.record_changes is off
 
 	// deliveryCtx outlives runs: threads still waiting for a chat that is
@@ -146,15 +148,18 @@ func New(opts Options) (*Host, error) {
 	chat := chatDeps{
 		store: opts.Store, agents: opts.Agents, env: env, groups: h.groups, endpoints: h.endpoints,
 		metrics: opts.Metrics, log: opts.Logger, deliveryCtx: h.deliveryCtx, backoff: opts.DeliveryBackoff,
-		timeout: cfg.Runtime.NodeTimeout, replica: cfg.ReplicaID(), leaseTTL: cfg.Replica.LeaseTTL,
+		timeout: cfg.Runtime.NodeTimeout,
 	}
+	// One keeper holds every lease of this replica: its runs', its run
+	// threads' deliveries and, among replicas, its groups'.
+	h.leases = lease.NewKeeper(opts.Store, cfg.ReplicaID(), cfg.Replica.LeaseTTL, opts.Logger)
 	var leases runs.Leases
 	var journals runs.Journals
 	if opts.Store.Shared() {
 		// Replicas share runs: each is driven by its lease holder, and
 		// resumed by any of them from its journal in the store; each
 		// group's conversation is its lease holder's too.
-		leases, journals, chat.leases = opts.Store, opts.Store, opts.Store
+		leases, journals, chat.leases = opts.Store, opts.Store, h.leases
 	}
 	h.chats = newChatRouter(chat)
 	wakes := opts.Store.Wakeups(opts.Logger)
@@ -174,11 +179,9 @@ func New(opts Options) (*Host, error) {
 		DefaultVerbosity: defaultVerbosity(cfg),
 		Observe:          opts.Metrics.observeRun,
 		Wakeups:          wakes,
+		Keeper:           h.leases,
 		Leases:           leases,
 		Journals:         journals,
-		Replica:          cfg.ReplicaID(),
-		LeaseTTL:         cfg.Replica.LeaseTTL,
-		ClaimTTL:         cfg.Replica.LeaseTTL,
 		Logger:           opts.Logger,
 	})
 	if err != nil {
@@ -255,6 +258,9 @@ func (h *Host) Run(ctx context.Context) error {
 		defer h.changes.Close()
 	}
 	defer h.stopDelivery()
+	leaseLife, stopLeases := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLeases()
+	go h.leases.Run(leaseLife)
 	watcher, err := h.newIPCWatcher()
 	if err != nil {
 		return err

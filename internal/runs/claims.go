@@ -4,20 +4,26 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"nanohost/internal/lease"
 )
 
 // One deliverer per run's thread. Whichever process tells a run in its
 // chat — the one executing it, or one flushing what a finished run left
-// undelivered — first claims the run's delivery in the store, renews the
-// claim while it delivers and releases it once the thread is told. Posts
+// undelivered — first takes the run's delivery lease (lease.Delivery, on
+// the database's clock), keeps it while it delivers and releases it once
+// the thread is told. Posts
 // are made in order, one at a time, and the delivered watermark is stored
 // after each, so a deliverer that takes over (after a crash, from another
 // replica) starts right after the last post recorded; only the one post
 // that may have been in flight is looked for in the chat before it is
 // posted again (report.Config.Taken).
 
+// deliveryLease names the lease of a run's thread.
+func deliveryLease(runID string) lease.ID { return lease.ID{Kind: lease.Delivery, Key: runID} }
+
 // claimDelivery claims the run's delivery for this process. With wait, a
-// claim held elsewhere is waited for (it runs out ClaimTTL after its
+// claim held elsewhere is waited for (it runs out LeaseTTL after its
 // holder stops renewing it) until ctx ends.
 func (s *Service) claimDelivery(ctx context.Context, runID string, wait bool) error {
 	logged := false
@@ -35,12 +41,12 @@ func (s *Service) claimDelivery(ctx context.Context, runID string, wait bool) er
 		case !logged:
 			logged = true
 			s.log.Info("waiting for another deliverer of the run's thread to finish or its claim to run out",
-				"run", runID, "holder", held, "ttl", s.cfg.ClaimTTL)
+				"run", runID, "holder", held, "ttl", s.cfg.LeaseTTL)
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("claim the thread of run %s: %w", runID, context.Cause(ctx))
-		case <-time.After(s.cfg.ClaimTTL / 8):
+		case <-time.After(s.cfg.LeaseTTL / 8):
 		}
 	}
 }
@@ -55,7 +61,7 @@ func (s *Service) claimOnce(ctx context.Context, runID string) (held string, err
 	if here {
 		return s.cfg.Replica + " (this process, still delivering)", nil
 	}
-	ok, holder, err := s.cfg.Store.ClaimDelivery(ctx, runID, s.cfg.Replica, s.cfg.ClaimTTL)
+	ok, holder, err := s.leases.Take(ctx, deliveryLease(runID))
 	if err == nil && ok {
 		return "", nil
 	}
@@ -65,26 +71,12 @@ func (s *Service) claimOnce(ctx context.Context, runID string) (held string, err
 	return holder, err
 }
 
-// renewDelivery keeps the claim on a run's thread until ctx ends.
-func (s *Service) renewDelivery(ctx context.Context, runID string) {
-	tick := time.NewTicker(s.cfg.ClaimTTL / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		ok, holder, err := s.cfg.Store.ClaimDelivery(ctx, runID, s.cfg.Replica, s.cfg.ClaimTTL)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.log.Warn("renew the claim on the run's thread; trying again", "run", runID, "err", err)
-		case err == nil && !ok:
-			// Only after this process could not renew for a whole TTL.
-			s.log.Error("another replica took over the run's thread; its messages may show twice", "run", runID, "holder", holder)
-			return
-		}
-	}
+// keepDelivery keeps the lease of a run's thread until it is released.
+func (s *Service) keepDelivery(runID string) {
+	s.leases.Keep(deliveryLease(runID), func(cause error) {
+		// Only after this process could not renew it for a whole TTL.
+		s.log.Error("another replica took over the run's thread; its messages may show twice", "run", runID, "err", cause)
+	})
 }
 
 // releaseDelivery gives the run's thread up: it is told, so far.
@@ -92,7 +84,7 @@ func (s *Service) releaseDelivery(runID string) {
 	s.mu.Lock()
 	delete(s.delivering, runID)
 	s.mu.Unlock()
-	if err := s.cfg.Store.ReleaseDelivery(context.Background(), runID, s.cfg.Replica); err != nil {
+	if err := s.leases.Release(context.Background(), deliveryLease(runID)); err != nil {
 		s.log.Warn("release the claim on the run's thread (it runs out by itself)", "run", runID, "err", err)
 	}
 }

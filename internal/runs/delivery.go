@@ -20,8 +20,6 @@ type delivery struct {
 	ar     *activeRun
 	thread Thread
 
-	stopRenewing context.CancelFunc
-
 	mu     sync.Mutex
 	seq    int64
 	rootID string
@@ -30,7 +28,7 @@ type delivery struct {
 // openDelivery opens the run's thread once this process holds the claim
 // to deliver it: one deliverer per run, whatever the replicas, so the
 // thread is told once and in order. With wait it waits for the claim (a
-// dead replica's runs out after ClaimTTL) until ctx ends; without, a claim
+// dead replica's runs out after LeaseTTL) until ctx ends; without, a claim
 // held elsewhere is an error. A run that has events already (a resume)
 // continues its thread: the thread reads what it has not shown from the
 // store, from the delivered watermark on.
@@ -57,9 +55,7 @@ func (s *Service) openDelivery(ctx context.Context, run Run, ar *activeRun, name
 		return nil, err
 	}
 	d.thread = t
-	renewCtx, stop := context.WithCancel(s.life)
-	d.stopRenewing = stop
-	s.bg.Go(func() { s.renewDelivery(renewCtx, run.ID) })
+	s.keepDelivery(run.ID)
 	return d, nil
 }
 
@@ -141,6 +137,5 @@ func (d *delivery) close(wait time.Duration) {
 		d.s.log.Warn("run thread not delivered yet; still trying (and on the next start)", "run", d.run.ID, "err", err)
 		return
 	}
-	d.stopRenewing()
 	d.s.releaseDelivery(d.run.ID)
 }

@@ -31,13 +31,12 @@ func (s *Service) launch(run Run, g *pipeline.Graph, askedIn string) {
 			cancel(nil)
 		}()
 		if s.leased() {
-			// The lease is renewed until the run has settled here (a run
-			// stopping at shutdown still writes its interruption), and
-			// renewals stop before it is released: a renewal after that
-			// would find the lease gone and fence a run that ended.
-			leaseCtx, stopRenewing := context.WithCancel(context.WithoutCancel(ctx))
-			go s.holdLease(leaseCtx, ar)
-			defer func() { stopRenewing(); s.releaseLease(ar) }()
+			// The lease is kept until the run has settled here (a run
+			// stopping at shutdown still writes its interruption); the
+			// keeper stops renewing it before it is released, so a
+			// renewal racing the release fences nothing.
+			s.holdLease(ar)
+			defer s.releaseLease(ar)
 		}
 		defer func() {
 			if r := recover(); r != nil {

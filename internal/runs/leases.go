@@ -8,30 +8,25 @@ import (
 	"path/filepath"
 	"time"
 
+	"nanohost/internal/lease"
 	"nanohost/internal/pipeline/engine"
 )
 
 // Run ownership among replicas sharing the store (docs/scaling.md): each
-// run is driven by the one replica holding its lease. The replica that
-// starts a run takes it; the driver renews it every LeaseTTL/3; a scan
-// every LeaseTTL/3 claims the runs whose lease expired (their replica
-// died) or that have none (their replica stopped) and resumes them from
-// their journal. A driver whose renewal finds the lease taken over — or
-// that could not renew it for a whole LeaseTTL, so it may have been —
-// stops driving at once and writes nothing more for the run: the new
-// owner's view is the only one (fencing).
+// run is driven by the one replica holding its lease (a lease of kind
+// lease.Run, kept by the replica's lease.Keeper). The replica that starts
+// a run takes it; its keeper renews it every LeaseTTL/3; a scan every
+// LeaseTTL/3 claims the runs whose lease expired (their replica died) or
+// that have none (their replica stopped) and resumes them from their
+// journal. A driver whose keeper finds the lease taken over — or could not
+// renew it for a whole LeaseTTL, so it may have been — stops driving at
+// once and writes nothing more for the run: the new owner's view is the
+// only one (fencing).
 
-// Leases are the store's run leases. Without them (Config.Leases nil: one
-// host on SQLite) this process drives every run it starts or resumes.
+// Leases are the store's claims of runs nobody drives. Without them
+// (Config.Leases nil: one host on SQLite) this process drives every run it
+// starts or resumes, and takes no run leases.
 type Leases interface {
-	// TakeLease makes owner the run's driver for ttl, unless another
-	// replica holds a live lease on it (taken=false).
-	TakeLease(ctx context.Context, runID, owner string, ttl time.Duration) (taken bool, err error)
-	// RenewLease extends owner's lease; held=false when another replica
-	// took it over.
-	RenewLease(ctx context.Context, runID, owner string, ttl time.Duration) (held bool, err error)
-	// ReleaseLease gives the run up (it ended, or this replica stops).
-	ReleaseLease(ctx context.Context, runID, owner string) error
 	// ClaimRuns takes the leases of up to limit unfinished runs nobody
 	// drives and returns them (with their source) to resume.
 	ClaimRuns(ctx context.Context, owner string, ttl time.Duration, limit int) ([]Run, error)
@@ -52,8 +47,8 @@ const claimBatch = 8
 // leased reports whether runs are shared with other replicas.
 func (s *Service) leased() bool { return s.cfg.Leases != nil }
 
-// leaseEvery is how often leases are renewed and orphaned runs claimed.
-func (s *Service) leaseEvery() time.Duration { return s.cfg.LeaseTTL / 3 }
+// runLease names the lease of a run.
+func runLease(runID string) lease.ID { return lease.ID{Kind: lease.Run, Key: runID} }
 
 // takeLease makes this replica the run's driver; false (no error) when
 // another replica drives it.
@@ -61,42 +56,22 @@ func (s *Service) takeLease(ctx context.Context, runID string) (bool, error) {
 	if !s.leased() {
 		return true, nil
 	}
-	return s.cfg.Leases.TakeLease(ctx, runID, s.cfg.Replica, s.cfg.LeaseTTL)
+	taken, _, err := s.leases.Take(ctx, runLease(runID))
+	return taken, err
 }
 
-// holdLease renews ar's lease until ctx ends. When the lease is lost it
-// fences the run and stops it with ErrLeaseLost.
-func (s *Service) holdLease(ctx context.Context, ar *activeRun) {
-	tick := time.NewTicker(s.leaseEvery())
-	defer tick.Stop()
-	renewed := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		held, err := s.cfg.Leases.RenewLease(ctx, ar.id, s.cfg.Replica, s.cfg.LeaseTTL)
-		if ctx.Err() != nil {
-			return // the run ended (and let its lease go) meanwhile
-		}
-		switch {
-		case err == nil && held:
-			renewed = time.Now()
-			continue
-		case err != nil && time.Since(renewed) < s.cfg.LeaseTTL:
-			s.log.Warn("renew a run's lease; trying again", "run", ar.id, "err", err)
-			continue
-		case err != nil:
-			err = fmt.Errorf("%w (could not renew it for %s: %v)", ErrLeaseLost, time.Since(renewed).Round(time.Second), err)
-		default:
-			err = ErrLeaseLost
+// holdLease keeps ar's lease until it is released. When the lease is lost
+// it fences the run and stops it with ErrLeaseLost.
+func (s *Service) holdLease(ar *activeRun) {
+	s.leases.Keep(runLease(ar.id), func(cause error) {
+		err := ErrLeaseLost
+		if cause != nil {
+			err = fmt.Errorf("%w (%v)", ErrLeaseLost, cause)
 		}
 		s.log.Warn("stopped driving a run: its lease is lost; the replica that took it over goes on with it",
 			"run", ar.id, "replica", s.cfg.Replica, "err", err)
 		ar.fence(err)
-		return
-	}
+	})
 }
 
 // releaseLease lets the run go (it ended here, or this replica stops), so
@@ -104,9 +79,10 @@ func (s *Service) holdLease(ctx context.Context, ar *activeRun) {
 // is another's then.
 func (s *Service) releaseLease(ar *activeRun) {
 	if ar.isFenced() {
+		s.leases.Forget(runLease(ar.id))
 		return
 	}
-	if err := s.cfg.Leases.ReleaseLease(context.Background(), ar.id, s.cfg.Replica); err != nil {
+	if err := s.leases.Release(context.Background(), runLease(ar.id)); err != nil {
 		s.log.Warn("release a run's lease; it expires instead", "run", ar.id, "err", err)
 	}
 }
@@ -114,7 +90,7 @@ func (s *Service) releaseLease(ar *activeRun) {
 // claimOrphans resumes, every LeaseTTL/3 until the service stops, the runs
 // no replica drives.
 func (s *Service) claimOrphans() {
-	tick := time.NewTicker(s.leaseEvery())
+	tick := time.NewTicker(s.cfg.LeaseTTL / 3)
 	defer tick.Stop()
 	// Restarted with the same id, this replica takes its own runs back at
 	// once rather than when their leases expire.
@@ -157,7 +133,7 @@ func (s *Service) resumeClaimed(claimed []Run) {
 		s.log.Info("taking over a run no replica drives", "run", run.ID, "status", run.Status, "replica", s.cfg.Replica)
 		if err := s.resume(run); err != nil {
 			s.log.Error("resume a run taken over", "run", run.ID, "err", err)
-			s.logErr("release a run that cannot resume", run.ID, s.cfg.Leases.ReleaseLease(context.Background(), run.ID, s.cfg.Replica))
+			s.logErr("release a run that cannot resume", run.ID, s.leases.Release(context.Background(), runLease(run.ID)))
 		}
 	}
 }

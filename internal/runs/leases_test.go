@@ -127,7 +127,7 @@ func TestReplicaThatLostItsLeaseWritesNothingMore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `UPDATE run_leases SET owner = 'B' WHERE run_id = $1`, run.ID); err != nil {
+	if _, err := conn.Exec(ctx, `UPDATE leases SET owner = 'B' WHERE kind = 'run' AND key = $1`, run.ID); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(leaseTTL)

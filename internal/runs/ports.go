@@ -2,8 +2,8 @@ package runs
 
 import (
 	"context"
-	"time"
 
+	"nanohost/internal/lease"
 	"nanohost/internal/pipeline/engine"
 )
 
@@ -36,12 +36,9 @@ type Store interface {
 	SetDelivered(ctx context.Context, runID string, seq int64) error
 	// RunsWithUndelivered lists runs whose stored events are not all delivered.
 	RunsWithUndelivered(ctx context.Context) ([]string, error)
-	// ClaimDelivery makes replica the one deliverer of the run's thread
-	// for ttl — when nobody holds the claim, its holder's ran out, or
-	// replica holds it already (a renewal). holder is who holds it now.
-	ClaimDelivery(ctx context.Context, runID, replica string, ttl time.Duration) (ok bool, holder string, err error)
-	// ReleaseDelivery gives up replica's claim on the run's thread.
-	ReleaseDelivery(ctx context.Context, runID, replica string) error
+	// Leases hold the one deliverer of each run's thread (a lease of kind
+	// lease.Delivery), and, among replicas, each run's driver.
+	lease.Store
 
 	// OpenGate records a posting of a gate (see store.OpenGate): stored is
 	// the gate as it stands (already answered before a crash, or this new

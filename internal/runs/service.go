@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"nanohost/internal/lease"
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/mask"
@@ -56,19 +57,22 @@ type Config struct {
 	// process whose wake was lost (default 2s). Answers and cancels given
 	// through this service, or announced by Wakeups, act at once.
 	GatePoll time.Duration
+	// Keeper holds this process's leases (internal/lease): the one
+	// deliverer of a run's thread holds its delivery lease, and among
+	// replicas the driver of a run its run lease. The host shares its
+	// keeper with the chat router; nil: the service keeps its own, from
+	// Store, Replica and LeaseTTL, until Shutdown.
+	Keeper *lease.Keeper
 	// Replica names this process among those sharing the store (default
-	// "local"): the one deliverer of a run's thread holds a claim in its
-	// name (docs/scaling.md).
+	// "local"; a Keeper's owner wins).
 	Replica string
-	// ClaimTTL is how long a delivery claim lasts unless renewed (default
-	// 8s): a dead replica's threads are continued by another after it.
-	ClaimTTL time.Duration
-	// Leases, when set, share runs with other replicas of the store: a
-	// run is driven by the replica holding its lease (leases.go), and
-	// LeaseTTL is how long a lease lasts unrenewed (default 8s; renewed,
-	// and orphaned runs claimed, every LeaseTTL/3).
-	Leases   Leases
+	// LeaseTTL is how long a lease lasts unrenewed (default 8s; a Keeper's
+	// TTL wins): a dead replica's runs and threads are taken over after it;
+	// leases are renewed, and orphaned runs claimed, every LeaseTTL/3.
 	LeaseTTL time.Duration
+	// Leases, when set, share runs with other replicas of the store: a
+	// run is driven by the replica holding its lease (leases.go).
+	Leases Leases
 	// Journals, when set, keep runs' journals in the store (with Leases:
 	// any replica resumes any run from there).
 	Journals Journals
@@ -100,6 +104,11 @@ type Service struct {
 
 	// delivering are the runs whose threads this process delivers now.
 	delivering map[string]bool
+
+	// leases keeps this process's run and delivery leases; stopKeeper
+	// ends its renewals when the service made it (after Shutdown).
+	leases     *lease.Keeper
+	stopKeeper context.CancelFunc
 
 	gates   waiters
 	streams subscribers
@@ -203,9 +212,6 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Replica == "" {
 		cfg.Replica = "local"
 	}
-	if cfg.ClaimTTL <= 0 {
-		cfg.ClaimTTL = 8 * time.Second
-	}
 	if cfg.CloseWait <= 0 {
 		cfg.CloseWait = 15 * time.Second
 	}
@@ -218,8 +224,14 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	keeperLife, stopKeeper := context.WithCancel(context.Background())
+	if cfg.Keeper == nil {
+		cfg.Keeper = lease.NewKeeper(cfg.Store, cfg.Replica, cfg.LeaseTTL, cfg.Logger)
+		go cfg.Keeper.Run(keeperLife)
+	}
+	cfg.Replica, cfg.LeaseTTL = cfg.Keeper.Owner(), cfg.Keeper.TTL()
 	s := &Service{cfg: cfg, log: cfg.Logger.With("component", "runs"), slots: make(chan struct{}, cfg.MaxConcurrent),
-		active: map[string]*activeRun{}, delivering: map[string]bool{}}
+		active: map[string]*activeRun{}, delivering: map[string]bool{}, leases: cfg.Keeper, stopKeeper: stopKeeper}
 	s.life, s.stop = context.WithCancel(context.Background())
 	s.bg.Go(s.watch)
 	return s, nil
@@ -484,6 +496,7 @@ func (s *Service) Shutdown(wait time.Duration) {
 		s.log.Warn("some runs did not stop in time; they resume from their last checkpoint", "waited", wait)
 	}
 	waitAtMost(&s.bg, wait)
+	s.stopKeeper()
 }
 
 func (s *Service) refuseWhenStopping() error {

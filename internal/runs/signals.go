@@ -21,7 +21,7 @@ func (s *Service) watch() {
 	}
 	poll := time.NewTicker(s.cfg.GatePoll)
 	defer poll.Stop()
-	orphans := time.NewTicker(s.cfg.ClaimTTL)
+	orphans := time.NewTicker(s.cfg.LeaseTTL)
 	defer orphans.Stop()
 	for {
 		select {

@@ -35,6 +35,10 @@ type backend interface {
 	forUpdate() string
 	// noLimit is the LIMIT argument that means "all rows".
 	noLimit() any
+	// leaseNow is the database's clock as leases.expires_at holds it, and
+	// leaseExpiry that clock plus a ? number of milliseconds.
+	leaseNow() string
+	leaseExpiry() string
 }
 
 // violationKind is a kind of constraint violation.

@@ -2,16 +2,18 @@ package store
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"nanohost/internal/lease"
 )
 
-// One deliverer per run's thread: of replicas claiming at once exactly one
-// wins; the holder renews; another takes over only once the claim has run
-// out; a release by someone else leaves the holder's claim alone.
+// One deliverer per run's thread (a lease of kind delivery, on both
+// backends): of replicas claiming at once exactly one wins; the holder
+// renews; another takes over only once the claim has run out; a release
+// by someone else leaves the holder's claim alone.
 func TestDeliveryClaimHasOneHolder(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
 		ctx := context.Background()
@@ -19,8 +21,7 @@ func TestDeliveryClaimHasOneHolder(t *testing.T) {
 		createTestRun(t, a, "r1")
 		const ttl = 300 * time.Millisecond
 		won := claimAtOnce(t, a, b, func(i int, st *Store) (bool, error) {
-			ok, _, err := st.ClaimDelivery(ctx, "r1", "replica-"+string(rune('a'+i)), ttl)
-			return ok, err
+			return take(st, lease.Delivery, "r1", "replica-"+string(rune('a'+i)), ttl)
 		})
 		winner := ""
 		for i, ok := range won {
@@ -35,30 +36,31 @@ func TestDeliveryClaimHasOneHolder(t *testing.T) {
 			t.Fatal("nobody holds the claim")
 		}
 		other := "replica-z"
-		if ok, holder, err := b.ClaimDelivery(ctx, "r1", other, ttl); ok || holder != winner || err != nil {
-			t.Errorf("a second claim: ok=%v holder=%q %v; want refused, held by %s", ok, holder, err, winner)
+		id := lease.ID{Kind: lease.Delivery, Key: "r1"}
+		if holder, err := b.TakeLease(ctx, id, other, ttl); holder != winner || err != nil {
+			t.Errorf("a second claim: holder=%q %v; want refused, held by %s", holder, err, winner)
 		}
-		if ok, _, err := a.ClaimDelivery(ctx, "r1", winner, ttl); !ok || err != nil {
+		if ok, err := a.RenewLease(ctx, id, winner, ttl); !ok || err != nil {
 			t.Errorf("the holder's renewal: %v %v", ok, err)
 		}
-		if err := b.ReleaseDelivery(ctx, "r1", other); err != nil {
+		if err := b.ReleaseLease(ctx, id, other); err != nil {
 			t.Fatal(err)
 		}
-		if ok, _, _ := b.ClaimDelivery(ctx, "r1", other, ttl); ok {
+		if ok, _ := take(b, lease.Delivery, "r1", other, ttl); ok {
 			t.Error("another's release freed the holder's claim")
 		}
 		time.Sleep(ttl + 50*time.Millisecond)
-		if ok, holder, err := b.ClaimDelivery(ctx, "r1", other, ttl); !ok || holder != other || err != nil {
-			t.Errorf("after the claim ran out: ok=%v holder=%q %v; want %s to take over", ok, holder, err, other)
+		if holder, err := b.TakeLease(ctx, id, other, ttl); holder != other || err != nil {
+			t.Errorf("after the claim ran out: holder=%q %v; want %s to take over", holder, err, other)
 		}
-		if err := b.ReleaseDelivery(ctx, "r1", other); err != nil {
+		if ok, err := a.RenewLease(ctx, id, winner, ttl); ok || err != nil {
+			t.Errorf("the old holder's renewal after the take-over: %v %v; want refused", ok, err)
+		}
+		if err := b.ReleaseLease(ctx, id, other); err != nil {
 			t.Fatal(err)
 		}
-		if ok, _, _ := a.ClaimDelivery(ctx, "r1", winner, ttl); !ok {
+		if ok, _ := take(a, lease.Delivery, "r1", winner, ttl); !ok {
 			t.Error("a released claim cannot be taken")
-		}
-		if _, _, err := a.ClaimDelivery(ctx, "nope", winner, ttl); !errors.Is(err, ErrNotFound) {
-			t.Errorf("claim of an unknown run: %v, want ErrNotFound", err)
 		}
 	})
 }

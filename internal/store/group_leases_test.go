@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"nanohost/internal/lease"
 	"nanohost/internal/runs"
 	"nanohost/internal/store/storetest"
 )
@@ -20,48 +21,44 @@ func TestGroupLeaseIsOneReplicasUntilItExpires(t *testing.T) {
 	seedChatAndGroup(t, a, "C1", "ops", true)
 	const ttl = 400 * time.Millisecond
 
-	ok, err := a.TakeGroupLease(ctx, "ops", "A", ttl)
+	ok, err := take(a, lease.Group, "ops", "A", ttl)
 	mustLease(t, ok, err, true, "A takes the group's free lease")
-	ok, err = b.TakeGroupLease(ctx, "ops", "B", ttl)
+	ok, err = take(b, lease.Group, "ops", "B", ttl)
 	mustLease(t, ok, err, false, "B takes A's live group lease")
 	for range 3 { // renewed, it outlives its ttl
 		time.Sleep(ttl / 2)
-		ok, err = a.RenewGroupLease(ctx, "ops", "A", ttl)
+		ok, err = a.RenewLease(ctx, lease.ID{Kind: lease.Group, Key: "ops"}, "A", ttl)
 		mustLease(t, ok, err, true, "A renews")
-		ok, err = b.TakeGroupLease(ctx, "ops", "B", ttl)
+		ok, err = take(b, lease.Group, "ops", "B", ttl)
 		mustLease(t, ok, err, false, "B takes the lease A renews")
 	}
 
 	time.Sleep(ttl + 100*time.Millisecond) // A stopped renewing (it died)
-	ok, err = b.TakeGroupLease(ctx, "ops", "B", ttl)
+	ok, err = take(b, lease.Group, "ops", "B", ttl)
 	mustLease(t, ok, err, true, "B takes the expired lease")
-	ok, err = a.RenewGroupLease(ctx, "ops", "A", ttl)
+	ok, err = a.RenewLease(ctx, lease.ID{Kind: lease.Group, Key: "ops"}, "A", ttl)
 	mustLease(t, ok, err, false, "A renews a lease B took over")
-	if err := a.ReleaseGroupLease(ctx, "ops", "A"); err != nil {
+	if err := a.ReleaseLease(ctx, lease.ID{Kind: lease.Group, Key: "ops"}, "A"); err != nil {
 		t.Fatal(err)
 	}
-	ok, err = a.TakeGroupLease(ctx, "ops", "A", ttl)
+	ok, err = take(a, lease.Group, "ops", "A", ttl)
 	mustLease(t, ok, err, false, "A takes the lease back after releasing what was no longer its own")
 
-	if err := b.ReleaseGroupLease(ctx, "ops", "B"); err != nil {
+	if err := b.ReleaseLease(ctx, lease.ID{Kind: lease.Group, Key: "ops"}, "B"); err != nil {
 		t.Fatal(err)
 	}
-	ok, err = a.TakeGroupLease(ctx, "ops", "A", ttl)
+	ok, err = take(a, lease.Group, "ops", "A", ttl)
 	mustLease(t, ok, err, true, "A takes the lease B released, without waiting for it to expire")
 
 	// A group lease is no run lease: runs' owners do not list it.
 	if owners, err := a.LeaseOwners(ctx); err != nil || len(owners) != 0 {
 		t.Fatalf("run lease owners = %v (%v), want none", owners, err)
 	}
-	if _, err := a.TakeGroupLease(ctx, "nosuch", "A", ttl); err == nil {
-		t.Error("took the lease of a group that does not exist")
-	}
 }
 
 // Replicas racing for a group's lease: exactly one wins.
 func TestGroupLeaseGoesToOneOfReplicasRacing(t *testing.T) {
 	url := storetest.PostgresURL(t)
-	ctx := context.Background()
 	stores := []*Store{openURL(t, url), openURL(t, url), openURL(t, url), openURL(t, url)}
 	seedChatAndGroup(t, stores[0], "C1", "ops", true)
 	won := make(chan string, len(stores))
@@ -70,7 +67,7 @@ func TestGroupLeaseGoesToOneOfReplicasRacing(t *testing.T) {
 		owner := string(rune('A' + i))
 		go func() {
 			<-start
-			ok, err := s.TakeGroupLease(ctx, "ops", owner, time.Minute)
+			ok, err := take(s, lease.Group, "ops", owner, time.Minute)
 			if err != nil {
 				t.Error(err)
 			}
@@ -90,21 +87,6 @@ func TestGroupLeaseGoesToOneOfReplicasRacing(t *testing.T) {
 	}
 	if winners != 1 {
 		t.Fatalf("%d replicas hold the group's lease, want exactly 1", winners)
-	}
-}
-
-// On SQLite the one host holds every group's conversation.
-func TestGroupLeasesOnSQLiteAreTheHostsOwn(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	seedChatAndGroup(t, s, "C1", "ops", true)
-	for _, owner := range []string{"A", "B"} {
-		if ok, err := s.TakeGroupLease(ctx, "ops", owner, time.Second); err != nil || !ok {
-			t.Fatalf("TakeGroupLease(%s) = %v, %v", owner, ok, err)
-		}
-		if ok, err := s.RenewGroupLease(ctx, "ops", owner, time.Second); err != nil || !ok {
-			t.Fatalf("RenewGroupLease(%s) = %v, %v", owner, ok, err)
-		}
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"nanohost/internal/lease"
 )
 
 // Chat is a conversation the host has seen on a channel: a Slack channel
@@ -213,7 +215,12 @@ func (s *Store) DeleteGroup(ctx context.Context, folder string) error {
 		if err != nil {
 			return err
 		}
-		return requireOneRow(res, "group", folder)
+		if err := requireOneRow(res, "group", folder); err != nil {
+			return err
+		}
+		// Its conversation's lease goes with it (leases name no table).
+		_, err = tx.ExecContext(ctx, `DELETE FROM leases WHERE kind = ? AND key = ?`, lease.Group, folder)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("delete group %s: %w", folder, err)

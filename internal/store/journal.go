@@ -61,7 +61,7 @@ func (j *runJournal) Append(rec engine.Record) error {
 	n := j.n + 1
 	err = j.s.write(j.ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(j.ctx, `INSERT INTO run_journal (run_id, n, snapshot, record)
-			SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM run_leases WHERE run_id = ? AND owner = ?)`,
+			SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM leases WHERE kind = 'run' AND key = ? AND owner = ?)`,
 			j.run, n, rec.Snapshot != nil, body, j.run, j.owner)
 		if err != nil {
 			return err

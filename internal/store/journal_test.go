@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"nanohost/internal/lease"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 	"nanohost/internal/store/storetest"
@@ -22,7 +23,7 @@ func TestRunJournalIsReplayedByTheNextOwner(t *testing.T) {
 	ctx := context.Background()
 	createTestRun(t, a, "r1")
 	const ttl = 300 * time.Millisecond
-	if ok, err := a.TakeLease(ctx, "r1", "A", ttl); err != nil || !ok {
+	if ok, err := take(a, lease.Run, "r1", "A", ttl); err != nil || !ok {
 		t.Fatalf("take: %v %v", ok, err)
 	}
 	ja, err := a.OpenRunJournal(ctx, "r1", "A")
@@ -156,7 +157,7 @@ func snapshottedJournal(b *testing.B, s *Store, run string) engine.Journal {
 	b.Helper()
 	ctx := context.Background()
 	createTestRun(b, s, run)
-	if ok, err := s.TakeLease(ctx, run, "A", time.Hour); err != nil || !ok {
+	if ok, err := take(s, lease.Run, run, "A", time.Hour); err != nil || !ok {
 		b.Fatal(ok, err)
 	}
 	j, err := s.OpenRunJournal(ctx, run, "A")

@@ -7,50 +7,57 @@ import (
 	"strings"
 	"time"
 
+	"nanohost/internal/lease"
 	"nanohost/internal/runs"
 )
 
-// Run leases: which replica drives each run when several share a
-// PostgreSQL store (docs/scaling.md); group leases, by the same
-// statements: which replica holds each group's chat conversation. A lease is a row (run, owner,
-// expiry) that its owner renews; one past its expiry may be taken by any
-// replica. Expiry is on the database's clock, so replicas' clocks need not
-// agree. Every change is one statement whose WHERE clause is its
-// precondition, so of two replicas racing for a lease exactly one wins.
+// Leases (internal/lease): one table, leases, of rows (kind, key, owner,
+// expiry) for everything one process at a time holds — a run to drive, a
+// group's chat conversation, a run's thread to deliver. A lease is renewed
+// by its owner; one past its expiry may be taken by anyone. Expiry is on
+// the database's clock, so processes' clocks need not agree. Every change
+// is one statement whose WHERE clause is its precondition, so of two
+// processes racing for a lease exactly one wins.
 //
-// On SQLite the one host drives every run: leases are trivially its own,
-// and nothing is stored.
+// On SQLite the one host drives every run and holds every group: nobody
+// takes those leases there (the runs service and the chat router keep
+// them only among replicas), but the host and the command line share the
+// deliveries of run threads through it.
 
-// leaseTable is a table of leases: one row (key, owner, expiry) per thing
-// one replica at a time holds — a run (run_leases) or a group's chat
-// conversation (group_leases). Both kinds behave alike, by the same
-// statements.
-type leaseTable struct{ table, key, what string }
-
-var (
-	runLeases   = leaseTable{table: "run_leases", key: "run_id", what: "run"}
-	groupLeases = leaseTable{table: "group_leases", key: "group_folder", what: "group"}
-)
-
-// takeSQL inserts a lease (key, owner, ttl in milliseconds), or takes
-// over the stored one when it is owner's already or expired; it affects
-// no row when another replica's lease is live.
-func (l leaseTable) takeSQL() string {
-	return `INSERT INTO ` + l.table + ` (` + l.key + `, owner, expires_at)
-	VALUES (?, ?, now() + ? * interval '1 millisecond')
-	ON CONFLICT (` + l.key + `) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-	WHERE ` + l.table + `.owner = excluded.owner OR ` + l.table + `.expires_at < now()`
+// takeSQL inserts a lease (kind, key, owner, ttl in milliseconds), or
+// takes over the stored one when it is owner's already or expired; it
+// affects no row when another's lease is live.
+func (s *Store) takeSQL() string {
+	return `INSERT INTO leases (kind, key, owner, expires_at) VALUES (?, ?, ?, ` + s.b.leaseExpiry() + `)
+	ON CONFLICT (kind, key) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+	WHERE leases.owner = excluded.owner OR leases.expires_at < ` + s.b.leaseNow()
 }
 
-// take makes owner the holder of key's lease for ttl, when it is free,
-// expired, or owner's already.
-func (l leaseTable) take(ctx context.Context, s *Store, key, owner string, ttl time.Duration) (taken bool, err error) {
-	if !s.Shared() {
-		return true, nil
+// TakeLease makes owner the holder of the lease for ttl when it is free,
+// expired, or owner's already (lease.Store). holder is who holds it after
+// the call: owner when taken.
+func (s *Store) TakeLease(ctx context.Context, id lease.ID, owner string, ttl time.Duration) (holder string, err error) {
+	err = s.write(ctx, func(tx *txn) error {
+		if _, err := tx.ExecContext(ctx, s.takeSQL(), id.Kind, id.Key, owner, ttl.Milliseconds()); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT owner FROM leases WHERE kind = ? AND key = ?`, id.Kind, id.Key).Scan(&holder)
+	})
+	if err != nil {
+		return "", fmt.Errorf("take the lease of %s: %w", id, err)
 	}
+	return holder, nil
+}
+
+// RenewLease extends owner's lease by ttl from now (lease.Store); held is
+// false when another took it over: owner must stop acting for the thing
+// at once, writing nothing more (fencing). A lease that expired but was
+// not taken is still owner's, and renewed.
+func (s *Store) RenewLease(ctx context.Context, id lease.ID, owner string, ttl time.Duration) (held bool, err error) {
 	var n int64
 	err = s.write(ctx, func(tx *txn) error {
-		res, err := tx.ExecContext(ctx, l.takeSQL(), key, owner, ttl.Milliseconds())
+		res, err := tx.ExecContext(ctx, `UPDATE leases SET expires_at = `+s.b.leaseExpiry()+`
+			WHERE kind = ? AND key = ? AND owner = ?`, ttl.Milliseconds(), id.Kind, id.Key, owner)
 		if err != nil {
 			return err
 		}
@@ -58,81 +65,22 @@ func (l leaseTable) take(ctx context.Context, s *Store, key, owner string, ttl t
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("take the lease of %s %s: %w", l.what, key, err)
+		return false, fmt.Errorf("renew the lease of %s: %w", id, err)
 	}
 	return n == 1, nil
 }
 
-// renew extends owner's lease on key by ttl from now; held is false when
-// another replica took it over.
-func (l leaseTable) renew(ctx context.Context, s *Store, key, owner string, ttl time.Duration) (held bool, err error) {
-	if !s.Shared() {
-		return true, nil
-	}
-	res, err := s.writer.ExecContext(ctx, `UPDATE `+l.table+` SET expires_at = now() + ? * interval '1 millisecond'
-		WHERE `+l.key+` = ? AND owner = ?`, ttl.Milliseconds(), key, owner)
+// ReleaseLease gives up owner's lease (lease.Store): anyone may take it at
+// once. A lease another holds is left alone.
+func (s *Store) ReleaseLease(ctx context.Context, id lease.ID, owner string) error {
+	err := s.write(ctx, func(tx *txn) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM leases WHERE kind = ? AND key = ? AND owner = ?`, id.Kind, id.Key, owner)
+		return err
+	})
 	if err != nil {
-		return false, fmt.Errorf("renew the lease of %s %s: %w", l.what, key, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("renew the lease of %s %s: %w", l.what, key, err)
-	}
-	return n == 1, nil
-}
-
-// release gives up owner's lease on key.
-func (l leaseTable) release(ctx context.Context, s *Store, key, owner string) error {
-	if !s.Shared() {
-		return nil
-	}
-	if _, err := s.writer.ExecContext(ctx, `DELETE FROM `+l.table+` WHERE `+l.key+` = ? AND owner = ?`, key, owner); err != nil {
-		return fmt.Errorf("release the lease of %s %s: %w", l.what, key, err)
+		return fmt.Errorf("release the lease of %s: %w", id, err)
 	}
 	return nil
-}
-
-// TakeLease makes owner the driver of run runID for ttl, when the run's
-// lease is free, expired, or owner's already. taken reports whether owner
-// holds it now; false means another replica drives the run.
-func (s *Store) TakeLease(ctx context.Context, runID, owner string, ttl time.Duration) (taken bool, err error) {
-	return runLeases.take(ctx, s, runID, owner, ttl)
-}
-
-// RenewLease extends owner's lease on run runID by ttl from now. held is
-// false when the lease is no longer owner's (another replica took it over
-// after it expired): owner must stop driving the run at once, writing
-// nothing more (fencing). A lease that expired but was not taken is still
-// owner's, and renewed.
-func (s *Store) RenewLease(ctx context.Context, runID, owner string, ttl time.Duration) (held bool, err error) {
-	return runLeases.renew(ctx, s, runID, owner, ttl)
-}
-
-// ReleaseLease gives up owner's lease on run runID (its run ended, or its
-// replica stops): another replica may take the run at once.
-func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
-	return runLeases.release(ctx, s, runID, owner)
-}
-
-// TakeGroupLease makes owner the holder of group folder's chat
-// conversation for ttl — its agent container runs on owner's Docker and
-// owner answers its messages — when the group's lease is free, expired,
-// or owner's already. On SQLite the one host holds every group.
-func (s *Store) TakeGroupLease(ctx context.Context, folder, owner string, ttl time.Duration) (taken bool, err error) {
-	return groupLeases.take(ctx, s, folder, owner, ttl)
-}
-
-// RenewGroupLease extends owner's lease on group folder; held is false
-// when another replica took the conversation over (owner must stop
-// answering for the group, and close its container).
-func (s *Store) RenewGroupLease(ctx context.Context, folder, owner string, ttl time.Duration) (held bool, err error) {
-	return groupLeases.renew(ctx, s, folder, owner, ttl)
-}
-
-// ReleaseGroupLease lets group folder's conversation go (owner stops):
-// another replica may take it at once.
-func (s *Store) ReleaseGroupLease(ctx context.Context, folder, owner string) error {
-	return groupLeases.release(ctx, s, folder, owner)
 }
 
 // ClaimRuns takes for owner, for ttl, the leases of up to limit unfinished
@@ -144,7 +92,7 @@ func (s *Store) ReleaseGroupLease(ctx context.Context, folder, owner string) err
 // a replica. Replicas scanning at once skip each other's rows (FOR UPDATE
 // SKIP LOCKED) rather than wait; each run goes to one of them.
 func (s *Store) ClaimRuns(ctx context.Context, owner string, ttl time.Duration, limit int) ([]runs.Run, error) {
-	list, err := s.claim(ctx, owner, ttl, limit, `l.run_id IS NULL OR l.expires_at < now()`)
+	list, err := s.claim(ctx, owner, ttl, limit, `l.key IS NULL OR l.expires_at < now()`)
 	if err != nil {
 		return nil, fmt.Errorf("claim runs nobody drives: %w", err)
 	}
@@ -172,7 +120,7 @@ func (s *Store) claim(ctx context.Context, owner string, ttl time.Duration, limi
 	var claimed []runs.Run
 	err := s.write(ctx, func(tx *txn) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+qualified("r", runColumns)+`, r.source_dot
-			FROM runs r LEFT JOIN run_leases l ON l.run_id = r.id
+			FROM runs r LEFT JOIN leases l ON l.kind = 'run' AND l.key = r.id
 			WHERE r.status IN ('queued', 'running', 'waiting', 'interrupted') AND r.chat_id <> ? AND (`+cond+`)
 			ORDER BY r.created_at, r.id LIMIT ? FOR UPDATE OF r SKIP LOCKED`,
 			append(append([]any{runs.TerminalChat}, args...), s.limit(limit))...)
@@ -194,7 +142,7 @@ func (s *Store) claim(ctx context.Context, owner string, ttl time.Duration, limi
 			return err
 		}
 		for _, r := range found {
-			res, err := tx.ExecContext(ctx, runLeases.takeSQL(), r.ID, owner, ttl.Milliseconds())
+			res, err := tx.ExecContext(ctx, s.takeSQL(), lease.Run, r.ID, owner, ttl.Milliseconds())
 			if err != nil {
 				return err
 			}
@@ -215,7 +163,7 @@ func (s *Store) LeaseOwners(ctx context.Context) (map[string]string, error) {
 	if s.b.name() != "postgres" {
 		return out, nil
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT l.run_id, l.owner FROM run_leases l JOIN runs r ON r.id = l.run_id
+	rows, err := s.reader.QueryContext(ctx, `SELECT l.key, l.owner FROM leases l JOIN runs r ON l.kind = 'run' AND r.id = l.key
 		WHERE l.expires_at >= now() AND r.status IN ('queued', 'running', 'waiting', 'interrupted')`)
 	if err != nil {
 		return nil, fmt.Errorf("lease owners: %w", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"nanohost/internal/lease"
 	"nanohost/internal/runs"
 	"nanohost/internal/store/storetest"
 )
@@ -21,15 +22,15 @@ func TestLeaseIsOneReplicasUntilItExpires(t *testing.T) {
 	createTestRun(t, a, "r1")
 	const ttl = 400 * time.Millisecond
 
-	ok, err := a.TakeLease(ctx, "r1", "A", ttl)
+	ok, err := take(a, lease.Run, "r1", "A", ttl)
 	mustLease(t, ok, err, true, "A takes a free lease")
-	ok, err = b.TakeLease(ctx, "r1", "B", ttl)
+	ok, err = take(b, lease.Run, "r1", "B", ttl)
 	mustLease(t, ok, err, false, "B takes A's live lease")
-	ok, err = a.TakeLease(ctx, "r1", "A", ttl)
+	ok, err = take(a, lease.Run, "r1", "A", ttl)
 	mustLease(t, ok, err, true, "A takes its own lease again")
 	for range 3 { // renewed, it outlives its ttl
 		time.Sleep(ttl / 2)
-		ok, err = a.RenewLease(ctx, "r1", "A", ttl)
+		ok, err = a.RenewLease(ctx, lease.ID{Kind: lease.Run, Key: "r1"}, "A", ttl)
 		mustLease(t, ok, err, true, "A renews")
 	}
 	if claimed, err := b.ClaimRuns(ctx, "B", ttl, 10); err != nil || len(claimed) != 0 {
@@ -45,7 +46,7 @@ func TestLeaseIsOneReplicasUntilItExpires(t *testing.T) {
 	if err != nil || len(claimed) != 1 || claimed[0].ID != "r1" || claimed[0].SourceDOT != testDOT {
 		t.Fatalf("B claims %+v (%v), want run r1 with its source", claimed, err)
 	}
-	ok, err = a.RenewLease(ctx, "r1", "A", ttl)
+	ok, err = a.RenewLease(ctx, lease.ID{Kind: lease.Run, Key: "r1"}, "A", ttl)
 	mustLease(t, ok, err, false, "A renews a lease B took over")
 	if held, err := b.LeasesOf(ctx, "B"); err != nil || !slices.Equal(held, []string{"r1"}) {
 		t.Fatalf("B holds %v (%v), want [r1]", held, err)
@@ -53,13 +54,13 @@ func TestLeaseIsOneReplicasUntilItExpires(t *testing.T) {
 
 	// Released (B's run ended, or B stops), the run is anyone's at once —
 	// unless it finished, which nobody resumes.
-	if err := a.ReleaseLease(ctx, "r1", "A"); err != nil {
+	if err := a.ReleaseLease(ctx, lease.ID{Kind: lease.Run, Key: "r1"}, "A"); err != nil {
 		t.Fatal(err)
 	}
 	if held, _ := b.LeasesOf(ctx, "B"); len(held) != 1 {
 		t.Fatalf("A's release of a lease it lost took B's: B holds %v", held)
 	}
-	if err := b.ReleaseLease(ctx, "r1", "B"); err != nil {
+	if err := b.ReleaseLease(ctx, lease.ID{Kind: lease.Run, Key: "r1"}, "B"); err != nil {
 		t.Fatal(err)
 	}
 	if claimed, err := a.ClaimRuns(ctx, "A", ttl, 10); err != nil || len(claimed) != 1 {
@@ -68,7 +69,7 @@ func TestLeaseIsOneReplicasUntilItExpires(t *testing.T) {
 	if err := a.FinishRun(ctx, "r1", runs.Succeeded, "", claimed[0].Usage); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.ReleaseLease(ctx, "r1", "A"); err != nil {
+	if err := a.ReleaseLease(ctx, lease.ID{Kind: lease.Run, Key: "r1"}, "A"); err != nil {
 		t.Fatal(err)
 	}
 	if claimed, err := b.ClaimRuns(ctx, "B", ttl, 10); err != nil || len(claimed) != 0 {
@@ -123,16 +124,12 @@ func TestClaimRunsGivesEachRunToOneReplica(t *testing.T) {
 	}
 }
 
-// On SQLite the one host drives every run: leases are always its own.
+// On SQLite the one host drives every run: nobody claims runs there, the
+// host resumes its own at start-up.
 func TestLeasesOnSQLiteAreTheHostsOwn(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	createTestRun(t, s, "r1")
-	for _, owner := range []string{"A", "B"} {
-		if ok, err := s.TakeLease(ctx, "r1", owner, time.Second); err != nil || !ok {
-			t.Fatalf("TakeLease(%s) = %v, %v", owner, ok, err)
-		}
-	}
 	if claimed, err := s.ClaimRuns(ctx, "A", time.Second, 10); err != nil || len(claimed) != 0 {
 		t.Fatalf("ClaimRuns on SQLite = %v, %v; the host resumes its runs at start-up instead", claimed, err)
 	}
@@ -148,7 +145,7 @@ func TestReclaimRunsTakesBackOnlyTheReplicasOwn(t *testing.T) {
 	createTestRun(t, s, "theirs")
 	createTestRun(t, s, "done")
 	for run, owner := range map[string]string{"mine": "A", "theirs": "B", "done": "A"} {
-		if ok, err := s.TakeLease(ctx, run, owner, time.Minute); err != nil || !ok {
+		if ok, err := take(s, lease.Run, run, owner, time.Minute); err != nil || !ok {
 			t.Fatalf("take %s: %v %v", run, ok, err)
 		}
 	}
@@ -174,4 +171,10 @@ func mustLease(t *testing.T, got bool, err error, want bool, what string) {
 	if got != want {
 		t.Fatalf("%s = %v, want %v", what, got, want)
 	}
+}
+
+// take takes a lease of kind on key for owner: whether owner holds it now.
+func take(s *Store, kind lease.Kind, key, owner string, ttl time.Duration) (bool, error) {
+	holder, err := s.TakeLease(context.Background(), lease.ID{Kind: kind, Key: key}, owner, ttl)
+	return holder == owner, err
 }

@@ -67,6 +67,12 @@ func (sqliteBackend) rebind(q string) string { return q }
 func (sqliteBackend) forUpdate() string      { return "" } // the write transaction holds the database
 func (sqliteBackend) noLimit() any           { return -1 }
 
+// sqliteNowMillis is SQLite's clock in milliseconds since 1970.
+const sqliteNowMillis = `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`
+
+func (sqliteBackend) leaseNow() string    { return sqliteNowMillis }
+func (sqliteBackend) leaseExpiry() string { return `(` + sqliteNowMillis + ` + ?)` }
+
 func (sqliteBackend) migrations() fs.FS {
 	sub, err := fs.Sub(sqliteMigrations, "migrations/sqlite")
 	if err != nil {
