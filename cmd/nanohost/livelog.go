@@ -74,7 +74,7 @@ func (l *liveLog) OnEvent(e engine.Event) {
 	if !runlog.Shows(e, l.v) {
 		return
 	}
-	line := runlog.Line(e)
+	line := runlog.Visible(runlog.Line(e))
 	if line == "" {
 		return
 	}
@@ -134,7 +134,7 @@ func (l *liveLog) tick(every time.Duration) {
 			l.clearStatus()
 			l.drawStatus()
 		} else if len(l.running) > 0 && l.now().Sub(l.quiet) >= l.every {
-			fmt.Fprintln(l.w, "  … "+l.progress())
+			fmt.Fprintln(l.w, "  … "+runlog.Visible(l.progress()))
 			l.quiet = l.now()
 		}
 		l.mu.Unlock()
@@ -176,7 +176,7 @@ func (l *liveLog) drawStatus() {
 		return
 	}
 	spin := spinner[int(l.now().Sub(l.started)/time.Second)%len(spinner)]
-	fmt.Fprint(l.w, l.st.Dim(termstyle.Fit("  "+spin+" "+l.progress(), termstyle.Width(l.w)-1)))
+	fmt.Fprint(l.w, l.st.Dim(termstyle.Fit("  "+spin+" "+runlog.Visible(l.progress()), termstyle.Width(l.w)-1)))
 	l.shown = true
 }
 

@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"nanohost/internal/runlog"
 )
 
 // exitError carries a process exit code through cobra.
@@ -54,10 +56,10 @@ func main() {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, ee.err)
+			fmt.Fprintln(os.Stderr, runlog.Visible(ee.err.Error()))
 		}
 		os.Exit(ee.code)
 	}
-	fmt.Fprintln(os.Stderr, "nanohost:", err)
+	fmt.Fprintln(os.Stderr, "nanohost:", runlog.Visible(err.Error()))
 	os.Exit(2)
 }

@@ -18,6 +18,7 @@ import (
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/pipeline/render"
+	"nanohost/internal/runlog"
 	"nanohost/internal/termstyle"
 )
 
@@ -154,7 +155,7 @@ Exit status: 0 parsed; 2 syntax error (printed as FILE:line:col: message);
 
 // writeSummary prints a graph for people: header, nodes with their handler, edges.
 func writeSummary(w io.Writer, g *pipeline.Graph) error {
-	fmt.Fprintf(w, "pipeline %s", g.Name)
+	fmt.Fprintf(w, "pipeline %s", runlog.Visible(g.Name))
 	if g.Goal() != "" {
 		fmt.Fprintf(w, " — goal: %s", oneLine(g.Goal()))
 	}
@@ -168,19 +169,19 @@ func writeSummary(w io.Writer, g *pipeline.Graph) error {
 		if len(n.Classes) > 0 {
 			extra = append(extra, "class="+strings.Join(n.Classes, ","))
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", n.ID, n.HandlerType(), oneLine(n.Label()), strings.Join(extra, " "))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", runlog.Visible(n.ID), runlog.Visible(n.HandlerType()), oneLine(n.Label()), oneLine(strings.Join(extra, " ")))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\nedges:")
 	for _, e := range g.Edges {
-		line := fmt.Sprintf("  %s -> %s", e.From, e.To)
+		line := fmt.Sprintf("  %s -> %s", runlog.Visible(e.From), runlog.Visible(e.To))
 		if l := e.Attrs["label"]; l != "" {
 			line += fmt.Sprintf("  [%s]", oneLine(l))
 		}
 		if c := e.Attrs["condition"]; c != "" {
-			line += "  when " + c
+			line += "  when " + oneLine(c)
 		}
 		fmt.Fprintln(w, line)
 	}
@@ -188,7 +189,7 @@ func writeSummary(w io.Writer, g *pipeline.Graph) error {
 }
 
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = runlog.Visible(strings.Join(strings.Fields(s), " "))
 	if len(s) > 60 {
 		s = s[:57] + "..."
 	}
@@ -338,7 +339,8 @@ func writeDiagnostics(w io.Writer, name string, ds []pipeline.Diagnostic, strict
 // styleDiagnostic is d's compiler-style line, its severity coloured and
 // marked and its fix dimmed on a terminal; plain otherwise.
 func styleDiagnostic(st termstyle.Style, d pipeline.Diagnostic) string {
-	line := d.String()
+	d.Fix = runlog.Visible(d.Fix) // a hostile file's names must not drive the terminal
+	line := runlog.Visible(d.String())
 	if !st.Enabled() {
 		return line
 	}

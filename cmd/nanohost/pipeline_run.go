@@ -27,6 +27,7 @@ import (
 	"nanohost/internal/pipeline/interview"
 	"nanohost/internal/pipeline/mask"
 	"nanohost/internal/pipeline/script"
+	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
 )
@@ -246,7 +247,7 @@ func newPipelineRunCmd() *cobra.Command {
 				if d.File == "" {
 					d.File = name
 				}
-				fmt.Fprintln(cmd.ErrOrStderr(), d.String())
+				fmt.Fprintln(cmd.ErrOrStderr(), runlog.Visible(d.String()))
 			}
 			runID := engine.NewRunID(time.Now())
 			logs, err := defaultLogs(cmd, &f, runID)
@@ -440,7 +441,8 @@ func newInterviewer(cmd *cobra.Command, f *runFlags) (engine.Interviewer, error)
 	case f.autoApprove:
 		return interview.AutoApprove{}, nil
 	}
-	return &interview.Console{In: cmd.InOrStdin(), Out: cmd.ErrOrStderr()}, nil
+	// The questions come from the pipeline file: shown escaped (runlog.Visible).
+	return &interview.Console{In: cmd.InOrStdin(), Out: runlog.VisibleWriter(cmd.ErrOrStderr())}, nil
 }
 
 // resultJSON is the --json contract: the engine's RunResult (whose lists

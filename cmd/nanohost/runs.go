@@ -267,7 +267,7 @@ func writeRunTable(w io.Writer, list []runs.Run, now time.Time, owners bool) {
 	}
 	fmt.Fprintf(tw, head+"STARTED\tDURATION\tCOST\tGOAL\n", st.Default("STATUS"))
 	for _, r := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\n", r.ID, stateCell(st, r.Status), r.GroupFolder, owner(r),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\n", r.ID, stateCell(st, r.Status), runlog.Visible(r.GroupFolder), owner(r),
 			shortTime(r.StartedAt), formatDuration(r.Duration(now)), formatCost(r.Usage.CostUSD), clip(runTitle(r), 50))
 	}
 	tw.Flush()
@@ -325,8 +325,10 @@ func formatCost(usd float64) string {
 	return "-"
 }
 
+// clip is text for one table cell: on one line, at most n runes, with
+// what could drive the terminal escaped (runlog.Visible).
 func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = runlog.Visible(strings.Join(strings.Fields(s), " "))
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}
@@ -457,13 +459,15 @@ func showRun(ctx context.Context, w io.Writer, st *store.Store, id string) error
 
 func writeRunDetails(w io.Writer, r runs.Run, events []engine.Event) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	line := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
+	line := func(k, format string, a ...any) {
+		fmt.Fprintf(tw, "%s\t%s\n", k, runlog.Visible(fmt.Sprintf(format, a...)))
+	}
 	line("Run", "%s", r.ID)
 	status := stateCell(termstyle.For(w), r.Status)
 	if r.FailureReason != "" {
-		status += " — " + r.FailureReason
+		status += " — " + runlog.Visible(r.FailureReason)
 	}
-	line("Status", "%s", status)
+	fmt.Fprintf(tw, "Status\t%s\n", status) // coloured: the reason is escaped above
 	if t := runTitle(r); t != "" {
 		line("Pipeline", "%s", t)
 	}
@@ -525,7 +529,7 @@ func writePath(w io.Writer, path []pathStep) {
 		if s.Status != "" && s.Status != string(engine.StatusSuccess) && s.Kind != "retrying" {
 			detail = strings.TrimSpace(s.Status + " " + detail)
 		}
-		fmt.Fprintf(tw, "  %s %s\t%s\t%s\n", stepMarks[s.Kind], node, formatDuration(s.Duration), clip(detail, 70))
+		fmt.Fprintf(tw, "  %s %s\t%s\t%s\n", stepMarks[s.Kind], runlog.Visible(node), formatDuration(s.Duration), clip(detail, 70))
 	}
 	tw.Flush()
 }
@@ -541,7 +545,7 @@ func writeGates(w io.Writer, gates []runs.Gate) {
 		if g.Status == runs.GateAnswered {
 			outcome = fmt.Sprintf("answered %s by %s", g.ChosenLabel(), g.AnsweredBy)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", g.GateID, clip(g.Text, 50), outcome, shortTime(g.AskedAt))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", g.GateID, clip(g.Text, 50), runlog.Visible(outcome), shortTime(g.AskedAt))
 	}
 	tw.Flush()
 }
@@ -596,7 +600,7 @@ func writeEvent(w io.Writer, e engine.Event) error {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "%4d  %s  %-22s %-14s %s\n", e.Seq, e.Time.Local().Format("15:04:05.000"),
-		e.Type, e.NodeID, clip(eventSummary(e), 100))
+		e.Type, runlog.Visible(e.NodeID), clip(eventSummary(e), 100))
 	return err
 }
 

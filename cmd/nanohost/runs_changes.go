@@ -140,7 +140,7 @@ func writeChanges(w io.Writer, v changesView, color bool) {
 			title += fmt.Sprintf(" (visit %d)", v.Visit)
 		}
 	}
-	fmt.Fprintf(w, "%s: %s\n", title, runlog.ChangeCounts(v.Summary))
+	fmt.Fprintf(w, "%s: %s\n", runlog.Visible(title), runlog.ChangeCounts(v.Summary))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, c := range v.Changes {
 		note := fmt.Sprintf("+%d −%d", c.LinesAdded, c.LinesDeleted)
@@ -154,14 +154,14 @@ func writeChanges(w io.Writer, v changesView, color bool) {
 		if c.Kind == "symlink" {
 			name += " -> " + c.Target
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d B\n", changeMarks[c.Change], clip(name, 80), note, c.Bytes)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d B\n", changeMarks[c.Change], clip(name, 80), runlog.Visible(note), c.Bytes)
 	}
 	tw.Flush()
 	if len(v.Stages) > 0 {
 		fmt.Fprintln(w, "\nBy stage")
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, s := range v.Stages {
-			fmt.Fprintf(tw, "  %s\tvisit %d\t%s\n", s.NodeID, s.Visit, runlog.ChangesDone(s.Changes))
+			fmt.Fprintf(tw, "  %s\tvisit %d\t%s\n", runlog.Visible(s.NodeID), s.Visit, runlog.Visible(runlog.ChangesDone(s.Changes)))
 		}
 		tw.Flush()
 	}
@@ -170,7 +170,7 @@ func writeChanges(w io.Writer, v changesView, color bool) {
 	}
 	fmt.Fprintln(w)
 	for _, line := range strings.SplitAfter(v.Diff, "\n") {
-		io.WriteString(w, colorLine(line, color))
+		io.WriteString(w, colorLine(runlog.Visible(line), color))
 	}
 }
 

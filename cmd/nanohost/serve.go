@@ -81,7 +81,7 @@ func reportProblems(stderr io.Writer, cfg *config.Config, problems []config.Prob
 		}
 		return nil
 	}
-	log := newLogger(cfg.Log)
+	log := newLogger(cfg.Log, os.Stderr)
 	for _, p := range problems {
 		level := slog.LevelWarn
 		if p.Blocking {
@@ -105,7 +105,7 @@ func reportProblems(stderr io.Writer, cfg *config.Config, problems []config.Prob
 }
 
 func serve(ctx context.Context, cfg *config.Config) error {
-	log := newLogger(cfg.Log)
+	log := newLogger(cfg.Log, os.Stderr)
 	slog.SetDefault(log)
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
@@ -264,12 +264,16 @@ func newEndpoints(cfg *config.Config, claim inboundClaim) (eps []host.Endpoint, 
 	return eps, con, closeAll, nil
 }
 
-func newLogger(c config.Log) *slog.Logger {
+// newLogger is the host's log on w. Its text format shows agents' text
+// escaped as runlog.Visible does: slog's text handler quotes any value or
+// message holding a control character or a bidi override, with Go escapes
+// (TestAgentTextCannotDriveTheTerminal holds it to that).
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level))
 	opts := &slog.HandlerOptions{Level: level}
 	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	return slog.New(slog.NewTextHandler(w, opts))
 }

@@ -275,15 +275,18 @@ func Policy() runs.Policy { return runs.LocalOperator{User: User} }
 // as where the dashboard is once the host is ready.
 func (c *Console) Notice(text string) { c.printf("%s\n", text) }
 
+// printf and writeLocked are the console's only ways out: what they print
+// is escaped (runlog.Visible), so an agent's or a user's text cannot
+// retitle, clear or recolour the operator's terminal.
 func (c *Console) printf(format string, args ...any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	fmt.Fprintf(c.out, format, args...)
+	io.WriteString(c.out, runlog.Visible(fmt.Sprintf(format, args...)))
 }
 
 func (c *Console) writeLocked(indent, text string) {
 	for line := range strings.SplitSeq(strings.TrimRight(text, "\n"), "\n") {
-		fmt.Fprintf(c.out, "%s%s\n", indent, line)
+		fmt.Fprintf(c.out, "%s%s\n", indent, runlog.Visible(line))
 	}
 }
 
