@@ -129,6 +129,10 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	if err != nil {
 		return nil, err
 	}
+	image, err := agentImage(ctx, rt, fs, agent)
+	if err != nil {
+		return nil, err
+	}
 	hostID, err := container.LoadHostID(stateDir)
 	if err != nil {
 		return nil, err
@@ -136,7 +140,7 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	maxC, _ := fs.GetInt("max-containers")
 	idle, _ := fs.GetDuration("idle-timeout")
 	b, err := container.NewBackend(container.Config{
-		Runtime: rt, Image: str("image"), HostID: hostID, StateDir: stateDir,
+		Runtime: rt, Image: image, HostID: hostID, StateDir: stateDir,
 		MaskMounts: grants, Agent: agent, Secrets: secretsFromEnv(fs),
 		Limits: limits, Network: str("network"), MaxContainers: maxC, IdleTimeout: idle,
 	})
@@ -158,6 +162,30 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	}
 	rb.Backend = tracker.Wrap(run, workspace)
 	return rb, nil
+}
+
+// agentImage is the image the run's containers use: --image, checked
+// before the run starts. When --image was not given and Docker lacks the
+// default (Claude Code) image, a script or command agent uses the offline
+// demo image scripts/serve.sh builds, with a note saying so; an image
+// Docker lacks is refused with how to get it.
+func agentImage(ctx context.Context, rt container.Runtime, fs *pflag.FlagSet, agent container.AgentConfig) (string, error) {
+	image, _ := fs.GetString("image")
+	docker, ok := rt.(*container.Docker)
+	if !ok {
+		return image, nil // a cluster pulls or imports its images: the pod says
+	}
+	if has, err := docker.HasImage(ctx, image); err != nil || has {
+		return image, nil
+	}
+	if !fs.Changed("image") && agent.Kind != "claude" {
+		if demo, _ := docker.HasImage(ctx, container.DemoImage); demo {
+			fmt.Fprintf(os.Stderr, "note: %s is not built; using the offline demo image %s (scripts/serve.sh built it; --image picks another)\n",
+				image, container.DemoImage)
+			return container.DemoImage, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s (--image; %s)", container.ErrImageNotFound, image, container.ImageFix(image))
 }
 
 // containerRunBackend is the run's backend (recording each stage's

@@ -34,7 +34,8 @@ hide the others. With runtime.kind kubernetes it also reaches the cluster,
 as serve does: the API server answers and takes the credentials, the
 namespace exists, the identity has every permission the runtime uses (the
 RBAC in docs/kubernetes.md), and the cluster admits an agent's pod (a dry
-run); --offline skips that. Exit 0 when the host can start, 1 when it cannot.`,
+run). With Docker it checks that Docker answers and has the agent image
+(runtime.image), and says how to get it. --offline skips these. Exit 0 when the host can start, 1 when it cannot.`,
 	Example: "  nanohost config check\n  nanohost config check --config /etc/nanohost.yaml --json\n  nanohost config check --offline",
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		c, err := config.Load(configPath)
@@ -151,7 +152,7 @@ var configShowCmd = &cobra.Command{
 func init() {
 	configCmd.PersistentFlags().StringVar(&configPath, "config", "", "configuration file (default ./nanohost.yaml if present)")
 	configCheckCmd.Flags().Bool("json", false, "print problems as JSON")
-	configCheckCmd.Flags().Bool("offline", false, "do not reach the runtime (the Kubernetes cluster); check the file only")
+	configCheckCmd.Flags().Bool("offline", false, "do not reach the runtime (Docker and its agent image, the Kubernetes cluster); check the file only")
 	configCmd.AddCommand(configCheckCmd, configShowCmd)
 	rootCmd.AddCommand(configCmd)
 }

@@ -36,7 +36,7 @@ func TestConfigCheckOfTheExample(t *testing.T) {
 		t.Setenv(name, "")
 		os.Unsetenv(name)
 	}
-	r := runNanohostIn(t, configDir(t, "ANTHROPIC_API_KEY=sk-test\n"), "config", "check")
+	r := runNanohostIn(t, configDir(t, "ANTHROPIC_API_KEY=sk-test\n"), "config", "check", "--offline")
 	if r.code != 0 || !strings.Contains(r.stdout, "configuration: nanohost.yaml") || !strings.Contains(r.stdout, "ok: no problems") {
 		t.Fatalf("the example as it stands: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

@@ -95,7 +95,7 @@ const clusterCheckTimeout = 30 * time.Second
 // the setting and the fix. Docker is checked when serve connects.
 func runtimeProblems(ctx context.Context, cfg *config.Config) []config.Problem {
 	if cfg.Runtime.Kind != config.RuntimeKubernetes {
-		return nil
+		return dockerProblems(ctx, cfg)
 	}
 	ctx, cancel := context.WithTimeout(ctx, clusterCheckTimeout)
 	defer cancel()
@@ -142,4 +142,42 @@ func agentProbe(cfg *config.Config, rt container.Runtime) (container.Spec, error
 	}
 	bc.Runtime, bc.HostID, bc.StateDir = rt, "config-check", state
 	return container.AgentProbe(bc, workspace)
+}
+
+// dockerProblems tells whether Docker has the agent image. Without it the
+// host still starts (chat and dashboard work), but every agent stage waits
+// for it: a warning that says exactly how to get the image.
+func dockerProblems(ctx context.Context, cfg *config.Config) []config.Problem {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	docker, err := container.NewDocker()
+	if err == nil {
+		defer docker.Close()
+		err = docker.Ping(ctx)
+	}
+	if err != nil {
+		return []config.Problem{{Field: "runtime.kind", Message: "Docker does not answer: " + err.Error(),
+			Fix: "start Docker (and let this user use it), or use runtime.kind: kubernetes", Blocking: false}}
+	}
+	image := cfg.Runtime.Image
+	has, err := docker.HasImage(ctx, image)
+	if err != nil || has {
+		return nil
+	}
+	demo, _ := docker.HasImage(ctx, container.DemoImage)
+	return []config.Problem{missingImage(image, demo)}
+}
+
+// missingImage is the warning for an agent image Docker does not have;
+// demo says the offline demo image is there (scripts/serve.sh built it).
+func missingImage(image string, demo bool) config.Problem {
+	fix := container.ImageFix(image)
+	if demo && image != container.DemoImage {
+		fix = "scripts/serve.sh started the host on the offline demo image " + container.DemoImage +
+			": start it that way again, or set NANOHOST_IMAGE=" + container.DemoImage +
+			" NANOHOST_AGENT=script NANOHOST_AGENT_SCRIPT=examples/demo.script.json (or runtime.image, runtime.agent, runtime.script); or " + fix
+	}
+	return config.Problem{Field: "runtime.image", Blocking: false,
+		Message: fmt.Sprintf("%s is not in Docker: every agent stage waits for it (its run is interrupted, waiting for the host)", image),
+		Fix:     fix}
 }

@@ -46,6 +46,18 @@ func (d *Docker) Ping(ctx context.Context) error {
 	return nil
 }
 
+// HasImage reports whether image is present in the engine.
+func (d *Docker) HasImage(ctx context.Context, image string) (bool, error) {
+	_, err := d.cli.ImageInspect(ctx, image)
+	switch {
+	case err == nil:
+		return true, nil
+	case errdefs.IsNotFound(err):
+		return false, nil
+	}
+	return false, err
+}
+
 // Client exposes the engine client (for inspection in tests and diagnostics).
 func (d *Docker) Client() *client.Client { return d.cli }
 
@@ -61,8 +73,10 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (*Handle, error) {
 	}
 	if err != nil {
 		if errdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("create container %s: %w: %s (build it, e.g. scripts/test-image.sh or docker build -t %s .)",
-				spec.Name, ErrImageNotFound, spec.Image, spec.Image)
+			return nil, fmt.Errorf("create container %s: %w: %s (%s)", spec.Name, ErrImageNotFound, spec.Image, ImageFix(spec.Image))
+		}
+		if client.IsErrConnectionFailed(err) {
+			return nil, fmt.Errorf("create container %s: %w: %v (start Docker again)", spec.Name, ErrRuntimeUnavailable, err)
 		}
 		return nil, fmt.Errorf("create container %s: %w", spec.Name, err)
 	}

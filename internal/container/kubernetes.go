@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -149,6 +150,9 @@ func (k *Kubernetes) Start(ctx context.Context, spec Spec) (*Handle, error) {
 	}
 	created, err := k.pods().Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
+		if _, unreachable := errors.AsType[net.Error](err); unreachable && ctx.Err() == nil {
+			return nil, fmt.Errorf("create pod %s: %w: %v (start the cluster again, or check runtime.kubernetes)", pod.Name, ErrRuntimeUnavailable, err)
+		}
 		return nil, fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
 	name := created.Name

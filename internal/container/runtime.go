@@ -13,6 +13,7 @@ package container
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -104,5 +105,23 @@ type Info struct {
 }
 
 // ErrImageNotFound is returned by Start when the image is missing locally.
-// Retrying cannot help, so it is not a transient error.
+// Retrying cannot help, so it is not a transient error: a person builds or
+// imports the image (see ImageFix) and the run goes on.
 var ErrImageNotFound = errors.New("image not found")
+
+// ErrRuntimeUnavailable is returned by Start when the container engine (or
+// the cluster) does not answer at all: a person starts it again.
+var ErrRuntimeUnavailable = errors.New("container runtime not reachable")
+
+// DemoImage is the offline image scripts/test-image.sh builds (FROM scratch,
+// script-mode agents): what scripts/serve.sh uses without DefaultImage.
+const DemoImage = "nanohost-agent:test"
+
+// ImageFix says how to get image on this machine: the demo image is built
+// by scripts/test-image.sh, any other from the Dockerfile.
+func ImageFix(image string) string {
+	if image == DemoImage {
+		return "build it with scripts/test-image.sh"
+	}
+	return fmt.Sprintf("build it with `docker build -t %s .` (Claude Code; needs the base image), or use the offline demo image: scripts/test-image.sh builds %s (runtime.image, NANOHOST_IMAGE or --image; script-mode agents)", image, DemoImage)
+}

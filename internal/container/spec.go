@@ -70,10 +70,15 @@ func (b *Backend) startAgent(ctx context.Context, req engine.Request, first prot
 }
 
 // startError classifies a failure to start a container: a missing image or
-// a cancelled context will not get better by retrying; a daemon hiccup may.
+// an engine that does not answer waits for a person at the host (the run
+// is interrupted, not failed); a cancelled context will not get better by
+// retrying; a daemon hiccup may.
 func startError(node string, err error) error {
 	err = fmt.Errorf("start container for %s: %w", node, err)
-	if errors.Is(err, ErrImageNotFound) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, ErrImageNotFound) || errors.Is(err, ErrRuntimeUnavailable):
+		return engine.NeedsHost(err)
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
 	return engine.Transient(err)

@@ -114,6 +114,9 @@ func (c *Card) end(e *engine.Event) {
 	switch e.Type {
 	case engine.EventPipelineInterrupted:
 		c.State, c.Reason = runs.Interrupted, "resumes when the host starts again"
+		if problem := WaitingForHost(*e); problem != "" {
+			c.Reason = "waiting for the host: " + problem
+		}
 		return
 	case engine.EventPipelineCompleted:
 		c.State = runs.Succeeded

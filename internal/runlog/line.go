@@ -71,6 +71,9 @@ func Line(e engine.Event) string {
 	case engine.EventPipelineCancelled:
 		return "⊘ Pipeline cancelled" + byWhom(e.By) + " — " + Duration(e.Duration)
 	case engine.EventPipelineInterrupted:
+		if problem := WaitingForHost(e); problem != "" {
+			return "⏸ Pipeline waiting for the host — " + problem
+		}
 		return "⏸ Pipeline interrupted — " + Duration(e.Duration)
 	case engine.EventStageStarted:
 		return stageStarted(e, name, branch)

@@ -23,7 +23,9 @@ import (
 //   - a checkpoint saved when the run ends is never posted (the end is);
 //   - an agent response is posted whole (the channel truncates it to its
 //     limits with a pointer to the logs), not just its first line;
-//   - an interruption says the run goes on by itself;
+//   - an interruption says the run goes on by itself — or, when a stage
+//     waits for the host (a missing image, Docker down), what to fix and
+//     how to go on;
 //   - the end carries the run's cost when known.
 func ThreadMessage(e engine.Event, v runs.Verbosity) (text, detail string, ok bool) {
 	level, text, detail := threadWording(e)
@@ -35,6 +37,23 @@ func ThreadMessage(e engine.Event, v runs.Verbosity) (text, detail string, ok bo
 
 // InterruptedText is what a run's thread says when its host stopped under it.
 const InterruptedText = "⏸ Run interrupted — the host stopped; the run goes on from here when it starts again"
+
+// WaitingForHost is why an interrupted run waits for the host (a missing
+// agent image, Docker or the cluster down), or "" when the host stopped.
+func WaitingForHost(e engine.Event) string {
+	if e.Type != engine.EventPipelineInterrupted {
+		return ""
+	}
+	problem, _ := e.Data[engine.DataWaitingForHost].(string)
+	return problem
+}
+
+// waitingText is what a run's thread says when a stage cannot start until
+// someone fixes the host; the problem (with its fix) is the detail.
+func waitingText(runID string) string {
+	return "⏸ Run waiting for the host — a stage could not start for a reason a person can fix (below); " +
+		"the run goes on from that stage once it is fixed: /pipeline resume " + runs.ShortID(runID) + ", or when the host starts again"
+}
 
 func threadWording(e engine.Event) (level runs.Verbosity, text, detail string) {
 	switch e.Type {
@@ -52,6 +71,9 @@ func threadWording(e engine.Event) (level runs.Verbosity, text, detail string) {
 	case engine.EventAgentResponse:
 		return runs.VerbosityVerbose, "💬 " + StageName(e.Label, e.NodeID, e.Branch), e.Message
 	case engine.EventPipelineInterrupted:
+		if problem := WaitingForHost(e); problem != "" {
+			return runs.VerbosityMinimal, waitingText(e.RunID), problem
+		}
 		return runs.VerbosityMinimal, InterruptedText, ""
 	}
 	text = strings.TrimSpace(Line(e))

@@ -146,6 +146,8 @@ type setup struct {
 	// dir reuses a data directory (a restart); "" is a new one.
 	dir       string
 	configure func(*config.Config)
+	// image is the agent image ("" for the test image).
+	image string
 }
 
 func startEnv(t *testing.T, docker *container.Docker, script any, maxContainers int) *env {
@@ -190,8 +192,12 @@ func start(t *testing.T, docker *container.Docker, s setup) *env {
 	}
 	metrics := host.NewMetrics()
 	peak := &peakCounter{}
+	image := testImage
+	if s.image != "" {
+		image = s.image
+	}
 	backend, err := container.NewBackend(container.Config{
-		Runtime: docker, Image: testImage, HostID: hostID, StateDir: filepath.Join(cfg.DataDir, "state"),
+		Runtime: docker, Image: image, HostID: hostID, StateDir: filepath.Join(cfg.DataDir, "state"),
 		Agent:         container.AgentConfig{Kind: "script", ScriptFile: cfg.Runtime.Script},
 		MaxContainers: cfg.Runtime.MaxContainers, Logger: log,
 		Limits:  container.Limits{MemoryBytes: 256 << 20, CPUs: 0.5, Pids: 128},

@@ -130,6 +130,29 @@ func Transient(err error) error {
 	return &TransientError{Err: err}
 }
 
+// HostError marks an error a person at the host fixes — the agent image is
+// missing, the container engine or the cluster is down. Retrying the stage
+// cannot help and failing would lose the run: the run stops there instead,
+// interrupted and waiting for the host, and resumes at that stage (stop.go).
+type HostError struct{ Err error }
+
+func (e *HostError) Error() string { return e.Err.Error() }
+func (e *HostError) Unwrap() error { return e.Err }
+
+// NeedsHost wraps err as one the host's operator must fix.
+func NeedsHost(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &HostError{Err: err}
+}
+
+// IsHostError reports whether err is one the host's operator must fix.
+func IsHostError(err error) bool {
+	var h *HostError
+	return errors.As(err, &h)
+}
+
 // IsTransient reports whether err is marked retryable.
 func IsTransient(err error) bool {
 	var t *TransientError

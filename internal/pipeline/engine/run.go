@@ -56,6 +56,9 @@ type run struct {
 	trace      *tracer
 	lock       *runLock // held from start to finish
 	conds      condCache
+	// pause stops the whole walk (every branch) when a stage needs the
+	// host fixed; set by start and resume.
+	pause context.CancelCauseFunc
 
 	// committed is the state as of the last commit: what the journal
 	// holds, which snapshots copy. Commits update it in seq order (under
@@ -281,6 +284,8 @@ func (r *run) context() *Context {
 // start runs from the start node. Its first commit (with the first
 // snapshot) makes the run resumable from there.
 func (r *run) start(ctx context.Context) *RunResult {
+	ctx, r.pause = context.WithCancelCause(ctx)
+	defer r.pause(nil)
 	first := r.g.StartNode().ID
 	d := &Delta{NextNode: first, State: StateRunning, ResetContext: true, Context: r.cx.Snapshot()}
 	err := r.commit(Event{Type: EventPipelineStarted, Label: r.g.Label(), Message: r.g.Goal(), Total: r.total,
@@ -293,6 +298,8 @@ func (r *run) start(ctx context.Context) *RunResult {
 
 // resume continues from the checkpoint's next node.
 func (r *run) resume(ctx context.Context, cp *Checkpoint) *RunResult {
+	ctx, r.pause = context.WithCancelCause(ctx)
+	defer r.pause(nil)
 	var incoming *pipeline.Edge
 	if k := cp.Incoming; k != nil {
 		out := r.g.Outgoing(k.From)
@@ -616,18 +623,34 @@ func (r *run) stopped(ctx context.Context, at, next string, incoming *pipeline.E
 	stop := &stopCause{}
 	if c, ok := cancellation(ctx); ok {
 		stop.cancelledBy, stop.cancelled = c.By, true
+	} else if err, ok := waitingForHost(ctx); ok {
+		stop.hostProblem = err.Error()
 	}
 	return r.finish(StateFail, stop.reason(), stop)
+}
+
+// waitForHost stops the run, interrupted, because a stage needs the host
+// fixed (err is a HostError).
+func (r *run) waitForHost(err error) {
+	if r.pause != nil {
+		r.pause(&hostWait{err: err})
+	}
 }
 
 // stopCause says how a run that ended early stopped.
 type stopCause struct {
 	cancelled   bool // else interrupted
 	cancelledBy string
+	// hostProblem is why an interrupted run waits for the host ("" when
+	// the host stopped).
+	hostProblem string
 }
 
 func (s *stopCause) reason() string {
-	if !s.cancelled {
+	switch {
+	case s.hostProblem != "":
+		return "waiting for the host: " + s.hostProblem
+	case !s.cancelled:
 		return "interrupted"
 	}
 	return (&Cancellation{By: s.cancelledBy}).Error()
@@ -643,6 +666,9 @@ func (r *run) endEvent(state, reason string, stop *stopCause, dur time.Duration,
 		e.Type, e.By, e.Message = EventPipelineCancelled, stop.cancelledBy, reason
 	case stop != nil:
 		e.Type, e.Message = EventPipelineInterrupted, reason
+		if stop.hostProblem != "" {
+			e.Data = map[string]any{DataWaitingForHost: stop.hostProblem}
+		}
 	default:
 		e.Type, e.Status, e.Message = EventPipelineFailed, StatusFail, reason
 	}

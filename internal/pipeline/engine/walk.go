@@ -257,6 +257,10 @@ func (w *walker) runWithRetry(ctx context.Context, st *Stage, h Handler, typ str
 		}
 		var reason string
 		switch {
+		case err != nil && IsHostError(err):
+			// Every branch stops with the run: it waits for the host.
+			r.waitForHost(err)
+			return Outcome{}, attempt, errCancelled
 		case err != nil && IsTransient(err):
 			reason = err.Error()
 		case err != nil:
