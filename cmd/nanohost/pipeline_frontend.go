@@ -263,7 +263,7 @@ error (or, with --strict, warning); 1 the file could not be read.`,
 				return exitCode(exitInvalid, err)
 			}
 			// The engine's registry is the authority on handler types.
-			opts := ids.frontendOptions()
+			opts := ids.frontendOptions(name)
 			opts.KnownTypes = append(opts.KnownTypes, knownTypes...)
 			_, ds, prepErr := frontend.Prepare(name, src, opts)
 			valid := prepErr == nil && !pipeline.HasErrors(ds) && !(strict && hasWarnings(ds))

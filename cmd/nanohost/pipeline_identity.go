@@ -7,6 +7,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -48,8 +49,13 @@ func (f *identityFlags) load() (identities, error) {
 	return identities{personas: personas, masks: masks}, nil
 }
 
-// frontendOptions validate against the engine's handler types and these
-// personas and masks.
-func (id identities) frontendOptions() frontend.Options {
-	return frontend.Options{KnownTypes: engine.BuiltinTypes(), Personas: id.personas, Masks: id.masks}
+// frontendOptions validate the pipeline in file against the engine's
+// handler types and these personas and masks; its output_schema files are
+// looked for beside it ("-", standard input, has no directory).
+func (id identities) frontendOptions(file string) frontend.Options {
+	opts := frontend.Options{KnownTypes: engine.BuiltinTypes(), Personas: id.personas, Masks: id.masks}
+	if file != "" && file != "-" {
+		opts.SchemaDirs = []string{filepath.Dir(file)}
+	}
+	return opts
 }

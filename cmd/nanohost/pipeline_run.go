@@ -238,7 +238,7 @@ func newPipelineRunCmd() *cobra.Command {
 			if err != nil {
 				return exitCode(exitInvalid, err)
 			}
-			g, ds, err := frontend.Prepare(name, src, ids.frontendOptions())
+			g, ds, err := frontend.Prepare(name, src, ids.frontendOptions(name))
 			if err != nil || pipeline.HasErrors(ds) {
 				writeDiagnostics(cmd.ErrOrStderr(), name, ds, false)
 				return exitCode(exitInvalid, nil)
@@ -303,7 +303,7 @@ directory holds no resumable run, or another process is executing it.`,
 // and masks, refusing graphs with errors (for resumes and manager-loop
 // children).
 func (id identities) loadGraph(file string, src []byte) (*pipeline.Graph, error) {
-	g, ds, err := frontend.Prepare(file, src, id.frontendOptions())
+	g, ds, err := frontend.Prepare(file, src, id.frontendOptions(file))
 	if err != nil {
 		return nil, err
 	}

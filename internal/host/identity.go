@@ -42,7 +42,8 @@ func (f frontEnd) options(group, goal string) (frontend.Options, error) {
 	if err != nil {
 		return frontend.Options{}, err
 	}
-	return frontend.Options{KnownTypes: f.registry.KnownTypes(), Goal: goal, Personas: personas, Masks: masks}, nil
+	return frontend.Options{KnownTypes: f.registry.KnownTypes(), Goal: goal, Personas: personas, Masks: masks,
+		SchemaDirs: []string{f.groups.dir(group)}}, nil
 }
 
 // load is the runs service's Loader.

@@ -3,6 +3,7 @@ package runlog
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"nanohost/internal/pipeline/engine"
@@ -33,7 +34,7 @@ func Level(e engine.Event) runs.Verbosity {
 			return runs.VerbosityVerbose
 		}
 		return runs.VerbosityStandard
-	case engine.EventStageRetrying, engine.EventParallelStarted, engine.EventParallelBranchCompleted, engine.EventParallelCompleted,
+	case engine.EventStageRetrying, engine.EventParallelStarted, engine.EventParallelBranchCompleted, engine.EventParallelCompleted, engine.EventStageOutput,
 		engine.EventInterviewStarted, engine.EventInterviewCompleted, engine.EventInterviewTimeout, engine.EventWarning:
 		return runs.VerbosityStandard
 	case engine.EventDecision:
@@ -101,6 +102,8 @@ func Line(e engine.Event) string {
 		return "    context: " + strings.Join(dataStrings(e.Data, "keys"), ", ")
 	case engine.EventWorkspaceChanged:
 		return changesLine(name, branch, e.Changes)
+	case engine.EventStageOutput:
+		return outputLine(e)
 	case engine.EventCheckpointSaved:
 		return "    checkpoint after " + e.NodeID
 	}
@@ -293,4 +296,29 @@ func dataStrings(data map[string]any, key string) []string {
 		return out
 	}
 	return nil
+}
+
+// outputLine shows a stage's typed output as its fields, compactly:
+// "    output: confidence=0.87, verdict=ship (artifacts/review.json)".
+func outputLine(e engine.Event) string {
+	obj, _ := e.Data["output"].(map[string]any)
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		v, err := json.Marshal(obj[k])
+		text := string(v)
+		if s, isString := obj[k].(string); isString || err != nil {
+			text = s
+		}
+		parts = append(parts, k+"="+truncate(text, 60))
+	}
+	line := "    output: " + truncate(strings.Join(parts, ", "), 300)
+	if path, _ := e.Data["artifact"].(string); path != "" {
+		line += " (" + path + ")"
+	}
+	return line
 }

@@ -34,6 +34,7 @@ var eventNames = map[engine.EventType]string{
 	engine.EventAgentResponse:           "agent replied",
 	engine.EventContextUpdated:          "context updated",
 	engine.EventWorkspaceChanged:        "files changed",
+	engine.EventStageOutput:             "output returned",
 }
 
 // EventName is the kind of an event in words ("stage started"); a type

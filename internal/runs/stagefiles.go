@@ -11,7 +11,7 @@ import (
 // StageFiles are the files of a stage people read on the dashboard: kept
 // in the store when replicas share it, since the stage ran on one
 // replica's disk and any replica's dashboard may be asked for them.
-var StageFiles = []string{"prompt.md", "response.md", "status.json"}
+var StageFiles = []string{"prompt.md", "response.md", "status.json", "output.json"}
 
 // maxKeptFile bounds the copy of one stage file (an agent's response may
 // be long; the dashboard shows the start of a longer one).

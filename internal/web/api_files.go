@@ -246,7 +246,7 @@ func (s *Server) getNodeFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !slices.Contains(nodeFiles, name) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no node file %q", name), "a node has prompt.md, response.md and status.json, and changes.json and changes.diff when it changed the workspace")
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no node file %q", name), "a node has prompt.md, response.md and status.json (and output.json when it has an output_schema), and changes.json and changes.diff when it changed the workspace")
 		return
 	}
 	run, n, ok := s.runNode(w, r)

@@ -46,6 +46,9 @@ type Request struct {
 	// execution interrupted by a crash or a stop was never recorded, so its
 	// number is given again when the node re-runs.
 	Execution int
+	// Reask counts the times this execution's answer was sent back (its
+	// typed output did not match the output_schema): 0 for the first ask.
+	Reask int
 
 	// Prompt is the node prompt after $goal expansion. Preamble is the
 	// context carried in for non-full fidelity (empty for full).

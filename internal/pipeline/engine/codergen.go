@@ -12,6 +12,7 @@ import (
 
 	"nanohost/internal/pipeline/agenttext"
 	"nanohost/internal/pipeline/fidelity"
+	"nanohost/internal/pipeline/output"
 )
 
 // codergenHandler sends the node's prompt to the Backend and reads the
@@ -31,6 +32,19 @@ func stagePrompt(st *Stage) string {
 	return strings.ReplaceAll(prompt, "$goal", st.Graph.Goal())
 }
 
+// stageSchema is the node's compiled output_schema, nil when it has none.
+func stageSchema(st *Stage) (*output.Schema, error) {
+	text := strings.TrimSpace(st.Node.Attrs["output_schema"])
+	if text == "" {
+		return nil, nil
+	}
+	s, err := output.Compile(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s's output_schema cannot be used: %v", st.Node.ID, err)
+	}
+	return s, nil
+}
+
 // agentReply is a backend answer with its outcome resolved.
 type agentReply struct {
 	res    Result
@@ -47,9 +61,29 @@ type agentReply struct {
 // the agent wrote into the stage directory, else [outcome:…] tags, else
 // SUCCESS with a warning.
 func runAgent(ctx context.Context, st *Stage, kind RequestKind, prompt, toolCommand string) (Outcome, error) {
+	st.reask = 0
+	schema, err := stageSchema(st)
+	if err != nil {
+		return Outcome{Status: StatusFail, FailureReason: err.Error()}, nil
+	}
+	if schema != nil {
+		if kind == KindCodergen {
+			prompt += outputInstructions(schema)
+		}
+		if !st.freshDir { // an output.json of an earlier visit is not this one's
+			if err := clearStageFile(st, output.File); err != nil {
+				return Outcome{}, err
+			}
+		}
+	}
 	reply, err := callBackend(ctx, st, kind, prompt, toolCommand)
 	if err != nil {
 		return Outcome{}, err
+	}
+	if schema != nil {
+		if reply, err = typedOutput(ctx, st, kind, prompt, toolCommand, reply, schema); err != nil {
+			return Outcome{}, err
+		}
 	}
 	out := reply.out
 	if reply.source == "default" {
@@ -199,7 +233,7 @@ func (r *run) request(st *Stage, kind RequestKind, prompt, toolCommand string) R
 		st.Warn(fmt.Sprintf("%s resumes a full-fidelity thread whose session was lost; using summary:high for this stage", n.ID))
 	}
 	req := Request{
-		Kind: kind, RunID: r.runID, NodeID: n.ID, Node: n, Attempt: st.Attempt, Visit: st.Visit, Execution: st.Execution,
+		Kind: kind, RunID: r.runID, NodeID: n.ID, Node: n, Attempt: st.Attempt, Visit: st.Visit, Execution: st.Execution, Reask: st.reask,
 		Prompt: prompt, Fidelity: string(mode), Isolated: isTrue(n.Attrs["isolated"]),
 		Persona: personaName(n, identity{persona: st.Persona}), Masks: maskNames(n, identity{masks: st.Masks}),
 		Model: n.Attrs.String("llm_model", n.Attrs["model"]), Provider: n.Attrs.String("llm_provider", n.Attrs["provider"]),

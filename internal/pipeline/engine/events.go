@@ -44,6 +44,9 @@ const (
 	// (Changes), right after the stage's outcome; a stage whose changes
 	// were not recorded, or that changed nothing, has none.
 	EventWorkspaceChanged EventType = "WorkspaceChanged"
+	// EventStageOutput carries a stage's valid typed output (Data "output",
+	// the object; "artifact", its path in the run directory).
+	EventStageOutput EventType = "StageOutput"
 )
 
 // Event is one thing that happened in a run. Seq increases by one per event

@@ -63,6 +63,7 @@ type Stage struct {
 	response    string            // the Clean agent text, for the run history
 	freshDir    bool              // StageDir was created for this execution
 	dirReady    bool              // StageDir is a directory of its own (not a planted link)
+	reask       int               // times the typed output was sent back (Request.Reask)
 }
 
 // Emit sends an event on behalf of the stage (RunID, Seq and Time are filled

@@ -36,6 +36,9 @@ type Options struct {
 	// Masks are what masks="…" may name (nanohost.yaml masks:, --masks);
 	// nil means none is defined.
 	Masks mask.Set
+	// SchemaDirs are where an output_schema file name is looked for, in
+	// order: the pipeline file's directory, the group's workspace.
+	SchemaDirs []string
 }
 
 // Prepare parses src, applies the transforms and validates the result.
@@ -76,6 +79,9 @@ func Parse(file string, src []byte, opts Options) (*pipeline.Graph, error) {
 	tr.Personas = opts.Personas
 	out, err := tr.Apply(g)
 	if err != nil {
+		return nil, &TransformError{File: file, Err: err}
+	}
+	if out, err = inlineSchemas(out, opts.SchemaDirs); err != nil {
 		return nil, &TransformError{File: file, Err: err}
 	}
 	return out, nil

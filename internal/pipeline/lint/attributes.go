@@ -138,6 +138,10 @@ var Attributes = []Attribute{
 	{Key: "stack.child_autostart", Scope: NodeScope, Kind: KindBool, Example: "true"},
 	// nanohost: force a fresh container (host-orchestration.md); who may answer a human gate.
 	{Key: "isolated", Scope: NodeScope, Kind: KindBool, Example: "true"},
+	// Typed outputs and ${…} references (docs/semantics.md).
+	{Key: "output_schema", Scope: NodeScope, Kind: KindString, Example: `"review.schema.json"`},
+	{Key: "output_retries", Scope: NodeScope, Kind: KindInt, HasMin: true, Min: 0, Example: "1"},
+	{Key: "strict_vars", Scope: gn, Kind: KindBool, Example: "true"},
 	{Key: "approvers", Scope: NodeScope, Example: `"U123,U456"`},
 	// nanohost: who works the node and what it may use (walk-framework.md; persona_known, mask_known, mask_valid_for).
 	{Key: "persona", Scope: NodeScope, Example: "seeker"},

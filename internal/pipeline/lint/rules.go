@@ -34,6 +34,7 @@ func builtinRules(opts Options) []Rule {
 		RuleFunc("exit_no_outgoing", exitNoOutgoing),
 		RuleFunc("condition_syntax", c.conditionSyntax),
 		RuleFunc("condition_type", c.conditionType),
+		RuleFunc("output_schema", c.outputSchema),
 		RuleFunc("stylesheet_syntax", c.stylesheetSyntax),
 		RuleFunc("type_known", c.typeKnown),
 		RuleFunc("fidelity_valid", c.fidelityValid),

@@ -7,6 +7,7 @@ import (
 
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/cond"
+	"nanohost/internal/pipeline/output"
 	"nanohost/internal/pipeline/stylesheet"
 )
 
@@ -94,8 +95,19 @@ func (c *checker) conditionType(g *pipeline.Graph) []pipeline.Diagnostic {
 }
 
 // knownTypes are the context keys whose type is known before a run: the
-// engine's own numbers.
+// engine's own numbers and the fields of the stages' output_schema.
 func knownTypes(g *pipeline.Graph) cond.Types {
+	fields := map[string]cond.Type{}
+	from := map[string]string{}
+	for _, n := range g.Nodes {
+		s := nodeSchema(n)
+		if s == nil {
+			continue
+		}
+		for key, t := range s.FieldTypes(n.ID) {
+			fields[key], from[key] = schemaType(t), "output_schema of "+n.ID
+		}
+	}
 	return func(key string) (cond.Type, string) {
 		switch {
 		case strings.HasPrefix(key, "internal.visit_count."):
@@ -103,8 +115,66 @@ func knownTypes(g *pipeline.Graph) cond.Types {
 		case key == "tool.exit_code":
 			return cond.TypeNumber, "a tool's exit status"
 		}
+		if t, ok := fields[key]; ok {
+			return t, from[key]
+		}
 		return cond.TypeUnknown, ""
 	}
+}
+
+// nodeSchema is n's compiled output_schema, nil when it has none or it does
+// not compile (output_schema reports that).
+func nodeSchema(n *pipeline.Node) *output.Schema {
+	text := strings.TrimSpace(n.Attrs["output_schema"])
+	if text == "" {
+		return nil
+	}
+	s, err := output.Compile(text)
+	if err != nil {
+		return nil
+	}
+	return s
+}
+
+func schemaType(t string) cond.Type {
+	switch t {
+	case "number":
+		return cond.TypeNumber
+	case "boolean":
+		return cond.TypeBool
+	case "string":
+		return cond.TypeText
+	case "array":
+		return cond.TypeList
+	case "object":
+		return cond.TypeObject
+	}
+	return cond.TypeUnknown
+}
+
+// outputSchema: a node's output_schema is a JSON Schema the engine can use.
+// The front end has already put a schema file's text in its place; a value
+// that is still not JSON named a file it did not find.
+func (c *checker) outputSchema(g *pipeline.Graph) []pipeline.Diagnostic {
+	var out []pipeline.Diagnostic
+	for _, n := range g.Nodes {
+		text := strings.TrimSpace(n.Attrs["output_schema"])
+		if text == "" {
+			continue
+		}
+		_, err := output.Compile(text)
+		if err == nil {
+			continue
+		}
+		msg := "output_schema is not a usable JSON Schema: " + err.Error()
+		fix := `fix the schema: a JSON object such as {"type": "object", "required": ["confidence"], "properties": {"confidence": {"type": "number"}}}`
+		if !strings.HasPrefix(text, "{") {
+			msg = fmt.Sprintf("output_schema %q is neither a JSON Schema nor a .json file found beside the pipeline or in the workspace", text)
+			fix = "write the schema inline, or put the file beside the pipeline (or in the workspace) and name it by its relative path"
+		}
+		out = append(out, c.nodeAttr(nodeDiag("output_schema", pipeline.SeverityError, n, fix, "node %s: %s", n.ID, msg), n, "output_schema"))
+	}
+	return out
 }
 
 // outcomeTypos finds outcome clauses whose custom value is one slip away

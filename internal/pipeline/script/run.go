@@ -11,10 +11,14 @@ import (
 // Run answers one execution of req.NodeID: the req.Execution-th response
 // (the engine's count, which survives a resume in a new process), or when
 // the caller does not set it the script's own count per run and node,
-// retries included — not req.Visit, which a retry does not advance. It
+// retries included — not req.Visit, which a retry does not advance; a
+// re-ask of a typed output (req.Reask) takes the next responses. It
 // waits out the response's delay, then returns its error or result.
 func (s *Script) Run(ctx context.Context, req engine.Request) (engine.Result, error) {
 	n := s.next(req.RunID, req.NodeID, req.Execution)
+	if req.Execution > 0 {
+		n += req.Reask // a re-ask takes the responses after its execution's (the own count advances by itself)
+	}
 	resp, ok := s.Response(req.NodeID, n)
 	if !ok {
 		resp = Response{Status: string(engine.StatusSuccess), Text: "[Script] " + req.NodeID + " done"}
