@@ -50,10 +50,10 @@ func (s *Service) launch(run Run, g *pipeline.Graph, askedIn string) {
 
 // execute runs one run to its end (or its interruption) under a run slot.
 func (s *Service) execute(ctx context.Context, ar *activeRun, run Run, g *pipeline.Graph, askedIn string) {
-	select {
-	case s.slots <- struct{}{}:
-		defer func() { <-s.slots }()
-	case <-ctx.Done():
+	slot := &runSlot{slots: s.slots}
+	if slot.take(ctx) {
+		defer slot.give()
+	} else {
 		if c, ok := cancellation(ctx); ok {
 			s.cancelUnstarted(run.ID, c.By) // cancelled while queued
 			return
@@ -90,7 +90,7 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, run Run, g *pipeli
 	if askedIn != "" {
 		s.pointFrom(d.thread, askedIn, name, run.ID)
 	}
-	res, err := s.runEngine(ctx, fresh, g, d)
+	res, err := s.runEngine(ctx, fresh, g, d, slot)
 	s.settle(ctx, run, res, err, d)
 }
 
@@ -116,7 +116,7 @@ func cancellation(ctx context.Context) (*engine.Cancellation, bool) {
 }
 
 // runEngine runs the engine over the run's own backend.
-func (s *Service) runEngine(ctx context.Context, run Run, g *pipeline.Graph, d *delivery) (*engine.RunResult, error) {
+func (s *Service) runEngine(ctx context.Context, run Run, g *pipeline.Graph, d *delivery, slot *runSlot) (*engine.RunResult, error) {
 	backend, err := s.cfg.Runtime.ForRun(ctx, run)
 	if err != nil {
 		return nil, fmt.Errorf("prepare the run's agents: %w", err)
@@ -131,7 +131,7 @@ func (s *Service) runEngine(ctx context.Context, run Run, g *pipeline.Graph, d *
 	}
 	eng := engine.New(engine.Config{
 		Backend:     backend,
-		Interviewer: s.interviewer(run, d.thread),
+		Interviewer: s.interviewer(run, d.thread, slot),
 		Observers:   []engine.Observer{d},
 		Registry:    s.cfg.Registry,
 		Loader: func(file string, src []byte) (*pipeline.Graph, error) {

@@ -64,6 +64,28 @@ func (w *waiters) wake(runID, gateID string) {
 	}
 }
 
+// stale wakes the askers here whose posting is no longer among open, the
+// gates open in the store: they re-read theirs.
+func (w *waiters) stale(open []Gate) {
+	isOpen := make(map[gateKey]string, len(open))
+	for _, g := range open {
+		isOpen[gateKey{g.RunID, g.GateID}] = g.Nonce
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, a := range w.m {
+		if nonce, ok := isOpen[k]; !ok || nonce != a.gate.Nonce {
+			poke(a.wake)
+		}
+	}
+}
+
+func (w *waiters) len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.m)
+}
+
 // wakeAll wakes every asker here (wakes may have been missed).
 func (w *waiters) wakeAll() {
 	w.mu.Lock()
@@ -87,8 +109,11 @@ type asker struct {
 }
 
 // interviewer asks run's gates in its thread.
-func (s *Service) interviewer(run Run, t Thread) engine.Interviewer {
+// While a gate waits the run holds no run slot (slots.go).
+func (s *Service) interviewer(run Run, t Thread, slot *runSlot) engine.Interviewer {
 	return engine.InterviewerFunc(func(ctx context.Context, q engine.Question) (engine.Answer, error) {
+		slot.gateWaits()
+		defer slot.gateSettled(ctx)
 		return s.ask(ctx, t, q)
 	})
 }
@@ -172,12 +197,9 @@ func (a *asker) wait(ctx context.Context) (engine.Answer, error) {
 		defer timer.Stop()
 		timeout = timer.C
 	}
-	poll := time.NewTicker(a.s.cfg.GatePoll)
-	defer poll.Stop()
 	for {
 		select {
-		case <-a.wake:
-		case <-poll.C:
+		case <-a.wake: // an answer here, a wake from the store, or the service's poll (checkGates)
 		case <-timeout:
 			return a.close(ctx, GateTimedOut, "")
 		case <-ctx.Done():

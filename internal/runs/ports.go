@@ -55,6 +55,8 @@ type Store interface {
 	// with thread, only the run whose thread it is.
 	OpenGatesInChat(ctx context.Context, chat, thread string) ([]Gate, error)
 	RunGates(ctx context.Context, runID string) ([]Gate, error)
+	// OpenGates lists the open gates of all runs.
+	OpenGates(ctx context.Context) ([]Gate, error)
 
 	// RequestCancel records that who asked to cancel an unfinished run
 	// (the first asker is kept): whichever process drives the run stops it.
@@ -62,6 +64,9 @@ type Store interface {
 	RequestCancel(ctx context.Context, runID, who string) error
 	// CancelRequested is who asked to cancel the run ("" for nobody).
 	CancelRequested(ctx context.Context, runID string) (who string, err error)
+	// CancelsRequested maps every unfinished run someone asked to cancel
+	// to who asked.
+	CancelsRequested(ctx context.Context) (map[string]string, error)
 }
 
 // Wake tells this process that a run changed in the store, maybe through

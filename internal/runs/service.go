@@ -41,7 +41,8 @@ type Config struct {
 	// RunsDir is where every run's logs root is created ({RunsDir}/{id}).
 	RunsDir string
 	// MaxConcurrent bounds the runs executing at once (default 20); more
-	// wait, queued. Their containers share the runtime's own limit.
+	// wait, queued. A run waiting at a gate holds no slot (slots.go).
+	// Their containers share the runtime's own limit.
 	MaxConcurrent int
 	// DefaultVerbosity is used for runs started without one.
 	DefaultVerbosity Verbosity
@@ -52,9 +53,10 @@ type Config struct {
 	// sharing the store make (gate answers, cancels, events): replicas on
 	// PostgreSQL. Nil: only what this service does wakes it at once.
 	Wakeups Wakeups
-	// GatePoll is how often waiting gates and executing runs re-read the
-	// store, a safety net for answers and cancels written by another
-	// process whose wake was lost (default 2s). Answers and cancels given
+	// GatePoll is how often the process re-reads its waiting gates and
+	// its runs' cancels (one query each, for all of them), a safety net
+	// for answers and cancels written by another process whose wake was
+	// lost (default 2s). Answers and cancels given
 	// through this service, or announced by Wakeups, act at once.
 	GatePoll time.Duration
 	// Keeper holds this process's leases (internal/lease): the one

@@ -73,6 +73,8 @@ type serviceOptions struct {
 	leaseTTL time.Duration
 	// runtime runs the nodes (nil: simulated, keeping no stage files).
 	runtime runs.Runtime
+	// maxConcurrent is Config.MaxConcurrent (0: the default).
+	maxConcurrent int
 }
 
 func newService(t testing.TB, st *store.Store, o serviceOptions) *runs.Service {
@@ -98,6 +100,7 @@ func newService(t testing.TB, st *store.Store, o serviceOptions) *runs.Service {
 		},
 		RunsDir: t.TempDir(), GatePoll: o.poll, Wakeups: o.wakeups, Observe: o.observe, Logger: quiet,
 		Leases: leases, Journals: journals, Replica: o.replica, LeaseTTL: o.leaseTTL,
+		MaxConcurrent: o.maxConcurrent,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -476,5 +479,26 @@ func TestARunThatEndedUnrecordedEndsAsItReached(t *testing.T) {
 	}
 	if got := f.waitState(lost.ID, runs.Succeeded); got.FailureReason != "" {
 		t.Errorf("recorded with reason %q", got.FailureReason)
+	}
+}
+
+// A run waiting at a gate holds no run slot: with one slot, three runs all
+// reach their gates, and each, once answered, takes the slot again to finish.
+func TestRunsWaitingAtGatesHoldNoRunSlot(t *testing.T) {
+	st := openStore(t, storetest.URL(t, t.TempDir()))
+	service := newService(t, st, serviceOptions{poll: 50 * time.Millisecond, maxConcurrent: 1})
+	f := &fixture{t: t, st: st, service: service}
+	var gates []runs.Gate
+	for range 3 {
+		_, g := f.start(gateDOT)
+		gates = append(gates, g)
+	}
+	for _, g := range gates {
+		if _, err := service.Answer(context.Background(), runs.GateAnswer{RunID: g.RunID, GateID: g.GateID, Nonce: g.Nonce, Option: 1}, chat); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, g := range gates {
+		f.waitState(g.RunID, runs.Succeeded)
 	}
 }

@@ -11,7 +11,9 @@ import (
 // for the dashboard's streams. Each is a store write first; the store's
 // wakes (Config.Wakeups: PostgreSQL's LISTEN/NOTIFY) make the process
 // re-read at once, and a poll every Config.GatePoll re-reads anyway, in
-// case a wake was lost.
+// case a wake was lost: one poll for the whole process, never one per run —
+// a host with a thousand runs waiting at gates reads the open gates in one
+// query and wakes only the askers whose gate is no longer open.
 
 // watch listens for wakes, polls for cancels and looks for threads left
 // undelivered until the service stops.
@@ -28,7 +30,8 @@ func (s *Service) watch() {
 		case <-s.life.Done():
 			return
 		case <-poll.C:
-			s.checkCancels(s.activeIDs())
+			s.checkGates()
+			s.checkAllCancels()
 		case <-orphans.C:
 			s.deliverOrphans()
 		}
@@ -49,7 +52,42 @@ func (s *Service) onWake(w Wake) {
 	case WakeAll:
 		s.gates.wakeAll()
 		s.streams.wakeAll()
-		s.bg.Go(func() { s.checkCancels(s.activeIDs()) })
+		s.bg.Go(s.checkAllCancels)
+	}
+}
+
+// checkGates wakes the askers here whose gate was settled elsewhere.
+func (s *Service) checkGates() {
+	if s.gates.len() == 0 {
+		return
+	}
+	open, err := s.cfg.Store.OpenGates(s.life)
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			s.log.Warn("read the open gates; trying again", "err", err)
+		}
+		return
+	}
+	s.gates.stale(open)
+}
+
+// checkAllCancels stops the runs executing here that someone asked to
+// cancel through another process, reading them all in one query.
+func (s *Service) checkAllCancels() {
+	if len(s.activeIDs()) == 0 {
+		return
+	}
+	asked, err := s.cfg.Store.CancelsRequested(s.life)
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			s.log.Warn("read which runs were cancelled; trying again", "err", err)
+		}
+		return
+	}
+	for id, who := range asked {
+		if ar, ok := s.activeRun(id); ok && ar.cancelBy(who) {
+			s.log.Info("run cancelled through another process", "run", id, "by", who)
+		}
 	}
 }
 

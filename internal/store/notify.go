@@ -60,6 +60,29 @@ func (s *Store) CancelRequested(ctx context.Context, runID string) (string, erro
 	return who, nil
 }
 
+// CancelsRequested maps each unfinished run someone asked to cancel to who
+// asked: one query for all of a process's runs.
+func (s *Store) CancelsRequested(ctx context.Context) (map[string]string, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT id, cancel_requested_by FROM runs
+		WHERE cancel_requested_by <> '' AND status NOT IN ('succeeded', 'failed', 'cancelled')`)
+	if err != nil {
+		return nil, fmt.Errorf("cancels requested: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, who string
+		if err := rows.Scan(&id, &who); err != nil {
+			return nil, fmt.Errorf("cancels requested: %w", err)
+		}
+		out[id] = who
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("cancels requested: %w", err)
+	}
+	return out, nil
+}
+
 // Wakeups is the store's wakes for the runs service (runs.Config.Wakeups):
 // on PostgreSQL a listener that logs its connection's troubles to log; on
 // SQLite nil, as nothing announces changes there.
