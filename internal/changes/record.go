@@ -214,3 +214,15 @@ func writeSet(dir string, r rendered) error {
 	}
 	return nil
 }
+
+// WriteSet writes a change list and its diff into dir, where ReadSet
+// finds them (internal/workspace derives both from a run's commits).
+func WriteSet(dir string, list []Change, diff []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if list == nil {
+		list = []Change{}
+	}
+	return writeSet(dir, rendered{changes: list, diff: diff})
+}

@@ -34,7 +34,9 @@ type Config struct {
 	Console   Console   `yaml:"console"`
 	IPC       IPC       `yaml:"ipc"`
 	Pipelines Pipelines `yaml:"pipelines"`
-	Groups    []Group   `yaml:"groups"`
+	// Workspaces gives each run its own git branch and working tree.
+	Workspaces Workspaces `yaml:"workspaces"`
+	Groups     []Group    `yaml:"groups"`
 	// Masks are the capabilities pipeline nodes may wear (masks="a,b"):
 	// read-only folders and skills through the mount allowlist, context
 	// keys and a prompt line, each valid for the node ids/classes it lists
@@ -167,6 +169,21 @@ type Pipelines struct {
 	RecordChanges bool `yaml:"record_changes"`
 }
 
+// Workspaces configures each run's git branch and working tree
+// (docs/workspaces.md).
+type Workspaces struct {
+	// Git gives every run a branch nanohost/<run> in a repository the host
+	// keeps per group, and a working tree of its own, with a commit per
+	// stage (default on). Off, runs work in the group's folder itself.
+	Git         bool   `yaml:"git"`
+	AuthorName  string `yaml:"author_name"`
+	AuthorEmail string `yaml:"author_email"`
+	// MaxFileBytes and MaxStageBytes bound a recorded file and what one
+	// stage may add (0: 100 MiB and 1 GiB).
+	MaxFileBytes  int64 `yaml:"max_file_bytes"`
+	MaxStageBytes int64 `yaml:"max_stage_bytes"`
+}
+
 // Group is a registered chat with its own folder, agent and memory.
 type Group struct {
 	Folder  string `yaml:"folder"`  // data/groups/<folder>
@@ -195,6 +212,7 @@ func Defaults() *Config {
 		Console:      Console{Enabled: "auto"},
 		IPC:          IPC{Rescan: 2 * time.Second, PipelinesPerHour: 30, MessagesPerMinute: 30, MaxRequestBytes: 2 << 20},
 		Pipelines:    Pipelines{DefaultVerbosity: "standard", MaxConcurrentRuns: 20, RecordChanges: true},
+		Workspaces:   Workspaces{Git: true},
 		AgentSecrets: []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"nanohost/internal/ipc"
 	"nanohost/internal/mounts"
 	"nanohost/internal/runs"
+	"nanohost/internal/workspace"
 )
 
 // Agents runs agent work in containers: a run's nodes, and each group's
@@ -72,12 +73,16 @@ func (e agentEnv) of(folder string) container.RunEnv {
 // runtime binds runs to their group's containers (runs.Runtime), recording
 // what each stage changes in the workspace when changes is set.
 type runtime struct {
-	agents  Agents
-	env     agentEnv
-	changes *changes.Tracker
+	agents     Agents
+	env        agentEnv
+	changes    *changes.Tracker
+	workspaces *workspace.Manager // nil: runs work in the group's folder
 }
 
-func (r runtime) ForRun(_ context.Context, run runs.Run) (runs.RunBackend, error) {
+func (r runtime) ForRun(ctx context.Context, run runs.Run) (runs.RunBackend, error) {
+	if r.workspaces != nil {
+		return r.onBranch(ctx, run)
+	}
 	env := r.env.of(run.GroupFolder)
 	backend := r.agents.ForRun(run.ID, env)
 	if r.changes == nil {

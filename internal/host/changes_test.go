@@ -33,10 +33,12 @@ const reworkDOT = `digraph Review {
 func TestRunRecordsWorkspaceChangesAndTheGateLinksThem(t *testing.T) {
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "data", "groups", "main")
-	th := launch(t, hostSetup{dir: dir, answer: func(_ context.Context, req engine.Request) (engine.Result, error) {
+	var th *testHost
+	th = launch(t, hostSetup{dir: dir, answer: func(_ context.Context, req engine.Request) (engine.Result, error) {
 		if req.NodeID == "implement" {
-			os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
-			os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("new notes\n"), 0o644)
+			tree := th.agents.workspace(req.RunID)
+			os.WriteFile(filepath.Join(tree, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
+			os.WriteFile(filepath.Join(tree, "notes.txt"), []byte("new notes\n"), 0o644)
 		}
 		return engine.Result{Text: "done [outcome:success]"}, nil
 	}, configure: func(c *config.Config) { c.HTTP.PublicURL = "https://nano.example.com/" }})
@@ -75,9 +77,9 @@ func TestRunRecordsWorkspaceChangesAndTheGateLinksThem(t *testing.T) {
 	})
 }
 
-// With pipelines.record_changes off, stages record nothing.
+// With git workspaces and pipelines.record_changes off, stages record nothing.
 func TestRecordChangesOff(t *testing.T) {
-	th := launch(t, hostSetup{answer: succeed, configure: func(c *config.Config) { c.Pipelines.RecordChanges = false }})
+	th := launch(t, hostSetup{answer: succeed, configure: func(c *config.Config) { c.Pipelines.RecordChanges, c.Workspaces.Git = false, false }})
 	th.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": goalDOT})
 	id, _ := th.response(t, "run-1")["run_id"].(string)
 	var run runs.Run

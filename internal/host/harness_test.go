@@ -37,6 +37,14 @@ type fakeAgents struct {
 	answer agentFunc
 	mu     sync.Mutex
 	reqs   []engine.Request
+	spaces map[string]string // run id → the workspace its agents were given
+}
+
+// workspace is where the agents of run id work (its own working tree).
+func (b *fakeAgents) workspace(id string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.spaces[id]
 }
 
 func (b *fakeAgents) Run(ctx context.Context, req engine.Request) (engine.Result, error) {
@@ -47,7 +55,15 @@ func (b *fakeAgents) Run(ctx context.Context, req engine.Request) (engine.Result
 }
 
 // ForRun implements Agents: every run shares the fake.
-func (b *fakeAgents) ForRun(runID string, _ container.RunEnv) runs.RunBackend { return fakeRun{b} }
+func (b *fakeAgents) ForRun(runID string, env container.RunEnv) runs.RunBackend {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.spaces == nil {
+		b.spaces = map[string]string{}
+	}
+	b.spaces[runID] = env.Workspace
+	return fakeRun{b}
+}
 
 // Conversation implements Agents: a group's chat turns are requests of
 // node "chat".

@@ -134,14 +134,20 @@ func New(opts Options) (*Host, error) {
 	env := agentEnv{groups: h.groups, root: opts.Root, extra: extra}
 	h.env = env
 	h.frontEnd = frontEnd{registry: opts.Registry, groups: h.groups, masks: cfg.MaskSet()}
-	tracker, err := newChangeTracker(cfg, opts.Logger)
+	spaces, err := newWorkspaces(cfg, opts.Logger)
 	if err != nil {
 		return nil, err
+	}
+	var tracker *changes.Tracker
+	if spaces == nil {
+		if tracker, err = newChangeTracker(cfg, opts.Logger); err != nil {
+			return nil, err
+		}
 	}
 	h.changes = tracker
 	threads := &report.Threads{Channels: h.endpoints.channels(), Life: h.deliveryCtx, Backoff: opts.DeliveryBackoff,
 		Verbosity: defaultVerbosity(cfg), Logger: opts.Logger}
-	if tracker != nil {
+	if tracker != nil || spaces != nil {
 		threads.GateLinks = gateLinks{cfg: cfg, log: opts.Logger}.of
 	}
 	threads.RunURL = h.runURL
@@ -169,7 +175,7 @@ func New(opts Options) (*Host, error) {
 	service, err := runs.New(runs.Config{
 		Store:            opts.Store,
 		Threads:          threads,
-		Runtime:          runtime{agents: opts.Agents, env: env, changes: tracker},
+		Runtime:          runtime{agents: opts.Agents, env: env, changes: tracker, workspaces: spaces},
 		Policies:         h.endpoints.policies(cfg),
 		Load:             h.frontEnd.load,
 		Identities:       h.frontEnd.identities,

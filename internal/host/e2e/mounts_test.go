@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"nanohost/internal/config"
+	"nanohost/internal/workspace"
 )
 
 // A group's allowed extra mount is in its real containers, read-only: a
@@ -48,9 +49,9 @@ func TestGroupExtraMountReachesToolContainers(t *testing.T) {
 	}
 }
 
-// Agents work in their group's workspace: a tool container (never root)
-// can create files there, and the host sees them — also when the host runs
-// as root and created the folder itself.
+// Agents work in their run's working tree: a tool container (never root)
+// can create files there, and the host commits them to the run's branch —
+// also when the host runs as root and created the folder itself.
 func TestAgentsCanWriteTheirGroupWorkspace(t *testing.T) {
 	docker := requireDocker(t)
 	e := start(t, docker, setup{script: map[string]any{"default": "[outcome:success]"}})
@@ -66,8 +67,8 @@ func TestAgentsCanWriteTheirGroupWorkspace(t *testing.T) {
 		t.Fatalf("start_pipeline response = %v", resp)
 	}
 	e.screen.waitFor(t, "Pipeline complete", 1, 60*time.Second)
-	got, err := os.ReadFile(filepath.Join(e.cfg.DataDir, "groups", "main", "made-by-agent.txt"))
-	if err != nil || string(got) != "built\n" {
-		t.Fatalf("file the agent wrote in its workspace: %q, %v", got, err)
+	id, _ := readResponse(t, e.cfg.DataDir, "main", "write-1")["run_id"].(string)
+	if got := git(t, groupRepo(e, "main"), "show", workspace.BranchPrefix+workspace.ShortID(id)+":made-by-agent.txt"); got != "built\n" {
+		t.Fatalf("file the agent wrote in its workspace: %q", got)
 	}
 }

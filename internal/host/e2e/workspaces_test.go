@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"nanohost/internal/changes"
+	"nanohost/internal/config"
+	"nanohost/internal/runs"
+	"nanohost/internal/workspace"
+)
+
+// groupRepo is the repository the host keeps for a group's runs.
+func groupRepo(e *env, group string) string {
+	return filepath.Join(e.cfg.DataDir, "state", "workspaces", "repos", group+".git")
+}
+
+// git runs the git command on a host repository the way a developer would.
+func git(t *testing.T, gitDir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"--git-dir=" + gitDir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// startRun starts dot in group main over IPC and returns the run's id.
+func startRun(t *testing.T, e *env, id, dot string) string {
+	t.Helper()
+	writeIPCRequest(t, e.cfg.DataDir, "main", "tasks", id, map[string]any{"type": "start_pipeline", "dot": dot})
+	resp := readResponse(t, e.cfg.DataDir, "main", id)
+	runID, _ := resp["run_id"].(string)
+	if resp["status"] != "accepted" || runID == "" {
+		t.Fatalf("start_pipeline response = %v", resp)
+	}
+	return runID
+}
+
+func waitEnded(t *testing.T, e *env, id string, want runs.State) runs.Run {
+	t.Helper()
+	var run runs.Run
+	waitUntil(t, 120*time.Second, "run "+id+" ends", func() bool {
+		r, err := e.store.GetRun(context.Background(), id)
+		run = r
+		return err == nil && r.Status.Finished()
+	})
+	if run.Status != want {
+		t.Fatalf("run %s ended %s, want %s", id, run.Status, want)
+	}
+	return run
+}
+
+// An agent plants every git file that could make git run something on the
+// host — hooks, a .git file pointing at a repository with hooks of its
+// own, core.fsmonitor, a filter driver and diff.external in a config,
+// .gitattributes and .gitmodules naming them — and the run commits and
+// diffs its stages: nothing runs on the host, the planted .git entries are
+// not recorded, and .gitattributes/.gitmodules are recorded as plain files.
+func TestHostileGitFilesNeverRun(t *testing.T) {
+	docker := requireDocker(t)
+	marker := filepath.Join(t.TempDir(), "pwned")
+	hook := "#!/bin/sh\ntouch " + marker + "\n"
+	e := start(t, docker, setup{script: map[string]any{"default": "[outcome:success]"}})
+	// the chat agent (not a pipeline) can write the group folder: a planted .git there is not read either
+	folder := filepath.Join(e.cfg.DataDir, "groups", "main")
+	if err := os.MkdirAll(filepath.Join(folder, ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(folder, ".git", "config"), []byte("[core]\n\tfsmonitor = touch "+marker+"\n"), 0o644)
+	os.WriteFile(filepath.Join(folder, ".git", "hooks", "pre-commit"), []byte(hook), 0o755)
+
+	plant := strings.Join([]string{
+		"mkdir -p .git/hooks elsewhere/hooks sub",
+		"for h in pre-commit post-commit post-checkout pre-push fsmonitor-watchman reference-transaction; do printf '" + strings.ReplaceAll(hook, "\n", `\n`) + "' > .git/hooks/$h; chmod +x .git/hooks/$h; cp .git/hooks/$h elsewhere/hooks/; done",
+		`printf '[core]\n\tfsmonitor = touch ` + marker + `\n\tsshCommand = touch ` + marker + `\n\thooksPath = elsewhere/hooks\n[filter "evil"]\n\tclean = touch ` + marker + `\n\tsmudge = touch ` + marker + `\n[diff]\n\texternal = touch ` + marker + `\n[diff "evil"]\n\ttextconv = touch ` + marker + `\n' > .git/config`,
+		"cp .git/config elsewhere/config && echo 'ref: refs/heads/main' > .git/HEAD && cp .git/HEAD elsewhere/HEAD",
+		"echo 'gitdir: " + filepath.Dir(marker) + "' > sub/.git",
+		`printf '* filter=evil diff=evil\n' > .gitattributes`,
+		`printf '[submodule "x"]\n\tpath = sub\n\turl = ext::sh -c touch\\ ` + marker + `\n' > .gitmodules`,
+		"echo content > sub/file.txt && echo hello > hello.txt",
+	}, " && ")
+	dot := `digraph Hostile {
+    start [shape=Mdiamond]
+    plant [shape=parallelogram, tool_command="` + strings.ReplaceAll(plant, `"`, `\"`) + `"]
+    more  [shape=parallelogram, tool_command="echo again >> hello.txt"]
+    exit  [shape=Msquare]
+    start -> plant -> more -> exit
+}`
+	id := startRun(t, e, "hostile-1", dot)
+	run := waitEnded(t, e, id, runs.Succeeded)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a planted git file ran on the host")
+	}
+	repo, branch := groupRepo(e, "main"), workspace.BranchPrefix+workspace.ShortID(id)
+	files := strings.Fields(git(t, repo, "ls-tree", "-r", "--name-only", branch))
+	want := []string{".gitattributes", ".gitmodules", "elsewhere/HEAD", "elsewhere/config", "hello.txt", "sub/file.txt"}
+	for _, w := range want {
+		if !strings.Contains(" "+strings.Join(files, " ")+" ", " "+w+" ") {
+			t.Errorf("the branch lacks %s: %v", w, files)
+		}
+	}
+	for _, f := range files {
+		if strings.HasPrefix(f, ".git/") || strings.Contains(f, "/.git") {
+			t.Errorf("the branch records a .git entry: %s", f)
+		}
+	}
+	if got := git(t, repo, "show", branch+":.gitattributes"); got != "* filter=evil diff=evil\n" {
+		t.Errorf(".gitattributes recorded as %q", got)
+	}
+	// the run's record (what the dashboard and runs show read) was made by diffing, with nothing run either
+	if set, err := changes.ReadSet(os.DirFS(run.LogsRoot), "plant", true); err != nil || len(set.Changes) == 0 {
+		t.Errorf("plant's change record: %v %v", set, err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a planted git file ran on the host")
+	}
+	if _, err := os.Stat(filepath.Join(folder, "hello.txt")); err == nil {
+		t.Error("the run wrote into the group's folder")
+	}
+}
+
+// Two runs of one group started together each append to the same file:
+// each branch has only its own line, and the group's folder is untouched.
+func TestConcurrentRunsInOneGroupAreIsolated(t *testing.T) {
+	docker := requireDocker(t)
+	e := start(t, docker, setup{script: map[string]any{"default": "[outcome:success]"}, maxContainers: 2})
+	folder := filepath.Join(e.cfg.DataDir, "groups", "main")
+	if err := os.WriteFile(filepath.Join(folder, "shared.txt"), []byte("base\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	appendDOT := func(word string) string {
+		// each waits until it sees its own line, then lingers, so both are at work at once
+		return `digraph Append {
+    start [shape=Mdiamond]
+    add   [shape=parallelogram, tool_command="echo ` + word + ` >> shared.txt && sleep 2 && cat shared.txt"]
+    exit  [shape=Msquare]
+    start -> add -> exit
+}`
+	}
+	ids := []string{startRun(t, e, "alpha-1", appendDOT("alpha")), startRun(t, e, "beta-1", appendDOT("beta"))}
+	repo := groupRepo(e, "main")
+	for i, word := range []string{"alpha", "beta"} {
+		waitEnded(t, e, ids[i], runs.Succeeded)
+		branch := workspace.BranchPrefix + workspace.ShortID(ids[i])
+		if got := git(t, repo, "show", branch+":shared.txt"); got != "base\n"+word+"\n" {
+			t.Errorf("branch %s has shared.txt %q, want only its own line", branch, got)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(folder, "shared.txt")); string(got) != "base\n" {
+		t.Errorf("the group's folder changed: %q", got)
+	}
+	a, _ := e.store.GetRun(context.Background(), ids[0])
+	b, _ := e.store.GetRun(context.Background(), ids[1])
+	if a.FinishedAt.Before(b.StartedAt) || b.FinishedAt.Before(a.StartedAt) {
+		t.Errorf("the runs did not overlap: %v–%v and %v–%v", a.StartedAt, a.FinishedAt, b.StartedAt, b.FinishedAt)
+	}
+}
+
+// A 4-stage run — one stage retried, one changing nothing — leaves exactly
+// one commit per stage that changed files, with its trailers, and the
+// change records the surfaces read are git show of those commits.
+func TestStageCommitsAreTheRunsHistory(t *testing.T) {
+	docker := requireDocker(t)
+	e := start(t, docker, setup{script: map[string]any{
+		"nodes":   map[string]any{"think": []string{"[outcome:retry]", "[outcome:success]"}},
+		"default": "[outcome:success]",
+	}, configure: func(c *config.Config) {}})
+	dot := `digraph History {
+    start [shape=Mdiamond]
+    write [shape=parallelogram, label="Write notes", tool_command="printf 'one\\n' > notes.txt && mkdir -p src && echo 'package a' > src/a.go"]
+    idle  [shape=parallelogram, label="Look around", tool_command="ls -la > /dev/null"]
+    think [label="Think it over", prompt="Think", max_retries=2]
+    edit  [shape=parallelogram, label="Edit notes", tool_command="echo two >> notes.txt && rm src/a.go"]
+    exit  [shape=Msquare]
+    start -> write -> idle -> think -> edit -> exit
+}`
+	id := startRun(t, e, "history-1", dot)
+	run := waitEnded(t, e, id, runs.Succeeded)
+	repo, branch := groupRepo(e, "main"), workspace.BranchPrefix+workspace.ShortID(id)
+	log := strings.Split(strings.TrimSpace(git(t, repo, "log", "--reverse", "--format=%H %s", "refs/nanohost/folder.."+branch)), "\n")
+	if len(log) != 2 || !strings.HasSuffix(log[0], " write: Write notes") || !strings.HasSuffix(log[1], " edit: Edit notes") {
+		t.Fatalf("the branch's commits are %q; want write then edit", log)
+	}
+	for i, node := range []string{"write", "edit"} {
+		hash := strings.Fields(log[i])[0]
+		body := git(t, repo, "show", "-s", "--format=%B", hash)
+		for _, trailer := range []string{"Nanohost-Run: " + id, "Nanohost-Node: " + node, "Nanohost-Attempt: 1", "Nanohost-Persona: none"} {
+			if !strings.Contains(body, trailer) {
+				t.Errorf("commit of %s lacks %q:\n%s", node, trailer, body)
+			}
+		}
+		// runs show --changes NODE prints the stage's record: git show of its commit
+		set, err := changes.ReadSet(os.DirFS(run.LogsRoot), node, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if show := git(t, repo, "show", "--format=", hash); string(set.Diff) != show {
+			t.Errorf("%s's change record differs from git show:\n%s\nvs\n%s", node, set.Diff, show)
+		}
+	}
+	if n := countEvents(t, e.store, id, "StageRetrying", "think"); n != 1 {
+		t.Errorf("think was retried %d times; want 1", n)
+	}
+	if set, err := changes.ReadSet(os.DirFS(run.LogsRoot), "idle", false); err != nil || len(set.Changes) != 0 {
+		t.Errorf("idle's record: %v %v; want an empty one", set.Changes, err)
+	}
+}

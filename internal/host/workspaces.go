@@ -1,0 +1,55 @@
+package host
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+
+	"nanohost/internal/config"
+	"nanohost/internal/container"
+	"nanohost/internal/runs"
+	"nanohost/internal/workspace"
+)
+
+// Git workspaces (internal/workspace, docs/workspaces.md): every run works
+// on its own branch in its own working tree, a commit per stage, unless
+// workspaces.git is off.
+
+// newWorkspaces is the host's workspace manager, with its repositories in
+// the state directory (data/state, outside every mounted folder) and the
+// runs' working trees in data/worktrees; nil when off.
+func newWorkspaces(cfg *config.Config, log *slog.Logger) (*workspace.Manager, error) {
+	w := cfg.Workspaces
+	if !w.Git {
+		return nil, nil
+	}
+	return workspace.New(workspace.Options{
+		StateDir: filepath.Join(cfg.DataDir, "state", "workspaces"),
+		TreesDir: filepath.Join(cfg.DataDir, "worktrees"),
+		Author:   workspace.Author{Name: w.AuthorName, Email: w.AuthorEmail},
+		Limits:   workspace.Limits{MaxFileBytes: w.MaxFileBytes, MaxStageBytes: w.MaxStageBytes},
+		Logger:   log,
+		AgentUID: container.DefaultAgentUID, AgentGID: container.DefaultAgentGID,
+	})
+}
+
+// branchRun is a run's backend working in the run's own tree and
+// committing each stage to its branch.
+type branchRun struct {
+	*workspace.Backend
+	run runs.RunBackend
+}
+
+func (b branchRun) Close() { b.run.Close() }
+
+// onBranch gives a run its branch and working tree, and its agents that tree.
+func (r runtime) onBranch(ctx context.Context, run runs.Run) (runs.RunBackend, error) {
+	env := r.env.of(run.GroupFolder)
+	ws, err := r.workspaces.Open(ctx, run.ID, workspace.Source{Name: run.GroupFolder, Folder: env.Workspace})
+	if err != nil {
+		return nil, err
+	}
+	env.Workspace = ws.Dir
+	backend := r.agents.ForRun(run.ID, env)
+	return branchRun{Backend: ws.Wrap(backend), run: backend}, nil
+}

@@ -1,0 +1,115 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"nanohost/internal/changes"
+	"nanohost/internal/pipeline/agenttext"
+	"nanohost/internal/pipeline/engine"
+)
+
+// Backend is an engine.Backend that works a run's stages in its working
+// tree and commits each one: it decorates the backend that runs the agents
+// (whose workspace must be Run.Dir).
+type Backend struct {
+	run  *Run
+	next engine.Backend
+}
+
+// Wrap returns next committing each stage to the run's branch.
+func (run *Run) Wrap(next engine.Backend) *Backend { return &Backend{run: run, next: next} }
+
+var _ engine.Backend = (*Backend)(nil)
+
+// Run implements engine.Backend.
+func (b *Backend) Run(ctx context.Context, req engine.Request) (engine.Result, error) {
+	if req.StageDir == "" || req.RunDir == "" {
+		return b.next.Run(ctx, req)
+	}
+	s := StageID{Node: req.NodeID, Attempt: req.Attempt, Execution: req.Execution, Persona: req.Persona}
+	if req.Node != nil {
+		s.Label = req.Node.Label()
+	}
+	if err := b.run.Begin(ctx, s); err != nil {
+		b.run.abandon()
+		return engine.Result{}, fmt.Errorf("prepare the run's working tree: %w", err)
+	}
+	res, runErr := b.next.Run(ctx, req)
+	kept := runErr == nil && succeeded(req, res)
+	c, err := b.run.Finish(context.WithoutCancel(ctx), s, kept)
+	var tooLarge *TooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		return res, err // the stage fails, saying what was too large
+	case err != nil:
+		b.run.m.log.Warn("the stage's commit failed", "run", req.RunID, "node", req.NodeID, "err", err)
+		res.Changes = &engine.WorkspaceChanges{Error: err.Error()}
+		return res, runErr
+	}
+	if kept {
+		res.Changes = b.record(ctx, req, c)
+	}
+	return res, runErr
+}
+
+// succeeded says a stage's edits belong on the branch: its outcome, read
+// with the engine's precedence (the backend's, status.json, the tags, the
+// exit status), is a success.
+func succeeded(req engine.Request, res engine.Result) bool {
+	if res.Outcome != nil {
+		return res.Outcome.Status.IsSuccess()
+	}
+	status := func(s string) bool {
+		st, err := engine.ParseStatus(s)
+		return err == nil && st.IsSuccess()
+	}
+	if data, err := os.ReadFile(filepath.Join(req.StageDir, "status.json")); err == nil {
+		sf, err := agenttext.ParseStatusFile(data)
+		return err == nil && status(sf.Outcome)
+	}
+	text := res.Text
+	if req.Kind == engine.KindTool && text == "" {
+		text = res.Output
+	}
+	if p := agenttext.Parse(text); p.Status != "" {
+		return status(p.Status)
+	}
+	return req.Kind != engine.KindTool || res.ExitCode == 0
+}
+
+// record writes the stage's change set (its commit's diff) and the run's
+// (base to head) where the dashboard, the thread and the CLI read them.
+func (b *Backend) record(ctx context.Context, req engine.Request, c Commit) *engine.WorkspaceChanges {
+	ctx = context.WithoutCancel(ctx)
+	var list []changes.Change
+	var diff []byte
+	var err error
+	if !c.Hash.IsZero() {
+		if list, diff, err = b.run.Diff(ctx, c.Parent, c.Hash); err != nil {
+			return &engine.WorkspaceChanges{Error: err.Error()}
+		}
+	}
+	if err := writeRecord(req.StageDir, list, diff); err != nil {
+		return &engine.WorkspaceChanges{Error: err.Error()}
+	}
+	if c.Hash.IsZero() {
+		return nil
+	}
+	if runList, runDiff, err := b.run.Diff(ctx, b.run.Base, c.Hash); err == nil {
+		if err := writeRecord(filepath.Join(req.RunDir, changes.RunDir), runList, runDiff); err != nil {
+			b.run.m.log.Warn("the run's change record was not written", "run", req.RunID, "err", err)
+		}
+	}
+	return summary(list)
+}
+
+// abandon undoes Begin's count when the stage never ran.
+func (run *Run) abandon() {
+	run.mu.Lock()
+	run.inflight--
+	run.mu.Unlock()
+}

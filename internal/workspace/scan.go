@@ -1,0 +1,264 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+)
+
+// entry is a file of a working tree as last seen: what git records (mode
+// and blob) and the stat data that lets the next walk skip reading it.
+type entry struct {
+	Mode  filemode.FileMode
+	Hash  plumbing.Hash
+	Size  int64
+	Mtime int64 // ns
+	Ctime int64 // ns
+	Ino   uint64
+}
+
+// index is a working tree's files by slash-separated path, and when the
+// walk that produced it started.
+type index struct {
+	Files map[string]entry
+	Taken int64 // ns
+}
+
+func newIndex() *index { return &index{Files: map[string]entry{}} }
+
+// racyWindow: a file whose ctime is this close to (or after) the moment
+// its stat was taken is read again next time — the kernel's file clock is
+// coarser than time.Now, so a change within the same tick could keep its
+// size and times.
+const racyWindow = int64(20 * time.Millisecond)
+
+// reusable says the stat st of a file matches what prev recorded, with
+// prev taken well after the file last changed.
+func (ix *index) reusable(p string, st *syscall.Stat_t, mode filemode.FileMode) (entry, bool) {
+	e, ok := ix.Files[p]
+	if !ok || e.Mode != mode || e.Size != st.Size || e.Ino != st.Ino ||
+		e.Mtime != timespecNs(st.Mtim) || e.Ctime != timespecNs(st.Ctim) || e.Ctime >= ix.Taken-racyWindow {
+		return entry{}, false
+	}
+	return e, true
+}
+
+func timespecNs(t syscall.Timespec) int64 { return t.Sec*1e9 + t.Nsec }
+
+// Limits bound what one stage may add to a run's history.
+type Limits struct {
+	// MaxFileBytes is the largest file recorded (default 100 MiB).
+	MaxFileBytes int64
+	// MaxStageBytes bounds the new content one commit may add (default 1 GiB).
+	MaxStageBytes int64
+	// MaxFiles bounds the files of a working tree (default 200,000).
+	MaxFiles int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxFileBytes <= 0 {
+		l.MaxFileBytes = 100 << 20
+	}
+	if l.MaxStageBytes <= 0 {
+		l.MaxStageBytes = 1 << 30
+	}
+	if l.MaxFiles <= 0 {
+		l.MaxFiles = 200_000
+	}
+	return l
+}
+
+// TooLargeError refuses a stage's changes that exceed Limits.
+type TooLargeError struct {
+	What  string // "file x/y.bin" or "the stage's new content"
+	Bytes int64
+	Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s is %d bytes, over the limit of %d recorded per %s: remove it from the workspace or raise workspaces.max_file_bytes / max_stage_bytes",
+		e.What, e.Bytes, e.Limit, map[bool]string{true: "file", false: "stage"}[strings.HasPrefix(e.What, "file ")])
+}
+
+// excluded names are never recorded: a .git anywhere in a tree (any case)
+// is the agent's own repository, untrusted and never read.
+func excluded(name string) bool { return strings.EqualFold(name, ".git") }
+
+// blobSink stores a blob and returns its hash.
+type blobSink interface {
+	putBlob(data []byte) (plumbing.Hash, error)
+}
+
+// scanner walks a working tree through an os.Root, so no name — and no
+// symbolic link an agent planted — leads outside it.
+type scanner struct {
+	root  *os.Root
+	prev  *index
+	next  *index
+	sink  blobSink
+	lim   Limits
+	added int64 // bytes of content read and stored this walk
+}
+
+// scan walks dir and returns its index, reading only the files whose stat
+// differs from prev and storing their content in sink.
+func scan(dir string, prev *index, sink blobSink, lim Limits) (*index, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	if prev == nil {
+		prev = newIndex()
+	}
+	s := &scanner{root: root, prev: prev, next: &index{Files: make(map[string]entry, len(prev.Files)), Taken: time.Now().UnixNano()},
+		sink: sink, lim: lim.withDefaults()}
+	if err := s.walk("."); err != nil {
+		return nil, err
+	}
+	return s.next, nil
+}
+
+func (s *scanner) walk(dir string) error {
+	f, err := s.root.Open(dir)
+	if err != nil {
+		return err
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if excluded(name) {
+			continue
+		}
+		p := name
+		if dir != "." {
+			p = dir + "/" + name
+		}
+		if err := s.visit(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *scanner) visit(p string) error {
+	fi, err := s.root.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // removed while we walked
+	}
+	if err != nil {
+		return err
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if st == nil {
+		return fmt.Errorf("%s: no stat data", p)
+	}
+	switch {
+	case fi.IsDir():
+		return s.walk(p)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return s.link(p, st)
+	case fi.Mode().IsRegular():
+		return s.file(p, fi, st)
+	}
+	return nil // FIFOs, sockets, devices: not content
+}
+
+func (s *scanner) record(p string, e entry) error {
+	if len(s.next.Files) >= s.lim.MaxFiles {
+		return fmt.Errorf("the workspace has more than %d files: the limit of workspaces.max_files", s.lim.MaxFiles)
+	}
+	s.next.Files[p] = e
+	return nil
+}
+
+func (s *scanner) link(p string, st *syscall.Stat_t) error {
+	if e, ok := s.prev.reusable(p, st, filemode.Symlink); ok {
+		return s.record(p, e)
+	}
+	target, err := s.root.Readlink(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	h, err := s.store(p, []byte(target))
+	if err != nil {
+		return err
+	}
+	return s.record(p, statEntry(filemode.Symlink, h, st))
+}
+
+func (s *scanner) file(p string, fi fs.FileInfo, st *syscall.Stat_t) error {
+	mode := filemode.Regular
+	if fi.Mode()&0o111 != 0 {
+		mode = filemode.Executable
+	}
+	if e, ok := s.prev.reusable(p, st, mode); ok {
+		return s.record(p, e)
+	}
+	if st.Size > s.lim.MaxFileBytes {
+		return &TooLargeError{What: "file " + p, Bytes: st.Size, Limit: s.lim.MaxFileBytes}
+	}
+	f, err := s.root.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ofi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !ofi.Mode().IsRegular() { // swapped for something else since the lstat
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, s.lim.MaxFileBytes+1))
+	if err != nil {
+		return err
+	}
+	if int64(len(data)) > s.lim.MaxFileBytes {
+		return &TooLargeError{What: "file " + p, Bytes: int64(len(data)), Limit: s.lim.MaxFileBytes}
+	}
+	h, err := s.store(p, data)
+	if err != nil {
+		return err
+	}
+	return s.record(p, statEntry(mode, h, ofi.Sys().(*syscall.Stat_t)))
+}
+
+func (s *scanner) store(p string, data []byte) (plumbing.Hash, error) {
+	s.added += int64(len(data))
+	if s.added > s.lim.MaxStageBytes {
+		return plumbing.ZeroHash, &TooLargeError{What: "the stage's new content (at " + p + ")", Bytes: s.added, Limit: s.lim.MaxStageBytes}
+	}
+	return s.sink.putBlob(data)
+}
+
+func statEntry(mode filemode.FileMode, h plumbing.Hash, st *syscall.Stat_t) entry {
+	return entry{Mode: mode, Hash: h, Size: st.Size, Mtime: timespecNs(st.Mtim), Ctime: timespecNs(st.Ctim), Ino: st.Ino}
+}
+
+// parentDirs lists the directories above p, outermost first.
+func parentDirs(p string) []string {
+	var out []string
+	for d := path.Dir(p); d != "."; d = path.Dir(d) {
+		out = append([]string{d}, out...)
+	}
+	return out
+}

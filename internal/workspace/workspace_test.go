@@ -1,0 +1,104 @@
+package workspace
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// newManager is a manager with its state in a temporary directory.
+func newManager(t testing.TB) *Manager {
+	t.Helper()
+	m, err := New(Options{StateDir: filepath.Join(t.TempDir(), "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func writeFile(t testing.TB, dir, name, content string) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gitOut runs git against a host repository the way a developer would.
+func gitOut(t testing.TB, gitDir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"--git-dir=" + gitDir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func TestStageCommitOnTheRunsBranch(t *testing.T) {
+	ctx := context.Background()
+	m := newManager(t)
+	folder := t.TempDir()
+	writeFile(t, folder, "notes.txt", "one\n")
+	writeFile(t, folder, "src/a.go", "package a\n")
+	run, err := m.Open(ctx, "pipeline-1-abcdef", Source{Name: "team", Folder: folder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Branch != "nanohost/1-abcdef" {
+		t.Fatalf("branch %q", run.Branch)
+	}
+	if got, _ := os.ReadFile(filepath.Join(run.Dir, "src/a.go")); string(got) != "package a\n" {
+		t.Fatalf("tree not checked out: %q", got)
+	}
+	s := StageID{Node: "write", Label: "Write it", Attempt: 1, Execution: 1, Persona: "dev"}
+	if err := run.Begin(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, run.Dir, "notes.txt", "one\ntwo\n")
+	if err := os.Symlink("/etc/passwd", filepath.Join(run.Dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := run.Finish(ctx, s, true)
+	if err != nil || c.Hash.IsZero() {
+		t.Fatalf("commit %v %v", c, err)
+	}
+	log := gitOut(t, run.GitDir(), "log", "--format=%s%n%b", run.Branch)
+	for _, want := range []string{"write: Write it", "Nanohost-Run: pipeline-1-abcdef", "Nanohost-Node: write", "Nanohost-Attempt: 1", "Nanohost-Persona: dev"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	show := gitOut(t, run.GitDir(), "show", "--format=", run.Branch)
+	if !strings.Contains(show, "+two") || !strings.Contains(show, "new file mode 120000") {
+		t.Errorf("commit:\n%s", show)
+	}
+	list, diff, err := run.Diff(ctx, c.Parent, c.Hash)
+	if err != nil || len(list) != 2 || string(diff) != show {
+		t.Fatalf("diff %v %v\n%s\nvs\n%s", list, err, diff, show)
+	}
+	// a stage that fails: its edits go aside, the tree is back at the branch
+	s2 := StageID{Node: "break", Attempt: 1, Execution: 1}
+	run.Begin(ctx, s2)
+	writeFile(t, run.Dir, "notes.txt", "broken\n")
+	c2, err := run.Finish(ctx, s2, false)
+	if err != nil || c2.SideRef == "" {
+		t.Fatalf("failed stage: %v %v", c2, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(run.Dir, "notes.txt")); string(got) != "one\ntwo\n" {
+		t.Fatalf("tree not reset: %q", got)
+	}
+	if got := gitOut(t, run.GitDir(), "show", c2.SideRef.String()+":notes.txt"); got != "broken\n" {
+		t.Fatalf("side ref holds %q", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(folder, "notes.txt")); string(got) != "one\n" {
+		t.Fatalf("the group folder changed: %q", got)
+	}
+}
