@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"nanohost/internal/changes"
+	gitws "nanohost/internal/workspace"
 	"nanohost/internal/config"
 	"nanohost/internal/container"
 	"nanohost/internal/mounts"
@@ -150,6 +151,16 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	if _, err := b.CleanupOrphans(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "warning: cleaning up containers of a crashed earlier run:", err)
 	}
+	if gitDir := gitDirOf(workspace); gitDir != "" {
+		// a repository: the run works on its own branch in its own tree
+		ws, err := openRunBranch(ctx, stateDir, o.RunID, workspace, gitDir)
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		run := b.ForRun(o.RunID, container.RunEnv{Workspace: ws.Dir, ExtraMounts: extra})
+		return containerRunBackend{Backend: ws.Wrap(run), run: run, all: b, branch: ws}, nil
+	}
 	run := b.ForRun(o.RunID, container.RunEnv{Workspace: workspace, ExtraMounts: extra})
 	rb := containerRunBackend{Backend: run, run: run, all: b}
 	if record, _ := fs.GetBool("record-changes"); !record {
@@ -194,9 +205,13 @@ func agentImage(ctx context.Context, rt container.Runtime, fs *pflag.FlagSet, ag
 // runtime).
 type containerRunBackend struct {
 	engine.Backend
-	run *container.RunBackend
-	all *container.Backend
+	run    *container.RunBackend
+	all    *container.Backend
+	branch *gitws.Run // nil: the run works in the workspace itself
 }
+
+// Branch implements branched.
+func (d containerRunBackend) Branch() *gitws.Run { return d.branch }
 
 func (d containerRunBackend) Close() {
 	d.run.Close()

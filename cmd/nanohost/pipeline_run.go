@@ -363,10 +363,13 @@ func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string
 	if err != nil {
 		return exitCode(exitInvalid, err)
 	}
+	branch := branchOf(backend)
 	if f.asJSON {
-		if err := writeJSON(out, newResultJSON(res)); err != nil {
+		if err := writeJSON(out, newResultJSON(res, branch)); err != nil {
 			return exitCode(exitRunFailed, err)
 		}
+	} else if branch != nil {
+		printBranch(out, branch)
 	}
 	if res.Interrupted {
 		fmt.Fprintf(cmd.ErrOrStderr(), "run interrupted; continue it with: nanohost pipeline resume %s\n", res.LogsRoot)
@@ -450,11 +453,13 @@ func newInterviewer(cmd *cobra.Command, f *runFlags) (engine.Interviewer, error)
 type resultJSON struct {
 	*engine.RunResult
 	Duration *struct{} `json:"duration_ns,omitempty"` // hides RunResult.Duration: not in the contract
+	// the run's branch, when its workspace is a repository
+	*branchJSON
 }
 
-func newResultJSON(r *engine.RunResult) resultJSON {
+func newResultJSON(r *engine.RunResult, branch *branchJSON) resultJSON {
 	if abs, err := filepath.Abs(r.LogsRoot); err == nil {
 		r.LogsRoot = abs
 	}
-	return resultJSON{RunResult: r}
+	return resultJSON{RunResult: r, branchJSON: branch}
 }

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"nanohost/internal/container/containertest"
+)
+
+// gitIn runs git in dir as a developer would (no system or global config).
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "safe.directory=*", "-c", "user.name=dev", "-c", "user.email=dev@example.com"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// Two `pipeline run --workspace DIR` on one repository at once each work on
+// their own branch and tree: each branch has only its own edit on top of
+// DIR's HEAD, --json names the branch, base and commits, and DIR's own
+// checkout is untouched.
+func TestPipelineRunOnARepositoryWorksOnItsOwnBranch(t *testing.T) {
+	containertest.Require(t)
+	repo := containertest.Workspace(t)
+	gitIn(t, repo, "init", "-q", "-b", "main")
+	writeFile(t, repo, "shared.txt", "base\n")
+	gitIn(t, repo, "add", "shared.txt")
+	gitIn(t, repo, "commit", "-q", "-m", "base")
+	head := strings.TrimSpace(gitIn(t, repo, "rev-parse", "HEAD"))
+	state, dir := t.TempDir(), t.TempDir()
+	var wg sync.WaitGroup
+	results := map[string]cliResult{}
+	var mu sync.Mutex
+	for _, word := range []string{"alpha", "beta"} {
+		dot := writeFile(t, dir, word+".dot", `digraph Append {
+    start [shape=Mdiamond]
+    add   [shape=parallelogram, label="Add a line", tool_command="echo `+word+` >> shared.txt && sleep 1"]
+    exit  [shape=Msquare]
+    start -> add -> exit
+}`)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := runNanohost(t, "", "pipeline", "run", dot, "--backend", "docker", "--image", containertest.Image,
+				"--workspace", repo, "--state-dir", state, "--network", "none", "--logs", filepath.Join(dir, word+"-run"), "--json")
+			mu.Lock()
+			results[word] = r
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for word, r := range results {
+		if r.code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", word, r.code, r.stdout, r.stderr)
+		}
+		var res struct {
+			Status  string   `json:"status"`
+			Branch  string   `json:"branch"`
+			Base    string   `json:"base"`
+			Commits []string `json:"commits"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(res.Branch, "nanohost/") || res.Base != head || len(res.Commits) != 1 {
+			t.Fatalf("%s: --json gives branch %q base %q commits %v; want a nanohost/ branch on %s with one commit", word, res.Branch, res.Base, res.Commits, head)
+		}
+		if got := gitIn(t, repo, "show", res.Branch+":shared.txt"); got != "base\n"+word+"\n" {
+			t.Errorf("%s's branch has shared.txt %q; want only its own line", word, got)
+		}
+		if got := strings.TrimSpace(gitIn(t, repo, "rev-parse", res.Branch)); got != res.Commits[0] {
+			t.Errorf("%s: the branch is at %s, --json says %s", word, got, res.Commits[0])
+		}
+		if subject := gitIn(t, repo, "log", "-1", "--format=%s", res.Branch); subject != "add: Add a line\n" {
+			t.Errorf("%s: commit subject %q", word, subject)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(repo, "shared.txt")); string(got) != "base\n" {
+		t.Errorf("the repository's checkout changed: %q", got)
+	}
+	if st := gitIn(t, repo, "status", "--porcelain"); st != "" {
+		t.Errorf("the repository's checkout is not clean:\n%s", st)
+	}
+}
