@@ -102,3 +102,53 @@ func TestStageCommitOnTheRunsBranch(t *testing.T) {
 		t.Fatalf("the group folder changed: %q", got)
 	}
 }
+
+// The host died after a stage's commit but before the journal recorded the
+// stage: when the same execution runs again, that commit is set aside and
+// the rerun's replaces it, so the stage appears once on the branch.
+func TestACommitTheJournalNeverSawIsRedoneNotDoubled(t *testing.T) {
+	ctx := context.Background()
+	m := newManager(t)
+	folder := t.TempDir()
+	writeFile(t, folder, "a.txt", "a\n")
+	run, err := m.Open(ctx, "pipeline-2-abcdef", Source{Name: "team", Folder: folder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := StageID{Node: "edit", Attempt: 1, Execution: 1}
+	run.Begin(ctx, s)
+	writeFile(t, run.Dir, "a.txt", "first try\n")
+	if _, err := run.Finish(ctx, s, true); err != nil {
+		t.Fatal(err)
+	}
+	// a new process opens the run again and the engine reruns execution 1
+	again, err := newManagerAt(t, m.opts.StateDir).Open(ctx, "pipeline-2-abcdef", Source{Name: "team", Folder: folder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Begin(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(again.Dir, "a.txt")); string(got) != "a\n" {
+		t.Fatalf("the rerun starts from %q, not the stage's start", got)
+	}
+	writeFile(t, again.Dir, "a.txt", "second try\n")
+	if _, err := again.Finish(ctx, s, true); err != nil {
+		t.Fatal(err)
+	}
+	log := gitOut(t, again.GitDir(), "log", "--format=%s", "refs/nanohost/folder.."+again.Branch)
+	if log != "edit: edit\n" {
+		t.Fatalf("branch log %q; want the stage once", log)
+	}
+	if got := gitOut(t, again.GitDir(), "show", "refs/nanohost/redone/2-abcdef/edit/1:a.txt"); got != "first try\n" {
+		t.Fatalf("the set-aside commit holds %q", got)
+	}
+}
+
+func newManagerAt(t testing.TB, state string) *Manager {
+	m, err := New(Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

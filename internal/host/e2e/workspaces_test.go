@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -211,5 +213,79 @@ func TestStageCommitsAreTheRunsHistory(t *testing.T) {
 	}
 	if set, err := changes.ReadSet(os.DirFS(run.LogsRoot), "idle", false); err != nil || len(set.Changes) != 0 {
 		t.Errorf("idle's record: %v %v; want an empty one", set.Changes, err)
+	}
+}
+
+// `nanohost serve` is SIGKILLed while a stage has written part of its
+// work; on the next start the stage runs again on a clean tree (the
+// branch's last commit), its half-work is kept on a side ref, and no
+// stage's commit appears twice on the branch.
+func TestSIGKILLMidStageResumesOnTheLastCommit(t *testing.T) {
+	t.Parallel()
+	requireDocker(t)
+	bin := nanohostBinary(t)
+	dir := t.TempDir()
+	script := writeScript(t, dir, map[string]any{"default": "[outcome:success]"})
+	conf := consoleServeConfig(t, dir, script)
+	data := filepath.Join(dir, "data")
+	folder := filepath.Join(data, "groups", "main")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dot := `digraph Crash {
+    start [shape=Mdiamond]
+    first [shape=parallelogram, label="First", tool_command="echo first > first.txt"]
+    write [shape=parallelogram, label="Write", tool_command="echo half >> work.txt && sleep 6 && echo full >> work.txt"]
+    exit  [shape=Msquare]
+    start -> first -> write -> exit
+}`
+	if err := os.WriteFile(filepath.Join(folder, "crash.dot"), []byte(dot), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first := startServe(t, bin, dir, os.Environ(), "--config", conf)
+	first.screen.waitFor(t, "nanohost is ready", 1, 30*time.Second)
+	if _, err := fmt.Fprintln(first.typing, "/pipeline run crash"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st := readStore(t, data)
+	var run runs.Run
+	waitUntil(t, 60*time.Second, "stage write has written half its work", func() bool {
+		page, err := st.ListRuns(ctx, runs.Filter{})
+		if err != nil || len(page.Runs) != 1 {
+			return false
+		}
+		run = page.Runs[0]
+		half, err := os.ReadFile(filepath.Join(data, "worktrees", workspace.ShortID(run.ID), "work.txt"))
+		return err == nil && string(half) == "half\n"
+	})
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+
+	second := startServe(t, bin, dir, os.Environ(), "--config", conf)
+	defer second.terminate(t, true)
+	waitUntil(t, 90*time.Second, "the resumed run succeeds", func() bool {
+		r, err := st.GetRun(ctx, run.ID)
+		return err == nil && r.Status == runs.Succeeded
+	})
+	repo, branch := filepath.Join(data, "state", "workspaces", "repos", "main.git"), workspace.BranchPrefix+workspace.ShortID(run.ID)
+	if got := git(t, repo, "show", branch+":work.txt"); got != "half\nfull\n" {
+		t.Errorf("the rerun did not start from a clean tree: work.txt on the branch is %q", got)
+	}
+	subjects := git(t, repo, "log", "--format=%s", "refs/nanohost/folder.."+branch)
+	if subjects != "write: Write\nfirst: First\n" {
+		t.Errorf("the branch's commits are\n%s\nwant write and first once each", subjects)
+	}
+	aside := strings.Fields(git(t, repo, "for-each-ref", "--format=%(refname)", "refs/nanohost/interrupted/"))
+	if len(aside) != 1 {
+		t.Fatalf("side refs for the half-work: %v, want one", aside)
+	}
+	if got := git(t, repo, "show", aside[0]+":work.txt"); got != "half\n" {
+		t.Errorf("the side ref %s holds work.txt %q, want the half-work", aside[0], got)
+	}
+	if log, _ := os.ReadFile(filepath.Join(dir, "serve.log")); !strings.Contains(string(log), aside[0]) {
+		t.Errorf("the log does not name the side ref %s", aside[0])
 	}
 }
