@@ -17,11 +17,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"nanohost/internal/changes"
-	gitws "nanohost/internal/workspace"
 	"nanohost/internal/config"
 	"nanohost/internal/container"
 	"nanohost/internal/mounts"
 	"nanohost/internal/pipeline/engine"
+	gitws "nanohost/internal/workspace"
 )
 
 func init() {
