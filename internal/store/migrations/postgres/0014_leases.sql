@@ -1,4 +1,4 @@
--- 0013: one table of leases for every kind (SQLite's 0013): a run's
+-- 0014: one table of leases for every kind (SQLite's 0014): a run's
 -- driver, a group's chat conversation, a run thread's one deliverer, and
 -- any kind to come — one row (kind, key, owner, expiry), taken, renewed
 -- and released by the same statements (internal/lease). The run and group
