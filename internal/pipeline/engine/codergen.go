@@ -20,16 +20,21 @@ import (
 type codergenHandler struct{}
 
 func (codergenHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) {
-	return runAgent(ctx, st, KindCodergen, stagePrompt(st), "")
+	prompt, err := stagePrompt(st)
+	if err != nil {
+		return refFailure(err)
+	}
+	return runAgent(ctx, st, KindCodergen, prompt, "")
 }
 
-// stagePrompt is the node's prompt (its label when empty) with $goal expanded.
-func stagePrompt(st *Stage) string {
-	prompt := st.Node.Attrs["prompt"]
+// stagePrompt is the node's prompt (its label when empty) with $goal and
+// its ${…} references expanded.
+func stagePrompt(st *Stage) (string, error) {
+	prompt, what := st.Node.Attrs["prompt"], "prompt"
 	if strings.TrimSpace(prompt) == "" {
-		prompt = st.Node.Label()
+		prompt, what = st.Node.Label(), "label"
 	}
-	return strings.ReplaceAll(prompt, "$goal", st.Graph.Goal())
+	return expandRefs(st, what, strings.ReplaceAll(prompt, "$goal", st.Graph.Goal()), nil)
 }
 
 // stageSchema is the node's compiled output_schema, nil when it has none.

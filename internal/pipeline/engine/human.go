@@ -89,6 +89,11 @@ func (st *Stage) question(opts []Option) Question {
 	if text == "" {
 		text = st.Node.Label()
 	}
+	if expanded, err := expandRefs(st, "question", text, nil); err == nil {
+		text = expanded
+	} else {
+		st.Warn(err.Error() + "; the question is asked as written")
+	}
 	q := Question{
 		ID: fmt.Sprintf("%s-%d", st.Node.ID, st.Visit), RunID: st.RunID, Stage: st.Node.ID,
 		Text: text, Type: QuestionMultipleChoice, Options: opts, Approvers: st.Node.Attrs["approvers"],

@@ -497,8 +497,11 @@ func (fanInHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) {
 	if strings.TrimSpace(st.Node.Attrs["prompt"]) == "" {
 		return Outcome{Status: StatusSuccess, Notes: "selected best candidate: " + top.ID, ContextUpdates: updates}, nil
 	}
-	prompt := stagePrompt(st) + "\n\n" + formatResults(results)
-	out, err := runAgent(ctx, st, KindCodergen, prompt, "")
+	prompt, err := stagePrompt(st)
+	if err != nil {
+		return refFailure(err)
+	}
+	out, err := runAgent(ctx, st, KindCodergen, prompt+"\n\n"+formatResults(results), "")
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"nanohost/internal/pipeline/refs"
 )
 
 // Context keys a tool node sets.
@@ -22,6 +24,11 @@ func (toolHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) {
 	command := strings.TrimSpace(st.Node.Attrs["tool_command"])
 	if command == "" {
 		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("tool node %s has no tool_command", st.Node.ID)}, nil
+	}
+	// Each value is one shell word: a context value is never code.
+	command, err := expandRefs(st, "tool_command", command, refs.ShellQuote)
+	if err != nil {
+		return refFailure(err)
 	}
 	reply, err := callBackend(ctx, st, KindTool, command, command)
 	if err != nil {

@@ -617,3 +617,39 @@ func TestPositionsOnOneLongLine(t *testing.T) {
 		t.Fatalf("at %d:%d, want 1:%d", ds[0].Line, ds[0].Column, want)
 	}
 }
+
+// A ${…} reference nothing before it can set is a warning naming the key.
+func TestReferencesNoStageCanSetAreWarned(t *testing.T) {
+	src := `digraph g {
+    graph [goal="g", inputs="repo"]
+    start [shape=Mdiamond]
+    exit [shape=Msquare]
+    review [prompt="r", output_schema="{\"type\": \"object\", \"properties\": {\"confidence\": {\"type\": \"number\"}}}"]
+    later [prompt="x"]
+    fix [prompt="${review.confidence} ${review.verdict} ${later.note} ${input.repo} ${input.ref} ${graph.goal} ${graph.owner} ${context.branch} ${broken"]
+    start -> review -> fix -> later -> exit
+}`
+	ds := byRule(check(t, src, Options{Source: []byte(src)}), "var_refs")
+	var msgs []string
+	for _, d := range ds {
+		if d.Severity != pipeline.SeverityWarning || d.Line != 7 || d.Fix == "" {
+			t.Errorf("want warnings at line 7 with a fix: %+v", d)
+		}
+		msgs = append(msgs, d.Message)
+	}
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{
+		"${review.verdict}, but review's output_schema has no field verdict",
+		"${later.note}, but later does not run before fix",
+		"${input.ref}, but the graph's inputs (repo) do not list ref",
+		"${graph.owner}, but the graph has no owner attribute",
+		`"${broken" is not a reference (no closing })`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no warning %q in:\n%s", want, all)
+		}
+	}
+	if len(ds) != 5 {
+		t.Errorf("want 5 warnings (review.confidence, input.repo, graph.goal, context.branch pass), got:%s", dump(ds))
+	}
+}

@@ -35,6 +35,7 @@ func builtinRules(opts Options) []Rule {
 		RuleFunc("condition_syntax", c.conditionSyntax),
 		RuleFunc("condition_type", c.conditionType),
 		RuleFunc("output_schema", c.outputSchema),
+		RuleFunc("var_refs", c.varRefs),
 		RuleFunc("stylesheet_syntax", c.stylesheetSyntax),
 		RuleFunc("type_known", c.typeKnown),
 		RuleFunc("fidelity_valid", c.fidelityValid),
