@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -109,9 +110,21 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout io.W
 	if err != nil {
 		return err
 	}
+	gwEnv, err := gatewayEnv(ctx, first.Gateway, log)
+	if err != nil {
+		return err
+	}
+	secrets := first.Secrets
+	if len(gwEnv) > 0 {
+		secrets = maps.Clone(secrets)
+		if secrets == nil {
+			secrets = map[string]string{}
+		}
+		maps.Copy(secrets, gwEnv)
+	}
 	r := &runner{agent: ag, out: &lockedWriter{w: stdout}, log: log, opts: opts, nonce: first.Nonce,
-		secrets: first.Secrets, executions: map[string]int{}, stream: stream}
-	first.Nonce, first.Secrets, first.Script = "", nil, nil
+		secrets: secrets, executions: map[string]int{}, stream: stream}
+	first.Nonce, first.Secrets, first.Script, first.Gateway = "", nil, nil, ""
 	if stream {
 		return r.serveStream(ctx, first, rest)
 	}

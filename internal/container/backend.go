@@ -202,7 +202,7 @@ func (b *Backend) runAgent(ctx context.Context, req engine.Request) (engine.Resu
 	res, err := s.await(ctx, preq.DispatchID)
 	if err != nil {
 		s.stop("dispatch failed")
-		return engine.Result{}, b.dispatchError(req, err)
+		return s.spent(), b.dispatchError(req, err)
 	}
 	out, err := b.toResult(req, s, res)
 	// The container exits by itself after a one-shot answer; clean up
@@ -260,7 +260,7 @@ func (b *Backend) runInThread(ctx context.Context, req engine.Request, preq prot
 	if err != nil {
 		s.stop("dispatch failed")
 		t.live = nil
-		return engine.Result{}, b.dispatchError(req, err)
+		return s.spent(), b.dispatchError(req, err)
 	}
 	if res.SessionID != "" && res.SessionID != t.sessionID {
 		t.sessionID = res.SessionID
@@ -378,6 +378,14 @@ func (b *Backend) toResult(req engine.Request, s *session, res protocol.Result) 
 	}
 	if res.Truncated {
 		b.log.Warn("agent result was truncated by the runner", "node", req.NodeID)
+	}
+	if s.meter != nil {
+		// The gateway's numbers, not what the agent says it spent.
+		var refusal string
+		out.Usage, refusal = s.meter.take()
+		if refusal != "" {
+			return out, fmt.Errorf("node %s: the model gateway refused a call: %s", req.NodeID, refusal)
+		}
 	}
 	if res.Status != protocol.StatusSuccess {
 		err := fmt.Errorf("agent failed on node %s: %s", req.NodeID, b.redact.String(nonEmpty(res.Error, "status "+res.Status)))

@@ -41,8 +41,13 @@ type Config struct {
 	MaskMounts map[string][]mounts.Mount
 
 	Agent AgentConfig
-	// Secrets go to the agent process's environment only, via stdin.
+	// Secrets go to the agent process's environment only, via stdin. With
+	// a Gateway, model credentials belong to the gateway, never here.
 	Secrets map[string]string
+	// Gateway, when set, is the host's model gateway: every agent container
+	// gets a token of its own in place of a key, and its calls are metered
+	// and budgeted there (internal/gateway).
+	Gateway *Gateway
 
 	Limits Limits
 	// Network is "bridge" (default: agents need their API) or "none".

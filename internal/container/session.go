@@ -22,6 +22,7 @@ type session struct {
 	nonce  string
 	link   agentLink // follow-ups, status files and IPC after the first request
 	redact redactor
+	meter  *metered // the container's model gateway pass; nil without a gateway
 
 	results chan protocol.Result // closed when stdout ends (the container is gone)
 	gone    chan struct{}        // closed when stdout ends
@@ -217,6 +218,9 @@ func (s *session) stop(reason string) {
 			s.log.Warn("remove agent container", "err", err)
 		}
 		s.link.remove()
+		if s.meter != nil {
+			s.meter.pass.Revoke()
+		}
 		s.log.Debug("agent container stopped", "reason", reason)
 		if s.onStop != nil {
 			s.onStop(reason)

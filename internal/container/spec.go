@@ -45,11 +45,17 @@ func (b *Backend) startAgent(ctx context.Context, req engine.Request, first prot
 		return nil, err
 	}
 	first.Nonce, first.Secrets = protocol.NewNonce(), b.cfg.Secrets
-	log := b.log.With("run", req.RunID, "node", req.NodeID)
-	link, cleanup, err := b.transport(&spec, &first, uid, gid, log)
+	pass, err := b.admit(req, env, &spec, &first)
 	if err != nil {
 		return nil, err
 	}
+	log := b.log.With("run", req.RunID, "node", req.NodeID)
+	link, cleanup, err := b.transport(&spec, &first, uid, gid, log)
+	if err != nil {
+		revoke(pass)
+		return nil, err
+	}
+	cleanup = withRevoke(cleanup, pass)
 	release, err := b.acquireSlot(ctx, req.RunID)
 	if err != nil {
 		cleanup()
@@ -60,6 +66,9 @@ func (b *Backend) startAgent(ctx context.Context, req engine.Request, first prot
 		release()
 		cleanup()
 		return nil, startError(req.NodeID, err)
+	}
+	if pass != nil {
+		s.meter = &metered{pass: pass}
 	}
 	ev := Event{Kind: EventStarted, Container: s.h.Name, ID: s.h.ID, RunID: req.RunID, NodeID: req.NodeID, Thread: thread}
 	s.onStop = func(reason string) {

@@ -40,6 +40,9 @@ const (
 	OutcomeDir = IPCDir + "/outcome"
 	// ScriptPath is where a script file is mounted read-only in script mode.
 	ScriptPath = "/nanohost/script.json"
+	// GatewaySocket is where the host's model gateway socket is mounted
+	// (Request.Gateway "unix:" + GatewaySocket).
+	GatewaySocket = "/nanohost/gateway.sock"
 )
 
 // CloseFile, written into InputDir, tells the runner to finish and exit.
@@ -81,6 +84,14 @@ type Request struct {
 	// never in a file, an argument, the environment or a label.
 	Nonce   string            `json:"nonce,omitempty"`
 	Secrets map[string]string `json:"secrets,omitempty"`
+
+	// Gateway, in the first request, is how the agent reaches its model
+	// API through the host's gateway: "unix:<path>" (a socket mounted into
+	// the container: the runner relays to it from a loopback port) or an
+	// http URL (used as is). The runner points ANTHROPIC_BASE_URL and
+	// OPENAI_BASE_URL there; the secrets then hold the gateway's token,
+	// never a real key. "" = no gateway.
+	Gateway string `json:"gateway,omitempty"`
 
 	// Transport, in the first request, is TransportStream for a container
 	// that shares no filesystem with the host (stream.go); "" = files.

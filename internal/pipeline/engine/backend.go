@@ -79,6 +79,19 @@ type Request struct {
 	// RunDir is the run's directory (the logs root of the run, above any
 	// restart-N stage root); a backend may keep run-wide records there.
 	RunDir string
+	// Budget is what the run and this node may spend, and what the run has
+	// spent so far: a backend that meters the model calls itself (the model
+	// gateway) refuses calls past it.
+	Budget Budget
+}
+
+// Budget bounds a run's and a node's model use (max_tokens, max_cost_usd on
+// the graph, and on the node; zero: no limit).
+type Budget struct {
+	RunTokens, NodeTokens   int64
+	RunCostUSD, NodeCostUSD float64
+	// RunSpent is what the run has spent before this call, by its record.
+	RunSpent Usage
 }
 
 // Usage is what an agent call cost.

@@ -244,6 +244,7 @@ func (r *run) request(st *Stage, kind RequestKind, prompt, toolCommand string) R
 		Model: n.Attrs.String("llm_model", n.Attrs["model"]), Provider: n.Attrs.String("llm_provider", n.Attrs["provider"]),
 		ReasoningEffort: n.Attrs["reasoning_effort"], ToolCommand: toolCommand, StageDir: st.StageDir, RunDir: r.root,
 	}
+	req.Budget = r.budget(n)
 	if d, err := n.Attrs.Duration("timeout", 0); err == nil {
 		req.Timeout = d
 	} else {

@@ -480,6 +480,22 @@ func (r *run) overBudget() string {
 	return ""
 }
 
+// budget is what a call for node n may spend: the run's limits and what it
+// spent so far, and the node's own max_tokens and max_cost_usd (an invalid
+// value was reported by the linter; it is no limit here).
+func (r *run) budget(n *pipeline.Node) Budget {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := Budget{RunTokens: r.maxTokens, RunCostUSD: r.maxCost, RunSpent: r.usage}
+	if t, err := n.Attrs.Int("max_tokens", 0); err == nil {
+		b.NodeTokens = int64(t)
+	}
+	if c, err := n.Attrs.Float("max_cost_usd", 0); err == nil {
+		b.NodeCostUSD = c
+	}
+	return b
+}
+
 // restart handles a loop_restart edge: a fresh context and stage directory
 // (restart-N), bounded by max_restarts, counted as a step.
 func (r *run) restart(rt route) string {

@@ -101,8 +101,8 @@ var Attributes = []Attribute{
 	{Key: "retry_policy", Scope: gn, Kind: KindEnum, Values: []string{"none", "standard", "aggressive", "linear", "patient"}, Example: "standard"},
 	{Key: "max_steps", Scope: GraphScope, Kind: KindInt, HasMin: true, Min: 0, Example: "1000"},
 	{Key: "max_restarts", Scope: GraphScope, Kind: KindInt, HasMin: true, Min: 0, Example: "5"},
-	{Key: "max_tokens", Scope: GraphScope, Kind: KindInt, HasMin: true, Min: 0, Example: "2000000"},
-	{Key: "max_cost_usd", Scope: GraphScope, Kind: KindFloat, HasMin: true, Min: 0, Example: "25"},
+	{Key: "max_tokens", Scope: GraphScope | NodeScope, Kind: KindInt, HasMin: true, Min: 0, Example: "2000000"},
+	{Key: "max_cost_usd", Scope: GraphScope | NodeScope, Kind: KindFloat, HasMin: true, Min: 0, Example: "25"},
 
 	// Node (spec §2.6, Appendix A). llm_* are also graph-level defaults (§8.5).
 	{Key: "shape", Scope: NodeScope, Example: "box"},
