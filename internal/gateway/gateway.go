@@ -125,7 +125,7 @@ type Pass struct {
 	token   string
 	binding Binding
 
-	mu      sync.Mutex
+	mu       sync.Mutex
 	spent    Usage
 	refusal  string
 	refusals int

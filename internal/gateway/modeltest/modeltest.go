@@ -123,7 +123,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 	case openai:
 		writeJSON(w, map[string]any{"id": "chatcmpl-fake", "object": "chat.completion", "model": req.Model,
 			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text}, "finish_reason": "stop"}},
-			"usage": map[string]any{"prompt_tokens": use.InputTokens, "completion_tokens": use.OutputTokens, "total_tokens": use.InputTokens + use.OutputTokens}})
+			"usage":   map[string]any{"prompt_tokens": use.InputTokens, "completion_tokens": use.OutputTokens, "total_tokens": use.InputTokens + use.OutputTokens}})
 	case req.Stream:
 		a.streamAnthropic(w, req, use, text)
 	default:
