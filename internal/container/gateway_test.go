@@ -1,0 +1,155 @@
+package container
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"nanohost/internal/gateway"
+	"nanohost/internal/gateway/modeltest"
+	"nanohost/internal/pipeline/engine"
+)
+
+// testGateway is a model gateway in front of a fake model API, served on a
+// unix socket as serve runs it for Docker containers.
+func testGateway(t testing.TB, api *modeltest.API, mutate func(*gateway.Config)) (*gateway.Gateway, *Gateway) {
+	t.Helper()
+	cfg := gateway.Config{
+		Anthropic: gateway.Upstream{BaseURL: api.URL, APIKey: api.Key},
+		OpenAI:    gateway.Upstream{BaseURL: api.URL, APIKey: api.Key},
+		Logger:    slog.New(slog.DiscardHandler),
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	g, err := gateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A short directory: a socket path must fit in 108 bytes.
+	dir, err := os.MkdirTemp("", "nhgw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	socket := filepath.Join(dir, "gw.sock")
+	stop, err := g.ServeSocket(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return g, &Gateway{Admit: g.Admit, Socket: socket}
+}
+
+// callModel is a shell snippet calling the Messages API the way an SDK
+// does: the base URL and the key from the environment.
+func callModel(stream bool, out string) string {
+	body := `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`
+	if stream {
+		body = `{"model":"claude-sonnet-4-5","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	}
+	return `busybox wget -q -O ` + out + ` --header "x-api-key: $ANTHROPIC_API_KEY" --header "anthropic-version: 2023-06-01" ` +
+		`--header "content-type: application/json" --post-data '` + body + `' "$ANTHROPIC_BASE_URL/v1/messages"`
+}
+
+func TestAgentNeverSeesTheKey(t *testing.T) {
+	api := modeltest.Start(t)
+	gw, access := testGateway(t, api, nil)
+	// The agent dumps everything it can read — its environment, every
+	// process's environment and command line it may open, every file — into
+	// the workspace, then calls its model through the gateway.
+	dump := `{ echo "== env"; env
+for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo "== $f"; cat "$f" 2>/dev/null | tr '\0' '\n'; done
+find / \( -path /proc -o -path /sys -o -path /dev -o -path /tmp/dump.txt \) -prune -o -type f -print 2>/dev/null | while read -r f; do echo "== $f"; cat "$f" 2>/dev/null; done
+} > /tmp/dump.txt; cp /tmp/dump.txt /workspace/group/dump.txt; ` + callModel(false, "-")
+	h := newHarness(t, func(c *Config) {
+		c.Agent = AgentConfig{Kind: "command", Command: dump}
+		c.Gateway = access
+		// Configured as an agent secret too: with a gateway it stays on the host.
+		c.Secrets = map[string]string{"ANTHROPIC_API_KEY": api.Key, "CLAUDE_CODE_OAUTH_TOKEN": api.Key}
+	})
+	res := h.mustRun(codergenReq("run-key", "leak", "compact"))
+	if !strings.Contains(res.Text, "hello from the model") {
+		t.Fatalf("the call through the gateway failed: %q", res.Text)
+	}
+	calls := api.Calls()
+	if len(calls) != 1 || !calls[0].Authorized {
+		t.Fatalf("the fake API should have seen the real key on one call: %+v", calls)
+	}
+	if res.Usage != (engine.Usage{InputTokens: 12, OutputTokens: 34, CostUSD: (12*3 + 34*15) / 1e6}) {
+		t.Errorf("the node's usage %+v is not the gateway's numbers", res.Usage)
+	}
+	data, err := os.ReadFile(filepath.Join(h.cfg.Workspace, "dump.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, must := range []string{"== env", "ANTHROPIC_API_KEY=nhgw-", "ANTHROPIC_BASE_URL=http://127.0.0.1:", "/usr/local/bin/nanoagent", "== /proc/"} {
+		if !strings.Contains(string(data), must) {
+			t.Fatalf("the dump lacks %q: the agent did not look everywhere (%d bytes)", must, len(data))
+		}
+	}
+	for where, text := range map[string]string{"the agent's dump": string(data), "the answer": res.Text, "the host's log": h.logs.String()} {
+		if strings.Contains(text, api.Key) {
+			t.Errorf("the real key is in %s", where)
+		}
+	}
+	h.b.closeRun("run-key")
+	if n := gw.Admitted(); n != 0 {
+		t.Errorf("%d token(s) still valid after their containers ended", n)
+	}
+}
+
+func TestGatewayStreamsAndCountsUsage(t *testing.T) {
+	api := modeltest.Start(t)
+	api.Usage = modeltest.Usage{InputTokens: 2000, OutputTokens: 512, CacheRead: 1000}
+	api.Text = "streamed word by word to the agent"
+	_, access := testGateway(t, api, nil)
+	h := newHarness(t, func(c *Config) {
+		c.Agent = AgentConfig{Kind: "command", Command: callModel(true, "/workspace/group/stream.txt") + ` && echo streamed`}
+		c.Gateway = access
+	})
+	res := h.mustRun(codergenReq("run-stream", "s", "compact"))
+	got, err := os.ReadFile(filepath.Join(h.cfg.Workspace, "stream.txt"))
+	if err != nil {
+		t.Fatalf("%v (answer %q)", err, res.Text)
+	}
+	if want := modeltest.StreamText("claude-sonnet-4-5", api.Text, api.Usage); string(got) != want {
+		t.Fatalf("the stream reached the agent changed:\n got %q\nwant %q", got, want)
+	}
+	wantCost := (2000*3 + 1000*0.3 + 512*15) / 1e6
+	if res.Usage.InputTokens != 3000 || res.Usage.OutputTokens != 512 || res.Usage.CostUSD < wantCost-1e-12 || res.Usage.CostUSD > wantCost+1e-12 {
+		t.Fatalf("usage %+v, want 3000 in (cache included), 512 out, $%v", res.Usage, wantCost)
+	}
+}
+
+// codergenBudgetReq is a node request under a run budget.
+func codergenBudgetReq(run, node string, budget engine.Budget) engine.Request {
+	r := codergenReq(run, node, "compact")
+	r.Budget = budget
+	return r
+}
+
+func TestGatewayRefusalFailsTheNode(t *testing.T) {
+	api := modeltest.Start(t)
+	api.Usage = modeltest.Usage{InputTokens: 40, OutputTokens: 20}
+	_, access := testGateway(t, api, nil)
+	h := newHarness(t, func(c *Config) {
+		c.Agent = AgentConfig{Kind: "command", Command: callModel(false, "/dev/null") + "; " + callModel(false, "/dev/null") + "; " + callModel(false, "/dev/null") + "; echo done"}
+		c.Gateway = access
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60e9)
+	defer cancel()
+	res, err := h.b.Run(ctx, codergenBudgetReq("run-b", "spend", engine.Budget{RunTokens: 100}))
+	if err == nil || !strings.Contains(err.Error(), "run budget exhausted: 120 of 100 tokens") {
+		t.Fatalf("want the node failed by the run budget, got %v", err)
+	}
+	if res.Usage.InputTokens+res.Usage.OutputTokens != 120 {
+		t.Fatalf("usage %+v, want the two calls that went through", res.Usage)
+	}
+	if n := len(api.Calls()); n != 2 {
+		t.Fatalf("%d calls reached the API, want 2", n)
+	}
+}
