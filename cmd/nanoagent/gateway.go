@@ -37,6 +37,8 @@ func gatewayEnv(ctx context.Context, gateway string, log *slog.Logger) (map[stri
 	return map[string]string{
 		"ANTHROPIC_BASE_URL": base + anthropicPath,
 		"OPENAI_BASE_URL":    base + openAIPath,
+		// Nothing but the model is reachable: Claude Code need not try.
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 	}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"nanohost/internal/changes"
 	"nanohost/internal/config"
 	"nanohost/internal/container"
+	"nanohost/internal/gateway"
 	"nanohost/internal/mounts"
 	"nanohost/internal/pipeline/engine"
 	gitws "nanohost/internal/workspace"
@@ -31,7 +33,13 @@ func init() {
 		fs.String("agent", "", "what answers in the container: claude, command or script (--backend docker; default claude, script with --script)")
 		fs.String("agent-command", "", "shell command line of a CLI agent for --agent command: prompt on stdin, answer on stdout")
 		fs.String("state-dir", "", "where per-container IPC directories and agent sessions live, outside the workspace (default $XDG_STATE_HOME/nanohost)")
-		fs.String("network", container.DefaultNetwork, "container network: bridge or none")
+		fs.String("network", "none", "container network: none (the agents reach their model through the gateway, nothing else) or bridge (needs --unrestricted-egress)")
+		fs.Bool("unrestricted-egress", false, "allow --network bridge: agents may then connect anywhere this machine can")
+		fs.Bool("gateway", true, "put the model gateway between the agents and their model API: the real keys stay in this process, each container gets a token, calls are metered and max_tokens/max_cost_usd enforced")
+		fs.String("anthropic-url", gateway.DefaultAnthropicURL, "the Anthropic API the gateway forwards to")
+		fs.String("openai-url", gateway.DefaultOpenAIURL, "the OpenAI-compatible API the gateway forwards to")
+		fs.String("gateway-listen", "", "TCP address the gateway answers pods on (--backend kubernetes), e.g. 10.0.0.5:8378")
+		fs.String("gateway-url", "", "the gateway as pods reach it (--backend kubernetes), e.g. http://10.0.0.5:8378")
 		fs.String("memory", "", "memory limit per container, e.g. 2g (default 2g)")
 		fs.Float64("cpus", 0, "CPU limit per container (default 2)")
 		fs.Int64("pids", 0, "process limit per container (default 512)")
@@ -124,6 +132,11 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 		return nil, err
 	}
 
+	network := str("network")
+	if unrestricted, _ := fs.GetBool("unrestricted-egress"); network == "bridge" && !unrestricted {
+		return nil, errors.New("--network bridge lets agents connect anywhere this machine can: add --unrestricted-egress if they must, or use --network none (they reach their model through the gateway)")
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rt, err := runtime(ctx)
@@ -134,18 +147,40 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	if err != nil {
 		return nil, err
 	}
+	secrets := secretsFromEnv(fs)
+	var gw *modelGateway
+	if on, _ := fs.GetBool("gateway"); on {
+		remote, _ := rt.(container.Remote)
+		gw, err = startModelGateway(config.Gateway{AnthropicURL: str("anthropic-url"), OpenAIURL: str("openai-url"),
+			Listen: str("gateway-listen"), URL: str("gateway-url")}, secrets, remote != nil && remote.Remote(), slog.Default())
+		if err != nil {
+			return nil, err
+		}
+		secrets = agentSecrets(secrets, true)
+	}
+	stopGateway := func() {
+		if gw != nil {
+			gw.stop()
+		}
+	}
 	hostID, err := container.LoadHostID(stateDir)
 	if err != nil {
+		stopGateway()
 		return nil, err
 	}
 	maxC, _ := fs.GetInt("max-containers")
 	idle, _ := fs.GetDuration("idle-timeout")
-	b, err := container.NewBackend(container.Config{
+	cfg := container.Config{
 		Runtime: rt, Image: image, HostID: hostID, StateDir: stateDir,
-		MaskMounts: grants, Agent: agent, Secrets: secretsFromEnv(fs),
-		Limits: limits, Network: str("network"), MaxContainers: maxC, IdleTimeout: idle,
-	})
+		MaskMounts: grants, Agent: agent, Secrets: secrets,
+		Limits: limits, Network: network, MaxContainers: maxC, IdleTimeout: idle,
+	}
+	if gw != nil {
+		cfg.Gateway = gw.access
+	}
+	b, err := container.NewBackend(cfg)
 	if err != nil {
+		stopGateway()
 		return nil, err
 	}
 	if _, err := b.CleanupOrphans(ctx); err != nil {
@@ -156,19 +191,21 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 		ws, err := openRunBranch(ctx, stateDir, o.RunID, workspace, gitDir)
 		if err != nil {
 			b.Close()
+			stopGateway()
 			return nil, err
 		}
 		run := b.ForRun(o.RunID, container.RunEnv{Workspace: ws.Dir, ExtraMounts: extra})
-		return containerRunBackend{Backend: ws.Wrap(run), run: run, all: b, branch: ws}, nil
+		return containerRunBackend{Backend: ws.Wrap(run), run: run, all: b, branch: ws, stopGateway: stopGateway}, nil
 	}
 	run := b.ForRun(o.RunID, container.RunEnv{Workspace: workspace, ExtraMounts: extra})
-	rb := containerRunBackend{Backend: run, run: run, all: b}
+	rb := containerRunBackend{Backend: run, run: run, all: b, stopGateway: stopGateway}
 	if record, _ := fs.GetBool("record-changes"); !record {
 		return rb, nil
 	}
 	tracker, err := changes.NewTracker(changes.Options{StateDir: stateDir})
 	if err != nil {
 		b.Close()
+		stopGateway()
 		return nil, err
 	}
 	rb.Backend = tracker.Wrap(run, workspace)
@@ -205,9 +242,10 @@ func agentImage(ctx context.Context, rt container.Runtime, fs *pflag.FlagSet, ag
 // runtime).
 type containerRunBackend struct {
 	engine.Backend
-	run    *container.RunBackend
-	all    *container.Backend
-	branch *gitws.Run // nil: the run works in the workspace itself
+	run         *container.RunBackend
+	all         *container.Backend
+	branch      *gitws.Run // nil: the run works in the workspace itself
+	stopGateway func()
 }
 
 // Branch implements branched.
@@ -216,6 +254,7 @@ func (d containerRunBackend) Branch() *gitws.Run { return d.branch }
 func (d containerRunBackend) Close() {
 	d.run.Close()
 	d.all.Close()
+	d.stopGateway()
 }
 
 // dockerDefaultLogs puts runs under the state directory: the default

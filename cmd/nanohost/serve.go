@@ -122,7 +122,16 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	defer rt.close()
 	metrics := host.NewMetrics()
-	backend, err := newContainerBackend(cfg, rt.Runtime, metrics, log)
+	var gw *modelGateway
+	if cfg.GatewayReachable() {
+		gw, err = startModelGateway(cfg.Gateway, revealSecrets(cfg), cfg.Runtime.Kind == config.RuntimeKubernetes, log)
+		if err != nil {
+			return err
+		}
+		defer gw.stop() // after the backend closed: containers lose their model last
+		metrics.WatchGateway(gw.Totals)
+	}
+	backend, err := newContainerBackend(cfg, rt.Runtime, metrics, log, gw)
 	if err != nil {
 		return err
 	}
@@ -188,7 +197,7 @@ func readyNotice(addr string, token bool) string {
 	return text
 }
 
-func newContainerBackend(cfg *config.Config, rt container.Runtime, metrics *host.Metrics, log *slog.Logger) (*container.Backend, error) {
+func newContainerBackend(cfg *config.Config, rt container.Runtime, metrics *host.Metrics, log *slog.Logger, gw *modelGateway) (*container.Backend, error) {
 	hostID, err := container.LoadHostID(cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -202,6 +211,9 @@ func newContainerBackend(cfg *config.Config, rt container.Runtime, metrics *host
 		return nil, err
 	}
 	bc.Runtime, bc.HostID, bc.StateDir, bc.Logger, bc.OnEvent = rt, hostID, stateDir, log, metrics.OnContainerEvent
+	if gw != nil {
+		bc.Gateway = gw.access
+	}
 	b, err := container.NewBackend(bc)
 	if err != nil {
 		return nil, fmt.Errorf("agent containers: %w", err)
@@ -212,10 +224,7 @@ func newContainerBackend(cfg *config.Config, rt container.Runtime, metrics *host
 // containerConfig is the container backend's configuration from
 // nanohost.yaml, short of the runtime and the host's own directories.
 func containerConfig(cfg *config.Config) (container.Config, error) {
-	secrets := map[string]string{}
-	for name, v := range cfg.AgentSecretValues() {
-		secrets[name] = v.Reveal()
-	}
+	secrets := agentSecrets(revealSecrets(cfg), cfg.GatewayReachable())
 	agent := container.AgentConfig{Kind: cfg.Runtime.Agent, Command: cfg.Runtime.AgentCommand}
 	if cfg.Runtime.Script != "" {
 		abs, err := filepath.Abs(cfg.Runtime.Script)
@@ -240,6 +249,15 @@ func containerConfig(cfg *config.Config) (container.Config, error) {
 		MaxContainers: cfg.Runtime.MaxContainers,
 		IdleTimeout:   cfg.Runtime.IdleTimeout,
 	}, nil
+}
+
+// revealSecrets are the agent secrets' values, by variable name.
+func revealSecrets(cfg *config.Config) map[string]string {
+	out := map[string]string{}
+	for name, v := range cfg.AgentSecretValues() {
+		out[name] = v.Reveal()
+	}
+	return out
 }
 
 // newEndpoints are the chat endpoints the configuration asks for: Slack

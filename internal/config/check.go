@@ -83,6 +83,8 @@ func (c *Config) check() []Problem {
 	ps = append(ps, c.checkStore()...)
 	ps = append(ps, c.checkHTTP()...)
 	ps = append(ps, c.checkRuntime()...)
+	ps = append(ps, c.checkEgress()...)
+	ps = append(ps, c.checkGateway()...)
 	ps = append(ps, c.checkLimits()...)
 	ps = append(ps, c.checkKubernetes()...)
 	ps = append(ps, c.checkSlack()...)

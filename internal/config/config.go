@@ -36,6 +36,7 @@ type Config struct {
 	Pipelines Pipelines `yaml:"pipelines"`
 	// Workspaces gives each run its own git branch and working tree.
 	Workspaces Workspaces `yaml:"workspaces"`
+	Gateway    Gateway    `yaml:"gateway"`
 	Groups     []Group    `yaml:"groups"`
 	// Masks are the capabilities pipeline nodes may wear (masks="a,b"):
 	// read-only folders and skills through the mount allowlist, context
@@ -106,14 +107,19 @@ type Runtime struct {
 	// AgentCommand is the command template for Agent=command.
 	AgentCommand string `yaml:"agent_command"`
 	// Script is the S.json file for Agent=script (demos and tests).
-	Script        string        `yaml:"script"`
-	MaxContainers int           `yaml:"max_containers"`
-	Memory        string        `yaml:"memory"` // e.g. 2g
-	CPUs          float64       `yaml:"cpus"`
-	Pids          int64         `yaml:"pids"`
-	Network       string        `yaml:"network"` // bridge or none
-	IdleTimeout   time.Duration `yaml:"idle_timeout"`
-	NodeTimeout   time.Duration `yaml:"node_timeout"` // default per node when it sets none
+	Script        string  `yaml:"script"`
+	MaxContainers int     `yaml:"max_containers"`
+	Memory        string  `yaml:"memory"` // e.g. 2g
+	CPUs          float64 `yaml:"cpus"`
+	Pids          int64   `yaml:"pids"`
+	// Network is none (default: the container reaches nothing; its model
+	// through the gateway's socket) or bridge (needs UnrestrictedEgress).
+	Network string `yaml:"network"`
+	// UnrestrictedEgress must be true for network: bridge: agents can then
+	// connect anywhere the host can.
+	UnrestrictedEgress bool          `yaml:"unrestricted_egress"`
+	IdleTimeout        time.Duration `yaml:"idle_timeout"`
+	NodeTimeout        time.Duration `yaml:"node_timeout"` // default per node when it sets none
 	// MountAllowlist is a JSON file, outside every mounted directory, listing extra mounts agents may get.
 	MountAllowlist string `yaml:"mount_allowlist"`
 	// Kubernetes configures kind: kubernetes.
@@ -205,7 +211,7 @@ func Defaults() *Config {
 		HTTP:    HTTP{Listen: "127.0.0.1:8377"},
 		Runtime: Runtime{
 			Kind: "docker", Image: "nanohost-agent:latest", Agent: "claude",
-			MaxContainers: 5, Memory: "2g", CPUs: 1, Pids: 512, Network: "bridge",
+			MaxContainers: 5, Memory: "2g", CPUs: 1, Pids: 512, Network: "none",
 			IdleTimeout: 10 * time.Minute,
 		},
 		Replica:      Replica{LeaseTTL: 8 * time.Second},
@@ -213,6 +219,7 @@ func Defaults() *Config {
 		IPC:          IPC{Rescan: 2 * time.Second, PipelinesPerHour: 30, MessagesPerMinute: 30, MaxRequestBytes: 2 << 20},
 		Pipelines:    Pipelines{DefaultVerbosity: "standard", MaxConcurrentRuns: 20, RecordChanges: true},
 		Workspaces:   Workspaces{Git: true},
+		Gateway:      Gateway{Enabled: true},
 		AgentSecrets: []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
 	}
 }

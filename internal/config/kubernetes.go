@@ -114,7 +114,7 @@ func (c *Config) checkKubernetes() []Problem {
 		ps = append(ps, Problem{"runtime.pids", "has no pod setting on Kubernetes: a pod's process limit is the kubelet's podPidsLimit",
 			"set podPidsLimit in the nodes' kubelet configuration (Docker's default is 512), and remove runtime.pids", false})
 	}
-	if c.Runtime.Network == "none" {
+	if c.Runtime.Network == "none" && c.lines["runtime.network"] > 0 {
 		ps = append(ps, Problem{"runtime.network", "none has no pod setting on Kubernetes: the pods carry the label nanohost.network=none, and only a NetworkPolicy cuts them off",
 			"apply the NetworkPolicy in docs/kubernetes.md (\"What has no pod setting\") to the namespace, on a network plugin that enforces it", false})
 	}

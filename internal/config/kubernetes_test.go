@@ -77,9 +77,20 @@ runtime:
 	c.Runtime.Kubernetes = Kubernetes{Namespace: "agents", ImagePullPolicy: "Never", CPURequest: "100m",
 		NodeSelector: map[string]string{"nanohost.dev/pool": "agents"},
 		Tolerations:  []Toleration{{Key: "dedicated", Value: "agents", Effect: "NoSchedule"}, {Operator: "Exists"}}}
+	// Without gateway.url the pods cannot reach the model gateway: the
+	// agents would hold the key, which is a warning too.
 	ps := c.Check()
-	if Blocking(ps) || len(ps) != 1 || ps[0].Field != "runtime.network" || !strings.Contains(ps[0].Fix, "NetworkPolicy") {
-		t.Errorf("good settings with network none: %v, want only the NetworkPolicy warning", ps)
+	byField := map[string]Problem{}
+	for _, p := range ps {
+		byField[p.Field] = p
+	}
+	if Blocking(ps) || len(ps) != 2 || !strings.Contains(byField["runtime.network"].Fix, "NetworkPolicy") ||
+		!strings.Contains(byField["gateway.url"].Message, "the agents get the model credentials") {
+		t.Errorf("good settings with network none: %v, want the NetworkPolicy and the gateway.url warnings", ps)
+	}
+	c.Gateway.Listen, c.Gateway.URL = "10.0.0.5:8378", "http://10.0.0.5:8378"
+	if ps := c.Check(); len(ps) != 1 || ps[0].Field != "runtime.network" {
+		t.Errorf("with the gateway reachable: %v, want only the NetworkPolicy warning", ps)
 	}
 }
 

@@ -1,0 +1,47 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"nanohost/internal/gateway"
+)
+
+func TestEgressAndGatewaySettingsAreExplained(t *testing.T) {
+	problems := func(mutate func(*Config)) map[string]Problem {
+		c := Defaults()
+		mutate(c)
+		out := map[string]Problem{}
+		for _, p := range c.Check() {
+			if strings.HasPrefix(p.Field, "gateway.") || p.Field == "runtime.network" || p.Field == "runtime.unrestricted_egress" {
+				out[p.Field] = p
+			}
+		}
+		return out
+	}
+	if ps := problems(func(*Config) {}); len(ps) != 0 {
+		t.Errorf("the defaults (network none, the gateway on) have problems: %v", ps)
+	}
+	p := problems(func(c *Config) { c.Runtime.Network = "bridge" })["runtime.network"]
+	if !p.Blocking || !strings.Contains(p.Fix, "unrestricted_egress: true") {
+		t.Errorf("bridge without unrestricted_egress: %+v, want a refusal naming the setting", p)
+	}
+	ps := problems(func(c *Config) { c.Runtime.Network, c.Runtime.UnrestrictedEgress = "bridge", true })
+	if p := ps["runtime.unrestricted_egress"]; p.Blocking || !strings.Contains(p.Message, "connect anywhere") || len(ps) != 1 {
+		t.Errorf("bridge with unrestricted_egress: %v, want one warning", ps)
+	}
+	if p := problems(func(c *Config) { c.Gateway.Enabled = false })["gateway.enabled"]; p.Blocking || !strings.Contains(p.Message, "credentials go into every agent's environment") {
+		t.Errorf("gateway off: %+v, want a warning", p)
+	}
+	ps = problems(func(c *Config) {
+		c.Gateway.AnthropicURL = "ftp://x"
+		c.Gateway.Listen = "nonsense"
+		c.Gateway.Prices = map[string]gateway.Price{"m": {Input: -1}}
+		c.Gateway.GroupDaily = gateway.Limit{Tokens: -5}
+	})
+	for _, field := range []string{"gateway.anthropic_url", "gateway.listen", "gateway.prices.m", "gateway.group_daily"} {
+		if p, ok := ps[field]; !ok || !p.Blocking || p.Fix == "" {
+			t.Errorf("%s: %+v, want a blocking problem with a fix", field, p)
+		}
+	}
+}
