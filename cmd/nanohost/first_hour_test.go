@@ -77,3 +77,59 @@ func TestDockerRunWithoutImageUsesTheDemoImage(t *testing.T) {
 		t.Errorf("a missing --image: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// Issue 30, item 8: a mistyped subcommand or flag exits 2 with the near
+// one — never help and exit 0, which would let a typo in CI pass — and a
+// pipeline subcommand typed at the top level points at `pipeline run`.
+func TestCLITyposExit2WithDidYouMean(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pipeline", "valdate", "x.dot"}, "did you mean `nanohost pipeline validate`?"},
+		{[]string{"runs", "lst"}, "did you mean `nanohost runs list`?"},
+		{[]string{"config", "chek"}, "did you mean `nanohost config check`?"},
+		{[]string{"run", "x.dot"}, "did you mean `nanohost pipeline run`"},
+		{[]string{"validate", "x.dot"}, "did you mean `nanohost pipeline validate`"},
+		{[]string{"pipeline", "validate", "--strct", "x.dot"}, "unknown flag: --strct (did you mean --strict?)"},
+		{[]string{"pipeline", "run", "x.dot", "--backnd", "sim"}, "(did you mean --backend?)"},
+	} {
+		r := runNanohost(t, "", tc.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("nanohost %s: exit %d, stderr %q; want exit 2 saying %q", strings.Join(tc.args, " "), r.code, r.stderr, tc.want)
+		}
+		if strings.Contains(r.stdout, "Available Commands") {
+			t.Errorf("nanohost %s printed help on stdout:\n%s", strings.Join(tc.args, " "), r.stdout)
+		}
+	}
+	if r := runNanohost(t, "", "pipeline"); r.code != 0 || !strings.Contains(r.stdout, "validate") {
+		t.Errorf("nanohost pipeline (no subcommand) should show its commands: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// Issue 30, item 8: `pipeline validate` takes several files (and quoted
+// globs), prints each file's problems and a summary; the exit status is
+// the worst of them.
+func TestValidateTakesSeveralFilesAndSummarises(t *testing.T) {
+	dir := t.TempDir()
+	good := writeFile(t, dir, "a.dot", smokeDOT)
+	writeFile(t, dir, "b.dot", smokeDOT)
+	bad := writeFile(t, dir, "c.dot", `digraph C { start [shape=Mdiamond]; work [prompt="x"]; start -> work }`)
+	r := runNanohost(t, "", "pipeline", "validate", filepath.Join(dir, "*.dot"))
+	if r.code != 2 {
+		t.Errorf("a glob with one invalid file: exit %d, want 2\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{good + ": valid", bad + ":", "3 files: 2 valid; 1 invalid: " + bad} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("validate of three files does not say %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runNanohost(t, "", "pipeline", "validate", good, filepath.Join(dir, "b.dot"))
+	if r.code != 0 || !strings.Contains(r.stdout, "2 files: 2 valid") {
+		t.Errorf("two valid files: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runNanohost(t, "", "pipeline", "validate", good, filepath.Join(dir, "missing.dot"), "--json")
+	if r.code != 1 || !strings.Contains(r.stdout, `"file": "`+good+`"`) || !strings.Contains(r.stdout, `"error": "read pipeline`) {
+		t.Errorf("--json with an unreadable file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -49,6 +49,8 @@ func init() {
 }
 
 func main() {
+	refuseUnknownSubcommands(rootCmd)
+	rootCmd.SetFlagErrorFunc(suggestFlag)
 	err := rootCmd.Execute()
 	if err == nil {
 		return

@@ -222,7 +222,7 @@ func newPipelineValidateCmd() *cobra.Command {
 		idFlags    identityFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "validate FILE",
+		Use:   "validate FILE...",
 		Short: "Check a DOT pipeline: syntax, structure, conditions, stylesheet, attributes",
 		Long: `Validate an Attractor DOT pipeline the way the engine does before it runs one:
 parse, apply the transforms, then run every lint rule (start and exit nodes,
@@ -240,6 +240,11 @@ infos do not. With --json the output is
 where a syntax error is a diagnostic with rule "syntax". FILE "-" reads
 standard input.
 
+Several files (or quoted globs: 'pipelines/*.dot') are validated one after
+the other and summarised ("3 files: 2 valid, 1 invalid: b.dot"); with --json
+the output is then {"valid": bool, "files": [{"file", "valid",
+"diagnostics"}]}. The exit status is the worst of them.
+
 --strict treats warnings as errors (a misspelt attribute such as promt is a
 warning, since the pipeline still runs): with a warning the summary says
 invalid, "valid" is false and the exit status is 2 — for CI and pre-commit
@@ -250,14 +255,11 @@ error (or, with --strict, warning); 1 the file could not be read.`,
 		Example: `  nanohost pipeline validate feature.dot
   nanohost pipeline validate feature.dot --json | jq '.diagnostics[] | select(.severity == "error")'
   nanohost pipeline validate --strict feature.dot        # warnings fail too (exit 2)
+  nanohost pipeline validate pipelines/*.dot             # several files, summarised
   nanohost pipeline validate --known-type deploy feature.dot   # a custom handler type
   nanohost pipeline validate --personas personas/ --masks masks.yaml triage.dot`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, src, err := readPipelineSource(cmd, args[0])
-			if err != nil {
-				return err
-			}
 			ids, err := idFlags.load()
 			if err != nil {
 				return exitCode(exitInvalid, err)
@@ -265,21 +267,26 @@ error (or, with --strict, warning); 1 the file could not be read.`,
 			// The engine's registry is the authority on handler types.
 			opts := ids.frontendOptions(name)
 			opts.KnownTypes = append(opts.KnownTypes, knownTypes...)
-			_, ds, prepErr := frontend.Prepare(name, src, opts)
-			valid := prepErr == nil && !pipeline.HasErrors(ds) && !(strict && hasWarnings(ds))
-			out := cmd.OutOrStdout()
-			if asJSON {
-				err = writeJSON(out, validationResult(valid, ds))
-			} else {
-				err = writeDiagnostics(out, name, ds, strict)
-			}
+			files, err := expandPipelineArgs(args)
 			if err != nil {
 				return exitCode(exitIO, err)
 			}
-			if !valid {
-				return exitCode(exitInvalid, nil)
+			v := validation{out: cmd.OutOrStdout(), strict: strict, asJSON: asJSON, many: len(files) > 1}
+			for _, f := range files {
+				name, src, err := readPipelineSource(cmd, f)
+				if err != nil {
+					if !v.many {
+						return err
+					}
+					v.unreadable(f, err)
+					continue
+				}
+				_, ds, prepErr := frontend.Prepare(name, src, opts)
+				if err := v.file(name, ds, prepErr == nil && !pipeline.HasErrors(ds) && !(strict && hasWarnings(ds))); err != nil {
+					return exitCode(exitIO, err)
+				}
 			}
-			return nil
+			return v.finish()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
@@ -287,6 +294,109 @@ error (or, with --strict, warning); 1 the file could not be read.`,
 	cmd.Flags().StringSliceVar(&knownTypes, "known-type", nil, "a custom handler `type` to accept besides the built-in ones (repeatable)")
 	idFlags.register(cmd.Flags())
 	return cmd
+}
+
+// expandPipelineArgs expands the glob patterns among args (a pattern a
+// shell did not expand, e.g. quoted); a pattern that matches nothing is
+// an error, as a file that does not exist would be.
+func expandPipelineArgs(args []string) ([]string, error) {
+	var files []string
+	for _, a := range args {
+		if a == "-" || !strings.ContainsAny(a, "*?[") {
+			files = append(files, a)
+			continue
+		}
+		if _, err := os.Stat(a); err == nil {
+			files = append(files, a) // a file whose name has a * in it
+			continue
+		}
+		matches, err := filepath.Glob(a)
+		if err != nil {
+			return nil, fmt.Errorf("pattern %s: %w", a, err)
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("no pipeline matches %s", a)
+		}
+		files = append(files, matches...)
+	}
+	return files, nil
+}
+
+// validation prints the verdicts of `pipeline validate` on one or several
+// files and decides its exit status.
+type validation struct {
+	out                  io.Writer
+	strict, asJSON, many bool
+	invalid, unread      []string
+	count                int
+	results              []fileValidationJSON
+}
+
+type fileValidationJSON struct {
+	File string `json:"file"`
+	validationJSON
+	Error string `json:"error,omitempty"`
+}
+
+func (v *validation) file(name string, ds []pipeline.Diagnostic, valid bool) error {
+	v.count++
+	if !valid {
+		v.invalid = append(v.invalid, name)
+	}
+	switch {
+	case v.asJSON && v.many:
+		v.results = append(v.results, fileValidationJSON{File: name, validationJSON: validationResult(valid, ds)})
+		return nil
+	case v.asJSON:
+		return writeJSON(v.out, validationResult(valid, ds))
+	}
+	return writeDiagnostics(v.out, name, ds, v.strict)
+}
+
+func (v *validation) unreadable(name string, err error) {
+	v.count++
+	v.unread = append(v.unread, name)
+	if v.asJSON {
+		v.results = append(v.results, fileValidationJSON{File: name, Error: err.Error(),
+			validationJSON: validationJSON{Diagnostics: []diagnosticJSON{}}})
+		return
+	}
+	fmt.Fprintf(v.out, "%s: could not be read: %v\n", name, err)
+}
+
+// finish prints the summary of several files and returns the exit status:
+// 1 when a file could not be read, 2 when one is invalid, else 0.
+func (v *validation) finish() error {
+	if v.many {
+		if v.asJSON {
+			ok := len(v.invalid) == 0 && len(v.unread) == 0
+			if err := writeJSON(v.out, map[string]any{"valid": ok, "files": v.results}); err != nil {
+				return exitCode(exitIO, err)
+			}
+		} else {
+			fmt.Fprintln(v.out, validationSummary(v.count, v.invalid, v.unread))
+		}
+	}
+	switch {
+	case len(v.unread) > 0:
+		return exitCode(exitIO, nil)
+	case len(v.invalid) > 0:
+		return exitCode(exitInvalid, nil)
+	}
+	return nil
+}
+
+// validationSummary is the last line of a validation of several files.
+func validationSummary(n int, invalid, unread []string) string {
+	valid := n - len(invalid) - len(unread)
+	parts := []string{fmt.Sprintf("%d valid", valid)}
+	if len(invalid) > 0 {
+		parts = append(parts, fmt.Sprintf("%d invalid: %s", len(invalid), strings.Join(invalid, ", ")))
+	}
+	if len(unread) > 0 {
+		parts = append(parts, fmt.Sprintf("%d unreadable: %s", len(unread), strings.Join(unread, ", ")))
+	}
+	return fmt.Sprintf("%d files: %s", n, strings.Join(parts, "; "))
 }
 
 func validationResult(valid bool, ds []pipeline.Diagnostic) validationJSON {

@@ -3,6 +3,7 @@ package channels
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode"
 
@@ -282,21 +283,55 @@ func cutWordRaw(s string) (word, rest string) {
 	return s[:i], s[i:]
 }
 
-// MistypedCommand is a hint for a message that looks like a /pipeline
-// command typed wrong ("/pipelin list", "/pipline run demo"), so it is not
-// sent to the agent as chat; "" when it does not look like one.
+// MistypedCommand is what the host answers, itself, to a message that is a
+// /word but not one of its commands — so it is never sent to the agent as
+// chat: for /pipeline typed wrong ("/pipelin list") the command it probably
+// meant; for a subcommand typed without /pipeline ("/status 3f9",
+// "/cancel", "/runs") the /pipeline command; for /help the commands; for
+// any other /word that it is not a command. "" for anything else (chat,
+// /pipeline itself, the main group's /register, a path such as /tmp/x).
 func MistypedCommand(text string) string {
 	word, rest := cutWord(strings.TrimSpace(text))
-	if !strings.HasPrefix(word, "/") || strings.EqualFold(word, "/pipeline") ||
-		didyoumean.Closest(word, []string{"/pipeline"}) == "" {
+	if !slashWord.MatchString(word) || strings.EqualFold(word, "/pipeline") || strings.EqualFold(word, "/register") {
 		return ""
+	}
+	name := strings.ToLower(word[1:])
+	if name == "help" {
+		return "The host's commands are /pipeline … (and /register in the main group). " + HelpText
+	}
+	if sub, ok := bareSubcommands[name]; ok {
+		return fmt.Sprintf("%s is not a command — did you mean %s? (/pipeline help lists the commands)", word,
+			shortCommand("/pipeline "+sub+" "+rest, sub))
+	}
+	if didyoumean.Closest(word, []string{"/pipeline"}) == "" {
+		return fmt.Sprintf("%s is not a command (/pipeline help lists the commands; a message for the agent does not start with /)", word)
 	}
 	fixed := strings.TrimSpace("/pipeline " + rest)
 	if _, err := ParseCommand(fixed); err != nil {
 		fixed = "/pipeline help"
-	} else if len(fixed) > 60 {
+	} else {
 		sub, _ := cutWord(rest)
-		fixed = "/pipeline " + sub + " …"
+		fixed = shortCommand(fixed, sub)
 	}
 	return fmt.Sprintf("%s is not a command — did you mean %s? (/pipeline help lists the commands)", word, fixed)
+}
+
+// slashWord is a message's first word that looks like a command.
+var slashWord = regexp.MustCompile(`^/[A-Za-z][A-Za-z0-9_-]*$`)
+
+// bareSubcommands are /pipeline subcommands (and the words people try for
+// them) typed without /pipeline: "/status" means /pipeline status.
+var bareSubcommands = map[string]string{
+	"run": "run", "list": "list", "runs": "list", "ls": "list", "status": "status", "answer": "answer",
+	"cancel": "cancel", "stop": "cancel", "resume": "resume", "validate": "validate", "lint": "validate",
+}
+
+// shortCommand is cmd, shortened to "/pipeline sub …" when long (a pasted
+// pipeline).
+func shortCommand(cmd, sub string) string {
+	cmd = strings.TrimSpace(cmd)
+	if len(cmd) > 60 {
+		return "/pipeline " + sub + " …"
+	}
+	return cmd
 }

@@ -185,12 +185,18 @@ func TestMistypedCommand(t *testing.T) {
 		"/pipelines":          "did you mean /pipeline?",
 		"/Pipelin stauts 3f9": "did you mean /pipeline help?",
 		"/pipelin " + rsiDOT:  "did you mean /pipeline digraph …?",
+		"/status 3f9":         "/status is not a command — did you mean /pipeline status 3f9?",
+		"/runs":               "did you mean /pipeline list?",
+		"/cancel":             "did you mean /pipeline cancel?",
+		"/help":               "/pipeline list ",
+		"/pipe":               "/pipe is not a command (/pipeline help lists the commands",
+		"/deploy now":         "/deploy is not a command",
 	} {
 		if got := MistypedCommand(text); !strings.Contains(got, want) {
 			t.Errorf("MistypedCommand(%q) = %q; want it to say %q", text, got, want)
 		}
 	}
-	for _, text := range []string{"/pipeline list", "hello there", "pipeline list please", "/register C1 team", "/pipe", "y", ""} {
+	for _, text := range []string{"/pipeline list", "hello there", "pipeline list please", "/register C1 team", "/tmp/x is full", "y", ""} {
 		if got := MistypedCommand(text); got != "" {
 			t.Errorf("MistypedCommand(%q) = %q; want no hint", text, got)
 		}

@@ -6,6 +6,8 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +134,178 @@ func TestConsoleIsToldWhoAnsweredFirst(t *testing.T) {
 	})
 	if got := th.agents.prompts("fix"); len(got) != 1 || len(th.agents.prompts("ship")) != 0 {
 		t.Errorf("the run went to ship %d times, fix %d; want the dashboard's Reject", len(th.agents.prompts("ship")), len(got))
+	}
+}
+
+// ptyScreen is what a terminal shows, read line by line.
+type ptyScreen struct {
+	t          *testing.T
+	master     *os.File
+	lines      chan string
+	transcript []string
+}
+
+func newPtyScreen(t *testing.T, master *os.File) *ptyScreen {
+	s := &ptyScreen{t: t, master: master, lines: make(chan string, 1000)}
+	go func() {
+		sc := bufio.NewScanner(master)
+		for sc.Scan() {
+			s.lines <- strings.TrimRight(sc.Text(), "\r")
+		}
+	}()
+	return s
+}
+
+// waitLine waits until a line shown so far satisfies ok, and returns it.
+func (s *ptyScreen) waitLine(what string, ok func(string) bool) string {
+	s.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for i := 0; ; {
+		for ; i < len(s.transcript); i++ {
+			if ok(s.transcript[i]) {
+				return s.transcript[i]
+			}
+		}
+		select {
+		case line := <-s.lines:
+			s.transcript = append(s.transcript, line)
+		case <-deadline:
+			s.t.Fatalf("the terminal never showed %s; it showed:\n%s", what, strings.Join(s.transcript, "\n"))
+		}
+	}
+}
+
+func (s *ptyScreen) waitFor(want string) string {
+	s.t.Helper()
+	return s.waitLine(strconv.Quote(want), func(l string) bool { return strings.Contains(l, want) })
+}
+
+// settle reads what the terminal shows until it is quiet for a moment.
+func (s *ptyScreen) settle() {
+	for {
+		select {
+		case line := <-s.lines:
+			s.transcript = append(s.transcript, line)
+		case <-time.After(300 * time.Millisecond):
+			return
+		}
+	}
+}
+
+func (s *ptyScreen) text() string { return strings.Join(s.transcript, "\n") }
+
+func (s *ptyScreen) typeLine(line string) {
+	s.t.Helper()
+	if _, err := s.master.WriteString(line + "\n"); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// Two pipelines whose gates share the key R (and each has one the other
+// lacks: A, G).
+const (
+	alphaDOT = `digraph Alpha { graph [goal="Ship the alpha release"]; start [shape=Mdiamond]; ` +
+		`review [shape=hexagon, label="Ship alpha?"]; ship [prompt="ship"]; rework [prompt="rework"]; done [shape=Msquare]; ` +
+		`start -> review; review -> ship [label="[A] Approve"]; review -> rework [label="[R] Rework"]; ship -> done; rework -> done }`
+	betaDOT = `digraph Beta { graph [goal="Fix the beta outage"]; start [shape=Mdiamond]; ` +
+		`check [shape=hexagon, label="Outage fixed?"]; retry [prompt="retry"]; go [prompt="go"]; done [shape=Msquare]; ` +
+		`start -> check; check -> retry [label="[R] Retry"]; check -> go [label="[G] Go"]; retry -> done; go -> done }`
+)
+
+// TestConsoleFirstHourOnARealTerminal is issue 30's items 5–7 at the
+// console, on a real terminal, across a restart:
+//   - /help, /status, /runs, /cancel and any other /word are answered by
+//     the host — never sent to the agent — and a mistyped /pipeline keeps
+//     its did-you-mean (item 5);
+//   - after a restart, each resumed run's lines carry its short id, as a new
+//     run's do (item 6);
+//   - with runs waiting on [A]/[R] and [R]/[G], typing G answers the only
+//     run that has a G, and R lists only the runs that have an R, each with
+//     its pipeline and goal, never suggesting an answer a run lacks (item 7).
+func TestConsoleFirstHourOnARealTerminal(t *testing.T) {
+	dir := t.TempDir()
+	master, slave := ptytest.Open(t)
+	th := launch(t, hostSetup{dir: dir, answer: chatOrSucceed, terminal: slave})
+	s := newPtyScreen(t, master)
+
+	s.typeLine("/help")
+	s.waitFor("/pipeline status [run]")
+	s.typeLine("/status")
+	s.waitFor("/status is not a command — did you mean /pipeline status?")
+	s.typeLine("/runs")
+	s.waitFor("/runs is not a command — did you mean /pipeline list?")
+	s.typeLine("/cancel 3f9")
+	s.waitFor("did you mean /pipeline cancel 3f9?")
+	s.typeLine("/deploy now")
+	s.waitFor("/deploy is not a command")
+	s.typeLine("/pipelin list")
+	s.waitFor("/pipelin is not a command — did you mean /pipeline list?")
+	s.typeLine("hello")
+	s.waitFor("agent heard: console: hello")
+	if got := th.agents.prompts("chat"); len(got) != 1 {
+		t.Errorf("the agent got %q; only the plain message is for it", got)
+	}
+
+	s.typeLine("/pipeline " + alphaDOT)
+	s.waitFor("❓ Ship alpha?")
+	s.typeLine("/pipeline " + betaDOT)
+	s.waitFor("❓ Outage fixed?")
+	pair := consoleSession{t, th}.waiting(2)
+	ids := map[string]string{} // pipeline → short id
+	for _, r := range pair {
+		name, _ := th.describeRun(context.Background(), r.ID)
+		ids[name] = runs.ShortID(r.ID)
+	}
+	alpha, beta := ids["Alpha"], ids["Beta"]
+	if alpha == "" || beta == "" {
+		t.Fatalf("runs by pipeline: %v", ids)
+	}
+	th.stop()
+
+	// The host starts again on a new terminal: both runs resume and ask again.
+	master, slave = ptytest.Open(t)
+	th = launch(t, hostSetup{dir: dir, answer: chatOrSucceed, terminal: slave})
+	s = newPtyScreen(t, master)
+	for id, question := range map[string]string{alpha: "❓ Ship alpha?", beta: "❓ Outage fixed?"} {
+		line := s.waitFor(question)
+		if !strings.HasPrefix(strings.TrimSpace(line), id+" ") {
+			t.Errorf("the resumed run's prompt %q does not carry its short id %s", line, id)
+		}
+	}
+
+	s.typeLine("R")
+	which := s.waitFor(`2 runs are waiting for an answer — which one is "R" for?`)
+	_ = which
+	s.waitFor("Alpha: Ship the alpha release")
+	s.waitFor("Beta: Fix the beta outage")
+	s.waitFor("/pipeline answer " + alpha + " R")
+	s.waitFor("/pipeline answer " + beta + " R")
+
+	s.typeLine("G")
+	s.waitLine("beta's end with its short id", func(l string) bool {
+		return strings.HasPrefix(strings.TrimSpace(l), beta+" ") && strings.Contains(l, "Pipeline complete")
+	})
+	s.typeLine("A")
+	s.waitLine("alpha's end with its short id", func(l string) bool {
+		return strings.HasPrefix(strings.TrimSpace(l), alpha+" ") && strings.Contains(l, "Pipeline complete")
+	})
+	s.settle()
+	if strings.Contains(s.text(), "/pipeline answer "+alpha+" G") || strings.Contains(s.text(), "/pipeline answer "+beta+" A") {
+		t.Errorf("the console suggested an answer a run does not have:\n%s", s.text())
+	}
+	if strings.Contains(s.text(), "which one is \"G\"") || strings.Contains(s.text(), "which one is \"A\"") {
+		t.Errorf("a key only one run offers was asked about instead of answered:\n%s", s.text())
+	}
+	if len(th.agents.prompts("go")) != 1 || len(th.agents.prompts("ship")) != 1 || len(th.agents.prompts("retry")) != 0 {
+		t.Errorf("stages run: go %d, ship %d, retry %d; want G for Beta and A for Alpha",
+			len(th.agents.prompts("go")), len(th.agents.prompts("ship")), len(th.agents.prompts("retry")))
+	}
+	// Every line of a run's thread (indented) carries its run's short id.
+	for _, l := range s.transcript {
+		if strings.HasPrefix(l, "  ") && strings.TrimSpace(l) != "" && !strings.HasPrefix(l, "   ") &&
+			!strings.HasPrefix(strings.TrimSpace(l), alpha+" ") && !strings.HasPrefix(strings.TrimSpace(l), beta+" ") &&
+			!strings.Contains(l, "/pipeline answer") {
+			t.Errorf("a thread line without its run's short id: %q", l)
+		}
 	}
 }

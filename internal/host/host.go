@@ -343,6 +343,23 @@ func (h *Host) pruneIPC(ctx context.Context) {
 	}
 }
 
+// describeRun is a run's pipeline name (its graph's label, as its first
+// event recorded it) and goal.
+func (h *Host) describeRun(ctx context.Context, runID string) (pipeline, goal string) {
+	run, err := h.store.GetRun(ctx, runID)
+	if err != nil {
+		return "", ""
+	}
+	if events, err := h.store.Events(ctx, runID, 0, 1); err == nil && len(events) == 1 &&
+		events[0].Type == engine.EventPipelineStarted {
+		pipeline, goal = events[0].Label, events[0].Message // the goal as it ran
+	}
+	if goal == "" {
+		goal = run.Goal
+	}
+	return pipeline, goal
+}
+
 // handleInbound routes one thing a person did.
 func (h *Host) handleInbound(ctx context.Context, ch channels.Channel, in channels.Inbound) {
 	defer func() {
@@ -358,7 +375,7 @@ func (h *Host) handleInbound(ctx context.Context, ch channels.Channel, in channe
 			h.handleCommand(ctx, ch, in)
 		}
 	case channels.KindMessage, channels.KindMention:
-		if answerInThread(ctx, h.runs, ch, in, h.log) || answerTyped(ctx, h.runs, ch, in, h.log) {
+		if answerInThread(ctx, h.runs, ch, in, h.log) || answerTyped(ctx, h.runs, h.describeRun, ch, in, h.log) {
 			return
 		}
 		if hint := channels.MistypedCommand(in.Text); hint != "" {

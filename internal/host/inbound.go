@@ -58,11 +58,12 @@ func answerInThread(ctx context.Context, service *runs.Service, ch channels.Chan
 }
 
 // answerTyped takes a line typed where typed answers are on (the
-// console) as an answer when it names a choice of a waiting gate: the
-// chat's only one is answered; with several waiting, the person is asked
-// which run they mean. Anything else is not an answer and goes on to the
-// agent. It reports whether the line was consumed.
-func answerTyped(ctx context.Context, service *runs.Service, ch channels.Channel, in channels.Inbound, log *slog.Logger) bool {
+// console) as an answer when it names a choice of a waiting gate: when only
+// one waiting gate offers that choice, it is answered; when several do,
+// the person is asked which run they mean (only those runs are listed,
+// each with its pipeline and goal). Anything else is not an answer and
+// goes on to the agent. It reports whether the line was consumed.
+func answerTyped(ctx context.Context, service *runs.Service, describe describeRun, ch channels.Channel, in channels.Inbound, log *slog.Logger) bool {
 	text := strings.TrimSpace(in.Text)
 	if !ch.Capabilities().TypedAnswers || in.Thread != "" || text == "" {
 		return false
@@ -72,18 +73,25 @@ func answerTyped(ctx context.Context, service *runs.Service, ch channels.Channel
 		log.Warn("look up the chat's open gates", "chat", in.Chat, "err", err)
 		return false
 	}
-	named := false
+	var offering []runs.Gate
 	for _, g := range open {
-		named = named || namesChoice(g.Question(), text)
+		if namesChoice(g.Question(), text) {
+			offering = append(offering, g)
+		}
 	}
 	switch {
-	case !named:
+	case len(offering) == 0:
 		return false
-	case len(open) > 1:
-		tell(ctx, ch, in, runlog.WhichRun(text, open), log)
+	case len(offering) > 1:
+		waiting := make([]runlog.Waiting, len(offering))
+		for i, g := range offering {
+			waiting[i] = runlog.Waiting{Gate: g}
+			waiting[i].Pipeline, waiting[i].Goal = describe(ctx, g.RunID)
+		}
+		tell(ctx, ch, in, runlog.WhichRun(text, waiting), log)
 		return true
 	}
-	g, q := open[0], open[0].Question()
+	g, q := offering[0], offering[0].Question()
 	if q.KeyShared(text) {
 		tell(ctx, ch, in, fmt.Sprintf("%s is the key of more than one choice: type the choice's name.", text), log)
 		return true
@@ -94,6 +102,10 @@ func answerTyped(ctx context.Context, service *runs.Service, ch channels.Channel
 	}
 	return true
 }
+
+// describeRun is what a run is, for a person choosing among runs: its
+// pipeline's name and its goal.
+type describeRun func(ctx context.Context, runID string) (pipeline, goal string)
 
 // refusal is what the person is told when their answer is refused.
 func refusal(ctx context.Context, ch channels.Channel, err error) string {

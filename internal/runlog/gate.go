@@ -1,6 +1,7 @@
 package runlog
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -122,15 +123,28 @@ func orList(words []string) string {
 	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
-// WhichRun asks which run a typed answer is for when several wait: each
-// run's short id, its question and choices, and the command that answers
-// it with what was typed.
-func WhichRun(typed string, gates []runs.Gate) string {
+// Waiting is a run waiting at a gate, as WhichRun lists it: its gate and
+// what the run is — its pipeline's name and its goal.
+type Waiting struct {
+	Gate     runs.Gate
+	Pipeline string
+	Goal     string
+}
+
+// WhichRun asks which run a typed answer is for when several that offer it
+// wait: each run's short id, pipeline and goal, its question and choices,
+// and the command that answers it with what was typed.
+func WhichRun(typed string, waiting []Waiting) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d runs are waiting for an answer — which one is %q for?", len(gates), typed)
-	for _, g := range gates {
+	fmt.Fprintf(&b, "%d runs are waiting for an answer — which one is %q for?", len(waiting), typed)
+	for _, w := range waiting {
+		g := w.Gate
 		q := g.Question()
-		fmt.Fprintf(&b, "\n  %s  ❓ %s", runs.ShortID(g.RunID), q.Text)
+		fmt.Fprintf(&b, "\n  %s  %s", runs.ShortID(g.RunID), cmp.Or(w.Pipeline, "pipeline"))
+		if w.Goal != "" {
+			b.WriteString(": " + w.Goal)
+		}
+		fmt.Fprintf(&b, "\n     ❓ %s", q.Text)
 		if cs := choices(q); len(cs) > 0 {
 			b.WriteString(" — " + strings.Join(cs, "   "))
 		}

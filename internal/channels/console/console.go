@@ -48,9 +48,6 @@ type Console struct {
 
 	mu     sync.Mutex
 	nextID int
-	// runOf maps the messages of a run's thread (its card, its prompts)
-	// to the run's short id, which marks the lines printed for it.
-	runOf map[string]string
 	// cards remembers what each status card last showed, so an edit that
 	// only moves the clock prints nothing.
 	cards map[string]string
@@ -59,7 +56,7 @@ type Console struct {
 // New returns a console reading in and writing out.
 func New(in io.Reader, out io.Writer) *Console {
 	return &Console{
-		in: in, out: out, cards: make(map[string]string), runOf: make(map[string]string),
+		in: in, out: out, cards: make(map[string]string),
 		session: strconv.FormatInt(time.Now().UnixNano(), 36),
 	}
 }
@@ -180,19 +177,21 @@ func (c *Console) Post(_ context.Context, chat, thread string, m channels.Messag
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nextID++
-	id := fmt.Sprintf("c%d", c.nextID)
+	run := runOfMessage(thread)
+	if m.Card != nil {
+		run = runs.ShortID(m.Card.RunID)
+	}
+	id := postID(c.session, c.nextID, run)
 	indent := ""
 	if ownMessage(thread) {
 		indent = "  " // a run's story, under its status card
-		if run, ok := c.runOf[thread]; ok {
+		if run != "" {
 			indent += run + " "
-			c.runOf[id] = run
 		}
 	}
 	switch {
 	case m.Card != nil:
 		c.cards[id] = cardKey(*m.Card)
-		c.runOf[id] = runs.ShortID(m.Card.RunID)
 		c.writeLocked(indent, m.Card.Text()+channels.LinksText(m.Links))
 	case m.Gate != nil:
 		c.writeLocked(indent, runlog.PromptWithHint(m.Gate.RunID, m.Gate.Question(), true)+channels.LinksText(m.Links))
@@ -248,7 +247,7 @@ func (c *Console) Ephemeral(_ context.Context, chat, _, _ string, text string) e
 // threadIndent is how a line about message msgID of a run's thread is
 // printed: indented, with the run's short id.
 func (c *Console) threadIndent(msgID string) string {
-	if run, ok := c.runOf[msgID]; ok {
+	if run := runOfMessage(msgID); run != "" {
 		return "  " + run + " "
 	}
 	return "  "
@@ -290,12 +289,42 @@ func (c *Console) writeLocked(indent, text string) {
 	}
 }
 
-// ownMessage reports whether id is a message the console printed (c<n>),
-// not a line typed at it: replies to what the person typed are printed flush
-// left, like the conversation they are.
+// postID names a message the console printed: c<session>.<n>, and
+// .<run> for a message of a run's thread. The run is in the id itself, not
+// in this process's memory: a thread is kept across restarts (its root id
+// is stored), so a resumed run's lines carry its short id as a new run's
+// do, and the session keeps ids of different processes apart.
+func postID(session string, n int, run string) string {
+	id := fmt.Sprintf("c%s.%d", session, n)
+	if run != "" {
+		id += "." + run
+	}
+	return id
+}
+
+// ownMessage reports whether id is a message the console printed, not a
+// line typed at it: replies to what the person typed are printed flush
+// left, like the conversation they are. (Versions before postID named
+// them c<n>.)
 func ownMessage(id string) bool {
-	_, err := strconv.Atoi(strings.TrimPrefix(id, "c"))
-	return strings.HasPrefix(id, "c") && err == nil
+	parts := strings.Split(strings.TrimPrefix(id, "c"), ".")
+	if !strings.HasPrefix(id, "c") || len(parts) > 3 {
+		return false
+	}
+	_, err := strconv.Atoi(parts[min(1, len(parts)-1)])
+	return err == nil
+}
+
+// runOfMessage is the short id of the run whose thread message id is in
+// ("" for any other message).
+func runOfMessage(id string) string {
+	if !ownMessage(id) {
+		return ""
+	}
+	if parts := strings.Split(id, "."); len(parts) == 3 {
+		return parts[2]
+	}
+	return ""
 }
 
 // cardKey is what makes a card edit worth printing: state and stage, not the clock.
