@@ -264,9 +264,6 @@ error (or, with --strict, warning); 1 the file could not be read.`,
 			if err != nil {
 				return exitCode(exitInvalid, err)
 			}
-			// The engine's registry is the authority on handler types.
-			opts := ids.frontendOptions(name)
-			opts.KnownTypes = append(opts.KnownTypes, knownTypes...)
 			files, err := expandPipelineArgs(args)
 			if err != nil {
 				return exitCode(exitIO, err)
@@ -281,6 +278,9 @@ error (or, with --strict, warning); 1 the file could not be read.`,
 					v.unreadable(f, err)
 					continue
 				}
+				// The engine's registry is the authority on handler types.
+				opts := ids.frontendOptions(name)
+				opts.KnownTypes = append(opts.KnownTypes, knownTypes...)
 				_, ds, prepErr := frontend.Prepare(name, src, opts)
 				if err := v.file(name, ds, prepErr == nil && !pipeline.HasErrors(ds) && !(strict && hasWarnings(ds))); err != nil {
 					return exitCode(exitIO, err)
