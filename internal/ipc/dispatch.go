@@ -72,7 +72,6 @@ func (w *Watcher) startPipeline(ctx context.Context, group string, r *StartPipel
 	if r.Pipeline != "" {
 		var err error
 		if src, err = w.readPipelineFile(group, r.Pipeline); err != nil {
-			w.starts.refund(group)
 			return rejected(r, err.Error())
 		}
 		file = r.Pipeline
@@ -85,9 +84,13 @@ func (w *Watcher) startPipeline(ctx context.Context, group string, r *StartPipel
 		File: file, DOT: src, Goal: r.Goal, Verbosity: r.Verbosity, Inputs: r.Inputs,
 	})
 	if v, bad := hostError(r, err); bad {
-		// The limit is on runs started: an agent correcting its graph
-		// after a rejection must not run out of starts doing so.
-		w.starts.refund(group)
+		// A rejected start keeps its token: checking a graph is the costly
+		// part (a file at the size limit takes the lint most of a second),
+		// so an agent sending graphs that fail must not do it without
+		// limit. Only a start the host could not do right now is given back.
+		if v.resp.Status == Failed {
+			w.starts.refund(group)
+		}
 		return v
 	}
 	v = accepted(r)

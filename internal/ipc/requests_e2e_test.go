@@ -395,27 +395,34 @@ func TestNewGroupDirectoryIsWatchedWithoutARescan(t *testing.T) {
 	}
 }
 
-func TestRejectedGraphsDoNotUseUpTheStartLimit(t *testing.T) {
-	e := newEnv(t).start(func(c *Config) { c.StartRate = Rate{Burst: 1, Every: time.Hour} })
-	// An agent fixing its graph submits it again and again: every attempt
-	// gets its diagnostics, none is refused for the rate limit.
-	for _, id := range []string{"try1", "try2", "try3"} {
-		e.submit("team", id, startBody(noExitDOT))
-		if r := e.response("team", id); r.Status != Rejected || len(r.Diagnostics) == 0 {
-			t.Fatalf("%s: %+v, want the lint diagnostics", id, r)
-		}
+// TestRejectedStartsCountAgainstTheRateLimit: a start the host rejects
+// (lint errors, a missing file) uses the group's start limit like one it
+// runs — checking a graph is the costly part — and past the limit the next
+// request, whatever it holds, is refused with the limit's message without
+// reaching the host.
+func TestRejectedStartsCountAgainstTheRateLimit(t *testing.T) {
+	e := newEnv(t).start(func(c *Config) { c.StartRate = Rate{Burst: 2, Every: time.Hour} })
+	e.submit("team", "try1", startBody(noExitDOT))
+	if r := e.response("team", "try1"); r.Status != Rejected || len(r.Diagnostics) == 0 {
+		t.Fatalf("try1: %+v, want the lint diagnostics", r)
 	}
 	e.submit("team", "missing", map[string]any{"type": "start_pipeline", "pipeline": "nope.dot"})
 	if r := e.response("team", "missing"); r.Status != Rejected {
 		t.Fatalf("missing pipeline file: %+v", r)
 	}
-	e.submit("team", "fixed", startBody(validDOT))
-	if r := e.response("team", "fixed"); r.Status != Accepted {
-		t.Fatalf("the corrected graph: %+v", r)
+	checked := len(e.host.callsOf("StartPipeline"))
+	for _, id := range []string{"try2", "valid"} {
+		body := startBody(noExitDOT)
+		if id == "valid" {
+			body = startBody(validDOT)
+		}
+		e.submit("team", id, body)
+		r := e.response("team", id)
+		if r.Status != Failed || r.RetryAfterSeconds <= 0 || !strings.Contains(r.Reason, "rate limit: too many pipeline starts from this group") {
+			t.Fatalf("%s past the limit: %+v, want the rate limit's answer", id, r)
+		}
 	}
-	// The one start the limit allows is used: the next run must wait.
-	e.submit("team", "again", startBody(validDOT))
-	if r := e.response("team", "again"); r.Status != Failed || r.RetryAfterSeconds <= 0 {
-		t.Fatalf("a second run within the limit: %+v", r)
+	if n := len(e.host.callsOf("StartPipeline")); n != checked {
+		t.Errorf("requests past the limit reached the host: %d calls, want %d", n, checked)
 	}
 }

@@ -1,6 +1,7 @@
 package dot
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -83,9 +84,12 @@ type lexer struct {
 
 // lex splits src into tokens, rejecting the DOT constructs Attractor does
 // not support at the place they occur.
-func lex(file string, src []byte, maxDepth int) ([]token, error) {
+func lex(file string, src []byte, maxDepth, maxTokens int) ([]token, error) {
 	lx := &lexer{file: file, src: src, text: string(src), line: 1, maxDepth: maxDepth}
-	lx.toks = make([]token, 0, len(src)/8+16) // real pipelines average ~10 bytes per token
+	// Real pipelines average ~10 bytes per token; a file of short attributes
+	// has four tokens per '=' (key, =, value, separator). Sizing for the
+	// larger spares a big file the copies of growing the slice.
+	lx.toks = make([]token, 0, min(max(len(src)/8, 4*bytes.Count(src, []byte("="))), maxTokens)+16)
 	if len(src) >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF {
 		lx.off, lx.lineStart = 3, 3 // UTF-8 byte order mark
 	}
@@ -103,6 +107,10 @@ func lex(file string, src []byte, maxDepth int) ([]token, error) {
 		}
 		if err := lx.next(); err != nil {
 			return nil, err
+		}
+		if len(lx.toks) > maxTokens {
+			return nil, lx.errAt(lx.toks[len(lx.toks)-1].pos, "input too large", "split the pipeline into smaller graphs",
+				"more than %d tokens (names, values and punctuation)", maxTokens)
 		}
 	}
 }

@@ -31,11 +31,18 @@ import (
 // exhaust memory or time. A zero field means "use the DefaultLimits value".
 type Limits struct {
 	MaxBytes, MaxNodes, MaxEdges, MaxDepth int
+	// MaxTokens bounds what the bytes may hold: a file of short names
+	// ("a=1,b=1,…") under MaxBytes would otherwise cost tens of bytes of
+	// memory per byte of input, and every later step would walk them all.
+	MaxTokens int
 }
 
 // DefaultLimits are far above any real pipeline (the biggest in the corpus
 // has a few hundred nodes) yet keep a parse well under a second.
-var DefaultLimits = Limits{MaxBytes: 4 << 20, MaxNodes: 20000, MaxEdges: 100000, MaxDepth: 64}
+// Real pipelines average about ten bytes per token, so a file at MaxBytes
+// has some 420k (and MaxEdges, MaxNodes bound the rest); MaxTokens leaves
+// room above that, but not for a file of nothing but short attributes.
+var DefaultLimits = Limits{MaxBytes: 4 << 20, MaxNodes: 20000, MaxEdges: 100000, MaxDepth: 64, MaxTokens: 600_000}
 
 func (l Limits) withDefaults() Limits {
 	def := func(v, d int) int {
@@ -45,10 +52,11 @@ func (l Limits) withDefaults() Limits {
 		return v
 	}
 	return Limits{
-		MaxBytes: def(l.MaxBytes, DefaultLimits.MaxBytes),
-		MaxNodes: def(l.MaxNodes, DefaultLimits.MaxNodes),
-		MaxEdges: def(l.MaxEdges, DefaultLimits.MaxEdges),
-		MaxDepth: def(l.MaxDepth, DefaultLimits.MaxDepth),
+		MaxBytes:  def(l.MaxBytes, DefaultLimits.MaxBytes),
+		MaxNodes:  def(l.MaxNodes, DefaultLimits.MaxNodes),
+		MaxEdges:  def(l.MaxEdges, DefaultLimits.MaxEdges),
+		MaxDepth:  def(l.MaxDepth, DefaultLimits.MaxDepth),
+		MaxTokens: def(l.MaxTokens, DefaultLimits.MaxTokens),
 	}
 }
 
@@ -77,7 +85,7 @@ func ParseWithLimits(file string, src []byte, lim Limits) (g *pipeline.Graph, er
 			Msg:       fmt.Sprintf("input is %d bytes, more than the limit of %d", len(src), lim.MaxBytes),
 			Construct: "input too large", Fix: "split the pipeline into smaller graphs"}
 	}
-	toks, err := lex(file, src, lim.MaxDepth)
+	toks, err := lex(file, src, lim.MaxDepth, lim.MaxTokens)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"nanohost/internal/pipeline/fidelity"
+	"nanohost/internal/pipeline/lint/didyoumean"
 )
 
 // Scope says where an attribute may appear.
@@ -190,12 +191,13 @@ var aliases = map[Scope]map[string]string{
 type attrIndex struct {
 	byScope map[Scope]map[string]*Attribute
 	keys    map[Scope][]string // spec and Graphviz keys, for did-you-mean
+	guess   map[Scope]*didyoumean.Index
 }
 
 var index = buildIndex()
 
 func buildIndex() attrIndex {
-	ix := attrIndex{byScope: map[Scope]map[string]*Attribute{}, keys: map[Scope][]string{}}
+	ix := attrIndex{byScope: map[Scope]map[string]*Attribute{}, keys: map[Scope][]string{}, guess: map[Scope]*didyoumean.Index{}}
 	for _, s := range []Scope{GraphScope, NodeScope, EdgeScope} {
 		ix.byScope[s] = map[string]*Attribute{}
 		for i := range Attributes {
@@ -204,6 +206,7 @@ func buildIndex() attrIndex {
 				ix.keys[s] = append(ix.keys[s], a.Key)
 			}
 		}
+		ix.guess[s] = didyoumean.NewIndex(ix.keys[s])
 		for _, k := range graphvizAttributes[s] {
 			if _, dup := ix.byScope[s][k]; !dup {
 				ix.byScope[s][k] = &Attribute{Key: k, Scope: s, Graphviz: true}

@@ -102,7 +102,46 @@ func (r *Registry) Validate(g *pipeline.Graph) []pipeline.Diagnostic {
 		}
 	}
 	Sort(out)
-	return out
+	return capPerRule(out)
+}
+
+// MaxPerRule is how many diagnostics of one rule and severity Validate
+// returns; the rest are counted in one more diagnostic, "and N more". A
+// person fixes a typo repeated 400 times after reading a few of them, and
+// a hostile file must not make the answer to an agent megabytes long.
+const MaxPerRule = 20
+
+// capPerRule keeps the first MaxPerRule diagnostics of each rule and
+// severity (ds is sorted) and says how many more there were.
+func capPerRule(ds []pipeline.Diagnostic) []pipeline.Diagnostic {
+	type kind struct {
+		rule string
+		sev  pipeline.Severity
+	}
+	seen := map[kind]int{}
+	var order []kind
+	kept := ds[:0]
+	for _, d := range ds {
+		k := kind{d.Rule, d.Severity}
+		if seen[k] == 0 {
+			order = append(order, k)
+		}
+		if seen[k]++; seen[k] <= MaxPerRule {
+			kept = append(kept, d)
+		}
+	}
+	for _, k := range order {
+		if more := seen[k] - MaxPerRule; more > 0 {
+			var file string
+			if len(kept) > 0 {
+				file = kept[0].File
+			}
+			kept = append(kept, pipeline.Diagnostic{Rule: k.rule, Severity: k.sev, File: file,
+				Message: fmt.Sprintf("and %d more %s %ss like the %d above", more, k.rule, k.sev, MaxPerRule),
+				Fix:     "fix the ones shown and validate again"})
+		}
+	}
+	return kept
 }
 
 // Validate runs the built-in rules with default options, then extra (spec §7.3).

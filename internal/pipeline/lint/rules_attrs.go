@@ -320,13 +320,20 @@ func (c *checker) attrUnknown(g *pipeline.Graph) []pipeline.Diagnostic {
 		v, ok := cache[s.scope][key]
 		if !ok {
 			v = judgeKey(s.scope, key)
-			cache[s.scope][key] = v
+			if len(cache[s.scope]) < maxJudgedKeys {
+				cache[s.scope][key] = v
+			}
 		}
 		if v.unknown {
 			out.add(s.diag("attr_unknown", pipeline.SeverityWarning, key, v.fix, "%s", v.msg))
 		}
 	})
 }
+
+// maxJudgedKeys bounds the verdicts attr_unknown remembers per scope: real
+// pipelines repeat a few dozen keys, a hostile one names a new key in
+// every attribute, and judging one again is cheap (didyoumean.Index).
+const maxJudgedKeys = 4096
 
 type keyVerdict struct {
 	fix, msg string
@@ -348,7 +355,7 @@ func judgeKey(scope Scope, key string) keyVerdict {
 		return keyVerdict{fmt.Sprintf("move %s to the %s it is meant for", key, other),
 			fmt.Sprintf("%s is %s attribute; on a %s it has no effect", key, withArticle(other), scope), true}
 	}
-	if guess := closest(key, KnownKeys(scope)); guess != "" {
+	if guess := index.guess[scope].Closest(key); guess != "" {
 		return keyVerdict{fmt.Sprintf("did you mean %s?", guess), fmt.Sprintf("unknown %s attribute %q", scope, key), true}
 	}
 	return keyVerdict{}

@@ -1,6 +1,9 @@
 package didyoumean
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestClosest(t *testing.T) {
 	keys := []string{"prompt", "max_retries", "llm_model", "label", "timeout", "type"}
@@ -31,4 +34,26 @@ func TestDistance(t *testing.T) {
 			t.Errorf("Distance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
 		}
 	}
+}
+
+// The index's filters only skip what could not be near enough: it picks
+// what comparing with every candidate picks.
+func FuzzIndexAgreesWithEveryComparison(f *testing.F) {
+	keys := []string{"prompt", "max_retries", "llm_model", "label", "timeout", "type", "Ünïcode", "日本語"}
+	f.Add("promt")
+	f.Add("ÜNÏCODE_")
+	f.Add("日本")
+	f.Fuzz(func(t *testing.T, word string) {
+		w := strings.ToLower(word)
+		want, bestDist := "", -1
+		for _, c := range keys {
+			d := Distance(w, strings.ToLower(c))
+			if d <= threshold(w, c) && (bestDist < 0 || d < bestDist) {
+				want, bestDist = c, d
+			}
+		}
+		if got := NewIndex(keys).Closest(word); got != want {
+			t.Fatalf("Closest(%q) = %q, comparing with every candidate gives %q", word, got, want)
+		}
+	})
 }

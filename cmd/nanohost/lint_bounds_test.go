@@ -1,0 +1,115 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"nanohost/internal/pipeline/dot"
+	"nanohost/internal/pipeline/lint"
+)
+
+// largestAttributeFile is one node with as many short attributes as the
+// parser accepts (tokens under dot's MaxTokens, bytes under its MaxBytes),
+// every other one a near miss of a known key, so each asks for a "did you
+// mean": what an agent sends to keep the host busy. extra attributes more
+// go over the token limit; values of valueLen bytes reach the byte limit
+// first.
+func largestAttributeFile(extra, valueLen int) string {
+	known := []string{"prompt", "label", "shape", "goal_gate", "max_retries", "timeout", "llm_model", "fidelity",
+		"retry_target", "thread_id", "reasoning_effort", "llm_provider", "allow_partial", "auto_status"}
+	lim := dot.DefaultLimits
+	var b strings.Builder
+	b.WriteString("digraph G { start [shape=Mdiamond]; exit [shape=Msquare]; start -> n -> exit; n [")
+	const tokensPerAttr, overhead = 4, 40
+	for i := 0; ; i++ {
+		key := fmt.Sprintf("q%x", i)
+		if i%2 == 1 {
+			k := known[i%len(known)]
+			key = fmt.Sprintf("%s%x", k[:len(k)-2], i)
+		}
+		attr := key + "=" + strings.Repeat("v", valueLen) + ","
+		if extra == 0 && ((i+1)*tokensPerAttr+overhead > lim.MaxTokens || b.Len()+len(attr)+4 > lim.MaxBytes) {
+			break
+		}
+		if extra > 0 && (i+1)*tokensPerAttr > lim.MaxTokens+extra*tokensPerAttr {
+			break
+		}
+		b.WriteString(attr)
+	}
+	b.WriteString("] }\n")
+	return b.String()
+}
+
+// manyTargetsFile is as many nodes as the parser accepts, each naming a
+// retry target that does not exist but is one edit from a node that does.
+func manyTargetsFile() string {
+	var b strings.Builder
+	b.WriteString("digraph G {\nstart [shape=Mdiamond]\nexit [shape=Msquare]\nstart -> node0 -> exit\n")
+	for i := 0; i < dot.DefaultLimits.MaxNodes-2; i++ {
+		fmt.Fprintf(&b, "node%d [prompt=\"p\", retry_target=\"nodf%d\"]\n", i, i)
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// TestLintOfTheLargestAcceptedFileIsBounded: `pipeline validate` of the
+// largest files the parser accepts, built to make the lint work hardest,
+// costs at most a second of CPU and 200 MB of memory, and prints at most
+// lint.MaxPerRule diagnostics per rule with "and N more"; a file over the
+// parser's limits is refused before anything else looks at it.
+func TestLintOfTheLargestAcceptedFileIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, src, want string
+		code           int
+	}{
+		{"attributes", largestAttributeFile(0, 1), "more attr_unknown warnings like the", 0},
+		{"long attributes", largestAttributeFile(0, 20), "more attr_unknown warnings like the", 0},
+		{"targets", manyTargetsFile(), "more retry_target_exists", 1},
+		{"over the limit", largestAttributeFile(50000, 1), fmt.Sprintf("more than %d tokens", dot.DefaultLimits.MaxTokens), 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if len(c.src) > dot.DefaultLimits.MaxBytes {
+				t.Fatalf("the %s file is %d bytes, over the parser's limit", c.name, len(c.src))
+			}
+			path := writeFile(t, dir, strings.ReplaceAll(c.name, " ", "-")+".dot", c.src)
+			cmd := exec.Command(nanohostBin, "pipeline", "validate", path)
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			err := cmd.Run()
+			code := cmd.ProcessState.ExitCode()
+			if err != nil && code < 0 {
+				t.Fatal(err)
+			}
+			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+			cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			rss := ru.Maxrss << 10 // KiB on Linux
+			t.Logf("%s: %d bytes, exit %d, %v CPU, %d MB peak memory", c.name, len(c.src), code, cpu.Round(time.Millisecond), rss>>20)
+			if code != c.code && !(c.code == 1 && code == 2) {
+				t.Errorf("exit %d, want %d:\n%s", code, c.code, tail(out.String()))
+			}
+			if !strings.Contains(out.String(), c.want) {
+				t.Errorf("the output lacks %q:\n%s", c.want, tail(out.String()))
+			}
+			if lines := strings.Count(out.String(), "\n"); lines > 10*lint.MaxPerRule {
+				t.Errorf("%d lines of diagnostics: the per-rule cap does not hold", lines)
+			}
+			if cpu > time.Second || rss > 200<<20 {
+				t.Errorf("validate took %v of CPU and %d MB: over 1 s / 200 MB", cpu, rss>>20)
+			}
+		})
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 2000 {
+		return "…" + s[len(s)-2000:]
+	}
+	return s
+}
