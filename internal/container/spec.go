@@ -161,7 +161,28 @@ func (b *Backend) baseSpec(req engine.Request, env RunEnv, name string, uid, gid
 	if b.cfg.TZ != "" {
 		spec.Env = append(spec.Env, "TZ="+b.cfg.TZ)
 	}
+	if m, ok := artifactsMount(req); ok {
+		spec.Mounts = append(spec.Mounts, m)
+	}
 	return spec, nil
+}
+
+// artifactsMount mounts the run's artifacts directory at
+// engine.ArtifactsPath, read-only, created empty when
+// no stage has produced one yet (a container outlives the stage that
+// started it, so the directory must exist before it).
+func artifactsMount(req engine.Request) (mounts.Mount, bool) {
+	if req.RunDir == "" {
+		return mounts.Mount{}, false
+	}
+	dir := filepath.Join(req.RunDir, engine.ArtifactsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return mounts.Mount{}, false
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return mounts.Mount{}, false // a link planted in its place is not followed
+	}
+	return mounts.Mount{Source: dir, Target: engine.ArtifactsPath, ReadOnly: true}, true
 }
 
 var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)

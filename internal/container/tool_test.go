@@ -87,3 +87,26 @@ func TestToolNodeWithoutCommandFails(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// A run's artifacts are visible to its containers, read-only, at the path
+// the preamble names.
+func TestContainersSeeTheRunsArtifactsReadOnly(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	runDir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(runDir, engine.ArtifactsDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(runDir, engine.ArtifactsDir, "review.json"), []byte(`{"confidence": 0.87}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := toolReq("run-artifacts", "read", "cat "+engine.ArtifactsPath+"/review.json; echo; touch "+engine.ArtifactsPath+"/forged.json && echo WRITABLE")
+	req.RunDir, req.StageDir = runDir, t.TempDir()
+	res := h.mustRun(req)
+	if !strings.Contains(res.Output, `{"confidence": 0.87}`) || strings.Contains(res.Output, "WRITABLE") {
+		t.Errorf("output %q: want the artifact, read-only", res.Output)
+	}
+	if _, err := os.Stat(filepath.Join(runDir, engine.ArtifactsDir, "forged.json")); err == nil {
+		t.Error("a container wrote into the run's artifacts")
+	}
+}

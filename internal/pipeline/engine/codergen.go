@@ -71,6 +71,9 @@ func runAgent(ctx context.Context, st *Stage, kind RequestKind, prompt, toolComm
 	if err != nil {
 		return Outcome{Status: StatusFail, FailureReason: err.Error()}, nil
 	}
+	if _, simulated := st.w.r.cfg.Backend.(Simulated); simulated {
+		schema = nil // a simulation does no work and returns no output: conditions see none
+	}
 	if schema != nil {
 		if kind == KindCodergen {
 			prompt += outputInstructions(schema)
@@ -258,7 +261,7 @@ func (r *run) request(st *Stage, kind RequestKind, prompt, toolCommand string) R
 		// No agent reads it: the simulation's no-work path skips the preamble.
 	default:
 		req.Preamble = fidelity.Preamble(mode, fidelity.History{
-			RunID: r.runID, Goal: r.g.Goal(), Stages: r.historySnapshot(), Context: st.Context.Snapshot(),
+			RunID: r.runID, Goal: r.g.Goal(), Stages: r.historySnapshot(), Context: st.Context.Snapshot(), Artifacts: r.artifacts(),
 		})
 	}
 	return req

@@ -10,12 +10,42 @@ import (
 	"path/filepath"
 	"strings"
 
+	"nanohost/internal/pipeline/fidelity"
 	"nanohost/internal/pipeline/output"
 )
 
 // ArtifactsDir is the directory of a run (beside its stage directories)
 // holding each stage's last valid typed output as <node id>.json.
 const ArtifactsDir = "artifacts"
+
+// ArtifactsPath is where an agent finds the run's artifacts: the container
+// runtime mounts ArtifactsDir there, read-only, and the preamble lists them.
+const ArtifactsPath = "/workspace/.nanohost/artifacts"
+
+// artifacts lists the run's stored artifacts for the preamble, by node id
+// in graph order, at their path inside the agent's container.
+func (r *run) artifacts() []fidelity.Artifact {
+	if r.root == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(filepath.Join(r.root, ArtifactsDir))
+	if err != nil {
+		return nil
+	}
+	have := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && e.Type().IsRegular() {
+			have[id] = true
+		}
+	}
+	var out []fidelity.Artifact
+	for _, n := range r.g.Nodes {
+		if have[n.ID] {
+			out = append(out, fidelity.Artifact{Node: n.ID, Path: ArtifactsPath + "/" + n.ID + ".json"})
+		}
+	}
+	return out
+}
 
 // typedOutput checks a stage's typed output against its output_schema
 // (docs/semantics.md, "Typed stage outputs"): a valid object's fields join

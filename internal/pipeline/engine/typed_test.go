@@ -45,6 +45,9 @@ func TestTypedOutputEntersTheContextWithItsTypes(t *testing.T) {
 	if artifact["confidence"] != 0.87 || stageOut["verdict"] != "ship" {
 		t.Errorf("artifact %v, stage output %v", artifact, stageOut)
 	}
+	if pre := be.requests("ship")[0].Preamble; !strings.Contains(pre, "Artifacts of earlier stages") || !strings.Contains(pre, "- review: /workspace/.nanohost/artifacts/review.json") {
+		t.Errorf("the next stage's preamble does not list review's artifact:\n%s", pre)
+	}
 	evs := out.rec.ofType(engine.EventStageOutput)
 	if len(evs) != 1 || evs[0].NodeID != "review" || evs[0].Data["artifact"] != filepath.Join("artifacts", "review.json") {
 		t.Fatalf("StageOutput events = %+v", evs)
@@ -124,4 +127,9 @@ func TestOutputJSONInTheStageDirectoryIsRead(t *testing.T) {
 	})
 	out := runGraph(t, typedDOT, runOpts{backend: be})
 	wantPath(t, out.res, "start", "review", "ship", "exit")
+}
+
+func TestASimulationSkipsTypedOutputs(t *testing.T) {
+	out := runGraph(t, typedDOT, runOpts{backend: script.Sim{}})
+	wantPath(t, out.res, "start", "review", "again", "exit")
 }

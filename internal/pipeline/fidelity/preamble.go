@@ -30,6 +30,15 @@ type History struct {
 	Goal    string
 	Stages  []Stage
 	Context map[string]any
+	// Artifacts are the typed outputs of earlier stages, where the agent
+	// can read them whole.
+	Artifacts []Artifact
+}
+
+// Artifact is a stage's typed output, by node id and path.
+type Artifact struct {
+	Node string
+	Path string
 }
 
 // style is how much a mode says. Budgets are in bytes at about four per
@@ -115,7 +124,7 @@ const (
 )
 
 func render(mode Mode, st style, h History) string {
-	head := header(h, st.budget/4, st.counts)
+	head := header(h, st.budget/4, st.counts) + artifactSection(h.Artifacts, st.budget/4)
 	room := st.budget - len(head) - len(stagesHeading) - markerRoom
 	if len(h.Stages) == 0 {
 		head += "No stages have completed yet.\n"
@@ -392,4 +401,34 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// artifactSection lists the earlier stages' artifacts (at most room bytes,
+// the newest kept): an agent reads the previous step's artifact rather
+// than a summary of it.
+func artifactSection(as []Artifact, room int) string {
+	if len(as) == 0 {
+		return ""
+	}
+	const heading = "\nArtifacts of earlier stages (their typed outputs as JSON: read them for the details):\n"
+	room -= len(heading) + markerRoom
+	var lines []string
+	for i := len(as) - 1; i >= 0; i-- {
+		line := "- " + clip(oneLine(as[i].Node), 80) + ": " + clip(oneLine(as[i].Path), 200) + "\n"
+		if len(line) > room {
+			break
+		}
+		room -= len(line)
+		lines = append(lines, line)
+	}
+	slices.Reverse(lines)
+	var b strings.Builder
+	b.WriteString(heading)
+	if omitted := len(as) - len(lines); omitted > 0 {
+		fmt.Fprintf(&b, "- … %d more\n", omitted)
+	}
+	for _, l := range lines {
+		b.WriteString(l)
+	}
+	return b.String()
 }

@@ -198,3 +198,21 @@ func FuzzOneLine(f *testing.F) {
 		}
 	})
 }
+
+func TestPreambleListsArtifactsWithinItsBudget(t *testing.T) {
+	h := History{RunID: "r", Goal: "g", Stages: []Stage{{NodeID: "review", Status: "success"}},
+		Artifacts: []Artifact{{Node: "recall", Path: "/workspace/.nanohost/artifacts/recall.json"}, {Node: "review", Path: "/workspace/.nanohost/artifacts/review.json"}}}
+	p := Preamble(Compact, h)
+	if !strings.Contains(p, "- recall: /workspace/.nanohost/artifacts/recall.json\n- review: /workspace/.nanohost/artifacts/review.json") {
+		t.Errorf("artifacts not listed in order:\n%s", p)
+	}
+	for i := 0; i < 2000; i++ {
+		h.Artifacts = append(h.Artifacts, Artifact{Node: fmt.Sprintf("n%d", i), Path: fmt.Sprintf("/workspace/.nanohost/artifacts/n%d.json", i)})
+	}
+	for _, m := range []Mode{Compact, SummaryLow, SummaryMedium, SummaryHigh} {
+		p := Preamble(m, h)
+		if len(p) > Budget(m) || !strings.Contains(p, "more\n") || !strings.Contains(p, "n1999.json") {
+			t.Errorf("%s: %d bytes (budget %d), newest kept and the rest counted?\n%s", m, len(p), Budget(m), p[:min(len(p), 400)])
+		}
+	}
+}
