@@ -114,8 +114,10 @@ func (a Attrs) Duration(key string, def time.Duration) (time.Duration, error) {
 // or d), a bare integer (seconds), or a Go duration such as "1h30m".
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return time.Duration(n) * time.Second, nil
+	if isInteger(s) { // not "900s": ParseInt's error would cost two allocations per value
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return time.Duration(n) * time.Second, nil
+		}
 	}
 	if num, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseInt(num, 10, 64)
@@ -129,4 +131,20 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("bad duration %q: use an integer with ms, s, m, h or d, e.g. 900s", s)
 	}
 	return d, nil
+}
+
+// isInteger reports whether s is an optionally signed run of digits.
+func isInteger(s string) bool {
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		s = s[1:]
+	}
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -80,11 +80,17 @@ func New(name string) *Graph {
 
 // AddNode appends a node, or returns the existing node with that id.
 func (g *Graph) AddNode(id string) *Node {
+	return g.AddNodeWith(id, Attrs{})
+}
+
+// AddNodeWith is AddNode giving a new node attrs (not nil); an existing
+// node is returned unchanged.
+func (g *Graph) AddNodeWith(id string, attrs Attrs) *Node {
 	g.ensureIndex()
 	if n, ok := g.byID[id]; ok {
 		return n
 	}
-	n := &Node{ID: id, Attrs: Attrs{}}
+	n := &Node{ID: id, Attrs: attrs}
 	g.Nodes = append(g.Nodes, n)
 	g.byID[id] = n
 	return n
@@ -136,17 +142,38 @@ func (g *Graph) Label() string {
 // Reindex rebuilds the lookup indexes; call it after editing Nodes or Edges directly.
 func (g *Graph) Reindex() {
 	g.byID = make(map[string]*Node, len(g.Nodes))
-	g.out = make(map[string][]*Edge, len(g.Nodes))
-	g.in = make(map[string][]*Edge, len(g.Nodes))
 	for _, n := range g.Nodes {
 		if _, dup := g.byID[n.ID]; !dup {
 			g.byID[n.ID] = n
 		}
 	}
-	for _, e := range g.Edges {
-		g.out[e.From] = append(g.out[e.From], e)
-		g.in[e.To] = append(g.in[e.To], e)
+	g.out = edgesBy(g.Edges, len(g.Nodes), func(e *Edge) string { return e.From })
+	g.in = edgesBy(g.Edges, len(g.Nodes), func(e *Edge) string { return e.To })
+}
+
+// edgesBy groups edges by end, keeping their order, in slices carved from
+// one array (a slice per node grown edge by edge was most of a large
+// graph's indexing cost). Each slice's capacity is its length, so an
+// AddEdge later copies it rather than writing into its neighbour's.
+func edgesBy(edges []*Edge, nodes int, end func(*Edge) string) map[string][]*Edge {
+	count := make(map[string]int, nodes)
+	for _, e := range edges {
+		count[end(e)]++
 	}
+	all := make([]*Edge, len(edges))
+	by := make(map[string][]*Edge, len(count))
+	at := 0
+	for _, e := range edges {
+		k := end(e)
+		s, ok := by[k]
+		if !ok {
+			n := count[k]
+			s = all[at : at : at+n]
+			at += n
+		}
+		by[k] = append(s, e)
+	}
+	return by
 }
 
 func (g *Graph) ensureIndex() {

@@ -11,16 +11,16 @@ import (
 	"nanohost/internal/pipeline/corpustest"
 )
 
-// parseBothWays parses src with attribute lists handed to gographviz whole
-// (as placeholders) and token by token, and fails unless both give the same
+// parseBothWays parses src with attribute lists and runs of simple
+// statements handed to gographviz whole (as placeholders) and token by token, and fails unless both give the same
 // graph or the same error.
 func parseBothWays(t *testing.T, name string, src []byte) {
 	t.Helper()
 	lim := Limits{MaxBytes: 4 << 20, MaxNodes: 20000, MaxEdges: 100000, MaxDepth: 64}
 	g1, err1 := ParseWithLimits(name, src, lim)
-	collapseAttrLists = false
+	collapseAttrLists, collapseStmts = false, false
 	g2, err2 := ParseWithLimits(name, src, lim)
-	collapseAttrLists = true
+	collapseAttrLists, collapseStmts = true, true
 	if (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
 		t.Fatalf("%s: with placeholders: %v; token by token: %v", name, err1, err2)
 	}
@@ -43,6 +43,21 @@ var attrListCases = []string{
 	`digraph G { subgraph cluster_a { label="A"; node [class=c] a [x=1] } { b [y=2] } -> a }`,
 	`digraph G { a [x="one" + "two", y=-3.5, z=gpt-5.2] }`,
 	`digraph G { a [x=1 x=2] }`, // the last one wins
+	// runs of simple statements
+	`digraph G { a; b c -> d -> e [x=1]; f [y=2] g -> h; subgraph s { i -> j k } l -> {m n} o }`,
+	`digraph G { a; -> b }`,
+	`digraph G { a -> b = c }`,
+	`digraph G { a -> b c = d e }`,
+	`digraph G { a [x=1] [y=2] b }`,
+	`digraph G { a -> b [x=1] -> c }`,
+	`digraph G { a -> node }`,
+	`digraph G { "q r" -> b }`,
+	`digraph G { a -> b [bad-key=1] }`,
+	`digraph G { node [k=v] edge [w=1] a -> b -> c; d }`,
+	`digraph G { a b [x=1`,
+	`digraph G { a b`,
+	`digraph G { a; b; }`,
+	`digraph G { a -> b; a -> b }`,
 }
 
 func TestAttrListPlaceholdersParseLikeTokens(t *testing.T) {

@@ -53,9 +53,9 @@ func unclosed(file string, src []byte, toks []token, open, at int) *SyntaxError 
 	if o.is("{") && braceOwner(toks, open) == "graph" {
 		what = "graph"
 	}
-	msg := fmt.Sprintf("missing '%s' to close the %s opened at %d:%d", closer, what, o.pos.Line, o.pos.Column)
+	msg := fmt.Sprintf("missing '%s' to close the %s opened at %d:%d", closer, what, o.pos().Line, o.pos().Column)
 	if o.is("{") {
-		return &SyntaxError{File: file, Pos: toks[at].pos, Msg: msg + "; found " + toks[at].describe() + " instead",
+		return &SyntaxError{File: file, Pos: toks[at].pos(), Msg: msg + "; found " + toks[at].describe() + " instead",
 			Construct: "unclosed " + what, Fix: fmt.Sprintf("add '}' where the %s ends", what)}
 	}
 	pos, next := tokenEnd(src, o), toks[at]
@@ -76,15 +76,15 @@ func tokenEnd(src []byte, t token) pipeline.Pos {
 	if len(src) >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF {
 		lx.lineStart = 3
 	}
-	for lx.line < t.pos.Line && lx.off < len(src) {
+	for lx.line < t.pos().Line && lx.off < len(src) {
 		lx.advance()
 	}
-	lx.off = min(lx.lineStart+t.pos.Column-1, len(src))
+	lx.off = min(lx.lineStart+t.pos().Column-1, len(src))
 	switch {
 	case lx.off >= len(src):
 	case t.kind == tString:
 		if _, err := lx.quoted(); err != nil {
-			return t.pos
+			return t.pos()
 		}
 	case t.kind == tPunct || t.kind == tArrow:
 		lx.off += len(t.text)

@@ -23,6 +23,9 @@ type builder struct {
 	// that mentioned it; classes and Subgraphs are derived at the end because
 	// a subgraph's label may be set after its nodes.
 	member map[*pipeline.Node][]*subgraph
+	// runs are the runs of simple statements normalise handed gographviz
+	// as one placeholder each: first token → just past the last.
+	runs map[int]int
 }
 
 // subgraph is one `subgraph name { ... }` block (or anonymous `{ ... }`).
@@ -50,10 +53,10 @@ type endpoint struct {
 	pos pipeline.Pos
 }
 
-func build(file string, toks []token, tree *ast.Graph, lim Limits) (*pipeline.Graph, error) {
-	b := &builder{file: file, toks: toks, lim: lim, member: map[*pipeline.Node][]*subgraph{}}
+func build(file string, toks []token, runs map[int]int, tree *ast.Graph, lim Limits) (*pipeline.Graph, error) {
+	b := &builder{file: file, toks: toks, lim: lim, member: map[*pipeline.Node][]*subgraph{}, runs: runs}
 	if tree.Type != ast.DIGRAPH || tree.Strict { // the lexer rejects both; keep the walk honest
-		return nil, b.errAt(toks[0].pos, "undirected graph", "declare the pipeline as: digraph Name {",
+		return nil, b.errAt(toks[0].pos(), "undirected graph", "declare the pipeline as: digraph Name {",
 			"only non-strict digraphs are supported")
 	}
 	name := ""
@@ -67,6 +70,7 @@ func build(file string, toks []token, tree *ast.Graph, lim Limits) (*pipeline.Gr
 		return nil, err
 	}
 	b.deriveClasses()
+	b.g.Reindex() // edgeStmt appended the edges unindexed
 	return b.g, nil
 }
 
@@ -119,7 +123,7 @@ func (b *builder) stmt(s *scope, st ast.Stmt) error {
 		_, err := b.subgraph(s, st, false)
 		return err
 	}
-	return b.errAt(b.toks[0].pos, "", "", "unsupported statement %T", st)
+	return b.errAt(b.toks[0].pos(), "", "", "unsupported statement %T", st)
 }
 
 // graphAttrs is where `key=value` and `graph [...]` land: the graph's own
@@ -132,6 +136,9 @@ func (b *builder) graphAttrs(s *scope) pipeline.Attrs {
 }
 
 func (b *builder) nodeStmt(s *scope, st *ast.NodeStmt) error {
+	if first, ok := b.stmtRun(st.NodeID.ID); ok {
+		return b.simpleRun(s, first, b.runs[first])
+	}
 	n, err := b.mention(s, st.NodeID.ID)
 	if err != nil {
 		return err
@@ -139,25 +146,107 @@ func (b *builder) nodeStmt(s *scope, st *ast.NodeStmt) error {
 	return b.applyAttrs(n.Attrs, st.Attrs)
 }
 
+// stmtRun reads the placeholder of a run of simple statements (see
+// normalise): the index of its first token.
+func (b *builder) stmtRun(id ast.ID) (int, bool) {
+	s, ok := strings.CutPrefix(string(id), stmtRunMark)
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(s)
+	if _, known := b.runs[i]; err != nil || !known {
+		return 0, false
+	}
+	return i, true
+}
+
+// simpleRun builds the simple statements toks[i:end] (see simpleStmt) as
+// nodeStmt and edgeStmt build them from gographviz's AST, in the same order
+// and with the same checks.
+func (b *builder) simpleRun(s *scope, i, end int) error {
+	var eps []endpoint
+	var ends []int
+	for i < end {
+		eps, ends = eps[:0], append(ends[:0], 0)
+		j := i
+		for {
+			n, err := b.mentionTok(s, b.toks[j])
+			if err != nil {
+				return err
+			}
+			eps = append(eps, endpoint{id: n.ID, pos: b.toks[j].pos()})
+			ends = append(ends, len(eps))
+			if b.toks[j+1].kind != tArrow {
+				break
+			}
+			j += 2
+		}
+		j++
+		open := -1
+		if b.toks[j].is("[") {
+			open = j
+			for !b.toks[j].is("]") {
+				j++
+			}
+			j++
+		}
+		if b.toks[j].is(";") {
+			j++
+		}
+		if len(eps) == 1 { // a node statement
+			if open >= 0 {
+				if err := b.applyAttrList(b.g.Node(eps[0].id).Attrs, open); err != nil {
+					return err
+				}
+			}
+		} else {
+			explicit := pipeline.Attrs{}
+			if open >= 0 {
+				if err := b.applyAttrList(explicit, open); err != nil {
+					return err
+				}
+			}
+			if err := b.addEdges(s, eps, ends, explicit); err != nil {
+				return err
+			}
+		}
+		i = j
+	}
+	return nil
+}
+
+// nodeAttrRoom is how many attributes a node is given room for beyond its
+// defaults (a typical stage sets label, prompt, class and a few more, and
+// the stylesheet adds llm_model, llm_provider and reasoning_effort).
+const nodeAttrRoom = 8
+
 // mention finds or creates the node an ID names, giving a new node the node
 // defaults in scope, and records the subgraph it was mentioned in.
 func (b *builder) mention(s *scope, id ast.ID) (*pipeline.Node, error) {
 	t, ok := b.tok(id)
 	if !ok {
-		return nil, b.errAt(b.toks[0].pos, "", "", "node without a name")
+		return nil, b.errAt(b.toks[0].pos(), "", "", "node without a name")
 	}
+	return b.mentionTok(s, t)
+}
+
+// mentionTok is mention of the node token t names.
+func (b *builder) mentionTok(s *scope, t token) (*pipeline.Node, error) {
 	if err := b.checkNodeID(t); err != nil {
 		return nil, err
 	}
 	n := b.g.Node(t.text)
 	if n == nil {
 		if len(b.g.Nodes) >= b.lim.MaxNodes {
-			return nil, b.errAt(t.pos, "too many nodes", "split the pipeline into smaller graphs",
+			return nil, b.errAt(t.pos(), "too many nodes", "split the pipeline into smaller graphs",
 				"more than %d nodes", b.lim.MaxNodes)
 		}
-		n = b.g.AddNode(t.text)
-		n.Pos = t.pos
-		n.Attrs = s.nodeDefaults.Clone()
+		// Room for the node's own attributes and the stylesheet's three
+		// beside the defaults: a map that grows copies itself.
+		attrs := make(pipeline.Attrs, len(s.nodeDefaults)+nodeAttrRoom)
+		maps.Copy(attrs, s.nodeDefaults)
+		n = b.g.AddNodeWith(t.text, attrs)
+		n.Pos = t.pos()
 	}
 	if s.sub != nil {
 		if subs := b.member[n]; !slices.Contains(subs, s.sub) {
@@ -179,17 +268,17 @@ func (b *builder) mention(s *scope, id ast.ID) (*pipeline.Node, error) {
 func (b *builder) checkNodeID(t token) error {
 	switch {
 	case pipeline.IsIdentifier(t.text) && keywords[strings.ToLower(t.text)]:
-		return b.errAt(t.pos, "keyword node id", fmt.Sprintf("rename the node, e.g. %s_step", t.text),
+		return b.errAt(t.pos(), "keyword node id", fmt.Sprintf("rename the node, e.g. %s_step", t.text),
 			"node id %q is a DOT keyword", t.text)
 	case pipeline.IsIdentifier(t.text):
 		return nil
 	case t.quoted():
 		id := suggestID(t.text)
-		return b.errAt(t.pos, "quoted node id",
+		return b.errAt(t.pos(), "quoted node id",
 			fmt.Sprintf("use a bare identifier and put the text in label: %s [label=%q]", id, t.text),
 			"node id %q is not a bare identifier ([A-Za-z_][A-Za-z0-9_]*)", t.text)
 	}
-	return b.errAt(t.pos, "invalid node id",
+	return b.errAt(t.pos(), "invalid node id",
 		fmt.Sprintf("use a bare identifier such as %s and put any display text in label", suggestID(t.text)),
 		"node id %q is not an identifier ([A-Za-z_][A-Za-z0-9_]*)", t.text)
 }
@@ -235,6 +324,13 @@ func (b *builder) edgeStmt(s *scope, st *ast.EdgeStmt) error {
 	if err := b.applyAttrs(explicit, st.Attrs); err != nil {
 		return err
 	}
+	return b.addEdges(s, eps, ends, explicit)
+}
+
+// addEdges adds the edges of an edge statement: from every endpoint of
+// side i to every endpoint of side i+1 (side i is eps[ends[i]:ends[i+1]]),
+// each with the edge defaults in scope and the statement's own attributes.
+func (b *builder) addEdges(s *scope, eps []endpoint, ends []int, explicit pipeline.Attrs) error {
 	// The usual a -> b [...] without edge defaults: its one edge takes the
 	// statement's own attributes.
 	sole := len(eps) == 2 && len(s.edgeDefaults) == 0
@@ -252,8 +348,9 @@ func (b *builder) edgeStmt(s *scope, st *ast.EdgeStmt) error {
 					maps.Copy(attrs, s.edgeDefaults)
 					maps.Copy(attrs, explicit)
 				}
-				e := b.g.AddEdge(f.id, t.id, attrs)
-				e.Pos = f.pos
+				// Appended, not AddEdge: build indexes them all at the end,
+				// in one piece (pipeline.Graph.Reindex).
+				b.g.Edges = append(b.g.Edges, &pipeline.Edge{From: f.id, To: t.id, Attrs: attrs, Pos: f.pos})
 			}
 		}
 	}
@@ -271,7 +368,7 @@ func (b *builder) location(eps []endpoint, s *scope, loc ast.Location) ([]endpoi
 			return nil, err
 		}
 		t, _ := b.tok(loc.ID)
-		return append(eps, endpoint{id: n.ID, pos: t.pos}), nil
+		return append(eps, endpoint{id: n.ID, pos: t.pos()}), nil
 	case *ast.SubGraph:
 		sg, err := b.subgraph(s, loc, true)
 		if err != nil {
@@ -286,7 +383,7 @@ func (b *builder) location(eps []endpoint, s *scope, loc ast.Location) ([]endpoi
 		}
 		return eps, nil
 	}
-	return nil, b.errAt(b.toks[0].pos, "", "", "unsupported edge endpoint %T", loc)
+	return nil, b.errAt(b.toks[0].pos(), "", "", "unsupported edge endpoint %T", loc)
 }
 
 // subgraph walks a nested block in a child scope that starts with the
@@ -297,7 +394,7 @@ func (b *builder) subgraph(parent *scope, st *ast.SubGraph, endpoint bool) (*sub
 		sg.seen = map[string]bool{}
 	}
 	if t, ok := b.tok(st.ID); ok {
-		sg.pos = t.pos
+		sg.pos = t.pos()
 		if t.kind != tPunct { // anonymous subgraphs are named after their '{'
 			sg.id = t.text
 		}
@@ -323,14 +420,14 @@ func (b *builder) applyAttr(dst pipeline.Attrs, a *ast.Attr) error {
 	}
 	key, ok := b.tok(a.Field)
 	if !ok {
-		return b.errAt(b.toks[0].pos, "", "", "attribute without a name")
+		return b.errAt(b.toks[0].pos(), "", "", "attribute without a name")
 	}
 	if err := b.checkKey(key); err != nil {
 		return err
 	}
 	val, ok := b.tok(a.Value)
 	if !ok {
-		return b.errAt(key.pos, "attribute without value", fmt.Sprintf("write %s=true (or the value you mean)", key.text),
+		return b.errAt(key.pos(), "attribute without value", fmt.Sprintf("write %s=true (or the value you mean)", key.text),
 			"attribute %s has no value", key.text)
 	}
 	dst[key.text] = val.text
@@ -372,7 +469,7 @@ func (b *builder) applyAttrList(dst pipeline.Attrs, open int) error {
 // checkKey checks an attribute key is an identifier or a qualified one.
 func (b *builder) checkKey(key token) error {
 	if !pipeline.IsQualifiedID(key.text) {
-		return b.errAt(key.pos, "invalid attribute key",
+		return b.errAt(key.pos(), "invalid attribute key",
 			"use identifiers joined by dots, e.g. max_retries or human.default_choice",
 			"attribute key %q is not an identifier or qualified identifier", key.text)
 	}

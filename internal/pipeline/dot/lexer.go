@@ -31,10 +31,18 @@ const (
 )
 
 type token struct {
-	kind tokKind
 	text string // punctuation/keyword lexeme, or the decoded name/value
-	pos  pipeline.Pos
+	line int32  // its position: a large file has hundreds of thousands of
+	col  int32  // tokens, so 32 bytes each rather than 40 with a pipeline.Pos
+	kind tokKind
 }
+
+func newToken(kind tokKind, text string, p pipeline.Pos) token {
+	return token{kind: kind, text: text, line: int32(p.Line), col: int32(p.Column)}
+}
+
+// pos is where the token starts in the source.
+func (t token) pos() pipeline.Pos { return pipeline.Pos{Line: int(t.line), Column: int(t.col)} }
 
 // quoted reports whether the author wrote the token as a quoted string.
 func (t token) quoted() bool { return t.kind == tString }
@@ -86,10 +94,11 @@ type lexer struct {
 // not support at the place they occur.
 func lex(file string, src []byte, maxDepth, maxTokens int) ([]token, error) {
 	lx := &lexer{file: file, src: src, text: string(src), line: 1, maxDepth: maxDepth}
-	// Real pipelines average ~10 bytes per token; a file of short attributes
-	// has four tokens per '=' (key, =, value, separator). Sizing for the
-	// larger spares a big file the copies of growing the slice.
-	lx.toks = make([]token, 0, min(max(len(src)/8, 4*bytes.Count(src, []byte("="))), maxTokens)+16)
+	// Real pipelines average ~10 bytes per token, big generated ones ~6; a
+	// file of short attributes has four tokens per '=' (key, =, value,
+	// separator). A slice that has to grow copies itself (1.25× at a time
+	// when large), so an estimate on the high side costs less than one too low.
+	lx.toks = make([]token, 0, min(max(len(src)/6, 4*bytes.Count(src, []byte("="))), maxTokens)+16)
 	if len(src) >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF {
 		lx.off, lx.lineStart = 3, 3 // UTF-8 byte order mark
 	}
@@ -102,14 +111,14 @@ func lex(file string, src []byte, maxDepth, maxTokens int) ([]token, error) {
 				return nil, lx.errAt(lx.pos(), "missing digraph header", "write the pipeline as: digraph Name { ... }",
 					"no graph in the input")
 			}
-			lx.toks = append(lx.toks, token{kind: tEOF, pos: lx.pos()})
+			lx.toks = append(lx.toks, newToken(tEOF, "", lx.pos()))
 			return lx.toks, nil
 		}
 		if err := lx.next(); err != nil {
 			return nil, err
 		}
 		if len(lx.toks) > maxTokens {
-			return nil, lx.errAt(lx.toks[len(lx.toks)-1].pos, "input too large", "split the pipeline into smaller graphs",
+			return nil, lx.errAt(lx.toks[len(lx.toks)-1].pos(), "input too large", "split the pipeline into smaller graphs",
 				"more than %d tokens (names, values and punctuation)", maxTokens)
 		}
 	}
@@ -180,7 +189,7 @@ func (lx *lexer) skipSpaceAndComments() error {
 }
 
 func (lx *lexer) emit(kind tokKind, text string, p pipeline.Pos) {
-	lx.toks = append(lx.toks, token{kind: kind, text: text, pos: p})
+	lx.toks = append(lx.toks, newToken(kind, text, p))
 }
 
 func (lx *lexer) prev() *token {

@@ -89,12 +89,12 @@ func ParseWithLimits(file string, src []byte, lim Limits) (g *pipeline.Graph, er
 	if err != nil {
 		return nil, err
 	}
-	text, offsets, index := normalise(toks)
+	text, offsets, index, runs := normalise(toks)
 	tree, err := grammar(text)
 	if err != nil {
 		return nil, grammarError(file, src, toks, offsets, index, err)
 	}
-	return build(file, toks, tree, lim)
+	return build(file, toks, runs, tree, lim)
 }
 
 // normalise renders the tokens as gographviz input. It returns the text, the
@@ -108,14 +108,38 @@ func ParseWithLimits(file string, src []byte, lim Limits) (g *pipeline.Graph, er
 // walk expands again: gographviz allocates for every token it reads, and
 // attribute lists are most of a pipeline's tokens. Any other list goes
 // token by token, so gographviz reports what is wrong with it as before.
-func normalise(toks []token) (text []byte, offsets, index []int) {
+//
+// A run of simple statements — a node, or an edge chain between nodes, each
+// with at most one plain attribute list — goes to gographviz as one
+// placeholder node statement, _S<index of its first token>, which the AST
+// walk reads token by token (simpleRun): these statements are nearly all of
+// a large pipeline, their grammar is checked here (simpleStmt), and each
+// statement gographviz reads costs it a dozen allocations. runs maps each
+// such placeholder's first token to the index just past its run.
+func normalise(toks []token) (text []byte, offsets, index []int, runs map[int]int) {
 	n := &normaliser{
-		text:    make([]byte, 0, len(toks)*6),
-		offsets: make([]int, 0, len(toks)),
-		index:   make([]int, 0, len(toks)),
+		// Small to start: with runs of simple statements collapsed, a large
+		// pipeline's text is little more than its subgraphs' outlines.
+		text:    make([]byte, 0, 256),
+		offsets: make([]int, 0, 64),
+		index:   make([]int, 0, 64),
+		runs:    map[int]int{},
 	}
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
+		if collapseStmts && i > 0 && stmtBoundary(toks[i-1]) {
+			if end := simpleRun(toks, i); end > i {
+				n.offsets = append(n.offsets, len(n.text))
+				n.index = append(n.index, i)
+				n.text = append(n.text, stmtRunMark...)
+				n.text = strconv.AppendInt(n.text, int64(i), 10)
+				n.text = append(n.text, ' ')
+				n.last = "_"
+				n.runs[i] = end
+				i = end - 1
+				continue
+			}
+		}
 		if t.is("[") && collapseAttrLists {
 			if end, ok := plainAttrList(toks, i); ok {
 				n.lexeme(i, "[")
@@ -153,8 +177,72 @@ func normalise(toks []token) (text []byte, offsets, index []int) {
 			n.lexeme(i, t.text)
 		}
 	}
-	return n.text, n.offsets, n.index
+	return n.text, n.offsets, n.index, n.runs
 }
+
+// stmtRunMark starts the placeholder of a run of simple statements.
+const stmtRunMark = "_S"
+
+// collapseStmts turns the statement-run placeholders on; a test turns them
+// off to check they change nothing but the cost.
+var collapseStmts = true
+
+// stmtBoundary reports whether a statement may start right after t: after
+// '{', ';', '}' or the ']' that ends an attribute list. (A statement may
+// start elsewhere too — after a bare name — but a run is only begun where
+// it surely does.)
+func stmtBoundary(t token) bool {
+	return t.kind == tPunct && (t.text == "{" || t.text == ";" || t.text == "}" || t.text == "]")
+}
+
+// simpleRun returns the index just past the simple statements that start at
+// toks[i] (i itself when none does).
+func simpleRun(toks []token, i int) int {
+	for {
+		end, ok := simpleStmt(toks, i)
+		if !ok {
+			return i
+		}
+		i = end
+	}
+}
+
+// simpleStmt matches one simple statement at toks[i]: name (-> name)*,
+// then at most one plain attribute list, then an optional ';' — and only
+// when what follows can start the next statement or end the list, so the
+// statement is exactly what gographviz would have read there.
+func simpleStmt(toks []token, i int) (end int, ok bool) {
+	if !toks[i].isStmtName() || toks[i+1].is("=") {
+		return 0, false
+	}
+	j := i + 1
+	for toks[j].kind == tArrow {
+		if !toks[j+1].isStmtName() {
+			return 0, false
+		}
+		j += 2
+	}
+	if toks[j].is("[") {
+		close, ok := plainAttrList(toks, j)
+		if !ok {
+			return 0, false
+		}
+		j = close + 1
+	}
+	if toks[j].is(";") {
+		j++
+	}
+	next := toks[j]
+	switch {
+	case next.isStmtName(), next.kind == tKeyword, next.is("{"), next.is("}"):
+		return j, true
+	}
+	return 0, false
+}
+
+// isStmtName reports whether t is a name that can stand for a node: a bare
+// word or a quoted string (a bare value only ever follows '=').
+func (t token) isStmtName() bool { return t.kind == tWord || t.kind == tString }
 
 func (t token) isName() bool { return t.kind == tWord || t.kind == tValue || t.kind == tString }
 
@@ -193,6 +281,7 @@ func plainAttrList(toks []token, open int) (int, bool) {
 type normaliser struct {
 	text           []byte
 	offsets, index []int
+	runs           map[int]int
 	last           string // the last lexeme emitted; "_" for a placeholder
 	inAttrs        bool   // inside [ ... ]
 }
@@ -277,7 +366,7 @@ func grammarError(file string, src []byte, toks []token, offsets, index []int, e
 	case !ok:
 		msg = "syntax error: " + err.Error()
 	}
-	return &SyntaxError{File: file, Pos: at.pos, Msg: msg, Fix: fix}
+	return &SyntaxError{File: file, Pos: at.pos(), Msg: msg, Fix: fix}
 }
 
 // goccDetails reads the position and expectations out of gographviz's error,

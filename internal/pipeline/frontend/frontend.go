@@ -77,7 +77,7 @@ func Parse(file string, src []byte, opts Options) (*pipeline.Graph, error) {
 	}
 	tr := transform.NewRegistry(opts.Transforms...)
 	tr.Personas = opts.Personas
-	out, err := tr.Apply(g)
+	out, err := tr.ApplyOwned(g) // g was parsed here: nobody else holds it
 	if err != nil {
 		return nil, &TransformError{File: file, Err: err}
 	}

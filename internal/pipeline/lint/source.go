@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"bytes"
 	"strings"
 
 	"nanohost/internal/pipeline"
@@ -30,7 +31,7 @@ func newLocator(src []byte) *locator {
 	if len(src) == 0 {
 		return nil
 	}
-	l := &locator{src: string(src), lineStarts: []int{0}}
+	l := &locator{src: string(src), lineStarts: make([]int, 1, bytes.Count(src, []byte{'\n'})+1)}
 	for i, c := range src {
 		if c == '\n' {
 			l.lineStarts = append(l.lineStarts, i+1)

@@ -156,9 +156,9 @@ func expandGoal(g *pipeline.Graph) {
 
 // applyBuiltins runs the built-in transforms on a copy of g, cloning once
 // for both instead of once per transform (a 10k-node graph is a lot to
-// copy). size is g.TextSize(); each transform checks what it would add
-// before it adds it.
-func applyBuiltins(g *pipeline.Graph, size int64, personas *persona.Catalog) (*pipeline.Graph, error) {
+// copy), or on g itself when the caller owns it. size is g.TextSize(); each
+// transform checks what it would add before it adds it.
+func applyBuiltins(g *pipeline.Graph, size int64, personas *persona.Catalog, owned bool) (*pipeline.Graph, error) {
 	sheet, defaults := stylesheetOf(g)
 	styled := len(sheet.Rules) > 0 || len(defaults) > 0 || hasPersonas(g)
 	if !styled && !needsGoal(g) {
@@ -174,7 +174,10 @@ func applyBuiltins(g *pipeline.Graph, size int64, personas *persona.Catalog) (*p
 	if err := checkGoal(g, size+sheetGrowth(g, sheet, defaults)+personaGrowth(g, personas)); err != nil {
 		return g, err
 	}
-	out := g.Clone()
+	out := g
+	if !owned {
+		out = g.Clone()
+	}
 	applyStylesheet(out, sheet, defaults, personas)
 	expandGoal(out)
 	return out, nil
