@@ -6,11 +6,13 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
 	"nanohost/internal/config"
+	"nanohost/internal/runlog"
 	"nanohost/internal/termstyle"
 )
 
@@ -61,6 +63,7 @@ run). With Docker it checks that Docker answers and has the agent image
 			}
 		} else {
 			writeProblems(out, c, problems)
+			writeScheduleTimes(out, c)
 		}
 		if config.Blocking(problems) {
 			return exitCode(1, nil)
@@ -155,4 +158,18 @@ func init() {
 	configCheckCmd.Flags().Bool("offline", false, "do not reach the runtime (Docker and its agent image, the Kubernetes cluster); check the file only")
 	configCmd.AddCommand(configCheckCmd, configShowCmd)
 	rootCmd.AddCommand(configCmd)
+}
+
+// writeScheduleTimes says when each configured schedule fires next.
+func writeScheduleTimes(out io.Writer, c *config.Config) {
+	loc, err := c.Location()
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	for _, s := range c.Schedules {
+		if next, err := s.Next(now, loc); err == nil {
+			fmt.Fprintf(out, "schedule %s: next %s\n", s.Name, runlog.When(next, now, loc))
+		}
+	}
 }

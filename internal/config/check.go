@@ -89,6 +89,7 @@ func (c *Config) check() []Problem {
 	ps = append(ps, c.checkKubernetes()...)
 	ps = append(ps, c.checkSlack()...)
 	ps = append(ps, c.checkGroups()...)
+	ps = append(ps, c.checkSchedules()...)
 	_, maskProblems := c.MaskMounts()
 	ps = append(ps, maskProblems...)
 	if !oneOf(c.Pipelines.DefaultVerbosity, "minimal", "standard", "verbose") {

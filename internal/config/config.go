@@ -5,6 +5,7 @@
 package config
 
 import (
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -43,6 +44,15 @@ type Config struct {
 	// keys and a prompt line, each valid for the node ids/classes it lists
 	// (internal/pipeline/mask).
 	Masks map[string]mask.Mask `yaml:"masks,omitempty"`
+	// Timezone is the zone schedules are read in (an IANA name such as
+	// Europe/Berlin); default the host's own (TZ, else /etc/localtime).
+	Timezone string `yaml:"timezone,omitempty"`
+	// Schedules are operator-owned scheduled tasks (docs/schedules.md):
+	// stored at start-up, replacing the ones an earlier start stored.
+	Schedules []Schedule `yaml:"schedules,omitempty"`
+	// Webhooks start a pipeline or a prompt when POST /hooks/<name> is
+	// called with a good signature (docs/schedules.md).
+	Webhooks []Webhook `yaml:"webhooks,omitempty"`
 
 	// AgentSecrets names environment variables passed to agents (only into
 	// the agent process, never into the container's config).
@@ -201,6 +211,60 @@ type Group struct {
 	// "HOST[:NAME][:ro|rw]" (read-only unless rw), seen at
 	// /workspace/extra/NAME. Every one must pass the mount allowlist.
 	Mounts []string `yaml:"mounts,omitempty"`
+}
+
+// Schedule is an operator-owned scheduled task.
+type Schedule struct {
+	// Name identifies it (its task id is config-<name>).
+	Name string `yaml:"name"`
+	// Group runs it: its workspace, and its chat unless Chat is set.
+	Group string `yaml:"group"`
+	Chat  string `yaml:"chat,omitempty"`
+	// When is cron ("0 9 * * 1-5"), "every 30m", or "at 2026-12-01 09:00".
+	When string `yaml:"when"`
+	// Pipeline (a stored pipeline's name) with Inputs, or Prompt for the
+	// group's agent in ContextMode (group | isolated, default isolated).
+	Pipeline    string            `yaml:"pipeline,omitempty"`
+	Inputs      map[string]string `yaml:"inputs,omitempty"`
+	Prompt      string            `yaml:"prompt,omitempty"`
+	ContextMode string            `yaml:"context_mode,omitempty"`
+	// CatchUp is once (default: a fire missed while down runs once at
+	// start-up) or skip.
+	CatchUp string `yaml:"catch_up,omitempty"`
+}
+
+// Webhook is POST /hooks/<name>: a signed request starts Pipeline (or
+// sends Prompt to the group's agent) in Chat.
+type Webhook struct {
+	Name string `yaml:"name"`
+	// Secret signs deliveries (HMAC-SHA256): write it as ${ENV_VAR}.
+	Secret   Secret `yaml:"secret"`
+	Pipeline string `yaml:"pipeline,omitempty"`
+	Prompt   string `yaml:"prompt,omitempty"`
+	// Group runs it (default the group of Chat, else the main group);
+	// Chat is where it reports (default the group's chat).
+	Group string `yaml:"group,omitempty"`
+	Chat  string `yaml:"chat,omitempty"`
+	// Inputs map run inputs to payload paths: {repo: repository.full_name}.
+	Inputs map[string]string `yaml:"inputs,omitempty"`
+	// When filters deliveries: each payload path must equal its value.
+	When map[string]string `yaml:"when,omitempty"`
+	// PerMinute bounds the deliveries taken per minute (default 30).
+	PerMinute int `yaml:"per_minute,omitempty"`
+	// MaxBytes caps a delivery's body (default 1 MiB).
+	MaxBytes int64 `yaml:"max_bytes,omitempty"`
+}
+
+// Location is the zone schedules are read in: Timezone, else the host's.
+func (c *Config) Location() (*time.Location, error) {
+	if c.Timezone == "" {
+		return time.Local, nil
+	}
+	loc, err := time.LoadLocation(c.Timezone)
+	if err != nil {
+		return nil, fmt.Errorf("timezone %q is not a time zone name (e.g. Europe/Berlin, UTC): %v", c.Timezone, err)
+	}
+	return loc, nil
 }
 
 // Defaults returns the embedded defaults.

@@ -152,6 +152,29 @@ func (r *chatRouter) handle(ctx context.Context, ch channels.Channel, in channel
 	}
 }
 
+// promptKeyPrefix starts the message key of a prompt no person wrote (a
+// scheduled task's, a webhook's): its reply is posted in the chat itself.
+const promptKeyPrefix = "prompt:"
+
+// prompt gives text to group g's agent in its conversation as though
+// user had written it in chat, keyed by key: a prompt given again under
+// the same key (a fire done again after its replica died) is stored once
+// and answered once, by the replica holding the group, like any message.
+// It reports whether the prompt is new.
+func (r *chatRouter) prompt(ctx context.Context, g store.Group, ch channels.Channel, chat, key, user, text string) (bool, error) {
+	in := channels.Inbound{Kind: channels.KindMessage, Channel: ch.Name(), Chat: chat, User: user, Text: text,
+		MsgID: promptKeyPrefix + key, At: time.Now()}
+	saved, err := r.store.SaveMessage(ctx, store.Message{ChatID: chat, ChannelMsgID: in.MsgID, UserID: user, Text: text,
+		TS: in.At, Direction: store.Inbound})
+	if err != nil || !saved {
+		return false, err
+	}
+	if r.holds(ctx, g) {
+		r.enqueue(r.worker(g), chatItem{ch: ch, in: in})
+	}
+	return true, nil
+}
+
 // remember makes in's thread a conversation with the agent.
 func (r *chatRouter) remember(in channels.Inbound) {
 	r.mu.Lock()

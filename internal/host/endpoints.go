@@ -79,6 +79,9 @@ func (e *endpoints) policies(cfg *config.Config) runs.Policies {
 	ps := runs.Policies{
 		endpointWeb: runs.Operators{PreventSelfApproval: cfg.Slack.Policy.PreventSelfApproval},
 		endpointIPC: runs.Agents{},
+		// Scheduled tasks and webhooks were authorized when made (or
+		// configured); like agents, they never answer gates.
+		endpointSchedule: runs.Agents{},
 	}
 	for _, ep := range e.list {
 		ps[ep.Channel.Name()] = ep.Policy

@@ -300,8 +300,8 @@ func (t *groupTable) handleAdmin(ctx context.Context, ch channels.Channel, in ch
 // replyThread is where a reply to in goes: its thread, or a new thread
 // under it when it was posted at the top level.
 func replyThread(in channels.Inbound) string {
-	if in.Thread != "" {
-		return in.Thread
+	if in.Thread != "" || strings.HasPrefix(in.MsgID, promptKeyPrefix) {
+		return in.Thread // a scheduled prompt is no chat message: its reply stands on its own
 	}
 	return in.MsgID
 }

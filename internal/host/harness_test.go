@@ -150,6 +150,8 @@ type hostSetup struct {
 	logger *slog.Logger
 	// kube, when set, is the Kubernetes runtime /healthz pings.
 	kube Pinger
+	// now, when set, is the scheduler's clock.
+	now func() time.Time
 }
 
 func launch(t *testing.T, s hostSetup) *testHost {
@@ -219,7 +221,7 @@ func launch(t *testing.T, s hostSetup) *testHost {
 		closeChans = func() { inW.Close(); outW.Close() }
 	}
 	h, err := New(Options{
-		Config: cfg, Store: st, Agents: th.agents, Endpoints: eps, Kubernetes: s.kube,
+		Config: cfg, Store: st, Agents: th.agents, Endpoints: eps, Kubernetes: s.kube, Now: s.now,
 		Logger: log, DeliveryBackoff: report.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 	})
 	if err != nil {

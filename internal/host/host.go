@@ -25,6 +25,7 @@ import (
 	"nanohost/internal/lease"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
+	"nanohost/internal/schedule"
 	"nanohost/internal/store"
 )
 
@@ -65,6 +66,9 @@ type Options struct {
 	// running, unfinished runs resumed) with the address of the HTTP
 	// endpoint — dashboard, /healthz, /metrics — or "" when it is off.
 	OnReady func(httpAddr string)
+	// Now is the scheduler's clock (default time.Now): tests move it and
+	// call WakeScheduler.
+	Now func() time.Time
 }
 
 // ipcRetention is how long the answers to agents' IPC requests are kept:
@@ -97,6 +101,8 @@ type Host struct {
 	chats     *chatRouter
 	leases    *lease.Keeper    // renewed from Run until the host stops
 	changes   *changes.Tracker // nil: pipelines.record_changes is off
+	tasks     *tasks
+	scheduler *schedule.Scheduler
 
 	// deliveryCtx outlives runs: threads still waiting for a chat that is
 	// down keep trying until the host stops.
@@ -194,6 +200,9 @@ func New(opts Options) (*Host, error) {
 		return nil, err
 	}
 	h.runs = service
+	if err := h.newScheduler(opts); err != nil {
+		return nil, err
+	}
 	opts.Metrics.watchRuns(service)
 	if err := opts.Metrics.nameReplica(cfg.ReplicaID()); err != nil {
 		opts.Logger.Warn("no nanohost_replica_info metric", "err", err)
@@ -218,6 +227,9 @@ func withDefaults(opts Options) Options {
 	}
 	if opts.Registry == nil {
 		opts.Registry = engine.NewRegistry()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	return opts
 }
@@ -285,6 +297,10 @@ func (h *Host) Run(ctx context.Context) error {
 			h.log.Error("ipc watcher stopped", "err", err)
 		}
 	})
+	if err := h.syncConfigTasks(ctx); err != nil {
+		h.log.Error("store the configured schedules", "err", err)
+	}
+	wg.Go(func() { h.scheduler.Run(life) })
 	h.endpoints.run(life, &wg, h.handleInbound)
 	srv, err := h.startHTTP()
 	if err != nil {

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"nanohost/internal/channels"
+	"nanohost/internal/config"
 	"nanohost/internal/ipc"
 	"nanohost/internal/ipc/sqlprocessed"
 	"nanohost/internal/runs"
+	"nanohost/internal/schedule"
 	"nanohost/internal/store"
 )
 
@@ -23,6 +25,7 @@ type ipcHost struct {
 	runs      *runs.Service
 	store     *store.Store
 	endpoints *endpoints
+	tasks     *tasks
 	log       *slog.Logger
 }
 
@@ -137,7 +140,7 @@ func (h *Host) newIPCWatcher() (*ipc.Watcher, error) {
 	}
 	return ipc.NewWatcher(ipc.Config{
 		Root:        h.IPCRoot(),
-		Host:        ipcHost{runs: h.runs, store: h.store, endpoints: h.endpoints, log: h.log},
+		Host:        ipcHost{runs: h.runs, store: h.store, endpoints: h.endpoints, tasks: h.tasks, log: h.log},
 		Registry:    h.groups,
 		Processed:   sqlprocessed.Store{DB: h.store},
 		Workspace:   h.groups.dir,
@@ -153,4 +156,114 @@ func (h *Host) newIPCWatcher() (*ipc.Watcher, error) {
 		},
 		Logger: h.log.With("component", "ipc"),
 	})
+}
+
+// ScheduleTask makes a task for an agent (ipc.TaskHost); chat is
+// authorized already.
+func (x ipcHost) ScheduleTask(ctx context.Context, actor, chat string, r *ipc.ScheduleTask) (ipc.TaskInfo, error) {
+	g, ok := x.tasks.groups.get(actor)
+	if !ok {
+		return ipc.TaskInfo{}, &ipc.RejectError{Reason: "group " + actor + " is not registered"}
+	}
+	t, err := x.tasks.create(ctx, schedule.Task{
+		ID: r.TaskID, Group: g.Folder, Chat: chat, Prompt: r.Prompt, ContextMode: schedule.ContextMode(r.ContextMode),
+		Pipeline: r.Pipeline, DOT: r.DOT, Inputs: r.Inputs, Type: schedule.Type(r.ScheduleType), Value: r.ScheduleValue,
+		CatchUp: schedule.CatchUp(r.CatchUp), CreatedBy: nonEmpty(r.CreatedBy, "agent:"+actor), Origin: "ipc",
+	})
+	if err != nil {
+		return ipc.TaskInfo{}, taskRefusal(err)
+	}
+	return taskInfo(t), nil
+}
+
+// TaskChat is the chat of task id, as actor may see it.
+func (x ipcHost) TaskChat(ctx context.Context, actor, id string) (string, error) {
+	t, err := x.tasks.get(ctx, x.actor(actor), id)
+	if err != nil {
+		return "", taskRefusal(err)
+	}
+	return t.Chat, nil
+}
+
+// ChangeTask pauses, resumes, cancels or updates a task.
+func (x ipcHost) ChangeTask(ctx context.Context, actor string, typ ipc.Type, id string, u *ipc.UpdateTask) (ipc.TaskInfo, error) {
+	g := x.actor(actor)
+	var t schedule.Task
+	var err error
+	switch typ {
+	case ipc.TypePauseTask:
+		t, err = x.tasks.pause(ctx, g, id)
+	case ipc.TypeResumeTask:
+		t, err = x.tasks.resume(ctx, g, id)
+	case ipc.TypeCancelTask:
+		t, err = x.tasks.cancel(ctx, g, id)
+	case ipc.TypeUpdateTask:
+		t, err = x.tasks.update(ctx, g, id, taskUpdate{Prompt: u.Prompt, Type: u.ScheduleType, Value: u.ScheduleValue})
+	default:
+		err = fmt.Errorf("unknown task request %s", typ)
+	}
+	if err != nil {
+		return ipc.TaskInfo{}, taskRefusal(err)
+	}
+	info := taskInfo(t)
+	if typ == ipc.TypeCancelTask {
+		info.Status = "cancelled"
+	}
+	return info, nil
+}
+
+// ListTasks is what actor may see (main: every task).
+func (x ipcHost) ListTasks(ctx context.Context, actor string) ([]ipc.TaskInfo, error) {
+	list, err := x.tasks.list(ctx, x.actor(actor))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ipc.TaskInfo, 0, len(list))
+	for _, t := range list {
+		out = append(out, taskInfo(t))
+	}
+	return out, nil
+}
+
+// RegisterGroup registers a chat as a group for the main group's agent;
+// it never makes a group main.
+func (x ipcHost) RegisterGroup(ctx context.Context, actor string, r *ipc.RegisterGroup) error {
+	g := config.Group{Folder: r.Folder, Name: r.Name, Chat: r.Jid, Trigger: r.Trigger}
+	if conflict := x.tasks.groups.registerConflict(g); conflict != "" {
+		return &ipc.RejectError{Reason: conflict}
+	}
+	if err := x.tasks.groups.save(ctx, g, false); err != nil {
+		return err
+	}
+	x.log.Info("group registered by the main group's agent", "group", r.Folder, "chat", r.Jid, "by", actor)
+	return x.tasks.groups.reload(ctx)
+}
+
+func (x ipcHost) actor(folder string) store.Group {
+	g, _ := x.tasks.groups.get(folder)
+	return g
+}
+
+// taskRefusal makes a task's refusal the agent's answer.
+func taskRefusal(err error) error {
+	var te *TaskError
+	if errors.As(err, &te) {
+		return &ipc.RejectError{Reason: te.Reason}
+	}
+	return err
+}
+
+// taskInfo is a task in NanoClaw's list shape.
+func taskInfo(t schedule.Task) ipc.TaskInfo {
+	info := ipc.TaskInfo{
+		ID: t.ID, GroupFolder: t.Group, Prompt: t.Prompt, Pipeline: t.Pipeline, ScheduleType: string(t.Type),
+		ScheduleValue: t.Value, Status: string(t.Status), LastResult: t.LastResult, ContextMode: string(t.ContextMode),
+	}
+	if !t.NextRun.IsZero() {
+		info.NextRun = t.NextRun.UTC().Format(time.RFC3339)
+	}
+	if !t.LastRun.IsZero() {
+		info.LastRun = t.LastRun.UTC().Format(time.RFC3339)
+	}
+	return info
 }

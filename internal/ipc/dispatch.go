@@ -59,6 +59,8 @@ func (w *Watcher) dispatch(ctx context.Context, group string, req Request) verdi
 		return w.onRun(ctx, group, r, r.RunID, ActionPipelineStatus)
 	case *SendMessage:
 		return w.sendMessage(ctx, group, r)
+	case *ScheduleTask, *TaskRef, *UpdateTask, *RegisterGroup:
+		return w.dispatchTask(ctx, group, req)
 	}
 	return rejected(req, fmt.Sprintf("request type %q is not handled", req.Meta().Type))
 }
@@ -219,7 +221,7 @@ func (w *Watcher) handleClaimed(ctx context.Context, group string, root *os.Root
 		w.finish(group, root, p, claimed, malformed(nil, stem, err), log)
 		return
 	}
-	req, err := Decode(p.queue, data, w.cfg.Limits)
+	req, err := DecodeFile(p.queue, stem, data, w.cfg.Limits)
 	if err != nil {
 		w.finish(group, root, p, claimed, malformed(data, stem, err), log)
 		return

@@ -120,9 +120,18 @@ var DefaultLimits = Limits{
 // type, unknown request types and missing required fields are errors that
 // say what to write instead.
 func Decode(queue Queue, data []byte, lim Limits) (Request, error) {
+	return DecodeFile(queue, "", data, lim)
+}
+
+// DecodeFile is Decode for a file named stem.json: a NanoClaw request,
+// which carries no request_id, is answered under stem.
+func DecodeFile(queue Queue, stem string, data []byte, lim Limits) (Request, error) {
 	var env Envelope
 	if err := unmarshal(data, &env); err != nil {
 		return nil, err
+	}
+	if env.RequestID == "" && nanoClawType(env.Type) {
+		env.RequestID = stem
 	}
 	if env.V == 0 {
 		env.V = Version // files from before versioning carry no "v"
@@ -135,7 +144,7 @@ func Decode(queue Queue, data []byte, lim Limits) (Request, error) {
 	}
 	want, known := queueOf[env.Type]
 	if !known {
-		return nil, fmt.Errorf("unknown request type %q: use one of start_pipeline, cancel_pipeline, pipeline_status (in tasks/) or send_message (in messages/)", env.Type)
+		return nil, fmt.Errorf("unknown request type %q: use one of start_pipeline, cancel_pipeline, pipeline_status, schedule_task, list_tasks, pause_task, resume_task, update_task, cancel_task, register_group (in tasks/) or send_message (in messages/)", env.Type)
 	}
 	if want != queue {
 		return nil, fmt.Errorf("%s requests go in %s/, not %s/", env.Type, want, queue)
@@ -161,6 +170,14 @@ func decodeBody(env Envelope, data []byte) (Request, error) {
 		req = &PipelineStatus{}
 	case TypeSendMessage:
 		req = &SendMessage{}
+	case TypeScheduleTask:
+		req = &ScheduleTask{}
+	case TypeUpdateTask:
+		req = &UpdateTask{}
+	case TypeRegisterGroup:
+		req = &RegisterGroup{}
+	case TypeListTasks, TypePauseTask, TypeResumeTask, TypeCancelTask, TypeRefreshGroups:
+		req = &TaskRef{}
 	}
 	if err := unmarshal(data, req); err != nil {
 		return nil, err
@@ -174,6 +191,14 @@ func decodeBody(env Envelope, data []byte) (Request, error) {
 	case *PipelineStatus:
 		r.Envelope = env
 	case *SendMessage:
+		r.Envelope = env
+	case *ScheduleTask:
+		r.Envelope = env
+	case *UpdateTask:
+		r.Envelope = env
+	case *RegisterGroup:
+		r.Envelope = env
+	case *TaskRef:
 		r.Envelope = env
 	}
 	return req, nil
@@ -218,6 +243,18 @@ func validate(req Request, lim Limits) error {
 		return validRunID(r.RunID)
 	case *SendMessage:
 		return r.validate(lim)
+	case *ScheduleTask:
+		return r.validate()
+	case *UpdateTask:
+		if r.Script != nil && *r.Script != "" {
+			return errors.New(`"script" is not supported by this host`)
+		}
+		return validTaskID(r.TaskID)
+	case *RegisterGroup:
+		if r.Jid == "" || r.Folder == "" {
+			return errors.New(`"jid" and "folder" are required`)
+		}
+		return ValidGroupName(r.Folder)
 	}
 	return nil
 }

@@ -43,6 +43,10 @@ type Response struct {
 	Thread string `json:"thread,omitempty"`
 	// pipeline_status (and cancel_pipeline): the run as it stands.
 	Run *RunStatus `json:"run,omitempty"`
+	// schedule_task, pause_task, resume_task, update_task, cancel_task:
+	// the task as it stands; list_tasks: every task the group may see.
+	Task  *TaskInfo  `json:"task,omitempty"`
+	Tasks []TaskInfo `json:"tasks,omitempty"`
 	// Diagnostics: every lint finding for a rejected pipeline, warnings for an accepted one.
 	Diagnostics []pipeline.Diagnostic `json:"diagnostics,omitempty"`
 

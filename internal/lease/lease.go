@@ -40,6 +40,12 @@ const (
 	// Delivery: the one process telling a run in its chat thread (key: run
 	// id); a finished run's thread can be held too.
 	Delivery Kind = "delivery"
+	// Fire: the replica doing a scheduled task's fire (key: task
+	// id@due time in ms; internal/schedule).
+	Fire Kind = "fire"
+	// Hook: the replica starting what a webhook delivery asks (key:
+	// hook/delivery id).
+	Hook Kind = "hook"
 )
 
 // ID names one lease.

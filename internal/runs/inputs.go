@@ -1,11 +1,14 @@
 package runs
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"nanohost/internal/pipeline"
@@ -108,4 +111,13 @@ func RequiredInputs(g *pipeline.Graph) []string {
 		}
 	}
 	return out
+}
+
+// KeyedRunID is the run id of the one run a key stands for — a scheduled
+// fire ("fire:<task>@<due>"), a webhook delivery ("hook:<name>/<id>"):
+// shaped like every run id (pipeline-<seconds>-<hex>), the same on every
+// replica, so starting it twice (StartRequest.ID) starts it once.
+func KeyedRunID(key string, at time.Time) string {
+	sum := sha256.Sum256([]byte(key))
+	return fmt.Sprintf("pipeline-%d-%s", at.Unix(), hex.EncodeToString(sum[:4]))
 }

@@ -250,6 +250,11 @@ type StartRequest struct {
 	Source    []byte
 	Goal      string
 	Verbosity Verbosity
+	// ID, when set, is the run's id, and makes the start idempotent: a
+	// start with the id of a run already recorded starts nothing and
+	// returns that run (a scheduled fire or a webhook delivery done again
+	// after its replica died; see FireRunID).
+	ID string
 	// Inputs become the run's context keys input.<key>; a pipeline that
 	// requires inputs (graph [inputs="repo,ref"]) is refused without them.
 	Inputs Inputs
@@ -285,6 +290,11 @@ func (s *Service) Start(ctx context.Context, req StartRequest, who Principal) (R
 	if err := s.cfg.Threads.Serves(req.Chat); err != nil {
 		return Run{}, nil, err
 	}
+	if req.ID != "" {
+		if prev, err := s.cfg.Store.GetRun(ctx, req.ID); err == nil {
+			return prev, nil, nil
+		}
+	}
 	file := req.File
 	if file == "" {
 		file = "pipeline.dot"
@@ -306,7 +316,10 @@ func (s *Service) Start(ctx context.Context, req StartRequest, who Principal) (R
 	if verbosity == "" {
 		verbosity = s.cfg.DefaultVerbosity.OrDefault()
 	}
-	id := engine.NewRunID(s.cfg.Now())
+	id := req.ID
+	if id == "" {
+		id = engine.NewRunID(s.cfg.Now())
+	}
 	logsRoot, err := filepath.Abs(filepath.Join(s.cfg.RunsDir, id))
 	if err != nil {
 		return Run{}, nil, err
@@ -317,6 +330,11 @@ func (s *Service) Start(ctx context.Context, req StartRequest, who Principal) (R
 		Inputs: req.Inputs,
 	}
 	if err := s.cfg.Store.CreateRun(ctx, run); err != nil {
+		if req.ID != "" {
+			if prev, gerr := s.cfg.Store.GetRun(ctx, req.ID); gerr == nil {
+				return prev, nil, nil // another replica recorded it a moment before
+			}
+		}
 		return Run{}, nil, fmt.Errorf("record run: %w", err)
 	}
 	s.log.Info("run started", "run", id, "group", req.Group, "chat", req.Chat, "by", who.String(), "pipeline", g.Label())
