@@ -147,33 +147,35 @@ func (g *Graph) Reindex() {
 			g.byID[n.ID] = n
 		}
 	}
-	g.out = edgesBy(g.Edges, len(g.Nodes), func(e *Edge) string { return e.From })
-	g.in = edgesBy(g.Edges, len(g.Nodes), func(e *Edge) string { return e.To })
-}
-
-// edgesBy groups edges by end, keeping their order, in slices carved from
-// one array (a slice per node grown edge by edge was most of a large
-// graph's indexing cost). Each slice's capacity is its length, so an
-// AddEdge later copies it rather than writing into its neighbour's.
-func edgesBy(edges []*Edge, nodes int, end func(*Edge) string) map[string][]*Edge {
-	count := make(map[string]int, nodes)
-	for _, e := range edges {
-		count[end(e)]++
+	// Each node's edges in slices carved from one array (a slice per node
+	// grown edge by edge was most of a large graph's indexing cost). Each
+	// slice's capacity is its length, so an AddEdge later copies it rather
+	// than writing into its neighbour's.
+	degree := make(map[string][2]int, len(g.Nodes)) // out, in
+	for _, e := range g.Edges {
+		d := degree[e.From]
+		d[0]++
+		degree[e.From] = d
+		d = degree[e.To]
+		d[1]++
+		degree[e.To] = d
 	}
-	all := make([]*Edge, len(edges))
-	by := make(map[string][]*Edge, len(count))
+	all := make([]*Edge, 2*len(g.Edges))
+	g.out = make(map[string][]*Edge, len(degree))
+	g.in = make(map[string][]*Edge, len(degree))
 	at := 0
-	for _, e := range edges {
-		k := end(e)
+	carve := func(by map[string][]*Edge, k string, n int, e *Edge) {
 		s, ok := by[k]
 		if !ok {
-			n := count[k]
 			s = all[at : at : at+n]
 			at += n
 		}
 		by[k] = append(s, e)
 	}
-	return by
+	for _, e := range g.Edges {
+		carve(g.out, e.From, degree[e.From][0], e)
+		carve(g.in, e.To, degree[e.To][1], e)
+	}
 }
 
 func (g *Graph) ensureIndex() {

@@ -3,6 +3,7 @@ package lint
 import (
 	"bytes"
 	"strings"
+	"sync"
 
 	"nanohost/internal/pipeline"
 )
@@ -16,6 +17,8 @@ import (
 // graph holds, and gives up otherwise, so a wrong guess cannot happen: the
 // caller falls back to the node's or edge's position.
 type locator struct {
+	raw        []byte    // the source as given; src and lineStarts are made from it
+	once       sync.Once // on the first lookup: a clean graph never needs them
 	src        string
 	lineStarts []int // byte offset of each line's first byte
 }
@@ -31,13 +34,20 @@ func newLocator(src []byte) *locator {
 	if len(src) == 0 {
 		return nil
 	}
-	l := &locator{src: string(src), lineStarts: make([]int, 1, bytes.Count(src, []byte{'\n'})+1)}
-	for i, c := range src {
-		if c == '\n' {
-			l.lineStarts = append(l.lineStarts, i+1)
+	return &locator{raw: src}
+}
+
+// index copies the source and finds its lines, once.
+func (l *locator) index() {
+	l.once.Do(func() {
+		l.src = string(l.raw)
+		l.lineStarts = make([]int, 1, bytes.Count(l.raw, []byte{'\n'})+1)
+		for i, c := range l.raw {
+			if c == '\n' {
+				l.lineStarts = append(l.lineStarts, i+1)
+			}
 		}
-	}
-	return l
+	})
 }
 
 // valueMatch is an attribute assignment found in the source.
@@ -52,6 +62,7 @@ func (l *locator) graphAttr(key, value string) (valueMatch, bool) {
 	if l == nil {
 		return valueMatch{}, false
 	}
+	l.index()
 	var found valueMatch
 	ok := false
 	l.scan(0, len(l.src), key, value, func(m valueMatch) bool {
@@ -63,7 +74,11 @@ func (l *locator) graphAttr(key, value string) (valueMatch, bool) {
 
 // attrAfter finds the first `key = "value"` at or after the start of line p.
 func (l *locator) attrAfter(p pipeline.Pos, key, value string) (valueMatch, bool) {
-	if l == nil || !p.IsValid() || p.Line > len(l.lineStarts) {
+	if l == nil || !p.IsValid() {
+		return valueMatch{}, false
+	}
+	l.index()
+	if p.Line > len(l.lineStarts) {
 		return valueMatch{}, false
 	}
 	// Columns are byte columns, so the node or edge starts exactly here.
