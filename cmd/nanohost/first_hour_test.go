@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"regexp"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,5 +133,31 @@ func TestValidateTakesSeveralFilesAndSummarises(t *testing.T) {
 	r = runNanohost(t, "", "pipeline", "validate", good, filepath.Join(dir, "missing.dot"), "--json")
 	if r.code != 1 || !strings.Contains(r.stdout, `"file": "`+good+`"`) || !strings.Contains(r.stdout, `"error": "read pipeline`) {
 		t.Errorf("--json with an unreadable file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// Issue 30, item 11: the demo is honest — its scripted agents change no
+// file, so no answer claims one was changed; the one that would says so.
+func TestDemoClaimsNoChangeItDoesNotMake(t *testing.T) {
+	dir := t.TempDir()
+	logs := filepath.Join(dir, "run")
+	r := runNanohost(t, "", "pipeline", "run", repoFile(t, "examples", "demo.dot"), "--backend", "script",
+		"--script", repoFile(t, "examples", "demo.script.json"), "--logs", logs, "--auto-approve", "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	claims := regexp.MustCompile(`(?i)\b(added|edited|wrote|now greets)\b`)
+	for _, node := range []string{"plan", "implement", "ship"} {
+		data, err := os.ReadFile(filepath.Join(logs, node, "response.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := claims.FindString(string(data)); m != "" {
+			t.Errorf("%s's answer claims a change (%q) the demo does not make:\n%s", node, m, data)
+		}
+	}
+	implement, _ := os.ReadFile(filepath.Join(logs, "implement", "response.md"))
+	if !strings.Contains(string(implement), "nothing in the workspace changed") {
+		t.Errorf("implement does not say the demo changed nothing:\n%s", implement)
 	}
 }

@@ -87,3 +87,16 @@ func threadWording(e engine.Event) (level runs.Verbosity, text, detail string) {
 	}
 	return Level(e), text, ""
 }
+
+// AgentReply is a chat reply of a group's agent as a terminal shows it:
+// labelled as the agent's, so it reads apart from the host's own lines
+// (run threads, command answers, notices); further lines are indented
+// under the label.
+func AgentReply(text string) string {
+	const label = "🤖 agent: "
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for i := 1; i < len(lines); i++ {
+		lines[i] = "   " + lines[i]
+	}
+	return label + strings.Join(lines, "\n")
+}

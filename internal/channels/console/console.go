@@ -197,6 +197,9 @@ func (c *Console) Post(_ context.Context, chat, thread string, m channels.Messag
 		c.writeLocked(indent, runlog.PromptWithHint(m.Gate.RunID, m.Gate.Question(), true)+channels.LinksText(m.Links))
 	case m.Resolved != nil:
 		c.writeLocked(indent, m.Resolved.Text())
+	case m.AnswerTo != "":
+		// The agent's reply to what the person typed.
+		c.writeLocked(indent, runlog.AgentReply(m.Text)+channels.LinksText(m.Links))
 	default:
 		c.writeLocked(indent, m.Text+channels.LinksText(m.Links))
 		if m.Detail != "" {

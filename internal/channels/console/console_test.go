@@ -264,3 +264,24 @@ func TestConsoleMessagesHaveIDsUniqueAcrossRestarts(t *testing.T) {
 		}
 	}
 }
+
+// Issue 30, item 16: the agent's chat replies are labelled as the agent's,
+// apart from the host's own lines (a command's answer, a notice).
+func TestConsoleLabelsTheAgentsReplies(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	term := newTerminal(t, ctx)
+	if _, err := term.con.Post(ctx, console.Chat, "", channels.Message{Text: "Sure.\nHere is the plan.", AnswerTo: "in-1-1"}); err != nil {
+		t.Fatal(err)
+	}
+	lines := term.waitFor("Here is the plan.")
+	if got := strings.Join(lines[len(lines)-2:], "\n"); got != "🤖 agent: Sure.\n   Here is the plan." {
+		t.Errorf("the agent's reply printed as:\n%s", got)
+	}
+	if _, err := term.con.Post(ctx, console.Chat, "", channels.Message{Text: "Recent runs: none"}); err != nil {
+		t.Fatal(err)
+	}
+	if lines := term.waitFor("Recent runs"); strings.Contains(lines[len(lines)-1], "agent") {
+		t.Errorf("a host line is labelled as the agent's: %q", lines[len(lines)-1])
+	}
+}
