@@ -195,7 +195,10 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 			return nil, err
 		}
 		run := b.ForRun(o.RunID, container.RunEnv{Workspace: ws.Dir, ExtraMounts: extra})
-		return containerRunBackend{Backend: ws.Wrap(run), run: run, all: b, branch: ws, stopGateway: stopGateway}, nil
+		committing := ws.Wrap(run).WithBranches(func(branch, dir string) engine.Backend {
+			return b.ForRun(o.RunID+"."+gitws.BranchKey(branch), container.RunEnv{Workspace: dir, ExtraMounts: extra})
+		})
+		return branchRunBackend{Backend: committing, containerRunBackend: containerRunBackend{Backend: committing, run: run, all: b, branch: ws, stopGateway: stopGateway}}, nil
 	}
 	run := b.ForRun(o.RunID, container.RunEnv{Workspace: workspace, ExtraMounts: extra})
 	rb := containerRunBackend{Backend: run, run: run, all: b, stopGateway: stopGateway}
@@ -246,6 +249,13 @@ type containerRunBackend struct {
 	all         *container.Backend
 	branch      *gitws.Run // nil: the run works in the workspace itself
 	stopGateway func()
+}
+
+// branchRunBackend is a run on a branch: the committing backend, which
+// also gives parallel branches their trees (engine.BranchWorkspaces).
+type branchRunBackend struct {
+	*gitws.Backend
+	containerRunBackend
 }
 
 // Branch implements branched.

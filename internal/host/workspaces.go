@@ -4,9 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"sync"
 
 	"nanohost/internal/config"
 	"nanohost/internal/container"
+	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 	"nanohost/internal/workspace"
 )
@@ -34,13 +36,24 @@ func newWorkspaces(cfg *config.Config, log *slog.Logger) (*workspace.Manager, er
 }
 
 // branchRun is a run's backend working in the run's own tree and
-// committing each stage to its branch.
+// committing each stage to its branch; each parallel branch's agents work
+// in the branch's tree (a child run of the container backend).
 type branchRun struct {
 	*workspace.Backend
 	run runs.RunBackend
+
+	mu       sync.Mutex
+	branches []runs.RunBackend
 }
 
-func (b branchRun) Close() { b.run.Close() }
+func (b *branchRun) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, br := range b.branches {
+		br.Close()
+	}
+	b.run.Close()
+}
 
 // onBranch gives a run its branch and working tree, and its agents that tree.
 func (r runtime) onBranch(ctx context.Context, run runs.Run) (runs.RunBackend, error) {
@@ -49,7 +62,18 @@ func (r runtime) onBranch(ctx context.Context, run runs.Run) (runs.RunBackend, e
 	if err != nil {
 		return nil, err
 	}
+	branchEnv := env
 	env.Workspace = ws.Dir
 	backend := r.agents.ForRun(run.ID, env)
-	return branchRun{Backend: ws.Wrap(backend), run: backend}, nil
+	br := &branchRun{run: backend}
+	br.Backend = ws.Wrap(backend).WithBranches(func(branch, dir string) engine.Backend {
+		e := branchEnv
+		e.Workspace = dir
+		b := r.agents.ForRun(run.ID+"."+workspace.BranchKey(branch), e)
+		br.mu.Lock()
+		br.branches = append(br.branches, b)
+		br.mu.Unlock()
+		return b
+	})
+	return br, nil
 }

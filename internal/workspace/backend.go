@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"nanohost/internal/changes"
 	"nanohost/internal/pipeline/agenttext"
@@ -18,10 +19,46 @@ import (
 type Backend struct {
 	run  *Run
 	next engine.Backend
+
+	// forBranch is the agents' backend working in a parallel branch's
+	// tree (nil: branches share the run's tree).
+	forBranch func(branch, dir string) engine.Backend
+	mu        sync.Mutex
+	nexts     map[string]engine.Backend
 }
 
 // Wrap returns next committing each stage to the run's branch.
 func (run *Run) Wrap(next engine.Backend) *Backend { return &Backend{run: run, next: next} }
+
+// WithBranches gives each parallel branch a tree of its own, worked in by
+// the backend forBranch returns for it.
+func (b *Backend) WithBranches(forBranch func(branch, dir string) engine.Backend) *Backend {
+	b.forBranch = forBranch
+	return b
+}
+
+// stageOf is where a request's stage works: its workspace and the agents'
+// backend working there.
+func (b *Backend) stageOf(req engine.Request) (*Run, engine.Backend, error) {
+	if req.Branch == "" || b.forBranch == nil {
+		return b.run, b.next, nil
+	}
+	ws, err := b.run.at(req.Branch)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	next, ok := b.nexts[req.Branch]
+	if !ok {
+		next = b.forBranch(req.Branch, ws.Dir)
+		if b.nexts == nil {
+			b.nexts = map[string]engine.Backend{}
+		}
+		b.nexts[req.Branch] = next
+	}
+	return ws, next, nil
+}
 
 var _ engine.Backend = (*Backend)(nil)
 
@@ -34,24 +71,28 @@ func (b *Backend) Run(ctx context.Context, req engine.Request) (engine.Result, e
 	if req.Node != nil {
 		s.Label = req.Node.Label()
 	}
-	if err := b.run.Begin(ctx, s); err != nil {
-		b.run.abandon()
+	ws, next, err := b.stageOf(req)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if err := ws.Begin(ctx, s); err != nil {
+		ws.abandon()
 		return engine.Result{}, fmt.Errorf("prepare the run's working tree: %w", err)
 	}
-	res, runErr := b.next.Run(ctx, req)
+	res, runErr := next.Run(ctx, req)
 	kept := runErr == nil && succeeded(req, res)
-	c, err := b.run.Finish(context.WithoutCancel(ctx), s, kept)
+	c, err := ws.Finish(context.WithoutCancel(ctx), s, kept)
 	var tooLarge *TooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
 		return res, err // the stage fails, saying what was too large
 	case err != nil:
-		b.run.m.log.Warn("the stage's commit failed", "run", req.RunID, "node", req.NodeID, "err", err)
+		ws.m.log.Warn("the stage's commit failed", "run", req.RunID, "node", req.NodeID, "err", err)
 		res.Changes = &engine.WorkspaceChanges{Error: err.Error()}
 		return res, runErr
 	}
 	if kept {
-		res.Changes = b.record(ctx, req, c)
+		res.Changes = b.record(ctx, req, ws, c)
 	}
 	return res, runErr
 }
@@ -83,21 +124,21 @@ func succeeded(req engine.Request, res engine.Result) bool {
 
 // record writes the stage's change set (its commit's diff) and the run's
 // (base to head) where the dashboard, the thread and the CLI read them.
-func (b *Backend) record(ctx context.Context, req engine.Request, c Commit) *engine.WorkspaceChanges {
+func (b *Backend) record(ctx context.Context, req engine.Request, ws *Run, c Commit) *engine.WorkspaceChanges {
 	ctx = context.WithoutCancel(ctx)
 	var list []changes.Change
 	var diff []byte
 	var err error
 	if !c.Hash.IsZero() {
-		if list, diff, err = b.run.Diff(ctx, c.Parent, c.Hash); err != nil {
+		if list, diff, err = ws.Diff(ctx, c.Parent, c.Hash); err != nil {
 			return &engine.WorkspaceChanges{Error: err.Error()}
 		}
 	}
 	if err := writeRecord(req.StageDir, list, diff); err != nil {
 		return &engine.WorkspaceChanges{Error: err.Error()}
 	}
-	if c.Hash.IsZero() {
-		return nil
+	if c.Hash.IsZero() || ws != b.run {
+		return summary(list) // a branch's work reaches the run's record when it is merged
 	}
 	if runList, runDiff, err := b.run.Diff(ctx, b.run.Base, c.Hash); err == nil {
 		if err := writeRecord(filepath.Join(req.RunDir, changes.RunDir), runList, runDiff); err != nil {

@@ -85,7 +85,7 @@ func (run *Run) Begin(ctx context.Context, s StageID) error {
 		if t[TrailerNode] == s.Node && t[TrailerExecution] == strconv.Itoa(s.Execution) && t[TrailerRun] == run.ID {
 			aside := run.sideRef("redone", s)
 			if err := run.repo.setRef(aside, head, plumbing.ZeroHash); err == nil {
-				if err := run.repo.setRef(plumbing.NewBranchReferenceName(run.Branch), c.ParentHashes[0], head); err != nil {
+				if err := run.repo.setRef(run.refName(), c.ParentHashes[0], head); err != nil {
 					return err
 				}
 				run.m.log.Warn("a stage committed before the host stopped runs again; its commit is kept aside", "run", run.ID, "node", s.Node, "ref", aside)
@@ -188,7 +188,7 @@ func (run *Run) Finish(ctx context.Context, s StageID, kept bool) (Commit, error
 		if err != nil {
 			return Commit{}, err
 		}
-		if err := run.repo.setRef(plumbing.NewBranchReferenceName(run.Branch), h, head); err != nil {
+		if err := run.repo.setRef(run.refName(), h, head); err != nil {
 			return Commit{}, err
 		}
 		out.Hash = h

@@ -128,6 +128,11 @@ type Run struct {
 
 	owner owner
 
+	ref      plumbing.ReferenceName // "": refs/heads/<Branch>
+
+	bmu      sync.Mutex
+	branches map[string]*Run // parallel branches' workspaces, by Request.Branch
+
 	mu       sync.Mutex
 	ix       *index
 	inflight int
@@ -142,6 +147,8 @@ type runState struct {
 	Dir    string `json:"dir"`
 	// Stage is the stage in flight (its half-work is set aside on resume).
 	Stage *StageID `json:"stage,omitempty"`
+	// Ref is a parallel branch's ref (a run's own branch is refs/heads/<Branch>).
+	Ref string `json:"ref,omitempty"`
 }
 
 var unsafeRefChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -208,7 +215,7 @@ func (m *Manager) reopen(runID, stateDir string, rs runState) (*Run, error) {
 		return nil, err
 	}
 	run := &Run{ID: runID, Branch: rs.Branch, Base: plumbing.NewHash(rs.Base), Dir: rs.Dir, m: m, repo: r, stateDir: stateDir,
-		owner: m.ownerFor(rs.Dir)}
+		owner: m.ownerFor(rs.Dir), ref: plumbing.ReferenceName(rs.Ref)}
 	if ix, err := loadIndex(filepath.Join(stateDir, "index")); err == nil {
 		run.ix = ix
 	}
@@ -291,9 +298,16 @@ func (r *repo) head() (plumbing.Hash, error) {
 	return ref.Hash(), nil
 }
 
+func (run *Run) refName() plumbing.ReferenceName {
+	if run.ref != "" {
+		return run.ref
+	}
+	return plumbing.NewBranchReferenceName(run.Branch)
+}
+
 // Head is the branch's last commit.
 func (run *Run) Head() (plumbing.Hash, error) {
-	h, err := run.repo.ref(plumbing.NewBranchReferenceName(run.Branch))
+	h, err := run.repo.ref(run.refName())
 	if err == nil && h.IsZero() {
 		err = fmt.Errorf("branch %s is gone", run.Branch)
 	}
@@ -333,7 +347,7 @@ func dirExists(d string) bool {
 }
 
 func (run *Run) saveState(stage *StageID) error {
-	data, err := json.MarshalIndent(runState{Branch: run.Branch, Base: run.Base.String(), GitDir: run.repo.gitDir, Dir: run.Dir, Stage: stage}, "", "  ")
+	data, err := json.MarshalIndent(runState{Branch: run.Branch, Base: run.Base.String(), GitDir: run.repo.gitDir, Dir: run.Dir, Stage: stage, Ref: string(run.ref)}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -289,3 +289,120 @@ func TestSIGKILLMidStageResumesOnTheLastCommit(t *testing.T) {
 		t.Errorf("the log does not name the side ref %s", aside[0])
 	}
 }
+
+// sharedLines is a file both branches of a parallel block edit.
+const sharedLines = "line1\nline2\nline3\nline4\nline5\nline6\n"
+
+// Each branch of a parallel block works in a tree of its own, forked from
+// the parallel node's commit: one does not see the other's files; their
+// disjoint edits are merged at the fan-in (both edits of one file kept),
+// and the stage after it sees everything.
+func TestParallelBranchesMergeAtFanIn(t *testing.T) {
+	docker := requireDocker(t)
+	e := start(t, docker, setup{script: map[string]any{"default": "[outcome:success]"}, maxContainers: 2})
+	folder := filepath.Join(e.cfg.DataDir, "groups", "main")
+	if err := os.WriteFile(filepath.Join(folder, "shared.txt"), []byte(sharedLines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dot := `digraph Fan {
+    start [shape=Mdiamond]
+    fork  [shape=component]
+    a     [shape=parallelogram, tool_command="sleep 2 && test ! -e b.txt && echo from-a > a.txt && sed -i s/line1/LINE-ONE/ shared.txt"]
+    b     [shape=parallelogram, tool_command="echo from-b > b.txt && sed -i s/line6/LINE-SIX/ shared.txt"]
+    join  [shape=tripleoctagon]
+    after [shape=parallelogram, label="After", tool_command="cat a.txt b.txt > both.txt"]
+    exit  [shape=Msquare]
+    start -> fork
+    fork -> a
+    fork -> b
+    a -> join
+    b -> join
+    join -> after -> exit
+}`
+	id := startRun(t, e, "fan-1", dot)
+	waitEnded(t, e, id, runs.Succeeded)
+	repo, branch := groupRepo(e, "main"), workspace.BranchPrefix+workspace.ShortID(id)
+	if got := git(t, repo, "show", branch+":shared.txt"); got != strings.NewReplacer("line1", "LINE-ONE", "line6", "LINE-SIX").Replace(sharedLines) {
+		t.Errorf("shared.txt after the merge:\n%s", got)
+	}
+	if got := git(t, repo, "show", branch+":both.txt"); got != "from-a\nfrom-b\n" {
+		t.Errorf("the stage after the fan-in saw %q", got)
+	}
+	subjects := git(t, repo, "log", "--reverse", "--first-parent", "--format=%s", "refs/nanohost/folder.."+branch)
+	if subjects != "fork: merge branch a\nfork: merge branch b\nafter: After\n" {
+		t.Errorf("the branch's history (first parents):\n%s", subjects)
+	}
+	if got, _ := os.ReadFile(filepath.Join(folder, "shared.txt")); string(got) != sharedLines {
+		t.Errorf("the group's folder changed: %q", got)
+	}
+}
+
+// Two branches edit the same line: the fan-in fails naming the file and
+// the branches (parallel.merge.conflicts), and its outcome=fail edge leads
+// to a resolver stage whose tree holds the conflict markers; without such
+// an edge the run fails saying which file conflicted.
+func TestFanInConflictRoutesToResolver(t *testing.T) {
+	docker := requireDocker(t)
+	e := start(t, docker, setup{script: map[string]any{"default": "[outcome:success]"}, maxContainers: 2})
+	folder := filepath.Join(e.cfg.DataDir, "groups", "main")
+	if err := os.WriteFile(filepath.Join(folder, "shared.txt"), []byte(sharedLines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conflicting := func(resolver bool) string {
+		tail := "join -> exit"
+		if resolver {
+			tail = `join -> exit [condition="outcome=success"]
+    join -> resolve [condition="outcome=fail"]
+    resolve -> exit`
+		}
+		return `digraph Clash {
+    start   [shape=Mdiamond]
+    fork    [shape=component]
+    a       [shape=parallelogram, tool_command="sed -i s/line3/from-a/ shared.txt"]
+    b       [shape=parallelogram, tool_command="sed -i s/line3/from-b/ shared.txt"]
+    join    [shape=tripleoctagon]
+    resolve [shape=parallelogram, label="Resolve", tool_command="grep -q '^<<<<<<<' shared.txt && grep -q '^>>>>>>>' shared.txt && grep -q from-a shared.txt && grep -q from-b shared.txt && sed -i -e '/^<<<<<<</d' -e '/^=======/d' -e '/^>>>>>>>/d' -e '/from-b/d' shared.txt"]
+    exit    [shape=Msquare]
+    start -> fork
+    fork -> a
+    fork -> b
+    a -> join
+    b -> join
+    ` + tail + `
+}`
+	}
+	id := startRun(t, e, "clash-1", conflicting(true))
+	waitEnded(t, e, id, runs.Succeeded)
+	repo, branch := groupRepo(e, "main"), workspace.BranchPrefix+workspace.ShortID(id)
+	if got := git(t, repo, "show", branch+":shared.txt"); got != strings.Replace(sharedLines, "line3", "from-a", 1) {
+		t.Errorf("shared.txt after the resolver:\n%s", got)
+	}
+	if n := countEvents(t, e.store, id, "StageCompleted", "resolve"); n != 1 {
+		t.Errorf("the resolver completed %d times", n)
+	}
+	reason := failureOf(t, e, id, "join")
+	if !strings.Contains(reason, "shared.txt") || !strings.Contains(reason, "a and b") {
+		t.Errorf("the fan-in's failure does not name the file and branches: %q", reason)
+	}
+
+	id = startRun(t, e, "clash-2", conflicting(false))
+	run := waitEnded(t, e, id, runs.Failed)
+	if !strings.Contains(run.FailureReason, "shared.txt") {
+		t.Errorf("the run failed with %q; want the conflicting file named", run.FailureReason)
+	}
+}
+
+// failureOf is the failure reason of node's StageFailed event.
+func failureOf(t *testing.T, e *env, id, node string) string {
+	t.Helper()
+	evs, err := e.store.Events(context.Background(), id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.NodeID == node && (ev.Type == "StageFailed" || ev.Type == "StageCompleted") && ev.Message != "" {
+			return ev.Message
+		}
+	}
+	return ""
+}

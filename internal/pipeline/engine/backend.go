@@ -59,6 +59,11 @@ type Request struct {
 	ThreadKey string
 	// Isolated forces a fresh session whatever the fidelity.
 	Isolated bool
+	// Branch is the parallel branch the request works in: "" on the run's
+	// main line, else "<parallel node>/<branch's first node>" (a nested
+	// branch appends its own to its parent's). A backend implementing
+	// BranchWorkspaces gives each its own workspace.
+	Branch string
 	// Persona names who works the node ("" for none); its preamble is
 	// already in Prompt. Masks names the masks it wears, in equip order:
 	// the backend grants their folders and skills to this execution only.
@@ -173,4 +178,24 @@ func IsHostError(err error) bool {
 func IsTransient(err error) bool {
 	var t *TransientError
 	return errors.As(err, &t)
+}
+
+// BranchWorkspaces is implemented by a backend that gives each parallel
+// branch a workspace of its own (internal/workspace: a git working tree).
+// The parallel handler forks the branches' workspaces from the one they
+// start in (from: a Request.Branch, "" for the run's) before they run, and
+// merges the kept branches' work back into it, in edge order, after.
+type BranchWorkspaces interface {
+	ForkBranches(ctx context.Context, from string, branches []string) error
+	// MergeBranches merges branches into into, recorded as the work of
+	// node's execution; the paths both sides changed come back as
+	// conflicts (the merged workspace then holds conflict markers).
+	MergeBranches(ctx context.Context, into string, branches []string, node string, execution int) ([]MergeConflict, error)
+}
+
+// MergeConflict is a path the merge of parallel branches could not
+// reconcile, and the branches (their first nodes) that changed it.
+type MergeConflict struct {
+	Path     string   `json:"path"`
+	Branches []string `json:"branches"`
 }

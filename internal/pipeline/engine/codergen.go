@@ -242,7 +242,7 @@ func (r *run) request(st *Stage, kind RequestKind, prompt, toolCommand string) R
 	}
 	req := Request{
 		Kind: kind, RunID: r.runID, NodeID: n.ID, Node: n, Attempt: st.Attempt, Visit: st.Visit, Execution: st.Execution, Reask: st.reask,
-		Prompt: prompt, Fidelity: string(mode), Isolated: isTrue(n.Attrs["isolated"]),
+		Prompt: prompt, Fidelity: string(mode), Isolated: isTrue(n.Attrs["isolated"]), Branch: st.w.path,
 		Persona: personaName(n, identity{persona: st.Persona}), Masks: maskNames(n, identity{masks: st.Masks}),
 		Model: n.Attrs.String("llm_model", n.Attrs["model"]), Provider: n.Attrs.String("llm_provider", n.Attrs["provider"]),
 		ReasoningEffort: n.Attrs["reasoning_effort"], ToolCommand: toolCommand, StageDir: st.StageDir, RunDir: r.root,

@@ -21,6 +21,9 @@ const (
 	KeyParallelResults = "parallel.results"
 	KeyFanInBestID     = "parallel.fan_in.best_id"
 	KeyFanInBestStatus = "parallel.fan_in.best_outcome"
+	// KeyMergeConflicts lists the paths merging the branches' workspaces
+	// could not reconcile ([]MergeConflict), with a BranchWorkspaces backend.
+	KeyMergeConflicts = "parallel.merge.conflicts"
 )
 
 // BranchResult is what one parallel branch produced; the list of them is
@@ -96,6 +99,12 @@ func (parallelHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) 
 		data["restored_branches"] = ids
 	}
 	st.Emit(Event{Type: EventParallelStarted, Label: st.Node.Label(), Data: data})
+	spaces, _ := st.w.r.cfg.Backend.(BranchWorkspaces)
+	if spaces != nil {
+		if err := spaces.ForkBranches(ctx, st.w.path, branchPaths(st, edges)); err != nil {
+			return Outcome{}, fmt.Errorf("parallel node %s: give its branches their workspaces: %w", st.Node.ID, err)
+		}
+	}
 	results, failFast := runBranches(ctx, st, edges, cfg, restored)
 	if ctx.Err() != nil {
 		return Outcome{}, ctx.Err()
@@ -114,6 +123,13 @@ func (parallelHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) 
 		KeyParallelResults:       kept,
 		"parallel.success_count": succeeded,
 		"parallel.failure_count": failed,
+	}
+	if spaces != nil {
+		conflicts, err := spaces.MergeBranches(ctx, st.w.path, mergedPaths(st, edges, results), st.Node.ID, st.Execution)
+		if err != nil {
+			return Outcome{}, fmt.Errorf("parallel node %s: merge its branches' work: %w", st.Node.ID, err)
+		}
+		out.ContextUpdates[KeyMergeConflicts] = conflicts
 	}
 	st.Emit(Event{Type: EventParallelCompleted, Label: st.Node.Label(), Status: out.Status, Duration: st.w.r.cfg.Now().Sub(began),
 		Data: map[string]any{"success_count": succeeded, "failure_count": failed, "fan_in": st.next}})
@@ -227,7 +243,7 @@ func (w *walker) restoredBranches(st *Stage) map[int]BranchResult {
 // end. A failure that would end the pipeline ends only the branch.
 func runBranch(ctx context.Context, parent *Stage, e *pipeline.Edge, index, total int) branchRun {
 	r := parent.w.r
-	w := &walker{r: r, cx: parent.Context.Clone(), branch: e.To, d: &Delta{}}
+	w := &walker{r: r, cx: parent.Context.Clone(), branch: e.To, path: branchPath(parent, e), d: &Delta{}}
 	began := r.cfg.Now()
 	w.emit(Event{Type: EventParallelBranchStarted, NodeID: parent.Node.ID, Index: index, Total: total})
 	res := w.walkBranch(ctx, e, parent.Node.ID)
@@ -474,6 +490,9 @@ func (fanInHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) {
 	if err != nil {
 		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("fan-in %s: %v", st.Node.ID, err)}, nil
 	}
+	if conflicts := mergeConflicts(st.Context); len(conflicts) > 0 {
+		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("fan-in %s: the branches' work conflicts: %s", st.Node.ID, describeConflicts(conflicts))}, nil
+	}
 	if len(results) == 0 {
 		if _, fromParallel := st.Context.Get(KeyParallelResults); fromParallel {
 			// error_policy=ignore dropped every branch: all of them failed.
@@ -561,4 +580,62 @@ func formatResults(results []BranchResult) string {
 		}
 	}
 	return b.String()
+}
+
+// branchPath is the Request.Branch of the stages of the branch e starts.
+func branchPath(parent *Stage, e *pipeline.Edge) string {
+	p := parent.Node.ID + "/" + e.To
+	if parent.w.path != "" {
+		p = parent.w.path + "/" + p
+	}
+	return p
+}
+
+func branchPaths(st *Stage, edges []*pipeline.Edge) []string {
+	out := make([]string, len(edges))
+	for i, e := range edges {
+		out[i] = branchPath(st, e)
+	}
+	return out
+}
+
+// mergedPaths are the branches whose work the fan-in gets: those that
+// succeeded (what first_success and k_of_n kept), in edge order.
+func mergedPaths(st *Stage, edges []*pipeline.Edge, results []BranchResult) []string {
+	var out []string
+	for i, e := range edges {
+		if results[i].Status.IsSuccess() {
+			out = append(out, branchPath(st, e))
+		}
+	}
+	return out
+}
+
+// mergeConflicts reads parallel.merge.conflicts ([]MergeConflict, or its
+// JSON form after a resume).
+func mergeConflicts(cx *Context) []MergeConflict {
+	v, ok := cx.Get(KeyMergeConflicts)
+	if !ok {
+		return nil
+	}
+	if list, ok := v.([]MergeConflict); ok {
+		return list
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var list []MergeConflict
+	if json.Unmarshal(data, &list) != nil {
+		return nil
+	}
+	return list
+}
+
+func describeConflicts(list []MergeConflict) string {
+	parts := make([]string, len(list))
+	for i, c := range list {
+		parts[i] = fmt.Sprintf("%s (changed by %s)", c.Path, strings.Join(c.Branches, " and "))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -26,6 +26,7 @@ type walker struct {
 	r      *run
 	cx     *Context
 	branch string   // "" at top level
+	path   string   // Request.Branch of the walk's stages ("" at top level)
 	last   *Outcome // the previous node's outcome in this walk
 	// d collects what the walk changed since its last commit: &r.top at
 	// top level, the branch's own delta in a branch (guarded by r.mu).
