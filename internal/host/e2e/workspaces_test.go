@@ -349,8 +349,9 @@ func TestFanInConflictRoutesToResolver(t *testing.T) {
 		t.Fatal(err)
 	}
 	conflicting := func(resolver bool) string {
-		tail := "join -> exit"
+		tail, resolve := "join -> exit", ""
 		if resolver {
+			resolve = `resolve [shape=parallelogram, label="Resolve", tool_command="grep -q '^<<<<<<<' shared.txt && grep -q '^>>>>>>>' shared.txt && grep -q from-a shared.txt && grep -q from-b shared.txt && sed -i -e '/^<<<<<<</d' -e '/^=======/d' -e '/^>>>>>>>/d' -e '/from-b/d' shared.txt"]`
 			tail = `join -> exit [condition="outcome=success"]
     join -> resolve [condition="outcome=fail"]
     resolve -> exit`
@@ -361,7 +362,7 @@ func TestFanInConflictRoutesToResolver(t *testing.T) {
     a       [shape=parallelogram, tool_command="sed -i s/line3/from-a/ shared.txt"]
     b       [shape=parallelogram, tool_command="sed -i s/line3/from-b/ shared.txt"]
     join    [shape=tripleoctagon]
-    resolve [shape=parallelogram, label="Resolve", tool_command="grep -q '^<<<<<<<' shared.txt && grep -q '^>>>>>>>' shared.txt && grep -q from-a shared.txt && grep -q from-b shared.txt && sed -i -e '/^<<<<<<</d' -e '/^=======/d' -e '/^>>>>>>>/d' -e '/from-b/d' shared.txt"]
+    ` + resolve + `
     exit    [shape=Msquare]
     start -> fork
     fork -> a
