@@ -128,7 +128,7 @@ type Run struct {
 
 	owner owner
 
-	ref      plumbing.ReferenceName // "": refs/heads/<Branch>
+	ref plumbing.ReferenceName // "": refs/heads/<Branch>
 
 	bmu      sync.Mutex
 	branches map[string]*Run // parallel branches' workspaces, by Request.Branch
