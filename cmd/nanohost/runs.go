@@ -92,7 +92,7 @@ accepted too). On a terminal the status has its colour and mark.`,
 				}
 				return encodeJSON(cmd.OutOrStdout(), page)
 			}
-			writeRunTable(cmd.OutOrStdout(), page.Runs, time.Now(), st.Backend() == "postgres")
+			writeRunTable(cmd.OutOrStdout(), page.Runs, time.Now(), st.Capabilities().Replicas)
 			if page.Next != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "(the %d newest shown; --limit N shows more)\n", len(page.Runs))
 			}

@@ -148,7 +148,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	defer closeEndpoints() // after the host stopped: Slack's queued calls end here
 	opts := host.Options{
-		Config: cfg, Store: st, Agents: host.ContainerAgents(backend), Endpoints: endpoints, Logger: log, Metrics: metrics,
+		Config: cfg, Store: st, Agents: host.ContainerAgents(backend), Slots: backend, Endpoints: endpoints, Logger: log, Metrics: metrics,
 	}
 	if rt.docker != nil {
 		opts.Docker = rt.docker

@@ -64,6 +64,10 @@ func (d *Docker) Client() *client.Client { return d.cli }
 // Close releases the client's connections.
 func (d *Docker) Close() error { return d.cli.Close() }
 
+// Capabilities: containers run on this host's Docker, sharing its
+// filesystem through bind mounts.
+func (d *Docker) Capabilities() Capabilities { return Capabilities{} }
+
 func (d *Docker) Start(ctx context.Context, spec Spec) (*Handle, error) {
 	cfg, hostCfg := dockerConfig(spec)
 	created, err := d.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, spec.Name)

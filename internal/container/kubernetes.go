@@ -119,9 +119,9 @@ func NewKubernetes(cfg KubernetesConfig) (*Kubernetes, error) {
 	return &Kubernetes{cfg: cfg, log: cfg.Logger.With("component", "kubernetes")}, nil
 }
 
-// Remote: a pod may run on any node, so nothing of the host's is mounted
-// but the volumes VolumeMapping provides.
-func (k *Kubernetes) Remote() bool { return true }
+// Capabilities: a pod may run on any node (Remote), so nothing of the
+// host's is mounted but the volumes VolumeMapping provides.
+func (k *Kubernetes) Capabilities() Capabilities { return Capabilities{Remote: true} }
 
 // Namespace is where the runtime's pods live.
 func (k *Kubernetes) Namespace() string { return k.cfg.Namespace }

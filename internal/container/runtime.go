@@ -34,6 +34,18 @@ type Runtime interface {
 	Remove(ctx context.Context, id string) error
 	// List returns the containers (running or not) carrying all the labels.
 	List(ctx context.Context, labels map[string]string) ([]Info, error)
+	// Capabilities declares what the runtime's containers can and cannot
+	// share with the host.
+	Capabilities() Capabilities
+}
+
+// Capabilities are what a Runtime declares of its containers.
+type Capabilities struct {
+	// Remote: its containers share no filesystem with the host
+	// (Kubernetes: a pod may run on any node). The Backend then speaks the
+	// protocol's stream transport: nothing is bind-mounted from the host
+	// but the workspace volume the runtime maps itself.
+	Remote bool
 }
 
 // Spec describes a container. The runtime always adds the hardening that is

@@ -42,18 +42,9 @@ type agentLink interface {
 	remove()
 }
 
-// Remote is implemented by a Runtime whose containers share no filesystem
-// with the host (Kubernetes: a pod may run on any node). The Backend then
-// speaks the protocol's stream transport: nothing is bind-mounted from the
-// host but the workspace volume the runtime maps itself.
-type Remote interface {
-	Remote() bool
-}
-
-func isRemote(rt Runtime) bool {
-	r, ok := rt.(Remote)
-	return ok && r.Remote()
-}
+// isRemote reports whether rt's containers share no filesystem with the
+// host (Capabilities.Remote).
+func isRemote(rt Runtime) bool { return rt.Capabilities().Remote }
 
 // fileLink is the file transport: the container's IPC directory is a bind
 // mount of a host directory.

@@ -45,9 +45,6 @@ func (c containerAgents) Conversation(name string, env container.RunEnv, session
 	return c.b.Conversation(name, env, sessionID)
 }
 
-// Waiting reports the requests waiting for a container slot (metrics).
-func (c containerAgents) Waiting() int { return c.b.Waiting() }
-
 // agentEnv says where a group's agents work: its workspace, its IPC queues,
 // the skills, and its configured extra mounts (validated against the mount
 // allowlist at start-up).

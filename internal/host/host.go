@@ -42,6 +42,9 @@ type Options struct {
 	Store  *store.Store
 	// Agents runs runs' nodes and the chat conversations in containers.
 	Agents Agents
+	// Slots, when set, says how many agent requests wait for a container
+	// slot (the container backend): nanohost_containers_queued.
+	Slots SlotWaiter
 	// Endpoints are the chat transports, each with what its people may do.
 	Endpoints []Endpoint
 	// Docker is pinged by /healthz; nil reports docker as "unknown".
@@ -167,7 +170,7 @@ func New(opts Options) (*Host, error) {
 	h.leases = lease.NewKeeper(opts.Store, cfg.ReplicaID(), cfg.Replica.LeaseTTL, opts.Logger)
 	var leases runs.Leases
 	var journals runs.Journals
-	if opts.Store.Shared() {
+	if opts.Store.Capabilities().Replicas {
 		// Replicas share runs: each is driven by its lease holder, and
 		// resumed by any of them from its journal in the store; each
 		// group's conversation is its lease holder's too.
@@ -207,8 +210,8 @@ func New(opts Options) (*Host, error) {
 	if err := opts.Metrics.nameReplica(cfg.ReplicaID()); err != nil {
 		opts.Logger.Warn("no nanohost_replica_info metric", "err", err)
 	}
-	if w, ok := opts.Agents.(SlotWaiter); ok {
-		if err := opts.Metrics.watchQueue(w); err != nil {
+	if opts.Slots != nil {
+		if err := opts.Metrics.watchQueue(opts.Slots); err != nil {
 			opts.Logger.Warn("no nanohost_containers_queued metric", "err", err)
 		}
 	}

@@ -69,8 +69,8 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-// SlotWaiter is implemented by backends that can say how many requests
-// wait for a container slot (container.Backend).
+// SlotWaiter says how many requests wait for a container slot
+// (container.Backend; Options.Slots).
 type SlotWaiter interface {
 	Waiting() int
 }
@@ -177,7 +177,7 @@ func (h *Host) Health(ctx context.Context) Health {
 		}
 	}
 	out.Runs = h.runs.Active()
-	if h.store.Shared() {
+	if h.store.Capabilities().Replicas {
 		leases, err := h.store.LeasesOf(ctx, out.Replica)
 		if err != nil {
 			out.OK, out.Store = false, err.Error()

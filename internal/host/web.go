@@ -34,8 +34,8 @@ func (h *Host) withDashboard(ops http.Handler) http.Handler {
 	return mux
 }
 
-// WebRuns is what the dashboard changes runs through (web.Runs and
-// web.Notifier): the runs service itself — cancels and gate answers go
+// WebRuns is what the dashboard changes runs through (web.Runs, offering
+// a web.Notifier and a web.Library): the runs service itself — cancels and gate answers go
 // straight to it, with the same rules as chat — and a run started from
 // the dashboard goes to the group it names (or the main one).
 func (h *Host) WebRuns() web.Runs {
@@ -70,6 +70,10 @@ func (x webRuns) Start(ctx context.Context, req web.StartRequest) (string, []pip
 	}
 	return run.ID, diags, nil
 }
+
+// Offers declares that the dashboard's streams are woken by the runs
+// service and its start form lists the groups' stored pipelines.
+func (x webRuns) Offers() web.Offers { return web.Offers{Notify: x.Service, Library: x} }
 
 // StoredPipelines lists what the group (or the main one) can run by name.
 func (x webRuns) StoredPipelines(_ context.Context, group string) ([]web.StoredPipeline, error) {

@@ -39,7 +39,7 @@ func TestRecorderKeepsACommandLineRunInTheStore(t *testing.T) {
 		return interview.AutoApprove{}.Ask(ctx, q)
 	})
 	stop, cancel := context.WithCancel(ctx)
-	eng := engine.New(engine.Config{Backend: script.Sim{}, Interviewer: iv, Observers: []engine.Observer{rec,
+	eng := engine.New(engine.Config{Backend: script.Sim{}, Simulated: true, Interviewer: iv, Observers: []engine.Observer{rec,
 		engine.ObserverFunc(func(e engine.Event) {
 			if e.Type == engine.EventStageStarted && e.NodeID == "ship" {
 				cancel() // Ctrl-C in the middle
@@ -72,7 +72,7 @@ func TestRecorderKeepsACommandLineRunInTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng = engine.New(engine.Config{Backend: script.Sim{}, Interviewer: interview.AutoApprove{}, Observers: []engine.Observer{rec},
+	eng = engine.New(engine.Config{Backend: script.Sim{}, Simulated: true, Interviewer: interview.AutoApprove{}, Observers: []engine.Observer{rec},
 		LogsRoot: logs, RunID: run.ID, NoFsync: true, Logger: quiet,
 		Loader: func(file string, src []byte) (*pipeline.Graph, error) {
 			return frontend.Parse(file, src, frontend.Options{})

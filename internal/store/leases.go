@@ -114,7 +114,7 @@ func (s *Store) ReclaimRuns(ctx context.Context, owner string, ttl time.Duration
 // runs, not the command line's, whose lease row l (NULL when none)
 // satisfies cond, and returns them with their source, oldest first.
 func (s *Store) claim(ctx context.Context, owner string, ttl time.Duration, limit int, cond string, args ...any) ([]runs.Run, error) {
-	if !s.Shared() {
+	if !s.Capabilities().Replicas {
 		return nil, nil
 	}
 	var claimed []runs.Run
@@ -160,7 +160,7 @@ func (s *Store) claim(ctx context.Context, owner string, ttl time.Duration, limi
 // that just ended has none, though its lease may outlive it a moment.
 func (s *Store) LeaseOwners(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
-	if s.b.name() != "postgres" {
+	if !s.Capabilities().Replicas {
 		return out, nil
 	}
 	rows, err := s.reader.QueryContext(ctx, `SELECT l.key, l.owner FROM leases l JOIN runs r ON l.kind = 'run' AND r.id = l.key
@@ -184,7 +184,7 @@ func (s *Store) LeaseOwners(ctx context.Context) (map[string]string, error) {
 
 // fillOwners sets the Owner of each of list that a replica drives.
 func (s *Store) fillOwners(ctx context.Context, list []runs.Run) error {
-	if s.b.name() != "postgres" || len(list) == 0 {
+	if !s.Capabilities().Replicas || len(list) == 0 {
 		return nil
 	}
 	owners, err := s.LeaseOwners(ctx)

@@ -80,13 +80,28 @@ func isPostgresURL(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
-// Backend is "sqlite" or "postgres".
+// Backend is "sqlite" or "postgres", for people to read (what the store
+// can do is its Capabilities).
 func (s *Store) Backend() string { return s.b.name() }
 
-// Shared reports whether several host replicas can use the store at once
-// (PostgreSQL): runs then keep their journal, snapshot and stage files in
-// it, and replicas wake each other through it.
-func (s *Store) Shared() bool { return s.pg != nil }
+// Capabilities are what a store can do beyond keeping one host's history:
+// declared by the store, so that callers ask what it can, not what it is.
+type Capabilities struct {
+	// Replicas: several host replicas can use the store at once
+	// (PostgreSQL): runs are shared by leases, each owner shown; replicas
+	// wake each other through it.
+	Replicas bool
+	// Journals: runs keep their journal, snapshot and copies of their
+	// stage files in the store, so any replica resumes any run and serves
+	// its files.
+	Journals bool
+}
+
+// Capabilities says what this store can do.
+func (s *Store) Capabilities() Capabilities {
+	shared := s.pg != nil
+	return Capabilities{Replicas: shared, Journals: shared}
+}
 
 func (s *Store) checkSchema(ctx context.Context) error {
 	ms, err := loadMigrations(s.b.migrations())

@@ -74,7 +74,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	}
 
 	var wake <-chan struct{}
-	if n, ok := s.opts.Runs.(Notifier); ok {
+	if n := s.offers().Notify; n != nil {
 		ch, stop := n.Subscribe(run.ID)
 		defer stop()
 		wake = ch

@@ -83,7 +83,7 @@ func (s *Server) loadCheckpoint(run runs.Run) (*engine.Checkpoint, []byte, error
 // the store.
 func (s *Server) stageFile(run runs.Run, rel string, limit int64) ([]byte, bool, error) {
 	data, more, err := readRunFile(run, rel, limit)
-	if errors.Is(err, fs.ErrNotExist) && s.opts.Store.Backend() == "postgres" {
+	if errors.Is(err, fs.ErrNotExist) && s.opts.Store.Capabilities().Journals {
 		return s.opts.Store.RunFile(context.Background(), run.ID, filepath.ToSlash(rel), limit)
 	}
 	return data, more, err
@@ -93,7 +93,7 @@ func (s *Server) stageFile(run runs.Run, rel string, limit int64) ([]byte, bool,
 // the store when replicas share it (any replica may have driven the run),
 // else — or for a run journaled before that — from its directory.
 func (s *Server) runState(run runs.Run) (*engine.Checkpoint, error) {
-	if s.opts.Store.Backend() == "postgres" {
+	if s.opts.Store.Capabilities().Journals {
 		j, err := s.opts.Store.OpenRunJournal(context.Background(), run.ID, "")
 		if err != nil {
 			return nil, err

@@ -73,6 +73,10 @@ func (r *engineRuns) Start(ctx context.Context, req web.StartRequest) (string, [
 	return run.ID, diags, err
 }
 
+// Offers declares the service's wakes of event streams, as the host's
+// adapter does (no stored pipelines: runs here are pasted DOT).
+func (r *engineRuns) Offers() web.Offers { return web.Offers{Notify: r.Service} }
+
 // fixture is a server over a fresh store with the engine runner.
 type fixture struct {
 	t      testing.TB

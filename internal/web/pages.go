@@ -169,8 +169,8 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 // group can run. Without a library (or a main group yet) the form only
 // takes pasted DOT, so a failure here is logged, not shown.
 func (s *Server) storedPipelines(r *http.Request) []StoredPipeline {
-	lib, ok := s.opts.Runs.(Library)
-	if !ok {
+	lib := s.offers().Library
+	if lib == nil {
 		return nil
 	}
 	list, err := lib.StoredPipelines(r.Context(), "")
@@ -359,4 +359,13 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-cache")
 	_, _ = w.Write(data)
+}
+
+// offers are what the Runs declare they can do beyond changing runs
+// (nothing for a read-only dashboard).
+func (s *Server) offers() Offers {
+	if s.opts.Runs == nil {
+		return Offers{}
+	}
+	return s.opts.Runs.Offers()
 }

@@ -11,8 +11,9 @@
 // Live updates are read from the store, not from an in-memory stream: the
 // store is the source of truth with host-assigned sequence numbers, so a
 // Server-Sent Events stream resumed with Last-Event-ID can neither skip nor
-// repeat an event. An implementation may also offer Notifier to wake the
-// streams as soon as an event is stored; without it they poll.
+// repeat an event. An implementation may also offer a Notifier (declared by
+// Runs.Offers) to wake the streams as soon as an event is stored; without
+// it they poll.
 package web
 
 import (
@@ -43,17 +44,29 @@ type Runs interface {
 	// Answer answers a gate (runs.Service.Answer): the same call, rules and
 	// typed refusals as an answer from chat, mapped to HTTP statuses here.
 	Answer(ctx context.Context, a runs.GateAnswer, who runs.Principal) (runs.Gate, error)
+	// Offers declares what else these Runs can do.
+	Offers() Offers
 }
 
-// Notifier is implemented by Runs that can say when a run has new events
-// stored. The channel receives (it may be buffered and coalesce) after each
-// append; stop releases it. Streams poll the store when it is missing.
+// Offers are what Runs can do beyond changing runs, declared rather than
+// discovered: a nil field is not offered.
+type Offers struct {
+	// Notify wakes event streams when a run has new events (without it
+	// they poll the store).
+	Notify Notifier
+	// Library starts stored pipelines by name (without it the start form
+	// takes pasted DOT only).
+	Library Library
+}
+
+// Notifier says when a run has new events stored. The channel receives (it
+// may be buffered and coalesce) after each append; stop releases it.
 type Notifier interface {
 	Subscribe(runID string) (wake <-chan struct{}, stop func())
 }
 
-// Library is implemented by Runs that can start stored pipelines by name
-// (as /pipeline run <name> does in chat): the start form offers them.
+// Library lists the stored pipelines a group can start by name (as
+// /pipeline run <name> does in chat): the start form offers them.
 type Library interface {
 	// StoredPipelines lists what group ("" for the main one) can run by name.
 	StoredPipelines(ctx context.Context, group string) ([]StoredPipeline, error)
@@ -123,7 +136,7 @@ type Options struct {
 	// off, which only a loopback bind allows.
 	Token string
 	// PollInterval is how often event streams look for new events when
-	// Runs is not a Notifier (or as a safety net when it is). Default 250ms.
+	// Runs offer no Notifier (or as a safety net when they do). Default 250ms.
 	PollInterval time.Duration
 	// Heartbeat is how often an idle event stream sends a comment so
 	// proxies keep it open. Default 15s.

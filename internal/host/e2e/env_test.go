@@ -222,7 +222,7 @@ func start(t *testing.T, docker *container.Docker, s setup) *env {
 		closers = append(closers, func() { inW.Close(); outW.Close() })
 	}
 	h, err := host.New(host.Options{
-		Config: cfg, Store: st, Agents: host.ContainerAgents(backend), Endpoints: eps, Docker: docker,
+		Config: cfg, Store: st, Agents: host.ContainerAgents(backend), Slots: backend, Endpoints: eps, Docker: docker,
 		Logger: log, Metrics: metrics, Root: repoRoot(t),
 		DeliveryBackoff: report.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond},
 	})

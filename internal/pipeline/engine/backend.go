@@ -128,14 +128,6 @@ type Result struct {
 	Changes *WorkspaceChanges
 }
 
-// Simulated is implemented by backends that only pretend to run agents
-// (the spec's simulation mode). Their stages take the engine's no-work
-// path: no stage directory, no prompt.md, response.md or status.json.
-type Simulated interface {
-	Backend
-	Simulated()
-}
-
 // TransientError marks an error that re-executing may fix (a container that
 // died, a daemon hiccup, a rate limit). Only these and RETRY outcomes are retried.
 type TransientError struct{ Err error }

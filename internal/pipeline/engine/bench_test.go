@@ -71,7 +71,7 @@ func benchLinear(b *testing.B, n int, durable bool, backend string) {
 			be = &script.Script{}
 		}
 		cfg := engine.Config{
-			Backend: be, LogsRoot: filepath.Join(b.TempDir(), "run"),
+			Backend: be, Simulated: isSim(be), LogsRoot: filepath.Join(b.TempDir(), "run"),
 			RunID: "bench", NoBackoff: true, NoFsync: !durable, Logger: quietLogger,
 		}
 		if durable { // the disk's latency swings: measure the floor on both sides of the run

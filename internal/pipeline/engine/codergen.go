@@ -253,7 +253,7 @@ func (r *run) request(st *Stage, kind RequestKind, prompt, toolCommand string) R
 	} else {
 		st.Warn(err.Error() + "; running without a timeout")
 	}
-	_, simulated := r.cfg.Backend.(Simulated)
+	simulated := r.cfg.Simulated
 	switch {
 	case mode == fidelity.Full:
 		req.ThreadKey = fidelity.ThreadKey(r.g, st.Incoming, n, st.PrevNode)

@@ -199,7 +199,7 @@ func runGraph(t testing.TB, src string, o runOpts, extraTypes ...string) runOut 
 		o.interviewer = interview.AutoApprove{}
 	}
 	cfg := engine.Config{
-		Backend: o.backend, Interviewer: o.interviewer, Observers: []engine.Observer{rec},
+		Backend: o.backend, Simulated: isSim(o.backend), Interviewer: o.interviewer, Observers: []engine.Observer{rec},
 		Registry: o.registry, Loader: loader, LogsRoot: filepath.Join(t.TempDir(), "run"),
 		RunID: "run-test", NoBackoff: true, Logger: quietLogger,
 		// The disk's fsync latency is not what these tests measure (the crash
@@ -272,4 +272,11 @@ func readJSON(t testing.TB, path string, v any) {
 	if err := json.Unmarshal([]byte(readFile(t, path)), v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+}
+
+// isSim reports whether be is the simulation backend, which an engine
+// declares (Config.Simulated).
+func isSim(be engine.Backend) bool {
+	_, sim := be.(script.Sim)
+	return sim
 }

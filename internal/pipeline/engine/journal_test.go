@@ -159,21 +159,13 @@ func imageAt(t *testing.T, src string, be engine.Backend, stop string) (runOut, 
 		}
 		return be.Run(ctx, req)
 	})
-	if _, ok := be.(engine.Simulated); ok {
-		snap = simulated{snap}
-	}
-	out := runGraph(t, src, runOpts{backend: snap, configure: func(c *engine.Config) { root = c.LogsRoot }})
+	out := runGraph(t, src, runOpts{backend: snap, configure: func(c *engine.Config) { root, c.Simulated = c.LogsRoot, isSim(be) }})
 	wantStatus(t, out.res, "success")
 	if _, err := os.Stat(image); err != nil {
 		t.Fatalf("%s never reached its backend", stop)
 	}
 	return out, image
 }
-
-// simulated marks a backend as simulated (its stages keep no files).
-type simulated struct{ engine.Backend }
-
-func (simulated) Simulated() {}
 
 func copyDir(t testing.TB, from, to string) {
 	t.Helper()
@@ -249,7 +241,7 @@ func TestJournalCutAtEveryByteOfItsLastRecordResumes(t *testing.T) {
 		if wantCurrent := map[bool]string{true: "b", false: "a"}[whole]; cp.CurrentNode != wantCurrent || cp.State != engine.StateRunning {
 			t.Fatalf("cut at %d: LoadCheckpoint says current %s (%s), want %s", cut, cp.CurrentNode, cp.State, wantCurrent)
 		}
-		cfg.Backend = script.Sim{}
+		cfg.Backend, cfg.Simulated = script.Sim{}, true
 		res, err := engine.New(cfg).Resume(t.Context(), root)
 		if err != nil {
 			t.Fatalf("cut at %d: resume: %v", cut, err)

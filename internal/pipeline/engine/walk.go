@@ -237,8 +237,7 @@ func (w *walker) noWork(typ string) bool {
 	case TypeStart, TypeExit, TypeConditional:
 		return true
 	case TypeCodergen, TypeTool:
-		_, sim := w.r.cfg.Backend.(Simulated)
-		return sim
+		return w.r.cfg.Simulated
 	}
 	return false
 }

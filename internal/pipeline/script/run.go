@@ -71,11 +71,9 @@ func wait(ctx context.Context, d, timeout time.Duration, nodeID string) error {
 
 // Sim is the spec's simulation mode (§4.5 with no backend): every codergen
 // node answers "[Simulated] Response for stage: <id>" with success, every
-// tool node exits 0.
+// tool node exits 0. An engine running it declares engine.Config.Simulated
+// (its stages keep no files).
 type Sim struct{}
-
-// Simulated marks Sim as engine.Simulated: its stages keep no files.
-func (Sim) Simulated() {}
 
 // Run answers req without doing anything.
 func (Sim) Run(ctx context.Context, req engine.Request) (engine.Result, error) {
