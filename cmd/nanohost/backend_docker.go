@@ -150,9 +150,8 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	secrets := secretsFromEnv(fs)
 	var gw *modelGateway
 	if on, _ := fs.GetBool("gateway"); on {
-		remote, _ := rt.(container.Remote)
 		gw, err = startModelGateway(config.Gateway{AnthropicURL: str("anthropic-url"), OpenAIURL: str("openai-url"),
-			Listen: str("gateway-listen"), URL: str("gateway-url")}, secrets, remote != nil && remote.Remote(), slog.Default())
+			Listen: str("gateway-listen"), URL: str("gateway-url")}, secrets, rt.Capabilities().Remote, slog.Default())
 		if err != nil {
 			return nil, err
 		}

@@ -31,11 +31,11 @@ type GraphLoader func(file string, src []byte) (*pipeline.Graph, error)
 
 // Config configures an Engine.
 type Config struct {
-	Backend     Backend     // agent work of codergen, tool and fan-in nodes
+	Backend Backend // agent work of codergen, tool and fan-in nodes
 	// Simulated declares that Backend only pretends to run agents (the
 	// spec's simulation mode, script.Sim): its stages take the no-work
 	// path — no stage directory, no prompt.md, response.md or status.json.
-	Simulated bool
+	Simulated   bool
 	Interviewer Interviewer // human gates
 	Observers   []Observer  // get every event, in order
 	Registry    *Registry   // nil: the built-in handlers
