@@ -18,6 +18,9 @@ import (
 type backend interface {
 	// name is "sqlite" or "postgres".
 	name() string
+	// shared says whether several processes on several machines may use
+	// the database at once (host replicas).
+	shared() bool
 	// rebind rewrites a query written with ? placeholders into the
 	// database's own.
 	rebind(query string) string

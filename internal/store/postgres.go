@@ -43,6 +43,7 @@ const pgPoolSize = 12
 type postgresBackend struct{ placeholders *dollarPlaceholders }
 
 func (postgresBackend) name() string             { return "postgres" }
+func (postgresBackend) shared() bool             { return true }
 func (b postgresBackend) rebind(q string) string { return b.placeholders.rebind(q) }
 func (postgresBackend) forUpdate() string        { return " FOR UPDATE" }
 func (postgresBackend) noLimit() any             { return nil } // LIMIT NULL: all rows

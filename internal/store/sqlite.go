@@ -63,6 +63,7 @@ var defaultConfig = config{writerConns: 1, txLock: "immediate", synchronous: "NO
 type sqliteBackend struct{}
 
 func (sqliteBackend) name() string           { return "sqlite" }
+func (sqliteBackend) shared() bool           { return false }
 func (sqliteBackend) rebind(q string) string { return q }
 func (sqliteBackend) forUpdate() string      { return "" } // the write transaction holds the database
 func (sqliteBackend) noLimit() any           { return -1 }

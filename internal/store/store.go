@@ -99,7 +99,7 @@ type Capabilities struct {
 
 // Capabilities says what this store can do.
 func (s *Store) Capabilities() Capabilities {
-	shared := s.pg != nil
+	shared := s.b.shared()
 	return Capabilities{Replicas: shared, Journals: shared}
 }
 
