@@ -71,7 +71,7 @@ func runAgent(ctx context.Context, st *Stage, kind RequestKind, prompt, toolComm
 	if err != nil {
 		return Outcome{Status: StatusFail, FailureReason: err.Error()}, nil
 	}
-	if _, simulated := st.w.r.cfg.Backend.(Simulated); simulated {
+	if st.w.r.cfg.Simulated {
 		schema = nil // a simulation does no work and returns no output: conditions see none
 	}
 	if schema != nil {
