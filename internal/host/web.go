@@ -30,6 +30,12 @@ func (h *Host) withDashboard(ops http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", ops)
 	mux.Handle("/metrics", ops)
+	if hooks := h.hooksHandler(); hooks != nil {
+		// Signed by their senders, not logged in: outside the dashboard's
+		// authentication (every hook has a secret; config check refuses
+		// one without).
+		mux.Handle("POST /hooks/{name}", hooks)
+	}
 	mux.Handle("/", dash)
 	return mux
 }

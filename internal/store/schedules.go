@@ -268,3 +268,68 @@ func clip(s string, n int) string {
 	}
 	return string(r[:n-1]) + "…"
 }
+
+// HookDelivery is one webhook delivery as recorded.
+type HookDelivery struct {
+	Hook     string    `json:"hook"`
+	ID       string    `json:"delivery"`
+	Received time.Time `json:"received"`
+	// Status is starting (taken, not yet started: a replica that died
+	// left it so), started, filtered or failed.
+	Status string `json:"status"`
+	RunID  string `json:"run_id,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// BeginDelivery records delivery (hook, id) as starting with runID, unless
+// it is recorded already; it returns the delivery as stored (the first
+// one's run id on a redelivery) and whether this call recorded it.
+func (s *Store) BeginDelivery(ctx context.Context, d HookDelivery) (HookDelivery, bool, error) {
+	var stored HookDelivery
+	var fresh bool
+	err := s.write(ctx, func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO hook_deliveries (hook, delivery_id, received_at, status, run_id, reason)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (hook, delivery_id) DO NOTHING`,
+			d.Hook, d.ID, encTime(d.Received), d.Status, d.RunID, d.Reason)
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		fresh = n == 1
+		return tx.QueryRowContext(ctx, `SELECT hook, delivery_id, received_at, status, run_id, reason FROM hook_deliveries
+			WHERE hook = ? AND delivery_id = ?`, d.Hook, d.ID).Scan(&stored.Hook, &stored.ID, timeCol{&stored.Received},
+			&stored.Status, &stored.RunID, &stored.Reason)
+	})
+	if err != nil {
+		return HookDelivery{}, false, fmt.Errorf("record delivery %s/%s: %w", d.Hook, d.ID, err)
+	}
+	return stored, fresh, nil
+}
+
+// FinishDelivery records how delivery (hook, id) ended.
+func (s *Store) FinishDelivery(ctx context.Context, hook, id, status, reason string) error {
+	return s.write(ctx, func(tx *txn) error {
+		_, err := tx.ExecContext(ctx, `UPDATE hook_deliveries SET status = ?, reason = ? WHERE hook = ? AND delivery_id = ?`,
+			status, clip(reason, 300), hook, id)
+		return err
+	})
+}
+
+// HookDeliveries lists the latest deliveries, newest first.
+func (s *Store) HookDeliveries(ctx context.Context, limit int) ([]HookDelivery, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT hook, delivery_id, received_at, status, run_id, reason
+		FROM hook_deliveries ORDER BY received_at DESC LIMIT ?`, s.limit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	defer rows.Close()
+	var out []HookDelivery
+	for rows.Next() {
+		var d HookDelivery
+		if err := rows.Scan(&d.Hook, &d.ID, timeCol{&d.Received}, &d.Status, &d.RunID, &d.Reason); err != nil {
+			return nil, fmt.Errorf("list deliveries: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
