@@ -66,7 +66,7 @@ func TestSlashCommandRefusalsAndHelpAreEphemeral(t *testing.T) {
 	h.waitEphemeral(closed, alice, "add its id (C0CLOSED) to slack.policy.channels")
 
 	h.fake.SlashCommand(opsChat, alice, "help")
-	h.waitEphemeral(opsChat, alice, "/pipeline run &lt;name&gt; [goal…]") // as Slack receives it
+	h.waitEphemeral(opsChat, alice, "/pipeline run &lt;name&gt; [key=value…] [goal…]") // as Slack receives it
 
 	h.fake.SlashCommand(opsChat, alice, "lsit")
 	h.waitEphemeral(opsChat, alice, `did you mean "list"?`)

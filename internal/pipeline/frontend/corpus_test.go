@@ -62,8 +62,6 @@ var corpusInvalid = map[string]struct {
 	"strongdm-reference-dotfiles-via-kilroy/simple_example_integration_smoke_test.dot": {[]string{"syntax"}, "the §11.13 pseudo-code, not DOT"},
 	"bencivjan-attractor-go/attractor__pipelines__developer.dot": {[]string{"reachability"},
 		"evaluation_feedback is, as the file says, an entry point only another pipeline routes to; run alone, nothing reaches it"},
-	"jhugman-attractor-pi-dev/examples__ralph-wiggum__pipeline.dot": {[]string{"condition_syntax"},
-		"'contains' and '!' are not in the condition language (§10.7: implementations should not add them)"},
 	// samueljklee's dialect puts a condition or a description in goal_gate
 	// on the exit node; Attractor's goal_gate is a flag on a stage (§2.6,
 	// §3.4). Taking the value as "true" would silently drop the author's gate.
