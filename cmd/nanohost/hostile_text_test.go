@@ -4,9 +4,9 @@ package main
 
 import (
 	"bytes"
-	"errors"
-	"encoding/json"
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"

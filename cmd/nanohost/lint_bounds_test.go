@@ -67,7 +67,7 @@ func TestLintOfTheLargestAcceptedFileIsBounded(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct {
 		name, src, want string
-		code           int
+		code            int
 	}{
 		{"attributes", largestAttributeFile(0, 1), "more attr_unknown warnings like the", 0},
 		{"long attributes", largestAttributeFile(0, 20), "more attr_unknown warnings like the", 0},

@@ -207,6 +207,9 @@ func New(opts Options) (*Host, error) {
 		return nil, err
 	}
 	opts.Metrics.watchRuns(service)
+	if err := opts.Metrics.watchStore(opts.Store); err != nil {
+		return nil, err
+	}
 	if err := opts.Metrics.nameReplica(cfg.ReplicaID()); err != nil {
 		opts.Logger.Warn("no nanohost_replica_info metric", "err", err)
 	}

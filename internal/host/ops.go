@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,10 +15,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sys/unix"
 
 	"nanohost/internal/container"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
+	"nanohost/internal/store"
 	"nanohost/internal/web"
 )
 
@@ -102,6 +105,19 @@ func (m *Metrics) nameReplica(replica string) error {
 	return err
 }
 
+// watchStore exports nanohost_store_write_errors_total: writes the store
+// could not make (a full or failing disk), constraint refusals not counted
+// (once per registry).
+func (m *Metrics) watchStore(st *store.Store) error {
+	err := m.Registry.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "nanohost_store_write_errors_total", Help: "Writes the store could not make (a full or failing disk, a lost database); refusals such as an already answered gate are not counted."},
+		func() float64 { return float64(st.WriteFailures()) }))
+	if dup := (prometheus.AlreadyRegisteredError{}); errors.As(err, &dup) {
+		return nil
+	}
+	return err
+}
+
 // watchRuns reports the runs service's executing runs as nanohost_active_runs.
 func (m *Metrics) watchRuns(s *runs.Service) {
 	m.activeRuns.Store(s)
@@ -140,7 +156,9 @@ type Health struct {
 	// (replica.id; on SQLite, the one host).
 	Replica string `json:"replica"`
 	Store   string `json:"store"`
-	Docker  string `json:"docker,omitempty"`
+	// Disk is "ok", or says the data directory's disk is nearly full.
+	Disk   string `json:"disk"`
+	Docker string `json:"docker,omitempty"`
 	// Kubernetes is set when the agents run on a cluster (then Docker is not).
 	Kubernetes string            `json:"kubernetes,omitempty"`
 	Channels   map[string]string `json:"channels"`
@@ -157,6 +175,12 @@ func (h *Host) Health(ctx context.Context) Health {
 	out := Health{OK: true, Replica: h.cfg.ReplicaID(), Store: "ok", Docker: "unknown", Channels: h.endpoints.states()}
 	if _, err := h.store.SchemaVersion(ctx); err != nil {
 		out.OK, out.Store = false, err.Error()
+	} else if err, at := h.store.WriteProblem(); err != nil {
+		out.OK, out.Store = false, fmt.Sprintf("cannot write: %v (since %s; no write has succeeded since)", err, at.UTC().Format(time.RFC3339))
+	}
+	out.Disk = diskHealth(h.cfg.DataDir)
+	if out.Disk != "ok" {
+		out.OK = false
 	}
 	if h.kube != nil {
 		out.Docker, out.Kubernetes = "", "ok"
@@ -275,4 +299,23 @@ func (h *Host) runURL(runID string) string {
 		return ""
 	}
 	return base + "/runs/" + url.PathEscape(runID)
+}
+
+// MinFreeBytes is the free space under the data directory below which
+// /healthz is not ok: runs journal every step there, and SQLite keeps its
+// database there, so a run stops (interrupted) once none is left.
+const MinFreeBytes = 64 << 20
+
+// diskHealth is "ok", or what is wrong with the free space on dir's disk.
+func diskHealth(dir string) string {
+	var fs unix.Statfs_t
+	if dir == "" || unix.Statfs(dir, &fs) != nil {
+		return "ok" // not ours to judge: the store's own check reports a missing directory
+	}
+	free := fs.Bavail * uint64(fs.Bsize)
+	if free >= MinFreeBytes {
+		return "ok"
+	}
+	return fmt.Sprintf("%d MiB free on the disk holding %s, under %d MiB: free space there, or runs stop (interrupted) when it runs out",
+		free>>20, dir, MinFreeBytes>>20)
 }

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -23,6 +24,9 @@ type delivery struct {
 	mu     sync.Mutex
 	seq    int64
 	rootID string
+	// stopping is set once an event could not be stored and the run was
+	// told to stop.
+	stopping bool
 }
 
 // openDelivery opens the run's thread once this process holds the claim
@@ -74,7 +78,14 @@ func (d *delivery) OnEvent(e engine.Event) {
 		e.RunID = d.run.ID
 	}
 	if _, err := d.s.cfg.Store.AppendEvent(context.Background(), e); err != nil {
-		d.s.log.Error("store run event; the dashboard and a restart will miss it", "run", e.RunID, "seq", e.Seq, "type", e.Type, "err", err)
+		d.unrecorded(e, err)
+		if !e.Ends() {
+			return
+		}
+		// The run's ending could not be stored either: it is told (the
+		// one line saying why the run stopped), under the number the
+		// resume's first event will take — the watermark cannot pass
+		// the last stored event, so that one is told too.
 	}
 	d.s.streams.wake(e.RunID)
 	d.observe(e)
@@ -82,6 +93,24 @@ func (d *delivery) OnEvent(e engine.Event) {
 		d.s.cfg.Observe(d.run, e)
 	}
 	d.thread.Tell(e)
+}
+
+// unrecorded handles an event the store could not record (its disk is
+// full or failing): its number is given back, so the event log has no gap
+// and goes on in step with the run's journal, and the run is stopped —
+// interrupted, waiting for the host, never failed: it cannot record its
+// progress, so it must not make any more. It goes on from its last
+// recorded step once the store can write again.
+func (d *delivery) unrecorded(e engine.Event, err error) {
+	d.mu.Lock()
+	d.seq--
+	first := !d.stopping
+	d.stopping = true
+	d.mu.Unlock()
+	d.s.log.Error("store run event; the run stops (interrupted) until the store can write", "run", e.RunID, "seq", e.Seq, "type", e.Type, "err", err)
+	if first {
+		engine.WaitForHost(d.ar.cancel, &engine.RecordError{Err: fmt.Errorf("the host's store: %w", err)})
+	}
 }
 
 // observe keeps the run's state in the store in step with its events.

@@ -60,10 +60,14 @@ const (
 type conn struct {
 	db *sql.DB
 	b  backend
+	// health, on the writer, records how its writes went.
+	health *writeHealth
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return c.db.ExecContext(ctx, c.b.rebind(query), args...)
+	res, err := c.db.ExecContext(ctx, c.b.rebind(query), args...)
+	c.health.note(err)
+	return res, err
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {

@@ -111,7 +111,7 @@ func openPostgres(ctx context.Context, dsn string, readOnly bool) (*Store, error
 	db.SetMaxOpenConns(pgPoolSize)
 	db.SetMaxIdleConns(pgPoolSize)
 	b := postgresBackend{placeholders: &dollarPlaceholders{}}
-	c := &conn{db: db, b: b}
+	c := &conn{db: db, b: b, health: &writeHealth{b: b}}
 	s := &Store{path: shown, b: b, reader: c}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()

@@ -125,7 +125,7 @@ func openWith(ctx context.Context, path string, cfg config) (*Store, error) {
 	writer.SetMaxOpenConns(cfg.writerConns)
 	writer.SetMaxIdleConns(cfg.writerConns)
 	b := sqliteBackend{}
-	s := &Store{path: path, b: b, writer: &conn{db: writer, b: b}}
+	s := &Store{path: path, b: b, writer: &conn{db: writer, b: b, health: &writeHealth{b: b}}}
 	if err := s.initSQLiteWriter(ctx); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)

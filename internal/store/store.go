@@ -159,6 +159,12 @@ func (s *Store) write(ctx context.Context, fn func(tx *txn) error) error {
 	if s.writer == nil {
 		return ErrReadOnly
 	}
+	err := s.writeTx(ctx, fn)
+	s.writer.health.note(err)
+	return err
+}
+
+func (s *Store) writeTx(ctx context.Context, fn func(tx *txn) error) error {
 	tx, err := s.writer.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

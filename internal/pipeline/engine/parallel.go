@@ -282,6 +282,7 @@ func finishBranch(ctx context.Context, parent *Stage, e *pipeline.Edge, i, total
 	if err := r.commit(ev, d, false); err != nil {
 		r.cfg.Logger.Error("commit a finished parallel branch; it runs again if the run is resumed", "run_id", r.runID, "branch", e.To, "err", err)
 		r.emit(ev)
+		r.waitForHost(&RecordError{Root: r.root, Err: err}) // the run stops: it cannot record its progress
 	}
 }
 

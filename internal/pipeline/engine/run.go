@@ -291,7 +291,7 @@ func (r *run) start(ctx context.Context) *RunResult {
 	err := r.commit(Event{Type: EventPipelineStarted, Label: r.g.Label(), Message: r.g.Goal(), Total: r.total,
 		Data: map[string]any{"logs_root": r.root, "graph_file": r.file}}, d, true)
 	if err != nil {
-		return r.finish(StateFail, "save the run's first state: "+err.Error(), nil)
+		return r.unrecorded(err)
 	}
 	return r.walk(ctx, first, nil, "", "")
 }
@@ -386,7 +386,7 @@ func (r *run) walk(ctx context.Context, cur string, incoming *pipeline.Edge, pre
 			w.cx, w.last = r.context(), nil
 		}
 		if err := r.checkpoint(node.ID, rt.To, rt.Edge, StateRunning, ""); err != nil {
-			return r.fail(node.ID, err.Error())
+			return r.unrecorded(err)
 		}
 		prev, cur, incoming = node.ID, rt.To, rt.Edge
 	}
@@ -616,7 +616,7 @@ func (r *run) isGate(id string) bool {
 func (r *run) succeed(at string) *RunResult {
 	err := r.checkpoint(at, "", nil, StateSuccess, "")
 	if err != nil {
-		return r.finish(StateFail, err.Error(), nil)
+		return r.unrecorded(err)
 	}
 	return r.finish(StateSuccess, "", nil)
 }
@@ -624,9 +624,20 @@ func (r *run) succeed(at string) *RunResult {
 // fail finishes the run with reason; at is the last completed node.
 func (r *run) fail(at, reason string) *RunResult {
 	if err := r.checkpoint(at, "", nil, StateFail, reason); err != nil {
-		reason += "; " + err.Error()
+		return r.unrecorded(err)
 	}
 	return r.finish(StateFail, reason, nil)
+}
+
+// unrecorded ends a run whose step could not be made durable (the journal's
+// disk is full or failing): interrupted, waiting for the host, never
+// failed or succeeded — the journal still holds the last step it recorded,
+// and a resume goes on from there once the disk is fixed. A run that
+// cannot record its progress cannot record its ending either: ending it
+// any other way would tell one story now and another on the resume.
+func (r *run) unrecorded(err error) *RunResult {
+	stop := &stopCause{hostProblem: (&RecordError{Root: r.root, Err: err}).Error()}
+	return r.finish(StateFail, stop.reason(), stop)
 }
 
 // stopped ends the run early because ctx ended (see stop.go) without losing

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"syscall"
 )
 
 // A run stops before its end when its context is cancelled. The cause says
@@ -62,4 +64,36 @@ func waitingForHost(ctx context.Context) (error, bool) {
 		return h.err, true
 	}
 	return nil, false
+}
+
+// RecordError is why a run stops, interrupted and waiting for the host,
+// when its progress cannot be made durable: a write to its journal (or the
+// host's store) failed — the disk is full, read-only or failing. It names
+// what to free; the run goes on from its last recorded step once that is
+// done (a resume, or the host's next start).
+type RecordError struct {
+	Root string // the run's directory, whose disk to free ("" when unknown)
+	Err  error
+}
+
+func (e *RecordError) Error() string {
+	where := "the disk holding the host's data directory"
+	if e.Root != "" {
+		where = "the disk holding " + e.Root
+	}
+	return fmt.Sprintf("cannot record the run's progress (%v): free space on %s, and the run goes on from its last recorded step", e.Err, where)
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// WaitForHost stops the run behind cancel, interrupted and waiting for the
+// host because of err (a *RecordError, a HostError): a surface that records
+// the run's events and cannot (the host's store) stops it this way.
+func WaitForHost(cancel context.CancelCauseFunc, err error) { cancel(&hostWait{err: err}) }
+
+// diskFailed reports whether err is the disk refusing a write — full, over
+// quota, read-only or failing — rather than anything the run did.
+func diskFailed(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) ||
+		errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EIO)
 }

@@ -45,6 +45,7 @@ func (t *tracer) commit(e Event, d *Delta, committed func(Event) *Checkpoint) er
 	defer t.mu.Unlock()
 	e = t.stamp(e)
 	if err := t.journal.Append(Record{Event: e, Commit: d}); err != nil {
+		t.seq-- // the step is not committed: the next event takes its number, no gap
 		return err
 	}
 	if snap := committed(e); snap != nil {

@@ -261,6 +261,11 @@ func (w *walker) runWithRetry(ctx context.Context, st *Stage, h Handler, typ str
 			// Every branch stops with the run: it waits for the host.
 			r.waitForHost(err)
 			return Outcome{}, attempt, errCancelled
+		case err != nil && diskFailed(err):
+			// The stage's own record (prompt.md, response.md) could not
+			// be written: the disk, not the stage, failed.
+			r.waitForHost(&RecordError{Root: r.root, Err: err})
+			return Outcome{}, attempt, errCancelled
 		case err != nil && IsTransient(err):
 			reason = err.Error()
 		case err != nil:
