@@ -105,9 +105,9 @@ func TestSkillFrontMatter(t *testing.T) {
 
 // requireClean fails on any diagnostic: a taught graph must not even warn.
 // masks are the masks the skill teaches an operator to define.
-func requireClean(t *testing.T, name string, src []byte, masks mask.Set) {
+func requireClean(t *testing.T, name string, src []byte, masks mask.Set, schemaDirs ...string) {
 	t.Helper()
-	g, diags, err := frontend.Prepare(name, src, frontend.Options{Masks: masks})
+	g, diags, err := frontend.Prepare(name, src, frontend.Options{Masks: masks, SchemaDirs: schemaDirs})
 	if err != nil {
 		t.Fatalf("%s does not parse: %v", name, err)
 	}
@@ -131,7 +131,7 @@ func TestWorkflowsValidateWithoutWarnings(t *testing.T) {
 		md := readFile(t, filepath.Join(dir, "SKILL.md"))
 		for _, f := range files {
 			t.Run(f, func(t *testing.T) {
-				requireClean(t, f, []byte(readFile(t, f)), nil)
+				requireClean(t, f, []byte(readFile(t, f)), nil, filepath.Dir(f))
 				if !strings.Contains(md, filepath.Base(f)) {
 					t.Errorf("SKILL.md does not mention %s: an example the agent is not told about is never used", filepath.Base(f))
 				}

@@ -82,7 +82,7 @@ func TestDockerBackendRunsTheInvestigationCircuit(t *testing.T) {
 	if !slices.Equal(res.Path, want) {
 		t.Errorf("path = %v, want %v", res.Path, want)
 	}
-	if res.Context["rca.confidence"] != "high" || res.Context["human.gate.selected"] != "A" {
+	if res.Context["investigate.confidence"] != 0.9 || res.Context["human.gate.selected"] != "A" {
 		t.Errorf("context = %v", res.Context)
 	}
 }

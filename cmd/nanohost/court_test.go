@@ -131,7 +131,7 @@ func TestShadowCourtWorkflow(t *testing.T) {
 
 	t.Run("fast track and plea skip ahead", func(t *testing.T) {
 		res, _ := runCourt(t, `{"nodes": {
-			"indict": ["Overwhelming. [preferred_label:fast_track] [outcome:success]"],
+			"indict": ["Overwhelming. [context:court.evidence=0.97] [outcome:success]"],
 			"defend": ["The charge holds. [preferred_label:plea] [outcome:success]"],
 			"verdict": ["Amended to a config error. [context:court.classification=config] [outcome:amend]"]}}`)
 		want := []string{"start", "indict", "defend", "verdict", "done"}
@@ -141,7 +141,8 @@ func TestShadowCourtWorkflow(t *testing.T) {
 	})
 }
 
-// The F0–F6 investigation sends an uncertain review through the court: a
+// The F0–F6 investigation sends a review in the uncertain band (0.50–0.85)
+// through the court: a
 // remand goes back to F3, the court then affirms, and only then does a
 // person sign off and the report get written.
 func TestInvestigationCircuitTakesTheCourtPath(t *testing.T) {
@@ -162,7 +163,7 @@ func TestInvestigationCircuitTakesTheCourtPath(t *testing.T) {
 		t.Errorf("context = %v", res.Context)
 	}
 	for _, d := range decisionsFrom(t, filepath.Join(dir, "court"), "review") {
-		if d.To == "indict" && (d.Rule != "condition" || d.Values["outcome"] != "uncertain") {
+		if d.To == "indict" && (d.Rule != "condition" || d.Values["condition"] != "review.confidence >= 0.50 && review.confidence < 0.85") {
 			t.Errorf("review → indict chosen by %+v", d)
 		}
 	}

@@ -54,6 +54,12 @@ type runBackend interface {
 	Close()
 }
 
+// simulation is the sim backend as a runBackend; it stays an
+// engine.Simulated, which the engine asks (no stage files, no typed outputs).
+type simulation struct{ script.Sim }
+
+func (simulation) Close() {}
+
 // nothingToClose is a backend that holds nothing between nodes.
 type nothingToClose struct{ engine.Backend }
 
@@ -67,7 +73,7 @@ func (nothingToClose) Close() {}
 //		backendFactories["docker"] = func(o backendOptions) (runBackend, error) { … }
 //	}
 var backendFactories = map[string]func(backendOptions) (runBackend, error){
-	"sim": func(backendOptions) (runBackend, error) { return nothingToClose{script.Sim{}}, nil },
+	"sim": func(backendOptions) (runBackend, error) { return simulation{}, nil },
 	"script": func(o backendOptions) (runBackend, error) {
 		if o.Script == "" {
 			return nil, errors.New("--backend script needs --script S.json")

@@ -323,18 +323,19 @@ func TestInvestigationCircuitExample(t *testing.T) {
 	if !slices.Equal(res.Path, want) {
 		t.Errorf("path = %v", res.Path)
 	}
-	if res.Context["rca.confidence"] != "high" || res.Context["correlate.shared_with"] != "33195,33201" || res.Context["human.gate.selected"] != "A" {
+	if res.Context["investigate.confidence"] != 0.9 || res.Context["correlate.shared_with"] != "33195,33201" || res.Context["human.gate.selected"] != "A" {
 		t.Errorf("context = %v", res.Context)
 	}
 
 	// The investigate loop is bounded: an agent that never converges is taken
 	// to review after its 3rd visit, and a person who overturns the triage at
 	// the sign-off sends it back to F1.
-	never := writeFile(t, dir, "never.json", `{"nodes": {
-		"recall": ["[preferred_label:miss] [outcome:success]", "[preferred_label:hit] [outcome:success]"],
-		"triage": ["[preferred_label:investigate] [outcome:success]", "environment issue [preferred_label:skip] [outcome:success]"],
-		"investigate": ["still unsure [preferred_label:low_confidence] [outcome:success]"]
-	}}`)
+	never := scriptFile(t, dir, "never.json", map[string][]string{
+		"recall":      {answer(t, "Nothing close.", map[string]any{"match_confidence": 0.1}, "")},
+		"triage":      {"[preferred_label:investigate] [outcome:success]", "environment issue [preferred_label:skip] [outcome:success]"},
+		"investigate": {answer(t, "still unsure", map[string]any{"confidence": 0.4, "cause": "unknown"}, "")},
+		"review":      {answer(t, "An environment issue.", map[string]any{"confidence": 0.9, "root_cause": "environment"}, "")},
+	})
 	answers := writeFile(t, dir, "overturn.json", `["O", "A"]`)
 	res = decodeRun(t, runNanohost(t, "", "pipeline", "run", ex("investigation-circuit.dot"), "--script", never, "--answers", answers,
 		"--logs", filepath.Join(dir, "r2"), "--json"))
@@ -351,8 +352,7 @@ func TestInvestigationCircuitExample(t *testing.T) {
 	var exhausted bool
 	for _, e := range events {
 		if e.Type == engine.EventDecision && e.Decision.From == "investigate" && e.Decision.To == "review" {
-			exhausted = e.Decision.Rule == "condition" && strings.Contains(e.Decision.Values["condition"], "visit_count.investigate=3") &&
-				e.Decision.Values["preferred_label"] == "low_confidence"
+			exhausted = e.Decision.Rule == "condition" && strings.Contains(e.Decision.Values["condition"], "visit_count.investigate >= 3")
 		}
 	}
 	if !exhausted {

@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -49,4 +51,26 @@ func TestStrictVarsFailsTheStageOnAMissingValue(t *testing.T) {
 	if n := len(be.requests("work")); n != 0 {
 		t.Errorf("work ran %d times with a missing value under strict_vars", n)
 	}
+}
+
+// The shadow court (skills/attractor/workflows/shadow-court.dot) sits only
+// for a conclusion in the uncertain band given as its confidence input, and
+// fast-tracks an indictment whose evidence weighs 0.95 or more.
+func TestShadowCourtSitsOnlyInTheUncertainBand(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "..", "skills", "attractor", "workflows", "shadow-court.dot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	court := func(inputs map[string]string, indict string) runOut {
+		be := steps(map[string][]any{"indict": {indict}, "verdict": {"Affirmed. [context:court.verdict=affirm] [outcome:affirm]"}})
+		return runGraph(t, string(src), runOpts{backend: be, configure: func(c *engine.Config) { c.Inputs = inputs }})
+	}
+	for _, c := range []string{"0.49", "0.85", "0.97"} {
+		out := court(map[string]string{"confidence": c}, "[outcome:success]")
+		wantPath(t, out.res, "start", "done")
+	}
+	out := court(map[string]string{"confidence": "0.7"}, "Strong charge. [context:court.evidence=0.8] [outcome:success]")
+	wantPath(t, out.res, "start", "indict", "discover", "defend", "hearing", "verdict", "done")
+	out = court(map[string]string{"confidence": "0.5"}, "Overwhelming. [context:court.evidence=0.96] [outcome:success]")
+	wantPath(t, out.res, "start", "indict", "defend", "hearing", "verdict", "done")
 }
