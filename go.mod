@@ -135,3 +135,7 @@ replace github.com/goccy/go-graphviz => ./third_party/go-graphviz
 // A fork of chroma v2.27.0 whose lexers package registers its lexers on first
 // use, not in package init: see third_party/README.md.
 replace github.com/alecthomas/chroma/v2 => ./third_party/chroma
+
+// A fork of jsonschema v6.0.3 that compiles the drafts' meta-schemas on the
+// first NewCompiler, not in package init: see third_party/README.md.
+replace github.com/santhosh-tekuri/jsonschema/v6 => ./third_party/jsonschema

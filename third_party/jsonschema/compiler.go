@@ -19,6 +19,11 @@ type Compiler struct {
 
 // NewCompiler create Compiler Object.
 func NewCompiler() *Compiler {
+	loadMetaSchemas() // this fork: on first use, not in package init (draft.go)
+	return newCompiler()
+}
+
+func newCompiler() *Compiler {
 	return &Compiler{
 		schemas:       map[urlPtr]*Schema{},
 		roots:         newRoots(),
