@@ -2,11 +2,17 @@ package container
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"nanohost/internal/container/containertest"
 
 	"nanohost/internal/gateway"
 	"nanohost/internal/gateway/modeltest"
@@ -152,4 +158,109 @@ func TestGatewayRefusalFailsTheNode(t *testing.T) {
 	if n := len(api.Calls()); n != 2 {
 		t.Fatalf("%d calls reached the API, want 2", n)
 	}
+}
+
+// TestAgentCannotReachAnythingButTheGateway: from an agent container (the
+// default network, none) a connection to the model API itself, to another
+// port of the host and to another container all fail, and the gateway
+// works. The same probe from a container on the bridge network reaches the
+// host's port and the other container, so the targets are reachable.
+func TestAgentCannotReachAnythingButTheGateway(t *testing.T) {
+	api := modeltest.Start(t)
+	_, access := testGateway(t, api, nil)
+	// Another port of the host, on every address, counting connections.
+	hostPort, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostPort.Close()
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := hostPort.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	port := hostPort.Addr().(*net.TCPAddr).Port
+	_, apiPort, _ := net.SplitHostPort(strings.TrimPrefix(api.URL, "http://"))
+	other := otherContainer(t)
+	targets := []string{
+		"127.0.0.1:" + apiPort, "172.17.0.1:" + apiPort, // the model API directly
+		fmt.Sprintf("172.17.0.1:%d", port), // another port of the host
+		other + ":8080",                    // another container
+	}
+	for _, ip := range hostIPs(t) {
+		targets = append(targets, fmt.Sprintf("%s:%d", ip, port), ip+":"+apiPort)
+	}
+	probe := ""
+	for _, tg := range targets {
+		host, p, _ := net.SplitHostPort(tg)
+		probe += fmt.Sprintf(`if busybox nc -w 2 %s %s </dev/null >/dev/null 2>&1; then echo "REACHED %s"; else echo "blocked %s"; fi; `, host, p, tg, tg)
+	}
+	probe += callModel(false, "-")
+
+	h := newHarness(t, func(c *Config) {
+		c.Agent = AgentConfig{Kind: "command", Command: probe}
+		c.Gateway = access
+	})
+	res := h.mustRun(codergenReq("run-egress", "probe", "compact"))
+	if strings.Contains(res.Text, "REACHED") || strings.Count(res.Text, "blocked") != len(targets) {
+		t.Errorf("the agent reached more than the gateway:\n%s", res.Text)
+	}
+	if !strings.Contains(res.Text, "hello from the model") {
+		t.Errorf("the gateway did not answer:\n%s", res.Text)
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("the host's port accepted %d connection(s) from the agent", n)
+	}
+
+	// The control: on the bridge network the same probe gets through.
+	bridge := newHarness(t, func(c *Config) {
+		c.Agent = AgentConfig{Kind: "command", Command: probe}
+		c.Gateway = access
+		c.Network = "bridge"
+	})
+	res = bridge.mustRun(codergenReq("run-bridge", "probe", "compact"))
+	for _, tg := range []string{fmt.Sprintf("172.17.0.1:%d", port), other + ":8080"} {
+		if !strings.Contains(res.Text, "REACHED "+tg) {
+			t.Errorf("the control on the bridge network did not reach %s, so the probe proves nothing:\n%s", tg, res.Text)
+		}
+	}
+}
+
+// otherContainer starts a container listening on port 8080 on the default
+// bridge and returns its address.
+func otherContainer(t *testing.T) string {
+	t.Helper()
+	name := "nanohost-test-other-" + randomHex(4)
+	out, err := exec.Command("docker", "run", "-d", "--rm", "--name", name, "--entrypoint", "/bin/busybox",
+		containertest.Image, "httpd", "-f", "-p", "8080").CombinedOutput()
+	if err != nil {
+		t.Fatalf("start another container: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("docker", "rm", "-f", name).Run() })
+	ip, err := exec.Command("docker", "inspect", "-f", "{{.NetworkSettings.IPAddress}}", name).Output()
+	if err != nil || strings.TrimSpace(string(ip)) == "" {
+		t.Fatalf("the other container's address: %v %q", err, ip)
+	}
+	return strings.TrimSpace(string(ip))
+}
+
+// hostIPs are the host's non-loopback IPv4 addresses.
+func hostIPs(t *testing.T) []string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
+			out = append(out, ipn.IP.String())
+		}
+	}
+	return out
 }
