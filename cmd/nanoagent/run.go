@@ -110,7 +110,7 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout io.W
 	if err != nil {
 		return err
 	}
-	gwEnv, err := gatewayEnv(ctx, first.Gateway, log)
+	gwEnv, err := gatewayEnv(ctx, first, log)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout io.W
 	}
 	r := &runner{agent: ag, out: &lockedWriter{w: stdout}, log: log, opts: opts, nonce: first.Nonce,
 		secrets: secrets, executions: map[string]int{}, stream: stream}
-	first.Nonce, first.Secrets, first.Script, first.Gateway = "", nil, nil, ""
+	first.Nonce, first.Secrets, first.Script, first.Gateway, first.Egress = "", nil, nil, "", ""
 	if stream {
 		return r.serveStream(ctx, first, rest)
 	}

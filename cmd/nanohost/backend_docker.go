@@ -39,6 +39,7 @@ func init() {
 		fs.String("anthropic-url", gateway.DefaultAnthropicURL, "the Anthropic API the gateway forwards to")
 		fs.String("openai-url", gateway.DefaultOpenAIURL, "the OpenAI-compatible API the gateway forwards to")
 		fs.String("gateway-listen", "", "TCP address the gateway answers pods on (--backend kubernetes), e.g. 10.0.0.5:8378")
+		fs.StringArray("egress-allow", nil, "a host the agents may reach through the gateway's egress proxy: github.com, or *.example.com (repeatable)")
 		fs.String("gateway-url", "", "the gateway as pods reach it (--backend kubernetes), e.g. http://10.0.0.5:8378")
 		fs.String("memory", "", "memory limit per container, e.g. 2g (default 2g)")
 		fs.Float64("cpus", 0, "CPU limit per container (default 2)")
@@ -150,8 +151,9 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	secrets := secretsFromEnv(fs)
 	var gw *modelGateway
 	if on, _ := fs.GetBool("gateway"); on {
+		allow, _ := fs.GetStringArray("egress-allow")
 		gw, err = startModelGateway(config.Gateway{AnthropicURL: str("anthropic-url"), OpenAIURL: str("openai-url"),
-			Listen: str("gateway-listen"), URL: str("gateway-url")}, secrets, rt.Capabilities().Remote, slog.Default())
+			Listen: str("gateway-listen"), URL: str("gateway-url")}, allow, secrets, rt.Capabilities().Remote, slog.Default())
 		if err != nil {
 			return nil, err
 		}

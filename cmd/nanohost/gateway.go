@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"nanohost/internal/config"
 	"nanohost/internal/container"
@@ -28,7 +30,7 @@ type modelGateway struct {
 // secrets. Docker containers reach it through a unix socket in a fresh
 // private directory (short enough for a socket path); a remote runtime's
 // containers through gc.Listen, as gc.URL.
-func startModelGateway(gc config.Gateway, secrets map[string]string, remote bool, log *slog.Logger) (*modelGateway, error) {
+func startModelGateway(gc config.Gateway, allow []string, secrets map[string]string, remote bool, log *slog.Logger) (*modelGateway, error) {
 	prices := gateway.DefaultPrices().With(gc.Prices)
 	g, err := gateway.New(gateway.Config{
 		Anthropic:  gateway.Upstream{BaseURL: gc.AnthropicURL, APIKey: secrets["ANTHROPIC_API_KEY"], OAuthToken: firstSet(secrets, "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN")},
@@ -49,8 +51,15 @@ func startModelGateway(gc config.Gateway, secrets map[string]string, remote bool
 		if err != nil {
 			return nil, fmt.Errorf("model gateway: %w", err)
 		}
-		go g.Serve(l)
-		mg.access.URL, mg.stop = gc.URL, func() { l.Close() }
+		var h http.Handler = g
+		if len(allow) > 0 {
+			// One address for both: proxy requests (CONNECT, absolute URLs) go to the egress proxy.
+			h = withEgress(g, g.NewEgress(gateway.EgressConfig{Allow: allow}))
+			mg.access.EgressURL = gc.URL
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+		go srv.Serve(l)
+		mg.access.URL, mg.stop = gc.URL, func() { srv.Close() }
 		return mg, nil
 	}
 	dir, err := os.MkdirTemp("", "nanohost-gw-")
@@ -64,11 +73,33 @@ func startModelGateway(gc config.Gateway, secrets map[string]string, remote bool
 		return nil, err
 	}
 	mg.access.Socket = socket
+	stopEgress := func() {}
+	if len(allow) > 0 {
+		egress := filepath.Join(dir, "egress.sock")
+		if stopEgress, err = gateway.ServeSocket(egress, g.NewEgress(gateway.EgressConfig{Allow: allow})); err != nil {
+			stop()
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		mg.access.EgressSocket = egress
+	}
 	mg.stop = func() {
+		stopEgress()
 		stop()
 		os.RemoveAll(dir)
 	}
 	return mg, nil
+}
+
+// withEgress routes proxy requests to egress, the rest to the gateway.
+func withEgress(gw, egress http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodConnect || r.URL.IsAbs() {
+			egress.ServeHTTP(w, r)
+			return
+		}
+		gw.ServeHTTP(w, r)
+	})
 }
 
 func firstSet(m map[string]string, names ...string) string {

@@ -127,9 +127,12 @@ type Runtime struct {
 	Network string `yaml:"network"`
 	// UnrestrictedEgress must be true for network: bridge: agents can then
 	// connect anywhere the host can.
-	UnrestrictedEgress bool          `yaml:"unrestricted_egress"`
-	IdleTimeout        time.Duration `yaml:"idle_timeout"`
-	NodeTimeout        time.Duration `yaml:"node_timeout"` // default per node when it sets none
+	UnrestrictedEgress bool `yaml:"unrestricted_egress"`
+	// Egress names the hosts agents may reach through the host's egress
+	// proxy (HTTP and HTTPS, ports 80 and 443), e.g. a package registry.
+	Egress      Egress        `yaml:"egress"`
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	NodeTimeout time.Duration `yaml:"node_timeout"` // default per node when it sets none
 	// MountAllowlist is a JSON file, outside every mounted directory, listing extra mounts agents may get.
 	MountAllowlist string `yaml:"mount_allowlist"`
 	// Kubernetes configures kind: kubernetes.

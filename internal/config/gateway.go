@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
+	"strings"
 
 	"nanohost/internal/gateway"
 )
@@ -80,19 +82,43 @@ func (c *Config) checkGateway() []Problem {
 	return ps
 }
 
+// Egress configures the egress proxy.
+type Egress struct {
+	// Allow: "github.com" is that host, "*.example.com" any host under it.
+	Allow []string `yaml:"allow"`
+}
+
+var egressHost = regexp.MustCompile(`^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+func (c *Config) checkEgressAllow() []Problem {
+	var ps []Problem
+	for i, h := range c.Runtime.Egress.Allow {
+		if !egressHost.MatchString(strings.ToLower(h)) {
+			ps = append(ps, Problem{fmt.Sprintf("runtime.egress.allow[%d]", i), fmt.Sprintf("%q is not a host name", h),
+				"write a host (github.com) or every host under a domain (*.example.com), without a scheme or port", true})
+		}
+	}
+	if len(c.Runtime.Egress.Allow) > 0 && !c.GatewayReachable() {
+		ps = append(ps, Problem{"runtime.egress.allow", "is set but the agents cannot reach the gateway, whose proxy it is (gateway.enabled, or gateway.url on Kubernetes)",
+			"turn the gateway on, or remove runtime.egress.allow", true})
+	}
+	return ps
+}
+
 // checkEgress: an agent container reaches nothing but the model gateway
 // unless the operator says otherwise, in so many words.
 func (c *Config) checkEgress() []Problem {
 	r := c.Runtime
 	if r.Network != "bridge" {
-		return nil
+		return c.checkEgressAllow()
 	}
+	ps := c.checkEgressAllow()
 	if !r.UnrestrictedEgress {
-		return []Problem{{"runtime.network", "bridge lets every agent (and every tool it runs) connect anywhere the host can, but runtime.unrestricted_egress is not true",
-			"use runtime.network: none (agents reach their model through the gateway), or say runtime.unrestricted_egress: true if they must reach other hosts", true}}
+		return append(ps, Problem{"runtime.network", "bridge lets every agent (and every tool it runs) connect anywhere the host can, but runtime.unrestricted_egress is not true",
+			"use runtime.network: none (agents reach their model through the gateway, and runtime.egress.allow's hosts through its proxy), or say runtime.unrestricted_egress: true if they must reach any host", true})
 	}
-	return []Problem{{"runtime.unrestricted_egress", "is true: agents on the bridge network can connect anywhere the host can, and send what they read there",
-		"use runtime.network: none unless the agents must reach other hosts", false}}
+	return append(ps, Problem{"runtime.unrestricted_egress", "is true: agents on the bridge network can connect anywhere the host can, and send what they read there",
+		"use runtime.network: none, with runtime.egress.allow for the hosts the agents must reach", false})
 }
 
 // ModelCredentials are the agent secrets that, with the gateway, only the

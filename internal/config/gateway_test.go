@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,6 +40,24 @@ func TestEgressAndGatewaySettingsAreExplained(t *testing.T) {
 		c.Gateway.Prices = map[string]gateway.Price{"m": {Input: -1}}
 		c.Gateway.GroupDaily = gateway.Limit{Tokens: -5}
 	})
+	if others := problems(func(c *Config) { c.Runtime.Egress.Allow = []string{"github.com", "*.example.com", "https://x.org/"} }); len(others) != 0 {
+		t.Errorf("problems outside runtime.egress: %v", others)
+	}
+	c := Defaults()
+	c.Runtime.Egress.Allow = []string{"github.com", "*.example.com", "https://x.org/"}
+	var egress []Problem
+	for _, p := range c.Check() {
+		if strings.HasPrefix(p.Field, "runtime.egress") {
+			egress = append(egress, p)
+		}
+	}
+	if len(egress) != 1 || egress[0].Field != "runtime.egress.allow[2]" || !egress[0].Blocking {
+		t.Errorf("egress.allow: %v, want one refusal of the URL", egress)
+	}
+	c.Runtime.Egress.Allow, c.Gateway.Enabled = []string{"github.com"}, false
+	if all := c.Check(); !slices.ContainsFunc(all, func(p Problem) bool { return p.Field == "runtime.egress.allow" && p.Blocking }) {
+		t.Errorf("an allowlist without the gateway, whose proxy it is: %v", all)
+	}
 	for _, field := range []string{"gateway.anthropic_url", "gateway.listen", "gateway.prices.m", "gateway.group_daily"} {
 		if p, ok := ps[field]; !ok || !p.Blocking || p.Fix == "" {
 			t.Errorf("%s: %+v, want a blocking problem with a fix", field, p)

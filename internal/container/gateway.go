@@ -20,6 +20,9 @@ type Gateway struct {
 	// URL is the gateway as containers reach it over the network (a
 	// runtime whose containers share no filesystem with the host: Kubernetes).
 	URL string
+	// EgressSocket and EgressURL are the egress proxy to the allowed hosts
+	// (gateway.Egress), the same two ways; "" for none.
+	EgressSocket, EgressURL string
 }
 
 // ModelCredentials are the secrets that, with a gateway, only the gateway
@@ -43,6 +46,13 @@ func (b *Backend) admit(req engine.Request, env RunEnv, spec *Spec, first *proto
 	default:
 		return nil, fmt.Errorf("the model gateway has no address this runtime's containers can reach (a socket for Docker, a URL for Kubernetes)")
 	}
+	switch {
+	case isRemote(b.cfg.Runtime) && gw.EgressURL != "":
+		first.Egress = gw.EgressURL
+	case !isRemote(b.cfg.Runtime) && gw.EgressSocket != "":
+		first.Egress = "unix:" + protocol.EgressSocket
+		spec.Mounts = append(spec.Mounts, mounts.Mount{Source: gw.EgressSocket, Target: protocol.EgressSocket, ReadOnly: true})
+	}
 	bu := req.Budget
 	pass := gw.Admit(gateway.Binding{
 		Run: req.RunID, Node: req.NodeID, Group: env.Group, Container: spec.Name,
@@ -59,6 +69,7 @@ func (b *Backend) admit(req engine.Request, env RunEnv, spec *Spec, first *proto
 	}
 	secrets["ANTHROPIC_API_KEY"] = pass.Token()
 	secrets["OPENAI_API_KEY"] = pass.Token()
+	secrets[protocol.EnvGatewayToken] = pass.Token()
 	first.Secrets = secrets
 	return pass, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,4 +265,72 @@ func hostIPs(t *testing.T) []string {
 		}
 	}
 	return out
+}
+
+// TestEgressAllowlist: an agent whose group may reach allowed.test fetches
+// from it through the egress proxy (a plain request and a CONNECT tunnel);
+// refused.test is refused, never contacted, and the refusal is logged with
+// the container's run and node.
+func TestEgressAllowlist(t *testing.T) {
+	api := modeltest.Start(t)
+	allowed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "allowed content for %s", r.URL.Path)
+	}))
+	defer allowed.Close()
+	var refusedHits atomic.Int64
+	refused := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { refusedHits.Add(1) }))
+	defer refused.Close()
+	names := map[string]string{"allowed.test:80": allowed.Listener.Addr().String(), "refused.test:80": refused.Listener.Addr().String()}
+
+	var log syncBuffer
+	g, access := testGateway(t, api, func(c *gateway.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	egress := g.NewEgress(gateway.EgressConfig{Allow: []string{"allowed.test"},
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if real, ok := names[addr]; ok {
+				addr = real
+			}
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}})
+	socket := filepath.Join(filepath.Dir(access.Socket), "egress.sock")
+	stop, err := gateway.ServeSocket(socket, egress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	access.EgressSocket = socket
+
+	// A plain request through the proxy, a CONNECT tunnel spoken by hand
+	// (as an HTTPS client would open one), and a refused host.
+	agent := `echo "plain: $(busybox wget -q -O- http://allowed.test/plain)"
+p=${HTTP_PROXY#http://}; auth=$(printf %s "${p%@*}" | busybox base64 | tr -d "\n"); hp=${p#*@}
+printf 'CONNECT allowed.test:80 HTTP/1.1\r\nHost: allowed.test:80\r\nProxy-Authorization: Basic %s\r\n\r\nGET /tunnel HTTP/1.0\r\nHost: allowed.test\r\n\r\n' "$auth" | busybox nc -w 5 "${hp%:*}" "${hp#*:}" | grep -o 'allowed content for /tunnel' | sed 's/^/tunnel: /'
+if busybox wget -q -O- http://refused.test/secret; then echo "REFUSED HOST REACHED"; else echo "refused.test: refused"; fi`
+	h := newHarness(t, func(c *Config) {
+		c.Agent = AgentConfig{Kind: "command", Command: agent}
+		c.Gateway = access
+	})
+	res := h.mustRun(codergenReq("run-egress", "fetch", "compact"))
+	for _, want := range []string{"plain: allowed content for /plain", "tunnel: allowed content for /tunnel", "refused.test: refused"} {
+		if !strings.Contains(res.Text, want) {
+			t.Errorf("the agent's output lacks %q:\n%s", want, res.Text)
+		}
+	}
+	if refusedHits.Load() != 0 || strings.Contains(res.Text, "REACHED") {
+		t.Errorf("the refused host was contacted")
+	}
+	logged := log.String()
+	if !strings.Contains(logged, "egress refused") || !strings.Contains(logged, "host=refused.test") ||
+		!strings.Contains(logged, "run=run-egress") || !strings.Contains(logged, "node=fetch") {
+		t.Errorf("the refusal is not logged with its run and node:\n%s", logged)
+	}
+
+	// Without a token (or with a revoked one) the proxy lets nobody through.
+	req, _ := http.NewRequest(http.MethodGet, "http://allowed.test/x", nil)
+	rec := httptest.NewRecorder()
+	egress.ServeHTTP(rec, req)
+	if rec.Code != http.StatusProxyAuthRequired {
+		t.Errorf("a request without the token: %d, want 407", rec.Code)
+	}
 }

@@ -227,19 +227,23 @@ func (g *Gateway) Serve(l net.Listener) error {
 func (g *Gateway) Totals() []Total { return g.meters.list() }
 
 // ServeSocket serves the gateway on a new unix socket at path until the
-// returned stop is called. Agent containers reach it through a bind mount;
-// anyone may connect (mode 0666): the token is the credential.
-func (g *Gateway) ServeSocket(path string) (stop func(), err error) {
+// returned stop is called (see ServeSocket).
+func (g *Gateway) ServeSocket(path string) (stop func(), err error) { return ServeSocket(path, g) }
+
+// ServeSocket serves h on a new unix socket at path until the returned
+// stop is called. Agent containers reach it through a bind mount; anyone
+// may connect (mode 0666): the container's token is the credential.
+func ServeSocket(path string, h http.Handler) (stop func(), err error) {
 	os.Remove(path) // a socket left by a killed earlier process
 	l, err := net.Listen("unix", path)
 	if err != nil {
-		return nil, fmt.Errorf("model gateway socket: %w", err)
+		return nil, fmt.Errorf("socket %s: %w", path, err)
 	}
 	if err := os.Chmod(path, 0o666); err != nil {
 		l.Close()
-		return nil, fmt.Errorf("model gateway socket: %w", err)
+		return nil, fmt.Errorf("socket %s: %w", path, err)
 	}
-	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

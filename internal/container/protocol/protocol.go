@@ -43,6 +43,11 @@ const (
 	// GatewaySocket is where the host's model gateway socket is mounted
 	// (Request.Gateway "unix:" + GatewaySocket).
 	GatewaySocket = "/nanohost/gateway.sock"
+	// EgressSocket is where the host's egress proxy socket is mounted.
+	EgressSocket = "/nanohost/egress.sock"
+	// EnvGatewayToken carries the container's gateway token in the
+	// secrets: the runner writes it into the egress proxy's URL.
+	EnvGatewayToken = "NANOHOST_GATEWAY_TOKEN"
 )
 
 // CloseFile, written into InputDir, tells the runner to finish and exit.
@@ -92,6 +97,11 @@ type Request struct {
 	// OPENAI_BASE_URL there; the secrets then hold the gateway's token,
 	// never a real key. "" = no gateway.
 	Gateway string `json:"gateway,omitempty"`
+	// Egress, in the first request, is the host's egress proxy for the
+	// allowed hosts (runtime.egress.allow), in the same forms as Gateway:
+	// the runner points HTTP_PROXY and HTTPS_PROXY there, with the token
+	// (EnvGatewayToken) as the proxy password. "" = no way out.
+	Egress string `json:"egress,omitempty"`
 
 	// Transport, in the first request, is TransportStream for a container
 	// that shares no filesystem with the host (stream.go); "" = files.
