@@ -277,6 +277,11 @@ func TestReplicaTakeoverAfterKill(t *testing.T) {
 		t.Errorf("A's /healthz names leases %v, want its three runs", h.Leases)
 	}
 
+	gatesBefore, err := st.RunGates(ctx, gateRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	askedByA := gatesBefore[0].MessageTS
 	a.kill(t)
 	killed := time.Now()
 	// B might as well be on another machine: nothing of A's data directory
@@ -317,7 +322,9 @@ func TestReplicaTakeoverAfterKill(t *testing.T) {
 		gates, _ := st.RunGates(ctx, gateRun)
 		for _, m := range rs.fake.Thread(opsChat, before[gateRun].ThreadTS) {
 			for _, g := range gates {
-				if m.FromBot() && len(m.Buttons()) > 0 && m.TS == g.MessageTS && g.Status == "open" {
+				// A's posting stays open in the store until B asks again:
+				// only B's new posting is the one to click.
+				if m.FromBot() && len(m.Buttons()) > 0 && m.TS == g.MessageTS && g.Status == "open" && m.TS != askedByA {
 					prompt = m
 					return true
 				}
