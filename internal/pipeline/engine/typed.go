@@ -150,8 +150,8 @@ func clearStageFile(st *Stage, name string) error {
 // outputInstructions tell the agent how to return its typed output.
 func outputInstructions(schema *output.Schema) string {
 	return "\n\n## Your output\n\nEnd your answer with one fenced ```json block holding a single JSON object " +
-		"that is valid against this JSON Schema (or write that object to output.json in your stage directory). " +
-		"The next stages read its fields.\n\n```json\n" + strings.TrimSpace(schema.Source) + "\n```\n"
+		"that is valid against this JSON Schema (tags, if any, go after it). The next stages read its fields.\n\n```json\n" +
+		strings.TrimSpace(schema.Source) + "\n```\n"
 }
 
 // reaskPrompt sends the validator's messages back with the stage's prompt.

@@ -536,7 +536,7 @@
         msg.className = 'node-message' + (n.state === 'fail' || n.state === 'retrying' ? ' error' : '');
         var files = $('#node-files');
         files.replaceChildren();
-        var names = ['prompt.md', 'response.md', 'status.json'];
+        var names = ['prompt.md', 'response.md', 'status.json', 'output.json'];
         var any = false;
         names.forEach(function (name) {
           var f = n.files[name];
@@ -545,7 +545,7 @@
           var d = el('details', { open: '' });
           var s = el('summary', {}, name + (f.truncated ? ' (truncated)' : ''));
           d.appendChild(s);
-          d.appendChild(el('pre', { 'class': 'file' }, name === 'status.json' && !f.truncated ? prettyJSON(f.content) : f.content));
+          d.appendChild(el('pre', { 'class': 'file' }, (name === 'status.json' || name === 'output.json') && !f.truncated ? prettyJSON(f.content) : f.content));
           var a = el('a', { href: n.raw[name] }, 'raw');
           d.appendChild(a);
           files.appendChild(d);
