@@ -71,6 +71,14 @@ type Store interface {
 	ReleaseLease(ctx context.Context, id ID, owner string) error
 }
 
+// BatchRenewer is a Store that renews many of owner's leases in one
+// statement, returning those still owner's; the Keeper renews through it
+// when the store has it, so a process holding a thousand leases (runs
+// waiting at gates) does not make a thousand statements every TTL/3.
+type BatchRenewer interface {
+	RenewLeases(ctx context.Context, ids []ID, owner string, ttl time.Duration) (held map[ID]bool, err error)
+}
+
 // LostFunc is told that a kept lease is lost: cause is nil when another
 // took it over, or why it could not be renewed for a whole TTL (so another
 // may have). The holder must stop acting for the thing at once.
@@ -207,6 +215,20 @@ func (k *Keeper) renewAll(ctx context.Context) {
 		kept[id] = h
 	}
 	k.mu.Unlock()
+	if br, ok := k.st.(BatchRenewer); ok && len(kept) > 0 {
+		ids := make([]ID, 0, len(kept))
+		for id := range kept {
+			ids = append(ids, id)
+		}
+		held, err := br.RenewLeases(ctx, ids, k.owner, k.ttl)
+		if ctx.Err() != nil {
+			return
+		}
+		for id, h := range kept {
+			k.settle(id, h, held[id], err)
+		}
+		return
+	}
 	for id, h := range kept {
 		held, err := k.st.RenewLease(ctx, id, k.owner, k.ttl)
 		if ctx.Err() != nil {

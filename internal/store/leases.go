@@ -70,6 +70,46 @@ func (s *Store) RenewLease(ctx context.Context, id lease.ID, owner string, ttl t
 	return n == 1, nil
 }
 
+// renewBatch is how many leases one RenewLeases statement renews.
+const renewBatch = 500
+
+// RenewLeases is RenewLease of many of owner's leases at once, one statement
+// for up to renewBatch of them, and returns those that are still owner's
+// (lease.BatchRenewer): a host with a thousand runs waiting at gates renews
+// their leases in two statements, not a thousand.
+func (s *Store) RenewLeases(ctx context.Context, ids []lease.ID, owner string, ttl time.Duration) (map[lease.ID]bool, error) {
+	held := make(map[lease.ID]bool, len(ids))
+	for chunk := range slices.Chunk(ids, renewBatch) {
+		args := make([]any, 0, 2+2*len(chunk))
+		args = append(args, ttl.Milliseconds(), owner)
+		pairs := make([]string, len(chunk))
+		for i, id := range chunk {
+			pairs[i] = "(?, ?)"
+			args = append(args, string(id.Kind), id.Key)
+		}
+		err := s.write(ctx, func(tx *txn) error {
+			rows, err := tx.QueryContext(ctx, `UPDATE leases SET expires_at = `+s.b.leaseExpiry()+`
+				WHERE owner = ? AND (kind, key) IN (`+strings.Join(pairs, ", ")+`) RETURNING kind, key`, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var kind, key string
+				if err := rows.Scan(&kind, &key); err != nil {
+					return err
+				}
+				held[lease.ID{Kind: lease.Kind(kind), Key: key}] = true
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return nil, fmt.Errorf("renew %d leases: %w", len(chunk), err)
+		}
+	}
+	return held, nil
+}
+
 // ReleaseLease gives up owner's lease (lease.Store): anyone may take it at
 // once. A lease another holds is left alone.
 func (s *Store) ReleaseLease(ctx context.Context, id lease.ID, owner string) error {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -177,4 +178,33 @@ func mustLease(t *testing.T, got bool, err error, want bool, what string) {
 func take(s *Store, kind lease.Kind, key, owner string, ttl time.Duration) (bool, error) {
 	holder, err := s.TakeLease(context.Background(), lease.ID{Kind: kind, Key: key}, owner, ttl)
 	return holder == owner, err
+}
+
+// RenewLeases renews a process's leases in one statement per 500 and names
+// those still its own: not one another process holds, nor one released.
+func TestRenewLeasesRenewsOnlyTheOwnersInBatches(t *testing.T) {
+	s := openURL(t, storetest.URL(t, t.TempDir()))
+	ctx := context.Background()
+	const ttl = 10 * time.Second
+	var mine []lease.ID
+	for i := range renewBatch + 100 { // two statements
+		id := lease.ID{Kind: lease.Group, Key: "g" + strconv.Itoa(i)}
+		ok, err := take(s, id.Kind, id.Key, "A", ttl)
+		mustLease(t, ok, err, true, "A takes "+id.Key)
+		mine = append(mine, id)
+	}
+	theirs := lease.ID{Kind: lease.Group, Key: "theirs"}
+	ok, err := take(s, theirs.Kind, theirs.Key, "B", ttl)
+	mustLease(t, ok, err, true, "B takes its own")
+	released := mine[7]
+	if err := s.ReleaseLease(ctx, released, "A"); err != nil {
+		t.Fatal(err)
+	}
+	held, err := s.RenewLeases(ctx, append(slices.Clone(mine), theirs), "A", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != len(mine)-1 || held[theirs] || held[released] || !held[mine[0]] || !held[mine[len(mine)-1]] {
+		t.Fatalf("A renewed %d leases (B's: %v, the released one: %v), want its %d own", len(held), held[theirs], held[released], len(mine)-1)
+	}
 }
