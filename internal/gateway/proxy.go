@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -50,6 +51,7 @@ func (g *Gateway) newProxy() (http.Handler, error) {
 		Rewrite:        g.rewrite,
 		Transport:      g.cfg.Transport,
 		FlushInterval:  -1, // every SSE event reaches the agent as it comes
+		ErrorLog:       slog.NewLogLogger(g.log.Handler(), slog.LevelDebug), // an agent hanging up mid-stream is no news
 		ModifyResponse: g.meter,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			c := r.Context().Value(callKey{}).(*call)
