@@ -161,3 +161,25 @@ func TestDemoClaimsNoChangeItDoesNotMake(t *testing.T) {
 		t.Errorf("implement does not say the demo changed nothing:\n%s", implement)
 	}
 }
+
+// Issue 30, item 13: a gate asked on the terminal is asked once — with its
+// menu — not as a log line and then again as the menu; its answer is still
+// told in the log.
+func TestCLIInteractiveGateAsksOnce(t *testing.T) {
+	dir := t.TempDir()
+	dot := writeFile(t, dir, "review.dot", `digraph Review {
+		start [shape=Mdiamond]; exit [shape=Msquare]
+		review [shape=hexagon, label="Ship the greeting?"]; ship [prompt="ship"]; fix [prompt="fix"]
+		start -> review; review -> ship [label="[A] Approve"]; review -> fix [label="[F] Fix"]; ship -> exit; fix -> exit
+	}`)
+	r := runNanohost(t, "A\n", "pipeline", "run", dot, "--backend", "sim", "--logs", filepath.Join(dir, "run"))
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := len(regexp.MustCompile(`\?\]? Ship the greeting\?`).FindAllString(r.stdout+r.stderr, -1)); n != 1 {
+		t.Errorf("the question was shown %d times; want once:\nstdout:\n%s\nstderr:\n%s", n, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "[A] Approve") || !strings.Contains(r.stdout, "✓ Pipeline complete") {
+		t.Errorf("the log does not tell the answer and the end:\n%s", r.stdout)
+	}
+}

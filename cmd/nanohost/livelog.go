@@ -34,10 +34,14 @@ type liveLog struct {
 	done    map[string]bool  // the stages that finished at least once
 	total   int              // the pipeline's stages (0: unknown)
 	asking  bool             // a gate is asking on the terminal: no status line
-	shown   bool             // a status line is on the screen
-	quiet   time.Time        // when the log last printed a line
-	stop    chan struct{}
-	stopped sync.WaitGroup
+	// asksHere: the run's gates ask on this terminal (the interactive
+	// interviewer prints the question with its menu), so the log does not
+	// print the question a second time.
+	asksHere bool
+	shown    bool      // a status line is on the screen
+	quiet    time.Time // when the log last printed a line
+	stop     chan struct{}
+	stopped  sync.WaitGroup
 }
 
 // stage is a stage execution in progress.
@@ -71,7 +75,7 @@ func (l *liveLog) OnEvent(e engine.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.follow(e)
-	if !runlog.Shows(e, l.v) {
+	if !runlog.Shows(e, l.v) || (l.asksHere && e.Type == engine.EventInterviewStarted) {
 		return
 	}
 	line := runlog.Visible(runlog.Line(e))

@@ -350,6 +350,7 @@ func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string
 	if !f.asJSON {
 		fmt.Fprintf(out, "run %s — logs in %s\n", runID, logs)
 		live := newLiveLog(out, runs.VerbosityStandard, f.progress)
+		_, live.asksHere = iv.(*interview.Console)
 		defer live.Close()
 		observers = append(observers, live)
 	}
