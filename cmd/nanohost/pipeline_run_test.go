@@ -157,7 +157,7 @@ func TestPipelineRunLiveLogAndDefaultRunDirectory(t *testing.T) {
 	for _, want := range []string{
 		"[Pipeline] test_pipeline: Create a hello world Python script",
 		"  → plan (1/4)", "  ✓ plan — ", "  ✗ review — ", "Missing a shebang.",
-		"  ⤷ review → implement (fail_condition outcome=fail)", "  → implement (2/4)", "  → done (4/4)",
+		"  ⤷ review → implement (it failed: outcome=fail)", "  → implement (2/4)", "  → done (4/4)",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("live log lacks %q:\n%s", want, r.stdout)

@@ -161,3 +161,29 @@ func TestConsoleListsStoredPipelinesAndCorrectsNames(t *testing.T) {
 		t.Errorf("the agent got %q; a mistyped command must not reach it", got)
 	}
 }
+
+// Issue 30, item 9: after an answer the thread reads in order — who chose
+// what first, then where it led — in people's words: no engine terms
+// (preferred_label, fail_condition, only_edge) at the standard verbosity.
+func TestThreadTellsTheChoiceBeforeWhereItLeads(t *testing.T) {
+	for i := range 5 { // the order was a race: try it a few times
+		th := startTestHost(t, "", chatOrSucceed)
+		c := consoleSession{t, th}
+		c.typeLines("/pipeline " + review(""))
+		c.waiting(1)
+		c.shows("Answer: type A or R", 1)
+		c.typeLines("A")
+		c.shows("✓ Pipeline complete", 1)
+		screen := th.screen.String()
+		chose, routed, next := strings.Index(screen, "you chose [A] Approve"), strings.Index(screen, "review → ship"), strings.Index(screen, "→ Ship (")
+		if chose < 0 || routed < 0 || next < 0 || chose > routed || routed > next {
+			t.Fatalf("try %d: the thread does not read choice, route, next stage in order:\n%s", i, screen)
+		}
+		for _, term := range []string{"preferred_label", "fail_condition", "only_edge"} {
+			if strings.Contains(screen, term) {
+				t.Errorf("the thread says %q:\n%s", term, screen)
+			}
+		}
+		th.stop()
+	}
+}

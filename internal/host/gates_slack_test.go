@@ -498,8 +498,8 @@ func TestSlackRealEngineRunTellsItsStory(t *testing.T) {
 	all, at := story.String(), 0
 	for _, want := range []string{
 		"→ Plan (1/", "✓ Plan", "→ Run Tests (2/", "✗ Run Tests", "2 tests fail",
-		"⤷ test → fix (fail_condition outcome=fail)", "→ Fix Failures", "✓ Fix Failures", "✓ Run Tests",
-		"⤷ test → review (condition outcome=success)", "→ Review the change",
+		"⤷ test → fix (it failed: outcome=fail)", "→ Fix Failures", "✓ Fix Failures", "✓ Run Tests",
+		"⤷ test → review (when outcome=success)", "→ Review the change",
 		"<@U0ALICE> chose *[A] Approve*", "⤷ review → done", "✓ Pipeline complete",
 	} {
 		i := strings.Index(all[at:], want)

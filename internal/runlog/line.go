@@ -216,16 +216,48 @@ func decisionLine(d *engine.Decision, branch string) string {
 	if to == "" {
 		to = "(nowhere)"
 	}
-	why := d.Rule
-	switch d.Rule {
-	case "condition", "fail_condition":
-		why += " " + d.Values["condition"]
-	case "preferred_label":
-		why += " " + d.Values["preferred_label"]
-	case "goal_gate_retry":
-		why = "goal gate " + d.Values["gate"] + " unsatisfied"
+	line := fmt.Sprintf("  ⤷ %s → %s", d.From, to)
+	if why := decisionReason(d); why != "" {
+		line += " (" + why + ")"
 	}
-	return fmt.Sprintf("  ⤷ %s → %s (%s)%s", d.From, to, why, branch)
+	return line + branch
+}
+
+// decisionReason says why an edge was taken in people's words, not the
+// engine's rule names (preferred_label, fail_condition, only_edge…): ""
+// when there was nothing to choose.
+func decisionReason(d *engine.Decision) string {
+	switch d.Rule {
+	case "condition":
+		return "when " + d.Values["condition"]
+	case "fail_condition":
+		return "it failed: " + d.Values["condition"]
+	case "preferred_label":
+		return d.Values["preferred_label"]
+	case "suggested_next_ids":
+		return "as the stage suggested"
+	case "only_edge":
+		return ""
+	case "weight":
+		return "the heaviest edge"
+	case "lexical":
+		return "the first of equal edges"
+	case "fallback_any_edge":
+		return "no condition held: the first edge"
+	case "fail_to_conditional":
+		return "it failed: deciding there"
+	case "retry_target", "fallback_retry_target", "graph_retry_target", "graph_fallback_retry_target":
+		return "it failed: trying again from there"
+	case "goal_gate_retry":
+		return "goal gate " + d.Values["gate"] + " not met yet"
+	case "fan_in":
+		return "every branch is done"
+	case "condition_error":
+		return "a condition could not be checked"
+	case "none", "":
+		return ""
+	}
+	return strings.ReplaceAll(d.Rule, "_", " ")
 }
 
 func questionLine(q *engine.Question) string {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -37,7 +38,7 @@ func TestLineUsesTheHostLogFormat(t *testing.T) {
 		// Three distinct ends: who cancelled is said once; an interruption is not a failure.
 		{engine.Event{Type: engine.EventPipelineCancelled, Duration: 3 * time.Second, By: "U42"}, "⊘ Pipeline cancelled by U42 — 3s"},
 		{engine.Event{Type: engine.EventPipelineInterrupted, Duration: 3 * time.Second}, "⏸ Pipeline interrupted — 3s"},
-		{engine.Event{Type: engine.EventDecision, Decision: &engine.Decision{From: "gate", To: "implement", Rule: "condition", Values: map[string]string{"condition": "outcome!=success"}}}, "  ⤷ gate → implement (condition outcome!=success)"},
+		{engine.Event{Type: engine.EventDecision, Decision: &engine.Decision{From: "gate", To: "implement", Rule: "condition", Values: map[string]string{"condition": "outcome!=success"}}}, "  ⤷ gate → implement (when outcome!=success)"},
 		{engine.Event{Type: engine.EventStageStarted, Label: "Approach A", Index: 3, Total: 7, Branch: "a1"}, "  → Approach A (3/7) [branch a1]"},
 		{engine.Event{Type: engine.EventStageStarted, NodeID: "recall", Index: 1, Total: 4, Persona: "herald", Masks: []string{"recall", "judgment"}}, "  → recall (1/4) as herald wearing recall, judgment"},
 		{engine.Event{Type: engine.EventStageStarted, Label: "Start", Data: map[string]any{"handler": "start"}}, ""},
@@ -359,5 +360,26 @@ func TestLineShowsVisitsAndAttempts(t *testing.T) {
 		if got := runlog.Line(tc.e); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// Issue 30, item 9: a routing line says why in people's words — never the
+// engine's rule names — whatever the rule.
+func TestDecisionLinesSpeakNoInternalTerms(t *testing.T) {
+	internal := regexp.MustCompile(`preferred_label|fail_condition|only_edge|suggested_next_ids|fallback_any_edge|fail_to_conditional|retry_target|goal_gate_retry|fan_in|condition_error|lexical|\bweight\b`)
+	rules := []string{"condition", "fail_condition", "preferred_label", "suggested_next_ids", "only_edge", "weight", "lexical",
+		"fallback_any_edge", "fail_to_conditional", "retry_target", "fallback_retry_target", "graph_retry_target",
+		"graph_fallback_retry_target", "goal_gate_retry", "fan_in", "condition_error", "none"}
+	for _, rule := range rules {
+		d := &engine.Decision{From: "review", To: "ship", Rule: rule, Values: map[string]string{
+			"condition": "outcome=success", "preferred_label": "[A] Approve", "gate": "tests"}}
+		line := runlog.Line(engine.Event{Type: engine.EventDecision, Decision: d})
+		if !strings.HasPrefix(line, "  ⤷ review → ship") || internal.MatchString(line) {
+			t.Errorf("rule %s reads %q", rule, line)
+		}
+	}
+	d := &engine.Decision{From: "review", To: "ship", Rule: "preferred_label", Values: map[string]string{"preferred_label": "[A] Approve"}}
+	if got := runlog.Line(engine.Event{Type: engine.EventDecision, Decision: d}); got != "  ⤷ review → ship ([A] Approve)" {
+		t.Errorf("a gate's choice routes as %q", got)
 	}
 }

@@ -23,6 +23,12 @@ import (
 // the run never waits for it).
 const promptEditTimeout = 2 * time.Minute
 
+// answerToldWait bounds how long a run waits, once answered, for its
+// prompt to say who chose what: the thread then reads "✓ you chose [A]
+// Approve" before the lines of what the answer led to. A chat slower than
+// this does not hold the run up longer; the edit goes on behind it.
+const answerToldWait = 2 * time.Second
+
 // promptPostTimeout bounds how long posting a prompt is retried. The gate
 // does not wait for it: it is open, can be answered elsewhere (the
 // dashboard) and times out meanwhile.
@@ -173,16 +179,20 @@ func (a *asker) post(ctx context.Context) {
 }
 
 // settled records how the posting ended and edits its prompt, now if it is
-// posted, else as soon as it is.
-func (a *asker) settled(g Gate, note string) {
+// posted, else as soon as it is. The channel is closed once the edit made
+// now is done (at once when there is none to make now).
+func (a *asker) settled(g Gate, note string) <-chan struct{} {
 	a.mu.Lock()
 	a.final, a.note = &g, note
 	msgID := a.msgID
 	a.mu.Unlock()
 	if msgID != "" {
-		a.s.editPrompt(a.thread, withMessage(g, msgID), note)
+		return a.s.editPrompt(a.thread, withMessage(g, msgID), note)
 	}
+	return closedChan
 }
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 func withMessage(g Gate, msgID string) Gate {
 	g.MessageTS = msgID
@@ -229,8 +239,16 @@ func (a *asker) check(ctx context.Context) (engine.Answer, bool, error) {
 	case cur.Status == GateOpen:
 		return engine.Answer{}, false, nil
 	}
-	a.settled(cur, "")
+	a.told(a.settled(cur, ""))
 	return cur.EngineAnswer(), true, nil
+}
+
+// told waits (briefly) until the settled prompt's edit is done.
+func (a *asker) told(done <-chan struct{}) {
+	select {
+	case <-done:
+	case <-time.After(answerToldWait):
+	}
 }
 
 // close ends the posting as timed_out or withdrawn — unless an answer won
@@ -241,7 +259,7 @@ func (a *asker) close(ctx context.Context, state GateState, note string) (engine
 		return engine.Answer{}, fmt.Errorf("close gate %s as %s: %w", a.gate.GateID, state, err)
 	}
 	if !closed && cur.Nonce == a.gate.Nonce && cur.Status == GateAnswered {
-		a.settled(cur, "")
+		a.told(a.settled(cur, ""))
 		return cur.EngineAnswer(), nil
 	}
 	if state == GateTimedOut {
@@ -259,12 +277,15 @@ func stoppedNote(ctx context.Context) string {
 	return "The host stopped before anyone answered; the run asks again when it resumes."
 }
 
-// editPrompt edits a settled gate's prompt in the background.
-func (s *Service) editPrompt(t Thread, g Gate, note string) {
+// editPrompt edits a settled gate's prompt in the background; the channel
+// is closed once it is done.
+func (s *Service) editPrompt(t Thread, g Gate, note string) <-chan struct{} {
 	if g.MessageTS == "" {
-		return
+		return closedChan
 	}
+	done := make(chan struct{})
 	s.bg.Go(func() {
+		defer close(done)
 		// Not bound to the runs' life: a prompt withdrawn because the host
 		// stops is edited to say so before it does (Shutdown waits).
 		ctx, cancel := context.WithTimeout(context.Background(), promptEditTimeout)
@@ -273,6 +294,7 @@ func (s *Service) editPrompt(t Thread, g Gate, note string) {
 			s.log.Warn("edit a settled gate's prompt", "run", g.RunID, "gate", g.GateID, "err", err)
 		}
 	})
+	return done
 }
 
 // Answer answers a gate for who: the same call whatever the surface (a
