@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"testing"
 	"time"
@@ -168,4 +169,41 @@ func snapshottedJournal(b *testing.B, s *Store, run string) engine.Journal {
 		b.Fatal(err)
 	}
 	return j
+}
+
+// A stage's typed output keeps its JSON types through the PostgreSQL
+// journal: a replica that replays the run reads numbers as numbers,
+// booleans as booleans, lists as lists (conditions compare them as such).
+func TestRunJournalKeepsTypedContextValues(t *testing.T) {
+	s := openURL(t, storetest.PostgresURL(t))
+	ctx := context.Background()
+	createTestRun(t, s, "r1")
+	if ok, err := take(s, lease.Run, "r1", "A", time.Minute); err != nil || !ok {
+		t.Fatalf("take: %v %v", ok, err)
+	}
+	j, err := s.OpenRunJournal(ctx, "r1", "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed := map[string]any{"review.confidence": 0.87, "review.approved": true, "review.findings": []any{"a", 2.0}, "review.count": 3.0, "tag": "0.5"}
+	for _, r := range []engine.Record{
+		{Event: engine.Event{RunID: "r1", Seq: 1, Time: time.Now().UTC(), Type: engine.EventPipelineStarted}},
+		{Snapshot: &engine.Checkpoint{RunID: "r1", NextNode: "review"}},
+		{Event: engine.Event{RunID: "r1", Seq: 2, Time: time.Now().UTC(), Type: engine.EventStageCompleted, NodeID: "review"},
+			Commit: &engine.Delta{NextNode: "gate", CompletedNodes: []string{"review"}, Context: typed}},
+	} {
+		if err := j.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp, err := engine.StateOf(j) // read back from the database
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range typed {
+		got := cp.Context[k]
+		if fmt.Sprintf("%T %v", got, got) != fmt.Sprintf("%T %v", want, want) {
+			t.Errorf("%s came back as %T %v, want %T %v", k, got, got, want, want)
+		}
+	}
 }
