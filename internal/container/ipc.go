@@ -121,8 +121,10 @@ func (d *ipcDir) readOutcome(dispatchID int64) (data []byte, ok bool, err error)
 	return data, true, nil
 }
 
-// remove deletes the directory (RemoveAll never follows symlinks).
+// remove deletes the directory (RemoveAll never follows symlinks), and its
+// run's directory (state/ipc/<run>) once no other container's is in it.
 func (d *ipcDir) remove() {
 	d.root.Close()
 	os.RemoveAll(d.path)
+	os.Remove(filepath.Dir(d.path)) // fails, harmlessly, while not empty
 }

@@ -84,6 +84,13 @@ func ownerAlive(owner string) bool {
 // (another `nanohost pipeline run`) are left alone. It returns how many it
 // removed.
 func CleanupOrphans(ctx context.Context, rt Runtime, hostID string) (int, error) {
+	n, err := cleanupOrphans(ctx, rt, hostID, nil)
+	return n, err
+}
+
+// cleanupOrphans is CleanupOrphans, calling removed (when set) with each
+// container it removed.
+func cleanupOrphans(ctx context.Context, rt Runtime, hostID string, removedOne func(name, run string)) (int, error) {
 	list, err := rt.List(ctx, map[string]string{LabelManaged: "true", LabelHost: hostID})
 	if err != nil {
 		return 0, fmt.Errorf("find orphaned containers: %w", err)
@@ -100,6 +107,9 @@ func CleanupOrphans(ctx context.Context, rt Runtime, hostID string) (int, error)
 			errs = append(errs, err)
 			continue
 		}
+		if removedOne != nil {
+			removedOne(c.Name, c.Labels[LabelRun])
+		}
 		removed++
 	}
 	return removed, errors.Join(errs...)
@@ -109,7 +119,16 @@ func CleanupOrphans(ctx context.Context, rt Runtime, hostID string) (int, error)
 // (containers and their IPC directories) and session records of runs
 // untouched for 30 days. Call it once at startup.
 func (b *Backend) CleanupOrphans(ctx context.Context) (int, error) {
-	n, err := CleanupOrphans(ctx, b.cfg.Runtime, b.cfg.HostID)
+	// An orphan's IPC directory goes with it, however young: its owner
+	// is dead (a killed `pipeline run`), and its resume may start at once.
+	n, err := cleanupOrphans(ctx, b.cfg.Runtime, b.cfg.HostID, func(name, run string) {
+		if isRemote(b.cfg.Runtime) || name == "" {
+			return
+		}
+		dir := filepath.Join(b.cfg.StateDir, "ipc", safeName(run), name)
+		os.RemoveAll(dir)
+		os.Remove(filepath.Dir(dir)) // the run's directory, once empty
+	})
 	if n > 0 {
 		b.log.Info("removed containers left by a previous host instance", "count", n)
 	}
