@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"nanohost/internal/pipeline"
+	"nanohost/internal/runlog"
 )
 
 // maxDiagnosticLines bounds a diagnostics reply: a chat message is not the
@@ -18,7 +19,7 @@ const maxDiagnosticLines = 20
 // "" keeps each diagnostic's own.
 func FormatDiagnostics(file string, ds []pipeline.Diagnostic) string {
 	if len(ds) == 0 {
-		return "✓ The pipeline is valid."
+		return runlog.Done("The pipeline is valid.")
 	}
 	ordered := make([]pipeline.Diagnostic, 0, len(ds))
 	for _, sev := range []pipeline.Severity{pipeline.SeverityError, pipeline.SeverityWarning, pipeline.SeverityInfo} {
@@ -36,9 +37,9 @@ func FormatDiagnostics(file string, ds []pipeline.Diagnostic) string {
 	}
 	var b strings.Builder
 	if errs > 0 {
-		fmt.Fprintf(&b, "✗ The pipeline has %d error(s) and %d other finding(s):\n", errs, len(ds)-errs)
+		b.WriteString(runlog.Refused(fmt.Sprintf("The pipeline has %d error(s) and %d other finding(s):\n", errs, len(ds)-errs)))
 	} else {
-		fmt.Fprintf(&b, "✓ The pipeline is valid, with %d finding(s):\n", len(ds))
+		b.WriteString(runlog.Done(fmt.Sprintf("The pipeline is valid, with %d finding(s):\n", len(ds))))
 	}
 	for i, d := range ordered {
 		if i == maxDiagnosticLines {
@@ -65,7 +66,7 @@ func ReplyDiagnostics(ctx context.Context, ch Channel, chat, user, file string, 
 
 // ReplyCommandError tells user why their command did not parse, with the usage.
 func ReplyCommandError(ctx context.Context, ch Channel, chat, user string, err error) error {
-	text := fmt.Sprintf("✗ %v\n\n%s", err, HelpText)
+	text := runlog.Refused(fmt.Sprintf("%v\n\n%s", err, HelpText))
 	if perr := ch.Ephemeral(ctx, chat, "", user, text); perr != nil {
 		return fmt.Errorf("reply command error to %s in %s: %w", user, chat, perr)
 	}

@@ -40,7 +40,7 @@ func (h *Host) handleCommand(ctx context.Context, ch channels.Channel, in channe
 	case channels.CmdValidate:
 		opts, err := h.frontEnd.options(g.Folder, "")
 		if err != nil {
-			private("✗ " + err.Error())
+			private(runlog.Refused(err.Error()))
 			return
 		}
 		_, diags, _ := frontend.Prepare("pipeline.dot", []byte(cmd.DOT), opts)
@@ -53,20 +53,20 @@ func (h *Host) handleCommand(ctx context.Context, ch channels.Channel, in channe
 		h.commandAnswer(ctx, ch, in, g, cmd, private)
 	case channels.CmdCancel:
 		if run, err := h.findRun(ctx, g, cmd.RunID); err != nil {
-			private("✗ " + err.Error())
+			private(runlog.Refused(err.Error()))
 		} else if err := h.runs.Cancel(ctx, run.ID, in.Who()); err != nil {
 			log.Info("cancel refused", "run", run.ID, "reason", err)
-			private("✗ " + err.Error())
+			private(runlog.Refused(err.Error()))
 		}
 		// The run's own thread says it was cancelled, and by whom: one line.
 	case channels.CmdResume:
 		if run, err := h.findRun(ctx, g, cmd.RunID); err != nil {
-			private("✗ " + err.Error())
+			private(runlog.Refused(err.Error()))
 		} else if err := h.runs.Resume(ctx, run.ID, in.Who()); err != nil {
 			log.Info("resume refused", "run", run.ID, "reason", err)
-			private("✗ " + err.Error())
+			private(runlog.Refused(err.Error()))
 		} else {
-			reply("Resuming run " + runs.ShortID(run.ID) + " from its checkpoint …" + h.runLinkText(run.ID))
+			reply(runlog.Resuming(run.ID, h.runURL(run.ID)))
 		}
 	}
 }
@@ -76,11 +76,11 @@ func (h *Host) commandRun(ctx context.Context, ch channels.Channel, in channels.
 	if cmd.Kind == channels.CmdRunNamed {
 		path, err := h.workflows.find(g.Folder, cmd.Name)
 		if err != nil {
-			private("✗ " + err.Error())
+			private(runlog.Refused(err.Error()))
 			return
 		}
 		if src, err = os.ReadFile(path); err != nil {
-			private("✗ read " + path + ": " + err.Error())
+			private(runlog.Refused("read " + path + ": " + err.Error()))
 			return
 		}
 		file = filepath.Base(path)
@@ -94,7 +94,7 @@ func (h *Host) commandRun(ctx context.Context, ch channels.Channel, in channels.
 	case errors.As(err, &invalid):
 		private(channels.FormatDiagnostics(file, diags))
 	case err != nil:
-		private("✗ Could not start the pipeline: " + err.Error())
+		private(runlog.Refused("Could not start the pipeline: " + err.Error()))
 	default:
 		h.log.Info("run started from chat", "run", run.ID, "user", in.User)
 	}
@@ -122,17 +122,17 @@ func (h *Host) findRun(ctx context.Context, g store.Group, ref string) (runs.Run
 func (h *Host) commandAnswer(ctx context.Context, ch channels.Channel, in channels.Inbound, g store.Group, cmd channels.Command, private func(string)) {
 	run, err := h.findRun(ctx, g, cmd.RunID)
 	if err != nil {
-		private("✗ " + err.Error())
+		private(runlog.Refused(err.Error()))
 		return
 	}
 	st, err := h.runs.Status(ctx, run.ID)
 	if err != nil {
-		private("✗ " + err.Error())
+		private(runlog.Refused(err.Error()))
 		return
 	}
 	gate, ok := questionFor(st.Gates, cmd.Answer)
 	if !ok {
-		private(fmt.Sprintf("✗ Run %s is not waiting for an answer: it is %s.", runs.ShortID(run.ID), runlog.StateWord(run.Status)))
+		private(runlog.NotWaiting(run))
 		return
 	}
 	answer := runs.GateAnswer{RunID: gate.RunID, GateID: gate.GateID, Nonce: gate.Nonce}
@@ -143,10 +143,10 @@ func (h *Host) commandAnswer(ctx context.Context, ch channels.Channel, in channe
 	}
 	settled, err := h.runs.Answer(ctx, answer, in.Who())
 	if err != nil {
-		private("✗ " + refusal(ctx, ch, err))
+		private(runlog.Refused(refusal(ctx, ch, err)))
 		return
 	}
-	private(fmt.Sprintf("✓ Run %s: answered %s.", runs.ShortID(run.ID), settled.ChosenLabel()))
+	private(runlog.Answered(settled))
 }
 
 // questionFor is the open gate of a run an answer is for: the one whose
@@ -174,36 +174,10 @@ func namesChoice(q engine.Question, text string) bool {
 	return ok && !q.Options[i].Freeform
 }
 
-// listText lists the pipelines the group can run and its recent runs, each
-// with its short id and state in the runs service's words.
+// listText lists the pipelines the group can run and its recent runs.
 func (h *Host) listText(ctx context.Context, g store.Group) string {
-	var b strings.Builder
-	if names := h.workflows.list(g.Folder); len(names) > 0 {
-		b.WriteString("Stored pipelines (/pipeline run <name>): " + strings.Join(names, ", ") + "\n")
-	} else {
-		b.WriteString("No stored pipelines: put a <name>.dot in the group's workspace to run it with /pipeline run <name>.\n")
-	}
 	page, err := h.runs.List(ctx, runs.Filter{Group: g.Folder, Limit: 10})
-	switch {
-	case err != nil:
-		b.WriteString("✗ " + err.Error())
-	case len(page.Runs) == 0:
-		b.WriteString("No runs yet. Start one with /pipeline run <name> or /pipeline <DOT>.")
-	default:
-		b.WriteString("Recent runs:")
-		for _, r := range page.Runs {
-			fmt.Fprintf(&b, "\n  %-8s %-13s %s", runs.ShortID(r.ID), runlog.StateWord(r.Status), runLabel(r))
-		}
-	}
-	return b.String()
-}
-
-// runLabel is what a run is about, for a list: its goal, else its file.
-func runLabel(r runs.Run) string {
-	if r.Goal != "" {
-		return r.Goal
-	}
-	return r.FileName
+	return runlog.RunList(h.workflows.list(g.Folder), page.Runs, err)
 }
 
 // statusText is a run's state, where it is, and the question it waits on
@@ -214,36 +188,11 @@ func (h *Host) statusText(ctx context.Context, ch channels.Channel, g store.Grou
 	}
 	run, err := h.findRun(ctx, g, ref)
 	if err != nil {
-		return "✗ " + err.Error()
+		return runlog.Refused(err.Error())
 	}
 	st, err := h.runs.Status(ctx, run.ID)
 	if err != nil {
-		return "✗ " + err.Error()
+		return runlog.Refused(err.Error())
 	}
-	text := fmt.Sprintf("Run %s: %s", runs.ShortID(st.Run.ID), runlog.StateWord(st.Run.Status))
-	if label := runLabel(st.Run); label != "" {
-		text += " — " + label
-	}
-	if st.Current != "" && !st.Run.Status.Finished() {
-		text += " — at " + st.Current
-	}
-	if len(st.Completed) > 0 {
-		text += " — done: " + strings.Join(st.Completed, ", ")
-	}
-	if st.Run.FailureReason != "" {
-		text += " — " + st.Run.FailureReason
-	}
-	for _, gate := range st.Gates {
-		text += "\n" + runlog.PromptWithHint(gate.RunID, gate.Question(), ch.Capabilities().TypedAnswers)
-	}
-	return text + h.runLinkText(st.Run.ID)
-}
-
-// runLinkText is the line pointing at a run's dashboard page ("" without a
-// dashboard).
-func (h *Host) runLinkText(runID string) string {
-	if u := h.runURL(runID); u != "" {
-		return "\nDashboard: " + u
-	}
-	return ""
+	return runlog.RunStatus(st, ch.Capabilities().TypedAnswers, h.runURL(st.Run.ID))
 }

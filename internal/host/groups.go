@@ -16,6 +16,7 @@ import (
 	"nanohost/internal/config"
 	"nanohost/internal/container"
 	"nanohost/internal/ipc"
+	"nanohost/internal/runlog"
 	"nanohost/internal/store"
 )
 
@@ -259,17 +260,17 @@ func (t *groupTable) handleAdmin(ctx context.Context, ch channels.Channel, in ch
 		}
 	}
 	if !ok || !g.IsMain {
-		reply("Only the main group's chat may register groups.")
+		reply(runlog.RegisterNotMain)
 		return true
 	}
 	if err := mayRegister(ctx, in.User, in.Chat); err != nil {
 		t.log.Info("/register refused", "channel", ch.Name(), "chat", in.Chat, "user", in.User, "reason", err)
-		tell(ctx, ch, in, "✗ "+err.Error(), t.log)
+		tell(ctx, ch, in, runlog.Refused(err.Error()), t.log)
 		return true
 	}
 	m := registerCommand.FindStringSubmatch(text)
 	if m == nil {
-		reply("Usage: /register <chat> <folder> [trigger]  — e.g. /register slack:C0123ABC team-web nano")
+		reply(runlog.RegisterUsage)
 		return true
 	}
 	cg := config.Group{Chat: m[1], Folder: m[2], Name: m[2], Trigger: m[3]}
@@ -277,23 +278,23 @@ func (t *groupTable) handleAdmin(ctx context.Context, ch channels.Channel, in ch
 		cg.Chat = ch.Name() + ":" + cg.Chat
 	}
 	if !strings.Contains(cg.Chat, ":") {
-		reply(fmt.Sprintf("%q does not name a channel: use slack:<channel id> or console:<name>.", cg.Chat))
+		reply(runlog.RegisterNotAChannel(cg.Chat))
 		return true
 	}
 	if conflict := t.registerConflict(cg); conflict != "" {
-		reply("✗ Not registered, nothing changed: " + conflict)
+		reply(runlog.RegisterConflict(conflict))
 		return true
 	}
 	if err := t.save(ctx, cg, false); err != nil {
-		reply("✗ Could not register the group: " + err.Error())
+		reply(runlog.RegisterFailed(err.Error()))
 		return true
 	}
 	if err := t.reload(ctx); err != nil {
-		reply("Registered, but reloading groups failed: " + err.Error())
+		reply(runlog.RegisterReloadFailed(err.Error()))
 		return true
 	}
 	t.log.Info("group registered from chat", "folder", cg.Folder, "chat", cg.Chat, "by", in.User)
-	reply(fmt.Sprintf("Registered group %s on %s (workspace data/groups/%s).", cg.Folder, cg.Chat, cg.Folder))
+	reply(runlog.Registered(cg.Folder, cg.Chat))
 	return true
 }
 

@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -109,36 +108,7 @@ type describeRun func(ctx context.Context, runID string) (pipeline, goal string)
 
 // refusal is what the person is told when their answer is refused.
 func refusal(ctx context.Context, ch channels.Channel, err error) string {
-	var settled *runs.SettledError
-	switch {
-	case errors.As(err, &settled) && settled.Gate.Status == runs.GateAnswered:
-		g := settled.Gate
-		return "Already answered by " + channels.UserName(ctx, ch, g.AnsweredBy) + ": " + g.ChosenLabel() +
-			" (" + g.AnsweredAt.UTC().Format("15:04 UTC") + ")."
-	case errors.As(err, &settled):
-		return sentence(settled.Error())
-	case errors.Is(err, runs.ErrNoSuchGate):
-		return "That prompt is no longer active."
-	case errors.Is(err, runs.ErrStaleGate):
-		return "That button belongs to an older prompt for this gate; it no longer answers anything. Use the latest prompt in the thread."
-	case errors.Is(err, runs.ErrNotAllowed), errors.Is(err, runs.ErrInvalidAnswer):
-		// The policy's or the gate's own words, as they wrote them.
-		return strings.TrimPrefix(strings.TrimPrefix(err.Error(), runs.ErrNotAllowed.Error()+": "), runs.ErrInvalidAnswer.Error()+": ")
-	}
-	return "Your answer could not be recorded; please try again."
-}
-
-// sentence capitalises s and ends it with a full stop.
-func sentence(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return s
-	}
-	s = strings.ToUpper(s[:1]) + s[1:]
-	if !strings.HasSuffix(s, ".") {
-		s += "."
-	}
-	return s
+	return runlog.AnswerRefusal(err, func(user string) string { return channels.UserName(ctx, ch, user) })
 }
 
 // tell shows text to the person behind in, in the thread they wrote in.

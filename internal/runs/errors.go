@@ -36,18 +36,19 @@ var (
 )
 
 // SettledError is the refusal of an answer to a gate that was already
-// settled: it carries the gate as it stands (who answered what, and when).
+// settled: it carries the gate as it stands (who answered what, and when),
+// for runlog.Settled to word.
 type SettledError struct{ Gate Gate }
 
 func (e *SettledError) Error() string {
 	g := e.Gate
 	switch g.Status {
+	case GateAnswered:
+		return fmt.Sprintf("gate %s of run %s was answered first, by %s: %s", g.GateID, g.RunID, g.AnsweredBy, g.ChosenLabel())
 	case GateTimedOut:
-		return "this gate already timed out"
-	case GateWithdrawn:
-		return "that prompt is no longer active"
+		return fmt.Sprintf("gate %s of run %s already timed out", g.GateID, g.RunID)
 	}
-	return fmt.Sprintf("already answered by %s: %s (%s)", g.AnsweredBy, g.ChosenLabel(), g.AnsweredAt.UTC().Format("15:04 UTC"))
+	return fmt.Sprintf("gate %s of run %s is no longer active", g.GateID, g.RunID)
 }
 
 // EndedError refuses a change to a run that has ended: it names the run and

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 )
 
@@ -100,7 +101,7 @@ func (s *Server) answerRefused(w http.ResponseWriter, runID string, g runs.Gate,
 		writeError(w, http.StatusUnprocessableEntity, err.Error(), "pick one of the choices GET /pipelines/"+runID+"/questions lists")
 	case errors.As(err, &settled):
 		g = settled.Gate
-		s.conflict(w, g, err.Error(), "nothing to do: the gate was already settled")
+		s.conflict(w, g, runlog.Settled(g, g.AnsweredBy), "nothing to do: the gate was already settled")
 	case errors.Is(err, runs.ErrStaleGate):
 		s.conflict(w, g, err.Error(), "reload the questions and answer the current posting")
 	default:

@@ -23,7 +23,7 @@ type runJSON struct {
 	// Pipeline is the pipeline's name (its graph's label or name).
 	Pipeline string `json:"pipeline,omitempty"`
 	// StatusText is the status with its mark, as the CLI and chat print it
-	// ("✓ succeeded"); Finished says whether it is final. The dashboard
+	// (runlog.Status: the mark, then "succeeded"); Finished says whether it is final. The dashboard
 	// shows the word in a coloured badge (a mark's glyph is not in every
 	// browser's fonts).
 	StatusText string `json:"status_text"`

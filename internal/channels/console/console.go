@@ -134,7 +134,7 @@ func (c *Console) gather(paste *[]string, line string) (text string, ok bool) {
 	text = strings.Join(*paste, "\n")
 	if len(text) > maxPaste {
 		*paste = nil
-		c.printf("✗ the pasted pipeline is over %d KiB and was dropped: store it as a file in the group's workspace and use /pipeline run <name>\n", maxPaste>>10)
+		c.printf(runlog.MarkRefused+" the pasted pipeline is over %d KiB and was dropped: store it as a file in the group's workspace and use /pipeline run <name>\n", maxPaste>>10)
 		return "", false
 	}
 	if channels.PasteOpen(text) {
@@ -156,7 +156,7 @@ func (c *Console) interpret(line string) (channels.Inbound, bool) {
 		cmd, err := channels.ParseCommand(text)
 		switch {
 		case err != nil:
-			c.printf("✗ %v\n%s\n", err, channels.HelpText)
+			c.printf("%s\n%s\n", runlog.Refused(err.Error()), channels.HelpText)
 			return channels.Inbound{}, false
 		case cmd.Kind == channels.CmdHelp:
 			c.printf("%s\n", channels.HelpText)

@@ -334,7 +334,7 @@ func renderResolution(r runlog.Resolution) rendered {
 		case r.Answer != "":
 			what += ": " + escapeLimited(r.Answer, maxSectionText-400, "…")
 		}
-		outcome = fmt.Sprintf("✓ %s chose %s · %s", mention(r.By), what, r.At.UTC().Format("2006-01-02 15:04 UTC"))
+		outcome = runlog.Done(fmt.Sprintf("%s chose %s · %s", mention(r.By), what, r.At.UTC().Format("2006-01-02 15:04 UTC")))
 	case runs.GateTimedOut:
 		outcome = "⌛ Timed out. " + escapeLimited(r.Note, 1000, "…")
 	default:

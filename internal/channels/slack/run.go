@@ -14,6 +14,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"nanohost/internal/channels"
+	"nanohost/internal/runlog"
 )
 
 // Run connects over Socket Mode and delivers inbound events until ctx ends.
@@ -323,7 +324,7 @@ func (c *Channel) slashReply(cmd slackgo.SlashCommand) (reply string, parsed cha
 	parsed, err := channels.ParseCommand(cmd.Text)
 	switch {
 	case err != nil:
-		return fmt.Sprintf("✗ %v\n\n%s", err, channels.HelpText), parsed, true
+		return runlog.Refused(fmt.Sprintf("%v\n\n%s", err, channels.HelpText)), parsed, true
 	case parsed.Kind == channels.CmdHelp:
 		return channels.HelpText, parsed, true
 	}
