@@ -653,3 +653,40 @@ func TestReferencesNoStageCanSetAreWarned(t *testing.T) {
 		t.Errorf("want 5 warnings (review.confidence, input.repo, graph.goal, context.branch pass), got:%s", dump(ds))
 	}
 }
+
+// Issue 30, item 4: a condition reading a key nothing sets, one edit away
+// from one that is set, is a warning at its place with the fix; keys set by
+// an input, a prompt's [context:…] tag or the engine, and keys far from
+// every known one, are not.
+func TestLintCatchesAMisspeltConditionKey(t *testing.T) {
+	src := `digraph G {
+    graph [goal="g", inputs="repo"]
+    start [shape=Mdiamond]
+    exit  [shape=Msquare]
+    work  [prompt="Do it. End with [context:tests_passed=true] when the tests pass."]
+    start -> work
+    work -> exit [condition="outcom=success"]
+    work -> exit [condition="context.tests_pased=true"]
+    work -> exit [condition="input.rep=x"]
+    work -> exit [condition="outcome=success && tests_passed=true && input.repo=x && context.deploy_ok=true"]
+    work -> work
+}`
+	ds := check(t, src)
+	var got []string
+	for _, d := range ds {
+		if d.Rule == "condition_key" {
+			if d.Severity != pipeline.SeverityWarning || d.Line == 0 {
+				t.Errorf("diagnostic %+v: want a warning with a line", d)
+			}
+			got = append(got, d.Message+" | "+d.Fix)
+		}
+	}
+	want := []string{
+		`edge work -> exit: condition "outcom=success": outcom is set by no stage, tag, input or graph attribute, so this never holds as meant | did you mean outcome?`,
+		`edge work -> exit: condition "context.tests_pased=true": context.tests_pased is set by no stage, tag, input or graph attribute, so this never holds as meant | did you mean tests_passed?`,
+		`edge work -> exit: condition "input.rep=x": input.rep is set by no stage, tag, input or graph attribute, so this never holds as meant | did you mean input.repo?`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("condition_key diagnostics:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

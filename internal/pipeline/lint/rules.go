@@ -34,6 +34,7 @@ func builtinRules(opts Options) []Rule {
 		RuleFunc("exit_no_outgoing", exitNoOutgoing),
 		RuleFunc("condition_syntax", c.conditionSyntax),
 		RuleFunc("condition_type", c.conditionType),
+		RuleFunc("condition_key", c.conditionKey),
 		RuleFunc("output_schema", c.outputSchema),
 		RuleFunc("var_refs", c.varRefs),
 		RuleFunc("stylesheet_syntax", c.stylesheetSyntax),

@@ -3,10 +3,13 @@ package lint
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/cond"
+	"nanohost/internal/pipeline/lint/didyoumean"
 	"nanohost/internal/pipeline/output"
 	"nanohost/internal/pipeline/stylesheet"
 )
@@ -228,4 +231,81 @@ func (c *checker) stylesheetSyntax(g *pipeline.Graph) []pipeline.Diagnostic {
 		d.Line, d.Column = p.Line, p.Column
 	}
 	return []pipeline.Diagnostic{d}
+}
+
+// engineKeys are the context keys the engine itself sets (engine's Key*
+// constants; lint cannot import the engine, which imports it).
+var engineKeys = []string{
+	"outcome", "preferred_label", "graph.goal", "current_node", "last_stage", "last_response",
+	"human.gate.selected", "human.gate.label", "human.gate.text", "tool.output", "tool.exit_code",
+	"parallel.results", "parallel.fan_in.best_id", "parallel.fan_in.best_outcome", "parallel.merge.conflicts",
+	"stack.child.status", "stack.child.outcome", "stack.child.run_id", "stack.child.logs_root", "stack.child.failure_reason",
+}
+
+// contextTag is a [context:key=value] tag a prompt asks its agent for.
+var contextTag = regexp.MustCompile(`\[context:\s*([A-Za-z_][A-Za-z0-9_.\-]*)\s*=`)
+
+// conditionKey: a condition reading a key nothing sets — no stage (by its
+// output schema or the [context:…] tags its prompt asks for), no input,
+// no graph attribute, not the engine — that is one edit away from a key
+// something does set is a warning naming it: condition="outcom=success"
+// is valid, but the edge is never taken. Keys further from every known one
+// are left alone: an agent may set any key at run time.
+func (c *checker) conditionKey(g *pipeline.Graph) []pipeline.Diagnostic {
+	known := setKeys(g)
+	var names []string
+	for k := range known {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	index := didyoumean.NewIndex(names)
+	var out []pipeline.Diagnostic
+	eachCondition(g, "condition_key", func(base func(pipeline.Severity, string) pipeline.Diagnostic, from pipeline.Pos, where, key, src string) {
+		r := c.condition(src)
+		if r.expr == nil {
+			return
+		}
+		for _, cl := range r.expr.Clauses {
+			k := strings.TrimPrefix(cl.Key, "context.")
+			if known[k] || strings.HasPrefix(k, "internal.") {
+				continue
+			}
+			near := index.Closest(k)
+			if near == "" || didyoumean.Distance(k, near) != 1 {
+				continue
+			}
+			se := &cond.SyntaxError{Source: src, Offset: cl.Offset,
+				Msg: fmt.Sprintf("%s is set by no stage, tag, input or graph attribute, so this never holds as meant", cl.Key),
+				Fix: fmt.Sprintf("did you mean %s?", near)}
+			out = append(out, c.placeCondition(base(pipeline.SeverityWarning, se.Fix), from, where, key, src, se))
+		}
+	})
+	return out
+}
+
+// setKeys are the context keys something in g (or the engine) sets.
+func setKeys(g *pipeline.Graph) map[string]bool {
+	known := map[string]bool{}
+	for _, k := range engineKeys {
+		known[k] = true
+	}
+	for attr := range g.Attrs {
+		known["graph."+attr] = true
+	}
+	for _, in := range strings.Split(g.Attrs["inputs"], ",") {
+		if in = strings.TrimSpace(in); in != "" {
+			known["input."+in] = true
+		}
+	}
+	for _, n := range g.Nodes {
+		for _, m := range contextTag.FindAllStringSubmatch(n.Attrs["prompt"], -1) {
+			known[m[1]] = true
+		}
+		if s := nodeSchema(n); s != nil {
+			for k := range s.FieldTypes(n.ID) {
+				known[k] = true
+			}
+		}
+	}
+	return known
 }
