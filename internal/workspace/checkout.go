@@ -6,11 +6,13 @@ import (
 	"os"
 	"path"
 	"slices"
-	"syscall"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"golang.org/x/sys/unix"
 )
 
 // checkout makes dir hold exactly the files of tree: it removes what cur
@@ -51,13 +53,27 @@ func (r *repo) checkout(dir string, tree map[string]object.TreeEntry, cur *index
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
+	w, err := newDirWriter(root, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer w.close()
+	if len(cur.Files) == 0 {
+		// a fresh tree: nothing to replace, so its files are written by a
+		// few workers at once once their directories exist
+		if err := r.writeFresh(w, paths, tree, next); err != nil {
+			return nil, err
+		}
+		next.Taken = time.Now().UnixNano()
+		return next, nil
+	}
 	for _, p := range paths {
 		t := tree[p]
 		if e, ok := cur.Files[p]; ok && e.Mode == t.Mode && e.Hash == t.Hash {
 			next.Files[p] = e
 			continue
 		}
-		e, err := r.writeFile(root, p, t, owner)
+		e, err := r.writeFile(w, p, t)
 		if err != nil {
 			return nil, err
 		}
@@ -67,87 +83,194 @@ func (r *repo) checkout(dir string, tree map[string]object.TreeEntry, cur *index
 	return next, nil
 }
 
-// writeFile writes one tree entry at p, replacing whatever is there.
-func (r *repo) writeFile(root *os.Root, p string, t object.TreeEntry, owner owner) (entry, error) {
-	data, err := r.blob(t.Hash)
-	if err != nil {
-		return entry{}, err
-	}
-	if err := clearPath(root, p, owner); err != nil {
-		return entry{}, err
-	}
-	if t.Mode == filemode.Symlink {
-		if err := root.Symlink(string(data), p); err != nil {
-			return entry{}, err
+// checkoutWorkers write a fresh tree's files at once (the time is in the
+// file system calls, not the CPU).
+const checkoutWorkers = 4
+
+func (r *repo) writeFresh(w *dirWriter, paths []string, tree map[string]object.TreeEntry, next *index) error {
+	for _, p := range paths {
+		if _, err := w.dir(path.Dir(p)); err != nil {
+			return err
 		}
-		if err := owner.give(root, p); err != nil {
-			return entry{}, err
-		}
-		fi, err := root.Lstat(p)
-		if err != nil {
-			return entry{}, err
-		}
-		return statEntry(t.Mode, t.Hash, fi.Sys().(*syscall.Stat_t)), nil
 	}
-	perm := os.FileMode(0o644)
-	if t.Mode == filemode.Executable {
-		perm = 0o755
+	var mu sync.Mutex
+	var firstErr error
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range checkoutWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range work {
+				e, err := r.writeFile(w, p, tree[p])
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				next.Files[p] = e
+				mu.Unlock()
+			}
+		}()
 	}
-	f, err := root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
-	if err != nil {
-		return entry{}, err
+	for _, p := range paths {
+		work <- p
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm) // whatever the umask
-	}
-	if err == nil && owner.uid >= 0 {
-		err = f.Chown(owner.uid, owner.gid)
-	}
-	var fi fs.FileInfo
-	if err == nil {
-		fi, err = f.Stat()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return entry{}, err
-	}
-	return statEntry(t.Mode, t.Hash, fi.Sys().(*syscall.Stat_t)), nil
+	close(work)
+	wg.Wait()
+	return firstErr
 }
 
-// clearPath makes room for a file at p: its parents directories (replacing
-// a file or link in their way), p itself absent.
-func clearPath(root *os.Root, p string, owner owner) error {
-	for _, d := range parentDirs(p) {
-		fi, err := root.Lstat(d)
-		if err == nil && fi.IsDir() {
-			continue
+// processUmask is the umask, read once at start-up (reading it means
+// setting it, which is only safe before other goroutines create files).
+var processUmask = func() uint32 {
+	m := unix.Umask(0o022)
+	unix.Umask(m)
+	return uint32(m)
+}()
+
+// dirWriter writes files into a tree relative to open directories: every
+// call is an *at call that follows no link, so nothing an agent planted in
+// the tree redirects a write outside it.
+type dirWriter struct {
+	root  *os.Root
+	owner owner
+	dirs  map[string]int // open directory fds by path ("." the root)
+}
+
+func newDirWriter(root *os.Root, o owner) (*dirWriter, error) {
+	f, err := root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Dup(int(f.Fd()))
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	return &dirWriter{root: root, owner: o, dirs: map[string]int{".": fd}}, nil
+}
+
+func (w *dirWriter) close() {
+	for _, fd := range w.dirs {
+		unix.Close(fd)
+	}
+}
+
+// dir is an open fd of directory d, made (replacing a file or link in
+// its way) when missing.
+func (w *dirWriter) dir(d string) (int, error) {
+	if fd, ok := w.dirs[d]; ok {
+		return fd, nil
+	}
+	parent, err := w.dir(path.Dir(d))
+	if err != nil {
+		return -1, err
+	}
+	name := path.Base(d)
+	var st unix.Stat_t
+	switch err := unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR:
+	case err == nil:
+		if err := unix.Unlinkat(parent, name, 0); err != nil {
+			return -1, &fs.PathError{Op: "unlink", Path: d, Err: err}
 		}
-		if err == nil {
-			if err := root.Remove(d); err != nil {
-				return err
+		fallthrough
+	default:
+		if err := unix.Mkdirat(parent, name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+			return -1, &fs.PathError{Op: "mkdir", Path: d, Err: err}
+		}
+		if w.owner.uid >= 0 {
+			if err := unix.Fchownat(parent, name, w.owner.uid, w.owner.gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return -1, err
 			}
 		}
-		if err := root.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
-		}
-		if err := owner.give(root, d); err != nil {
-			return err
-		}
 	}
-	fi, err := root.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
+	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: d, Err: err}
+	}
+	w.dirs[d] = fd
+	return fd, nil
+}
+
+// clear removes whatever is at name in dir (a directory with its content).
+func (w *dirWriter) clear(dirFD int, p, name string) error {
+	var st unix.Stat_t
+	err := unix.Fstatat(dirFD, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if errors.Is(err, unix.ENOENT) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if fi.IsDir() {
-		return root.RemoveAll(p)
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		for d, fd := range w.dirs { // fds under it go stale
+			if d == p || strings.HasPrefix(d, p+"/") {
+				unix.Close(fd)
+				delete(w.dirs, d)
+			}
+		}
+		return w.root.RemoveAll(p)
 	}
-	return root.Remove(p)
+	return unix.Unlinkat(dirFD, name, 0)
+}
+
+// writeFile writes one tree entry at p, replacing whatever is there.
+func (r *repo) writeFile(w *dirWriter, p string, t object.TreeEntry) (entry, error) {
+	data, err := r.blob(t.Hash)
+	if err != nil {
+		return entry{}, err
+	}
+	dirFD, err := w.dir(path.Dir(p))
+	if err != nil {
+		return entry{}, err
+	}
+	name := path.Base(p)
+	if err := w.clear(dirFD, p, name); err != nil {
+		return entry{}, err
+	}
+	var st unix.Stat_t
+	if t.Mode == filemode.Symlink {
+		if err := unix.Symlinkat(string(data), dirFD, name); err != nil {
+			return entry{}, &fs.PathError{Op: "symlink", Path: p, Err: err}
+		}
+		if w.owner.uid >= 0 {
+			if err := unix.Fchownat(dirFD, name, w.owner.uid, w.owner.gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return entry{}, err
+			}
+		}
+		if err := unix.Fstatat(dirFD, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return entry{}, err
+		}
+		return statEntry(t.Mode, t.Hash, &st), nil
+	}
+	perm := uint32(0o644)
+	if t.Mode == filemode.Executable {
+		perm = 0o755
+	}
+	fd, err := unix.Openat(dirFD, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	if err != nil {
+		return entry{}, &fs.PathError{Op: "create", Path: p, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		return entry{}, err
+	}
+	if perm&processUmask != 0 { // the umask took some away
+		if err := unix.Fchmod(fd, perm); err != nil {
+			return entry{}, err
+		}
+	}
+	if w.owner.uid >= 0 {
+		if err := unix.Fchown(fd, w.owner.uid, w.owner.gid); err != nil {
+			return entry{}, err
+		}
+	}
+	if err := unix.Fstat(fd, &st); err != nil { // ctime after the chmod/chown
+		return entry{}, err
+	}
+	return statEntry(t.Mode, t.Hash, &st), nil
 }
 
 // removeEmptyParents removes the directories above p that are left empty.

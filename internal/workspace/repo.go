@@ -29,6 +29,7 @@ type repo struct {
 	gitDir string
 	st     *filesystem.Storage
 	mu     sync.Mutex // go-git's storage is not safe for concurrent writers
+	trees  map[plumbing.Hash]bool // trees known to be stored (mu held)
 }
 
 // openRepo opens gitDir, creating a bare repository there if it has none.
@@ -41,7 +42,7 @@ func openRepo(gitDir string) (*repo, error) {
 			return nil, fmt.Errorf("create the repository %s: %w", gitDir, err)
 		}
 	}
-	st := filesystem.NewStorageWithOptions(osfs.New(gitDir, osfs.WithBoundOS()), cache.NewObjectLRU(16<<20), filesystem.Options{})
+	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(16<<20), filesystem.Options{})
 	return &repo{gitDir: gitDir, st: st}, nil
 }
 
@@ -53,7 +54,11 @@ func (r *repo) putBlob(data []byte) (plumbing.Hash, error) {
 func (r *repo) putObject(t plumbing.ObjectType, h plumbing.Hash, data []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if t == plumbing.TreeObject && r.trees[h] {
+		return nil
+	}
 	if r.st.HasEncodedObject(h) == nil {
+		r.known(t, h)
 		return nil
 	}
 	o := r.st.NewEncodedObject()
@@ -67,8 +72,20 @@ func (r *repo) putObject(t plumbing.ObjectType, h plumbing.Hash, data []byte) er
 		return err
 	}
 	w.Close()
-	_, err = r.st.SetEncodedObject(o)
+	if _, err = r.st.SetEncodedObject(o); err == nil {
+		r.known(t, h)
+	}
 	return err
+}
+
+func (r *repo) known(t plumbing.ObjectType, h plumbing.Hash) {
+	if t != plumbing.TreeObject {
+		return
+	}
+	if r.trees == nil || len(r.trees) > 100_000 {
+		r.trees = map[plumbing.Hash]bool{}
+	}
+	r.trees[h] = true
 }
 
 // writeTree stores the trees of ix and returns the root's hash.

@@ -8,11 +8,11 @@ import (
 	"os"
 	"path"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"golang.org/x/sys/unix"
 )
 
 // entry is a file of a working tree as last seen: what git records (mode
@@ -31,6 +31,8 @@ type entry struct {
 type index struct {
 	Files map[string]entry
 	Taken int64 // ns
+
+	stored int // blobs the walk that made it read and stored (not saved)
 }
 
 func newIndex() *index { return &index{Files: map[string]entry{}} }
@@ -43,7 +45,7 @@ const racyWindow = int64(20 * time.Millisecond)
 
 // reusable says the stat st of a file matches what prev recorded, with
 // prev taken well after the file last changed.
-func (ix *index) reusable(p string, st *syscall.Stat_t, mode filemode.FileMode) (entry, bool) {
+func (ix *index) reusable(p string, st *unix.Stat_t, mode filemode.FileMode) (entry, bool) {
 	e, ok := ix.Files[p]
 	if !ok || e.Mode != mode || e.Size != st.Size || e.Ino != st.Ino ||
 		e.Mtime != timespecNs(st.Mtim) || e.Ctime != timespecNs(st.Ctim) || e.Ctime >= ix.Taken-racyWindow {
@@ -52,7 +54,7 @@ func (ix *index) reusable(p string, st *syscall.Stat_t, mode filemode.FileMode) 
 	return e, true
 }
 
-func timespecNs(t syscall.Timespec) int64 { return t.Sec*1e9 + t.Nsec }
+func timespecNs(t unix.Timespec) int64 { return t.Sec*1e9 + t.Nsec }
 
 // Limits bound what one stage may add to a run's history.
 type Limits struct {
@@ -133,11 +135,12 @@ func (s *scanner) walk(dir string) error {
 	if err != nil {
 		return err
 	}
+	defer f.Close()
 	names, err := f.Readdirnames(-1)
-	f.Close()
 	if err != nil {
 		return err
 	}
+	fd := int(f.Fd())
 	for _, name := range names {
 		if excluded(name) {
 			continue
@@ -146,32 +149,31 @@ func (s *scanner) walk(dir string) error {
 		if dir != "." {
 			p = dir + "/" + name
 		}
-		if err := s.visit(p); err != nil {
+		if err := s.visit(fd, name, p); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *scanner) visit(p string) error {
-	fi, err := s.root.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
+// visit records the entry name of the directory open as dirFD (the
+// *at calls never follow a link and never leave that directory).
+func (s *scanner) visit(dirFD int, name, p string) error {
+	var st unix.Stat_t
+	err := unix.Fstatat(dirFD, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if errors.Is(err, unix.ENOENT) {
 		return nil // removed while we walked
 	}
 	if err != nil {
-		return err
+		return &fs.PathError{Op: "lstat", Path: p, Err: err}
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	if st == nil {
-		return fmt.Errorf("%s: no stat data", p)
-	}
-	switch {
-	case fi.IsDir():
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
 		return s.walk(p)
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return s.link(p, st)
-	case fi.Mode().IsRegular():
-		return s.file(p, fi, st)
+	case unix.S_IFLNK:
+		return s.link(dirFD, name, p, &st)
+	case unix.S_IFREG:
+		return s.file(dirFD, name, p, &st)
 	}
 	return nil // FIFOs, sockets, devices: not content
 }
@@ -184,27 +186,28 @@ func (s *scanner) record(p string, e entry) error {
 	return nil
 }
 
-func (s *scanner) link(p string, st *syscall.Stat_t) error {
+func (s *scanner) link(dirFD int, name, p string, st *unix.Stat_t) error {
 	if e, ok := s.prev.reusable(p, st, filemode.Symlink); ok {
 		return s.record(p, e)
 	}
-	target, err := s.root.Readlink(p)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return err
+	buf := make([]byte, 4096)
+	n, err := unix.Readlinkat(dirFD, name, buf)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
 	}
-	h, err := s.store(p, []byte(target))
+	if err != nil {
+		return &fs.PathError{Op: "readlink", Path: p, Err: err}
+	}
+	h, err := s.store(p, buf[:n])
 	if err != nil {
 		return err
 	}
 	return s.record(p, statEntry(filemode.Symlink, h, st))
 }
 
-func (s *scanner) file(p string, fi fs.FileInfo, st *syscall.Stat_t) error {
+func (s *scanner) file(dirFD int, name, p string, st *unix.Stat_t) error {
 	mode := filemode.Regular
-	if fi.Mode()&0o111 != 0 {
+	if st.Mode&0o111 != 0 {
 		mode = filemode.Executable
 	}
 	if e, ok := s.prev.reusable(p, st, mode); ok {
@@ -213,19 +216,20 @@ func (s *scanner) file(p string, fi fs.FileInfo, st *syscall.Stat_t) error {
 	if st.Size > s.lim.MaxFileBytes {
 		return &TooLargeError{What: "file " + p, Bytes: st.Size, Limit: s.lim.MaxFileBytes}
 	}
-	f, err := s.root.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	fd, err := unix.Openat(dirFD, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
+		return nil // removed, or swapped for a link, since the stat
 	}
 	if err != nil {
-		return err
+		return &fs.PathError{Op: "open", Path: p, Err: err}
 	}
+	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
-	ofi, err := f.Stat()
-	if err != nil {
+	var ost unix.Stat_t
+	if err := unix.Fstat(fd, &ost); err != nil {
 		return err
 	}
-	if !ofi.Mode().IsRegular() { // swapped for something else since the lstat
+	if ost.Mode&unix.S_IFMT != unix.S_IFREG { // swapped for something else since the stat
 		return nil
 	}
 	data, err := io.ReadAll(io.LimitReader(f, s.lim.MaxFileBytes+1))
@@ -239,10 +243,11 @@ func (s *scanner) file(p string, fi fs.FileInfo, st *syscall.Stat_t) error {
 	if err != nil {
 		return err
 	}
-	return s.record(p, statEntry(mode, h, ofi.Sys().(*syscall.Stat_t)))
+	return s.record(p, statEntry(mode, h, &ost))
 }
 
 func (s *scanner) store(p string, data []byte) (plumbing.Hash, error) {
+	s.next.stored++
 	s.added += int64(len(data))
 	if s.added > s.lim.MaxStageBytes {
 		return plumbing.ZeroHash, &TooLargeError{What: "the stage's new content (at " + p + ")", Bytes: s.added, Limit: s.lim.MaxStageBytes}
@@ -250,7 +255,7 @@ func (s *scanner) store(p string, data []byte) (plumbing.Hash, error) {
 	return s.sink.putBlob(data)
 }
 
-func statEntry(mode filemode.FileMode, h plumbing.Hash, st *syscall.Stat_t) entry {
+func statEntry(mode filemode.FileMode, h plumbing.Hash, st *unix.Stat_t) entry {
 	return entry{Mode: mode, Hash: h, Size: st.Size, Mtime: timespecNs(st.Mtim), Ctime: timespecNs(st.Ctim), Ino: st.Ino}
 }
 

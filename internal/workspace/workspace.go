@@ -273,6 +273,15 @@ func (m *Manager) snapshotFolder(r *repo, src Source) (plumbing.Hash, error) {
 	if err := r.setRef(folderRef, h, last); err != nil {
 		return plumbing.ZeroHash, err
 	}
+	if ix.stored > 1000 {
+		// many loose objects: one pack reads faster when runs check them out
+		if _, err := r.git(context.Background(), nil, "repack", "-a", "-d", "-q"); err != nil {
+			m.log.Warn("repack the group's repository", "repo", r.gitDir, "err", err)
+		}
+		r.mu.Lock()
+		r.st.ObjectStorage.Reindex()
+		r.mu.Unlock()
+	}
 	return h, saveIndex(ixPath, ix)
 }
 
