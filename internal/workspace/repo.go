@@ -28,7 +28,7 @@ import (
 type repo struct {
 	gitDir string
 	st     *filesystem.Storage
-	mu     sync.Mutex // go-git's storage is not safe for concurrent writers
+	mu     sync.Mutex             // go-git's storage is not safe for concurrent writers
 	trees  map[plumbing.Hash]bool // trees known to be stored (mu held)
 }
 
