@@ -105,3 +105,24 @@ func BenchmarkCheck2KB(b *testing.B) {
 		}
 	}
 }
+
+// FuzzCheck: whatever an agent returns, checking it never panics, and it
+// is either an object (valid) or at least one problem.
+func FuzzCheck(f *testing.F) {
+	s, err := Compile(reviewSchema)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{`{"confidence": 0.5, "verdict": "ship"}`, `{"confidence": "x"}`, `[]`, `{"meta": {"score": 1.5}}`, `{`, `{"a":1} {"b":2}`, `1e999`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		obj, problems := s.Check(raw)
+		if (obj == nil) == (len(problems) == 0) {
+			t.Fatalf("Check(%q) = %v, %v: want an object or problems", raw, obj, problems)
+		}
+		if obj != nil {
+			Fields("n", obj)
+		}
+	})
+}
