@@ -170,7 +170,11 @@ func (b *builder) simpleRun(s *scope, i, end int) error {
 		eps, ends = eps[:0], append(ends[:0], 0)
 		j := i
 		for {
-			n, err := b.mentionTok(s, b.toks[j])
+			room := nodeAttrRoom
+			if j == i && b.toks[j+1].is("[") { // a node statement: its list says how many
+				room = listPairs(b.toks, j+1) + stylesheetAttrs
+			}
+			n, err := b.mentionTok(s, b.toks[j], room)
 			if err != nil {
 				return err
 			}
@@ -220,6 +224,22 @@ func (b *builder) simpleRun(s *scope, i, end int) error {
 // the stylesheet adds llm_model, llm_provider and reasoning_effort).
 const nodeAttrRoom = 8
 
+// stylesheetAttrs is how many attributes the stylesheet may add to a node
+// (llm_model, llm_provider, reasoning_effort).
+const stylesheetAttrs = 3
+
+// listPairs counts the key=value pairs of the plain attribute list opened
+// at toks[open].
+func listPairs(toks []token, open int) int {
+	n := 0
+	for j := open + 1; !toks[j].is("]"); j++ {
+		if toks[j].is("=") {
+			n++
+		}
+	}
+	return n
+}
+
 // mention finds or creates the node an ID names, giving a new node the node
 // defaults in scope, and records the subgraph it was mentioned in.
 func (b *builder) mention(s *scope, id ast.ID) (*pipeline.Node, error) {
@@ -227,11 +247,11 @@ func (b *builder) mention(s *scope, id ast.ID) (*pipeline.Node, error) {
 	if !ok {
 		return nil, b.errAt(b.toks[0].pos(), "", "", "node without a name")
 	}
-	return b.mentionTok(s, t)
+	return b.mentionTok(s, t, nodeAttrRoom)
 }
 
 // mentionTok is mention of the node token t names.
-func (b *builder) mentionTok(s *scope, t token) (*pipeline.Node, error) {
+func (b *builder) mentionTok(s *scope, t token, room int) (*pipeline.Node, error) {
 	if err := b.checkNodeID(t); err != nil {
 		return nil, err
 	}
@@ -243,7 +263,7 @@ func (b *builder) mentionTok(s *scope, t token) (*pipeline.Node, error) {
 		}
 		// Room for the node's own attributes and the stylesheet's three
 		// beside the defaults: a map that grows copies itself.
-		attrs := make(pipeline.Attrs, len(s.nodeDefaults)+nodeAttrRoom)
+		attrs := make(pipeline.Attrs, len(s.nodeDefaults)+room)
 		maps.Copy(attrs, s.nodeDefaults)
 		n = b.g.AddNodeWith(t.text, attrs)
 		n.Pos = t.pos()
@@ -481,13 +501,29 @@ func (b *builder) checkKey(key token) error {
 // outermost first).
 func (b *builder) deriveClasses() {
 	for _, n := range b.g.Nodes {
-		var classes []string
-		for c := range strings.SplitSeq(n.Attrs["class"], ",") {
+		own := n.Attrs["class"]
+		chains := 0
+		for _, inner := range b.member[n] {
+			for sg := inner; sg != nil; sg = sg.parent {
+				chains++
+			}
+		}
+		// Each slice made once, at its largest (a 10,000-node graph made
+		// tens of thousands of small slices growing here).
+		var classes, subs []string
+		if want := strings.Count(own, ",") + 1 + chains; own != "" || chains > 0 {
+			classes = make([]string, 0, want)
+		}
+		if chains > 0 {
+			subs = make([]string, 0, chains)
+		}
+		for rest := own; rest != ""; {
+			var c string
+			c, rest, _ = strings.Cut(rest, ",")
 			if c = strings.TrimSpace(c); c != "" && !slices.Contains(classes, c) {
 				classes = append(classes, c)
 			}
 		}
-		var subs []string
 		var stack [16]*subgraph // most nesting is shallow: no allocation for the chain
 		for _, inner := range b.member[n] {
 			for _, sg := range chain(stack[:0], inner) {
@@ -504,6 +540,12 @@ func (b *builder) deriveClasses() {
 					b.g.SubgraphLabels[sg.id] = l
 				}
 			}
+		}
+		if len(classes) == 0 {
+			classes = nil
+		}
+		if len(subs) == 0 {
+			subs = nil
 		}
 		n.Classes, n.Subgraphs = classes, subs
 	}
