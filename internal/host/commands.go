@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,9 +17,20 @@ import (
 	"nanohost/internal/store"
 )
 
-// handleCommand executes a /pipeline command through the runs service; a
+// chatCommands runs the /pipeline commands people type in a chat through
+// the runs service: a small type with only what the commands need.
+type chatCommands struct {
+	runs      *runs.Service
+	groups    *groupTable
+	workflows workflows
+	frontEnd  frontEnd
+	runURL    func(runID string) string // "" without a dashboard
+	log       *slog.Logger
+}
+
+// handle executes a /pipeline command through the runs service; a
 // refusal comes back as an error and is shown to the person who typed it.
-func (h *Host) handleCommand(ctx context.Context, ch channels.Channel, in channels.Inbound) {
+func (h chatCommands) handle(ctx context.Context, ch channels.Channel, in channels.Inbound) {
 	cmd := *in.Command
 	log := h.log.With("channel", ch.Name(), "chat", in.Chat, "user", in.User, "command", cmd.Kind)
 	reply := func(text string) {
@@ -71,7 +83,7 @@ func (h *Host) handleCommand(ctx context.Context, ch channels.Channel, in channe
 	}
 }
 
-func (h *Host) commandRun(ctx context.Context, ch channels.Channel, in channels.Inbound, g store.Group, cmd channels.Command, private func(string)) {
+func (h chatCommands) commandRun(ctx context.Context, ch channels.Channel, in channels.Inbound, g store.Group, cmd channels.Command, private func(string)) {
 	src, file := []byte(cmd.DOT), "pipeline.dot"
 	if cmd.Kind == channels.CmdRunNamed {
 		path, err := h.workflows.find(g.Folder, cmd.Name)
@@ -102,7 +114,7 @@ func (h *Host) commandRun(ctx context.Context, ch channels.Channel, in channels.
 
 // findRun is the run a person names (its id, short id or a unique prefix
 // of either) among the group's runs — every run, for the main group.
-func (h *Host) findRun(ctx context.Context, g store.Group, ref string) (runs.Run, error) {
+func (h chatCommands) findRun(ctx context.Context, g store.Group, ref string) (runs.Run, error) {
 	f := runs.Filter{Group: g.Folder}
 	if g.IsMain {
 		f.Group = ""
@@ -119,7 +131,7 @@ func (h *Host) findRun(ctx context.Context, g store.Group, ref string) (runs.Run
 
 // commandAnswer answers the question a run waits on with a choice's key or
 // name, or with text when the question takes text.
-func (h *Host) commandAnswer(ctx context.Context, ch channels.Channel, in channels.Inbound, g store.Group, cmd channels.Command, private func(string)) {
+func (h chatCommands) commandAnswer(ctx context.Context, ch channels.Channel, in channels.Inbound, g store.Group, cmd channels.Command, private func(string)) {
 	run, err := h.findRun(ctx, g, cmd.RunID)
 	if err != nil {
 		private(runlog.Refused(err.Error()))
@@ -175,14 +187,14 @@ func namesChoice(q engine.Question, text string) bool {
 }
 
 // listText lists the pipelines the group can run and its recent runs.
-func (h *Host) listText(ctx context.Context, g store.Group) string {
+func (h chatCommands) listText(ctx context.Context, g store.Group) string {
 	page, err := h.runs.List(ctx, runs.Filter{Group: g.Folder, Limit: 10})
 	return runlog.RunList(h.workflows.list(g.Folder), page.Runs, err)
 }
 
 // statusText is a run's state, where it is, and the question it waits on
 // with how to answer it; without a run, the list.
-func (h *Host) statusText(ctx context.Context, ch channels.Channel, g store.Group, ref string) string {
+func (h chatCommands) statusText(ctx context.Context, ch channels.Channel, g store.Group, ref string) string {
 	if ref == "" {
 		return h.listText(ctx, g)
 	}

@@ -102,6 +102,7 @@ type Host struct {
 	frontEnd  frontEnd
 	runs      *runs.Service
 	chats     *chatRouter
+	commands  chatCommands     // what /pipeline commands typed in chat do
 	leases    *lease.Keeper    // renewed from Run until the host stops
 	changes   *changes.Tracker // nil: pipelines.record_changes is off
 	tasks     *tasks
@@ -203,6 +204,8 @@ func New(opts Options) (*Host, error) {
 		return nil, err
 	}
 	h.runs = service
+	h.commands = chatCommands{runs: service, groups: h.groups, workflows: h.workflows, frontEnd: h.frontEnd,
+		runURL: h.runURL, log: h.log}
 	if err := h.newScheduler(opts); err != nil {
 		return nil, err
 	}
@@ -394,7 +397,7 @@ func (h *Host) handleInbound(ctx context.Context, ch channels.Channel, in channe
 		answerGate(ctx, h.runs, ch, in, h.log)
 	case channels.KindCommand:
 		if in.Command != nil {
-			h.handleCommand(ctx, ch, in)
+			h.commands.handle(ctx, ch, in)
 		}
 	case channels.KindMessage, channels.KindMention:
 		if answerInThread(ctx, h.runs, ch, in, h.log) || answerTyped(ctx, h.runs, h.describeRun, ch, in, h.log) {

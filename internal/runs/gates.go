@@ -24,7 +24,7 @@ import (
 const promptEditTimeout = 2 * time.Minute
 
 // answerToldWait bounds how long a run waits, once answered, for its
-// prompt to say who chose what: the thread then reads "✓ you chose [A]
+// prompt to say who chose what: the thread then reads "<done mark> you chose [A]
 // Approve" before the lines of what the answer led to. A chat slower than
 // this does not hold the run up longer; the edit goes on behind it.
 const answerToldWait = 2 * time.Second
