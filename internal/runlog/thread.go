@@ -48,10 +48,11 @@ func WaitingForHost(e engine.Event) string {
 	return problem
 }
 
-// waitingText is what a run's thread says when a stage cannot start until
-// someone fixes the host; the problem (with its fix) is the detail.
+// waitingText is what a run's thread says when the run cannot go on until
+// someone fixes the host (a stage cannot start, or the run's progress
+// cannot be recorded: a full disk); the problem (with its fix) is the detail.
 func waitingText(runID string) string {
-	return "⏸ Run waiting for the host — a stage could not start for a reason a person can fix (below); " +
+	return "⏸ Run waiting for the host — it stopped for a reason a person at the host can fix (below); " +
 		"the run goes on from that stage once it is fixed: /pipeline resume " + runs.ShortID(runID) + ", or when the host starts again"
 }
 
