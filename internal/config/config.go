@@ -186,6 +186,10 @@ type Pipelines struct {
 	// group's workspace (changes.json and changes.diff per stage; on by
 	// default).
 	RecordChanges bool `yaml:"record_changes"`
+	// Strict refuses to start a pipeline with lint warnings (a misspelt
+	// attribute, a condition key nothing sets), as `pipeline validate
+	// --strict` does — in every group; a group's own strict does it there.
+	Strict bool `yaml:"strict"`
 }
 
 // Workspaces configures each run's git branch and working tree
@@ -210,6 +214,9 @@ type Group struct {
 	Chat    string `yaml:"chat"`    // e.g. slack:C0123ABC or console:main
 	Trigger string `yaml:"trigger"` // "@mention" (default) or a word such as "nano"
 	Main    bool   `yaml:"main"`    // the main group may target any registered chat
+	// Strict refuses pipelines with lint warnings in this group (see
+	// Pipelines.Strict).
+	Strict bool `yaml:"strict,omitempty"`
 	// Mounts are extra host directories for the group's containers, each
 	// "HOST[:NAME][:ro|rw]" (read-only unless rw), seen at
 	// /workspace/extra/NAME. Every one must pass the mount allowlist.

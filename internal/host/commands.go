@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"nanohost/internal/channels"
+	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/runlog"
@@ -103,13 +104,28 @@ func (h chatCommands) commandRun(ctx context.Context, ch channels.Channel, in ch
 	}, in.Who())
 	var invalid *runs.InvalidError
 	switch {
+	case errors.As(err, &invalid) && invalid.Strict:
+		private(channels.FormatDiagnostics(file, diags) + "\n" + runlog.StrictRefusal())
 	case errors.As(err, &invalid):
 		private(channels.FormatDiagnostics(file, diags))
 	case err != nil:
 		private(runlog.Refused("Could not start the pipeline: " + err.Error()))
 	default:
 		h.log.Info("run started from chat", "run", run.ID, "user", in.User)
+		if warned(diags) {
+			private(runlog.StartedWithWarnings(run.ID) + "\n" + channels.FormatDiagnostics(file, diags))
+		}
 	}
+}
+
+// warned reports whether lint found anything to warn about.
+func warned(ds []pipeline.Diagnostic) bool {
+	for _, d := range ds {
+		if d.Severity == pipeline.SeverityWarning {
+			return true
+		}
+	}
+	return false
 }
 
 // findRun is the run a person names (its id, short id or a unique prefix

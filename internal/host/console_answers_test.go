@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 )
@@ -185,5 +186,31 @@ func TestThreadTellsTheChoiceBeforeWhereItLeads(t *testing.T) {
 			}
 		}
 		th.stop()
+	}
+}
+
+// promtDOT has a misspelt attribute: a warning, not an error.
+const promtDOT = `digraph Typo { start [shape=Mdiamond]; work [label="Work", promt="do it"]; done [shape=Msquare]; start -> work -> done }`
+
+// Issue 30, item 3: a pasted pipeline with lint warnings starts, and its
+// start is told with the warnings and their fixes; in a group with
+// pipelines.strict it is refused with them instead, and nothing runs.
+func TestPastedPipelineWarningsShowWithItsStart(t *testing.T) {
+	th := startTestHost(t, "", chatOrSucceed)
+	c := consoleSession{t, th}
+	c.typeLines("/pipeline " + promtDOT)
+	c.shows("started, but its pipeline has warnings", 1)
+	c.shows(`unknown node attribute "promt"`, 1)
+	c.shows("did you mean prompt?", 1)
+	c.shows("✓ Pipeline complete", 1)
+
+	strict := launch(t, hostSetup{answer: chatOrSucceed, configure: func(cfg *config.Config) { cfg.Pipelines.Strict = true }})
+	s := consoleSession{t, strict}
+	s.typeLines("/pipeline " + promtDOT)
+	s.shows("Not started: this group runs only pipelines without warnings (pipelines.strict)", 1)
+	s.shows(`unknown node attribute "promt"`, 1)
+	page, err := strict.Runs().List(context.Background(), runs.Filter{})
+	if err != nil || len(page.Runs) != 0 {
+		t.Errorf("the strict group ran %d runs (%v); want none", len(page.Runs), err)
 	}
 }

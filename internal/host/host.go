@@ -193,6 +193,7 @@ func New(opts Options) (*Host, error) {
 		RunsDir:          filepath.Join(cfg.DataDir, "runs"),
 		MaxConcurrent:    cfg.Pipelines.MaxConcurrentRuns,
 		DefaultVerbosity: defaultVerbosity(cfg),
+		Strict:           strictGroups(cfg),
 		Observe:          opts.Metrics.observeRun,
 		Wakeups:          wakes,
 		Keeper:           h.leases,
@@ -365,6 +366,22 @@ func (h *Host) pruneIPC(ctx context.Context) {
 		h.log.Warn("forget old IPC request ids", "err", err)
 	} else if n > 0 {
 		h.log.Debug("forgot old IPC request ids", "count", n)
+	}
+}
+
+// strictGroups says which groups refuse pipelines with warnings:
+// pipelines.strict makes every group strict, a group's strict that group.
+func strictGroups(cfg *config.Config) func(string) bool {
+	return func(group string) bool {
+		if cfg.Pipelines.Strict {
+			return true
+		}
+		for _, g := range cfg.Groups {
+			if g.Folder == group && g.Strict {
+				return true
+			}
+		}
+		return false
 	}
 }
 

@@ -207,3 +207,14 @@ func (r Resolution) Text() string {
 	}
 	return q + "⊘ " + r.Note
 }
+
+// StartedWithWarnings tells whoever started a run that its pipeline has
+// warnings (listed under it), as it starts.
+func StartedWithWarnings(runID string) string {
+	return "⚠ Run " + runs.ShortID(runID) + " started, but its pipeline has warnings — fix them, or a group with pipelines.strict refuses it:"
+}
+
+// StrictRefusal says a pipeline with warnings was not started.
+func StrictRefusal() string {
+	return Refused("Not started: this group runs only pipelines without warnings (pipelines.strict); fix the warnings above and run it again.")
+}

@@ -44,6 +44,10 @@ type Config struct {
 	// wait, queued. A run waiting at a gate holds no slot (slots.go).
 	// Their containers share the runtime's own limit.
 	MaxConcurrent int
+	// Strict, when set, says which groups refuse a pipeline with warnings
+	// as well as one with errors (pipelines.strict): an *InvalidError with
+	// Strict set.
+	Strict func(group string) bool
 	// DefaultVerbosity is used for runs started without one.
 	DefaultVerbosity Verbosity
 	// Observe, when set, sees every event of every run after it is stored
@@ -262,7 +266,12 @@ type StartRequest struct {
 
 // InvalidError is the refusal of a pipeline that does not validate: every
 // diagnostic, errors first among them.
-type InvalidError struct{ Diagnostics []pipeline.Diagnostic }
+type InvalidError struct {
+	Diagnostics []pipeline.Diagnostic
+	// Strict: the group refuses warnings too (pipelines.strict), and
+	// there are warnings.
+	Strict bool
+}
 
 func (e *InvalidError) Error() string {
 	n := 0
@@ -271,10 +280,22 @@ func (e *InvalidError) Error() string {
 			n++
 		}
 	}
+	if n == 0 && e.Strict {
+		return "the pipeline has warnings, and this group runs only pipelines without (pipelines.strict)"
+	}
 	if n == 1 {
 		return "the pipeline does not validate: 1 error"
 	}
 	return fmt.Sprintf("the pipeline does not validate: %d errors", n)
+}
+
+func hasWarnings(ds []pipeline.Diagnostic) bool {
+	for _, d := range ds {
+		if d.Severity == pipeline.SeverityWarning {
+			return true
+		}
+	}
+	return false
 }
 
 // Start validates the pipeline, records the run and launches it. A
@@ -305,6 +326,9 @@ func (s *Service) Start(ctx context.Context, req StartRequest, who Principal) (R
 			return Run{}, diags, fmt.Errorf("load the pipeline: %w", err)
 		}
 		return Run{}, diags, &InvalidError{Diagnostics: diags}
+	}
+	if s.cfg.Strict != nil && s.cfg.Strict(req.Group) && hasWarnings(diags) {
+		return Run{}, diags, &InvalidError{Diagnostics: diags, Strict: true}
 	}
 	if err := req.Inputs.Check(); err != nil {
 		return Run{}, diags, err

@@ -208,6 +208,14 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	req.By = userOf(r)
 	id, diags, err := s.opts.Runs.Start(r.Context(), req)
 	if err != nil {
+		var invalid *runs.InvalidError
+		if errors.As(err, &invalid) && invalid.Strict {
+			writeJSON(w, http.StatusUnprocessableEntity, apiError{
+				Error: invalid.Error(), Fix: "fix the diagnostics with severity warning (line/column point into the DOT) and submit again",
+				Diagnostics: diags,
+			})
+			return
+		}
 		if pipeline.HasErrors(diags) {
 			writeJSON(w, http.StatusUnprocessableEntity, apiError{
 				Error:       "the pipeline does not validate: " + firstError(diags),

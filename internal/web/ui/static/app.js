@@ -290,8 +290,8 @@
         return;
       }
       var errors = diags.filter(function (d) { return d.severity === 'error'; }).length;
-      var box = showResult('error', 'The pipeline does not validate: ' + errors + ' error' + (errors === 1 ? '' : 's') +
-        ' to fix (click a line number to see it).');
+      var box = showResult('error', errors ? 'The pipeline does not validate: ' + errors + ' error' + (errors === 1 ? '' : 's') +
+        ' to fix (click a line number to see it).' : 'Not started: ' + r.data.error + ' (click a line number to see it).');
       box.appendChild(diagnostics(diags));
       var first = diags.filter(function (d) { return d.severity === 'error' && d.line; })[0];
       if (first) selectLine(first.line);
