@@ -22,6 +22,7 @@ import (
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
 	"nanohost/internal/termstyle"
+	gitws "nanohost/internal/workspace"
 )
 
 // Exit statuses of `nanohost runs …`.
@@ -449,7 +450,11 @@ func showRun(ctx context.Context, w io.Writer, st *store.Store, id string) error
 		if path == nil {
 			path = []pathStep{}
 		}
-		return encodeJSON(w, map[string]any{"run": run, "path": path, "gates": gates, "events": len(events)})
+		out := map[string]any{"run": run, "path": path, "gates": gates, "events": len(events)}
+		if ws, ok := runWorkspace(run); ok {
+			out["workspace"] = ws
+		}
+		return encodeJSON(w, out)
 	}
 	writeRunDetails(w, run, events)
 	writePath(w, path)
@@ -493,6 +498,10 @@ func writeRunDetails(w io.Writer, r runs.Run, events []engine.Event) {
 	line("Verbosity", "%s", r.Verbosity)
 	if r.LogsRoot != "" {
 		line("Logs", "%s", r.LogsRoot)
+	}
+	if ws, ok := runWorkspace(r); ok {
+		line("Branch", "%s — %d commit(s), %s since %.12s", ws.Branch, ws.Commits, runlog.ChangeCounts(ws.ChangeCounts), ws.Base)
+		line("", "git --git-dir=%s log -p %s", ws.Repository, ws.Branch)
 	}
 	line("Events", "%d (delivered to chat up to seq %d)", len(events), r.LastDeliveredSeq)
 	tw.Flush()
@@ -611,4 +620,18 @@ func eventSummary(e engine.Event) string {
 		return line
 	}
 	return strings.TrimSpace(strings.Join([]string{string(e.Status), e.Message}, " "))
+}
+
+// runWorkspace is the run's branch, when it ran on one and committed.
+func runWorkspace(r runs.Run) (gitws.Summary, bool) {
+	if r.LogsRoot == "" {
+		return gitws.Summary{}, false
+	}
+	root, err := os.OpenRoot(r.LogsRoot)
+	if err != nil {
+		return gitws.Summary{}, false
+	}
+	defer root.Close()
+	s, err := gitws.ReadSummary(root.FS())
+	return s, err == nil
 }

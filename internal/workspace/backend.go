@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"nanohost/internal/changes"
 	"nanohost/internal/pipeline/agenttext"
 	"nanohost/internal/pipeline/engine"
@@ -25,6 +27,7 @@ type Backend struct {
 	forBranch func(branch, dir string) engine.Backend
 	mu        sync.Mutex
 	nexts     map[string]engine.Backend
+	runDir    string // the run's directory, from its requests
 }
 
 // Wrap returns next committing each stage to the run's branch.
@@ -140,11 +143,7 @@ func (b *Backend) record(ctx context.Context, req engine.Request, ws *Run, c Com
 	if c.Hash.IsZero() || ws != b.run {
 		return summary(list) // a branch's work reaches the run's record when it is merged
 	}
-	if runList, runDiff, err := b.run.Diff(ctx, b.run.Base, c.Hash); err == nil {
-		if err := writeRecord(filepath.Join(req.RunDir, changes.RunDir), runList, runDiff); err != nil {
-			b.run.m.log.Warn("the run's change record was not written", "run", req.RunID, "err", err)
-		}
-	}
+	b.recordRun(ctx, req.RunDir, c.Hash)
 	return summary(list)
 }
 
@@ -153,4 +152,28 @@ func (run *Run) abandon() {
 	run.mu.Lock()
 	run.inflight--
 	run.mu.Unlock()
+}
+
+// recordRun writes the run's change record (its base to head) and its
+// summary in its directory, after a commit on the run's branch.
+func (b *Backend) recordRun(ctx context.Context, runDir string, head plumbing.Hash) {
+	b.mu.Lock()
+	if runDir == "" {
+		runDir = b.runDir
+	}
+	b.runDir = runDir
+	b.mu.Unlock()
+	if runDir == "" {
+		return
+	}
+	runList, runDiff, err := b.run.Diff(ctx, b.run.Base, head)
+	if err == nil {
+		err = writeRecord(filepath.Join(runDir, changes.RunDir), runList, runDiff)
+	}
+	if err == nil {
+		err = b.run.writeSummary(runDir, runList)
+	}
+	if err != nil {
+		b.run.m.log.Warn("the run's change record was not written", "run", b.run.ID, "err", err)
+	}
 }

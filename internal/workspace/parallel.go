@@ -218,6 +218,9 @@ func (b *Backend) MergeBranches(ctx context.Context, into string, branches []str
 	if err := dst.materialize(cur); err != nil {
 		return nil, err
 	}
+	if dst == b.run {
+		b.recordRun(context.WithoutCancel(ctx), "", cur)
+	}
 	return conflicts, nil
 }
 

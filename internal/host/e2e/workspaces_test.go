@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -199,13 +200,17 @@ func TestStageCommitsAreTheRunsHistory(t *testing.T) {
 				t.Errorf("commit of %s lacks %q:\n%s", node, trailer, body)
 			}
 		}
-		// runs show --changes NODE prints the stage's record: git show of its commit
-		set, err := changes.ReadSet(os.DirFS(run.LogsRoot), node, true)
+		// runs show --changes NODE prints git show of the stage's commit
+		out, err := exec.Command(nanohostBinary(t), "runs", "show", id, "--changes", node, "--json", "--db", string(e.cfg.StoreURL())).Output()
 		if err != nil {
+			t.Fatalf("runs show --changes %s: %v", node, err)
+		}
+		var view struct{ Diff string }
+		if err := json.Unmarshal(out, &view); err != nil {
 			t.Fatal(err)
 		}
-		if show := git(t, repo, "show", "--format=", hash); string(set.Diff) != show {
-			t.Errorf("%s's change record differs from git show:\n%s\nvs\n%s", node, set.Diff, show)
+		if show := git(t, repo, "show", "--format=", hash); view.Diff != show {
+			t.Errorf("runs show --changes %s differs from git show:\n%s\nvs\n%s", node, view.Diff, show)
 		}
 	}
 	if n := countEvents(t, e.store, id, "StageRetrying", "think"); n != 1 {
@@ -213,6 +218,10 @@ func TestStageCommitsAreTheRunsHistory(t *testing.T) {
 	}
 	if set, err := changes.ReadSet(os.DirFS(run.LogsRoot), "idle", false); err != nil || len(set.Changes) != 0 {
 		t.Errorf("idle's record: %v %v; want an empty one", set.Changes, err)
+	}
+	out, err := exec.Command(nanohostBinary(t), "runs", "show", id, "--db", string(e.cfg.StoreURL())).Output()
+	if want := "Branch     " + branch + " — 2 commit(s), 1 file (+2 −0) since "; err != nil || !strings.Contains(string(out), want) {
+		t.Errorf("runs show does not give the branch (%q): %v\n%s", want, err, out)
 	}
 }
 
