@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
+
+	"nanohost/internal/testkit"
 )
 
 // Image is the test agent image: FROM scratch, static nanoagent and busybox.
@@ -78,10 +80,7 @@ func banner(why string) string {
 func unavailable(tb testing.TB, why string) {
 	tb.Helper()
 	msg := banner(why)
-	if os.Getenv("NANOHOST_REQUIRE_DOCKER") == "1" {
-		tb.Fatal(msg)
-	}
-	tb.Skip(msg)
+	testkit.Missing(tb, "NANOHOST_REQUIRE_DOCKER", msg)
 }
 
 // BuildImage runs scripts/test-image.sh (a no-op when the image is current).

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
+
+	"nanohost/internal/testkit"
 )
 
 // The real one-node cluster of scripts/kube-test-cluster.sh. Tests find its
@@ -58,10 +60,7 @@ func RequireKubernetes(tb testing.TB) string {
 		msg := fmt.Sprintf("\n%s\n  KUBERNETES TESTS NOT RUN: %s.\n"+
 			"  Start the test cluster with scripts/kube-test-cluster.sh up; NANOHOST_REQUIRE_KUBERNETES=1 makes this a failure.\n%s",
 			strings.Repeat("*", 78), kubeSkip, strings.Repeat("*", 78))
-		if os.Getenv("NANOHOST_REQUIRE_KUBERNETES") == "1" {
-			tb.Fatal(msg)
-		}
-		tb.Skip(msg)
+		testkit.Missing(tb, "NANOHOST_REQUIRE_KUBERNETES", msg)
 	}
 	if kubeErr != nil {
 		tb.Fatalf("test cluster: %v", kubeErr)

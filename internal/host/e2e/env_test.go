@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -27,6 +28,7 @@ import (
 	"nanohost/internal/host"
 	"nanohost/internal/store"
 	"nanohost/internal/store/storetest"
+	"nanohost/internal/testkit"
 )
 
 // testImage honours NANOHOST_TEST_IMAGE, as every Docker test does.
@@ -53,10 +55,7 @@ func requireDocker(t *testing.T) *container.Docker {
 		cancel()
 	}
 	if err != nil {
-		if os.Getenv("NANOHOST_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("Docker is required (NANOHOST_REQUIRE_DOCKER=1) but does not answer: %v", err)
-		}
-		t.Skipf("SKIPPING end-to-end test: Docker does not answer (%v); set NANOHOST_REQUIRE_DOCKER=1 to make this a failure", err)
+		testkit.Missing(t, "NANOHOST_REQUIRE_DOCKER", fmt.Sprintf("SKIPPING end-to-end test: Docker does not answer (%v); set NANOHOST_REQUIRE_DOCKER=1 to make this a failure", err))
 	}
 	imageOnce.Do(func() {
 		cmd := exec.Command(filepath.Join(repoRoot(t), "scripts", "test-image.sh"), testImage)

@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"nanohost/internal/testkit"
 )
 
 // Dir returns the corpus directory, located from the module root (not the
@@ -28,11 +30,8 @@ func dirOrStop(tb testing.TB, find func() (string, error)) string {
 	if err == nil {
 		return dir
 	}
-	if v := os.Getenv("NANOHOST_REQUIRE_CORPUS"); v != "" && v != "0" {
-		tb.Fatalf("the Attractor corpus is required (NANOHOST_REQUIRE_CORPUS=%s) but missing: %v", v, err)
-	} else {
-		tb.Skipf("SKIPPING corpus test: %v; set NANOHOST_REQUIRE_CORPUS=1 to make this a failure", err)
-	}
+	testkit.Missing(tb, "NANOHOST_REQUIRE_CORPUS",
+		fmt.Sprintf("SKIPPING corpus test: the Attractor corpus is missing: %v; set NANOHOST_REQUIRE_CORPUS=1 to make this a failure", err))
 	return ""
 }
 

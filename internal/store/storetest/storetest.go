@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"nanohost/internal/testkit"
 )
 
 // URL is the store a test opens with store.Open for the data in dir: the
@@ -100,8 +102,8 @@ func PostgresURL(t testing.TB) string {
 	t.Helper()
 	srv, err := server()
 	if err != nil {
-		if errors.Is(err, errNotInstalled) && os.Getenv("NANOHOST_REQUIRE_POSTGRES") != "1" {
-			t.Skipf("SKIPPING: %v; install Debian's postgresql package (scripts/test.sh does) or set NANOHOST_REQUIRE_POSTGRES=1 to make this a failure", err)
+		if errors.Is(err, errNotInstalled) {
+			testkit.Missing(t, "NANOHOST_REQUIRE_POSTGRES", fmt.Sprintf("SKIPPING: %v; install Debian's postgresql package (scripts/test.sh does) or set NANOHOST_REQUIRE_POSTGRES=1 to make this a failure", err))
 		}
 		t.Fatalf("PostgreSQL for tests: %v", err)
 	}
