@@ -24,6 +24,7 @@ const (
 	CmdCancel   CommandKind = "cancel"
 	CmdResume   CommandKind = "resume"
 	CmdValidate CommandKind = "validate"
+	CmdSchedule CommandKind = "schedule" // /schedule …: Schedule says what
 )
 
 // Command is a parsed /pipeline command. The host executes it.
@@ -48,6 +49,8 @@ type Command struct {
 	Answer string
 	// Verbosity is the --verbosity flag, "" when not given.
 	Verbosity runs.Verbosity
+	// Schedule is a /schedule command (CmdSchedule).
+	Schedule *ScheduleCommand
 }
 
 // StartsRun reports whether the command starts or restarts a run.
@@ -57,7 +60,24 @@ func (c Command) StartsRun() bool {
 
 // Changes reports whether the command changes a run (and so needs the
 // permission to start runs): start, resume or cancel.
-func (c Command) Changes() bool { return c.StartsRun() || c.Kind == CmdCancel }
+func (c Command) Changes() bool {
+	if c.Kind == CmdSchedule {
+		return c.Schedule != nil && c.Schedule.Action != "list" && c.Schedule.Action != "help"
+	}
+	return c.StartsRun() || c.Kind == CmdCancel
+}
+
+// ParseAny parses a /pipeline or a /schedule command.
+func ParseAny(text string) (Command, error) {
+	if t := strings.TrimSpace(text); strings.HasPrefix(t, "/schedule") && (len(t) == len("/schedule") || unicode.IsSpace(rune(t[len("/schedule")]))) {
+		sc, err := ParseSchedule(t)
+		if err != nil {
+			return Command{}, err
+		}
+		return Command{Kind: CmdSchedule, Schedule: &sc}, nil
+	}
+	return ParseCommand(text)
+}
 
 // HelpText is the /pipeline usage, shown by `/pipeline help` and after a
 // command that does not parse.

@@ -50,6 +50,8 @@ func (h chatCommands) handle(ctx context.Context, ch channels.Channel, in channe
 		private(channels.HelpText)
 	case channels.CmdRunDOT, channels.CmdRunNamed:
 		h.commandRun(ctx, ch, in, g, cmd, private)
+	case channels.CmdSchedule:
+		h.commandSchedule(ctx, in, g, *cmd.Schedule, reply, private)
 	case channels.CmdValidate:
 		opts, err := h.frontEnd.options(g.Folder, "")
 		if err != nil {

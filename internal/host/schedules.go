@@ -408,3 +408,76 @@ func (ts *tasks) fromConfig(c config.Schedule) (schedule.Task, error) {
 		Type: typ, Value: value, CreatedBy: "config", Origin: "config",
 	}, nil
 }
+
+// commandSchedule executes a /schedule command in chat: tasks of this
+// chat's group, made and changed by whoever may start runs here.
+func (h *Host) commandSchedule(ctx context.Context, in channels.Inbound, g store.Group, sc channels.ScheduleCommand, reply, private func(string)) {
+	ts := h.tasks
+	now := ts.now()
+	if sc.Action == "list" {
+		list, err := ts.list(ctx, g)
+		if err != nil {
+			private(runlog.Refused(err.Error()))
+			return
+		}
+		reply(h.taskListText(list, now))
+		return
+	}
+	if err := h.runs.MayControl(ctx, in.Who(), in.Chat); err != nil {
+		private("✋ " + strings.TrimPrefix(err.Error(), runs.ErrNotAllowed.Error()+": "))
+		return
+	}
+	var t schedule.Task
+	var err error
+	switch sc.Action {
+	case "create":
+		typ, value, perr := schedule.ParseWhen(sc.When)
+		if perr != nil {
+			private(runlog.Refused(perr.Error()))
+			return
+		}
+		t, err = ts.create(ctx, schedule.Task{
+			Group: g.Folder, Chat: in.Chat, Prompt: sc.Prompt, Pipeline: sc.Pipeline, Inputs: sc.Inputs,
+			ContextMode: schedule.Group, Type: typ, Value: value, CreatedBy: in.User, Origin: "chat",
+		})
+		if err == nil {
+			reply(runlog.TaskScheduled(t.ID, runlog.TaskWhat(t.Prompt, t.Pipeline, t.Inputs), runlog.When(t.NextRun, now, ts.loc)))
+		}
+	case "pause":
+		if t, err = ts.pause(ctx, g, sc.TaskID); err == nil {
+			reply(runlog.TaskPaused(t.ID))
+		}
+	case "resume":
+		if t, err = ts.resume(ctx, g, sc.TaskID); err == nil {
+			reply(runlog.TaskResumed(t.ID, runlog.When(t.NextRun, now, ts.loc)))
+		}
+	case "cancel":
+		if t, err = ts.cancel(ctx, g, sc.TaskID); err == nil {
+			reply(runlog.TaskCancelled(t.ID))
+		}
+	}
+	if err != nil {
+		h.log.Info("schedule command refused", "user", in.User, "chat", in.Chat, "action", sc.Action, "reason", err)
+		private(runlog.Refused(err.Error()))
+	}
+}
+
+// taskListText is /schedule list's answer.
+func (h *Host) taskListText(list []schedule.Task, now time.Time) string {
+	if len(list) == 0 {
+		return runlog.NoTasks
+	}
+	lines := []string{"Scheduled tasks:"}
+	for _, t := range list {
+		next := ""
+		if t.Status == schedule.Active {
+			next = runlog.When(t.NextRun, now, h.tasks.loc)
+		}
+		state := string(t.Status)
+		if t.Reason != "" {
+			state = t.Reason
+		}
+		lines = append(lines, runlog.TaskLine(t.ID, runlog.TaskWhat(t.Prompt, t.Pipeline, t.Inputs), string(t.Type)+" "+t.Value, state, next))
+	}
+	return strings.Join(lines, "\n")
+}

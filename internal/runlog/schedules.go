@@ -85,3 +85,11 @@ func When(t, now time.Time, loc *time.Location) string {
 	}
 	return t.Format(layout) + " " + loc.String()
 }
+
+// TaskPaused, TaskResumed and TaskCancelled answer /schedule pause,
+// resume and cancel.
+func TaskPaused(id string) string { return fmt.Sprintf("Paused %s. (/schedule resume %s)", id, id) }
+
+func TaskResumed(id, next string) string { return fmt.Sprintf("Resumed %s — next: %s.", id, next) }
+
+func TaskCancelled(id string) string { return fmt.Sprintf("Cancelled %s.", id) }

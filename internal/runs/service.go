@@ -552,6 +552,13 @@ func (s *Service) refuseWhenStopping() error {
 	return nil
 }
 
+// MayControl decides whether who may start runs in chat — what scheduling
+// work there needs too (the endpoint's policy; a refusal wraps
+// ErrNotAllowed).
+func (s *Service) MayControl(ctx context.Context, who Principal, chat string) error {
+	return s.mayControl(ctx, who, chat)
+}
+
 func (s *Service) mayControl(ctx context.Context, who Principal, chat string) error {
 	p, err := s.cfg.Policies.of(who)
 	if err != nil {

@@ -152,14 +152,18 @@ func (c *Console) interpret(line string) (channels.Inbound, bool) {
 		return channels.Inbound{}, false
 	}
 	base := channels.Inbound{Channel: c.Name(), Chat: Chat, User: User, Text: text}
-	if strings.HasPrefix(text, "/pipeline") {
-		cmd, err := channels.ParseCommand(text)
+	if strings.HasPrefix(text, "/pipeline") || strings.HasPrefix(text, "/schedule") {
+		cmd, err := channels.ParseAny(text)
+		help := channels.HelpText
+		if strings.HasPrefix(text, "/schedule") {
+			help = channels.ScheduleHelp
+		}
 		switch {
 		case err != nil:
-			c.printf("%s\n%s\n", runlog.Refused(err.Error()), channels.HelpText)
+			c.printf("%s\n%s\n", runlog.Refused(err.Error()), help)
 			return channels.Inbound{}, false
-		case cmd.Kind == channels.CmdHelp:
-			c.printf("%s\n", channels.HelpText)
+		case cmd.Kind == channels.CmdHelp, cmd.Schedule != nil && cmd.Schedule.Action == "help":
+			c.printf("%s\n", help)
 			return channels.Inbound{}, false
 		}
 		base.Kind, base.Command = channels.KindCommand, &cmd

@@ -24,8 +24,8 @@ func TestManifestGivesTheChannelWhatItUses(t *testing.T) {
 	if !app.SocketMode || !app.Interactivity {
 		t.Error("the manifest must turn on Socket Mode (no public URL) and interactivity (gate buttons)")
 	}
-	if !slices.Equal(app.SlashCommands, []string{"/pipeline"}) {
-		t.Errorf("slash commands %v, want /pipeline", app.SlashCommands)
+	if !slices.Equal(app.SlashCommands, []string{"/pipeline", "/schedule"}) {
+		t.Errorf("slash commands %v, want /pipeline and /schedule", app.SlashCommands)
 	}
 	for scope, why := range map[string]string{
 		"chat:write":        "chat.postMessage, chat.update, chat.postEphemeral",

@@ -321,12 +321,16 @@ func (c *Channel) slashReply(cmd slackgo.SlashCommand) (reply string, parsed cha
 	if !c.auth.chatAllowed(cmd.ChannelID) {
 		return fmt.Sprintf("nanohost is not enabled in this channel. An admin can add its id (%s) to slack.policy.channels.", cmd.ChannelID), parsed, true
 	}
-	parsed, err := channels.ParseCommand(cmd.Text)
+	text, help := cmd.Text, channels.HelpText
+	if cmd.Command == "/schedule" {
+		text, help = "/schedule "+cmd.Text, channels.ScheduleHelp
+	}
+	parsed, err := channels.ParseAny(text)
 	switch {
 	case err != nil:
-		return runlog.Refused(fmt.Sprintf("%v\n\n%s", err, channels.HelpText)), parsed, true
-	case parsed.Kind == channels.CmdHelp:
-		return channels.HelpText, parsed, true
+		return runlog.Refused(fmt.Sprintf("%v\n\n%s", err, help)), parsed, true
+	case parsed.Kind == channels.CmdHelp, parsed.Schedule != nil && parsed.Schedule.Action == "help":
+		return help, parsed, true
 	}
 	return "", parsed, false
 }

@@ -13,7 +13,7 @@ import (
 func (c *Channel) neededScopes() map[string]string {
 	need := map[string]string{
 		"chat:write":        "posting run threads, status cards, gate prompts and replies",
-		"commands":          "/pipeline",
+		"commands":          "/pipeline and /schedule",
 		"app_mentions:read": "@nanohost mentions",
 		"users:read":        "showing who answered a gate",
 	}

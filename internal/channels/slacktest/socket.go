@@ -674,6 +674,12 @@ func (s *Server) Mention(channel, user, text string) (ts string, err error) {
 // returns the envelope id. If no connection takes it, Slack tells the user
 // dispatch_failed (see Undelivered).
 func (s *Server) SlashCommand(channel, user, text string) string {
+	return s.SlashCommandNamed("/pipeline", channel, user, text)
+}
+
+// SlashCommandNamed runs slash command (/schedule, say) as user in
+// channel, and returns the envelope id.
+func (s *Server) SlashCommandNamed(command, channel, user, text string) string {
 	s.mu.Lock()
 	name := s.chans[channel].name
 	if s.chans[channel].kind == "im" {
@@ -684,7 +690,7 @@ func (s *Server) SlashCommand(channel, user, text string) string {
 	s.mu.Unlock()
 	payload, _ := json.Marshal(map[string]any{
 		"token": "verification-token", "team_id": s.TeamID, "team_domain": "fake", "channel_id": channel,
-		"channel_name": name, "user_id": user, "user_name": user, "command": "/pipeline", "text": text,
+		"channel_name": name, "user_id": user, "user_name": user, "command": command, "text": text,
 		"api_app_id": s.AppID, "is_enterprise_install": "false",
 		"response_url": s.URL + "/response/" + trigger, "trigger_id": trigger,
 	})
