@@ -122,7 +122,9 @@ type refusal struct {
 	retry  time.Duration
 }
 
-func refuse(status int, msg, fix string) *refusal { return &refusal{status: status, Error: msg, Fix: fix} }
+func refuse(status int, msg, fix string) *refusal {
+	return &refusal{status: status, Error: msg, Fix: fix}
+}
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -211,7 +213,9 @@ func (h *Handler) serve(r *http.Request) (answer, *refusal) {
 // BusyError is a delivery another replica is starting right now.
 type BusyError struct{ Holder string }
 
-func (e *BusyError) Error() string { return "another replica (" + e.Holder + ") is starting this delivery" }
+func (e *BusyError) Error() string {
+	return "another replica (" + e.Holder + ") is starting this delivery"
+}
 
 // verify checks the signature and returns the delivery id.
 func (h *Handler) verify(hk *hook, r *http.Request, body []byte) (string, *refusal) {

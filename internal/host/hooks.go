@@ -169,4 +169,3 @@ func (h *Host) hooksHandler() http.Handler {
 	starter := hookStarter{hooks: byName, tasks: h.tasks, store: h.store, leases: h.leases, log: h.log.With("component", "hooks")}
 	return hooks.NewHandler(list, starter, h.tasks.now, h.log.With("component", "hooks"))
 }
-
