@@ -25,6 +25,7 @@ type chatCommands struct {
 	groups    *groupTable
 	workflows workflows
 	frontEnd  frontEnd
+	tasks     *tasks                    // /schedule
 	runURL    func(runID string) string // "" without a dashboard
 	log       *slog.Logger
 }
@@ -51,7 +52,7 @@ func (h chatCommands) handle(ctx context.Context, ch channels.Channel, in channe
 	case channels.CmdRunDOT, channels.CmdRunNamed:
 		h.commandRun(ctx, ch, in, g, cmd, private)
 	case channels.CmdSchedule:
-		h.commandSchedule(ctx, in, g, *cmd.Schedule, reply, private)
+		h.tasks.command(ctx, in, g, *cmd.Schedule, reply, private)
 	case channels.CmdValidate:
 		opts, err := h.frontEnd.options(g.Folder, "")
 		if err != nil {

@@ -205,11 +205,11 @@ func New(opts Options) (*Host, error) {
 		return nil, err
 	}
 	h.runs = service
-	h.commands = chatCommands{runs: service, groups: h.groups, workflows: h.workflows, frontEnd: h.frontEnd,
-		runURL: h.runURL, log: h.log}
 	if err := h.newScheduler(opts); err != nil {
 		return nil, err
 	}
+	h.commands = chatCommands{runs: service, groups: h.groups, workflows: h.workflows, frontEnd: h.frontEnd,
+		tasks: h.tasks, runURL: h.runURL, log: h.log}
 	opts.Metrics.watchRuns(service)
 	if err := opts.Metrics.watchStore(opts.Store); err != nil {
 		return nil, err

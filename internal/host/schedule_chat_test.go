@@ -56,17 +56,15 @@ func TestScheduleCommandsInChat(t *testing.T) {
 		if task := th.task(t, pid); task.Inputs["repo"] != "acme/shop" || !task.NextRun.Equal(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)) {
 			t.Errorf("the pipeline task: %+v", task)
 		}
-		out = say("/schedule list", "Scheduled tasks:")
-		if !strings.Contains(out, id) || !strings.Contains(out, pid) {
+		out = say("/schedule list", "pipeline deploy ref=main repo=acme/shop — at 2026-12-01 09:00 — next: Tue 1 Dec 09:00 Europe/Berlin")
+		if !strings.Contains(out, "Scheduled tasks:") || !strings.Contains(out, id) || !strings.Contains(out, pid) {
 			t.Errorf("list: %q", out)
 		}
 		say("/schedule pause "+id, "Paused "+id)
 		if th.task(t, id).Status != schedule.Paused {
 			t.Errorf("not paused")
 		}
-		if out := say("/schedule list", "Scheduled tasks:"); !strings.Contains(out, "(paused)") {
-			t.Errorf("list after pause: %q", out)
-		}
+		say("/schedule list", `"check the build" — every 30m (paused)`)
 		say("/schedule resume "+id, "Resumed "+id)
 		say("/schedule cancel "+id, "Cancelled "+id)
 		if _, err := th.store.GetTask(context.Background(), id); err == nil {

@@ -411,8 +411,7 @@ func (ts *tasks) fromConfig(c config.Schedule) (schedule.Task, error) {
 
 // commandSchedule executes a /schedule command in chat: tasks of this
 // chat's group, made and changed by whoever may start runs here.
-func (h *Host) commandSchedule(ctx context.Context, in channels.Inbound, g store.Group, sc channels.ScheduleCommand, reply, private func(string)) {
-	ts := h.tasks
+func (ts *tasks) command(ctx context.Context, in channels.Inbound, g store.Group, sc channels.ScheduleCommand, reply, private func(string)) {
 	now := ts.now()
 	if sc.Action == "list" {
 		list, err := ts.list(ctx, g)
@@ -420,10 +419,10 @@ func (h *Host) commandSchedule(ctx context.Context, in channels.Inbound, g store
 			private(runlog.Refused(err.Error()))
 			return
 		}
-		reply(h.taskListText(list, now))
+		reply(ts.listText(list, now))
 		return
 	}
-	if err := h.runs.MayControl(ctx, in.Who(), in.Chat); err != nil {
+	if err := ts.runs.MayControl(ctx, in.Who(), in.Chat); err != nil {
 		private("✋ " + strings.TrimPrefix(err.Error(), runs.ErrNotAllowed.Error()+": "))
 		return
 	}
@@ -457,13 +456,13 @@ func (h *Host) commandSchedule(ctx context.Context, in channels.Inbound, g store
 		}
 	}
 	if err != nil {
-		h.log.Info("schedule command refused", "user", in.User, "chat", in.Chat, "action", sc.Action, "reason", err)
+		ts.log.Info("schedule command refused", "user", in.User, "chat", in.Chat, "action", sc.Action, "reason", err)
 		private(runlog.Refused(err.Error()))
 	}
 }
 
-// taskListText is /schedule list's answer.
-func (h *Host) taskListText(list []schedule.Task, now time.Time) string {
+// listText is /schedule list's answer.
+func (ts *tasks) listText(list []schedule.Task, now time.Time) string {
 	if len(list) == 0 {
 		return runlog.NoTasks
 	}
@@ -471,13 +470,27 @@ func (h *Host) taskListText(list []schedule.Task, now time.Time) string {
 	for _, t := range list {
 		next := ""
 		if t.Status == schedule.Active {
-			next = runlog.When(t.NextRun, now, h.tasks.loc)
+			next = runlog.When(t.NextRun, now, ts.loc)
 		}
 		state := string(t.Status)
 		if t.Reason != "" {
 			state = t.Reason
 		}
-		lines = append(lines, runlog.TaskLine(t.ID, runlog.TaskWhat(t.Prompt, t.Pipeline, t.Inputs), string(t.Type)+" "+t.Value, state, next))
+		lines = append(lines, runlog.TaskLine(t.ID, runlog.TaskWhat(t.Prompt, t.Pipeline, t.Inputs), whenText(t), state, next))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// whenText is a task's schedule as people write it in chat.
+func whenText(t schedule.Task) string {
+	switch t.Type {
+	case schedule.Interval:
+		if ms, err := strconv.ParseInt(t.Value, 10, 64); err == nil {
+			return "every " + (time.Duration(ms) * time.Millisecond).String()
+		}
+		return "every " + t.Value
+	case schedule.Once:
+		return "at " + t.Value
+	}
+	return t.Value
 }
