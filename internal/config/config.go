@@ -205,6 +205,9 @@ type Workspaces struct {
 	// stage may add (0: 100 MiB and 1 GiB).
 	MaxFileBytes  int64 `yaml:"max_file_bytes"`
 	MaxStageBytes int64 `yaml:"max_stage_bytes"`
+	// Retention is how long a finished run's working tree is kept (its
+	// branch stays until `nanohost runs prune`); default 24h.
+	Retention time.Duration `yaml:"retention"`
 }
 
 // Group is a registered chat with its own folder, agent and memory.
@@ -292,7 +295,7 @@ func Defaults() *Config {
 		Console:      Console{Enabled: "auto"},
 		IPC:          IPC{Rescan: 2 * time.Second, PipelinesPerHour: 30, MessagesPerMinute: 30, MaxRequestBytes: 2 << 20},
 		Pipelines:    Pipelines{DefaultVerbosity: "standard", MaxConcurrentRuns: 20, RecordChanges: true},
-		Workspaces:   Workspaces{Git: true},
+		Workspaces:   Workspaces{Git: true, Retention: 24 * time.Hour},
 		Gateway:      Gateway{Enabled: true},
 		AgentSecrets: []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
 	}

@@ -27,6 +27,7 @@ import (
 	"nanohost/internal/runs"
 	"nanohost/internal/schedule"
 	"nanohost/internal/store"
+	"nanohost/internal/workspace"
 )
 
 // Pinger checks a dependency for /healthz (the Docker engine, the
@@ -102,9 +103,10 @@ type Host struct {
 	frontEnd  frontEnd
 	runs      *runs.Service
 	chats     *chatRouter
-	commands  chatCommands     // what /pipeline commands typed in chat do
-	leases    *lease.Keeper    // renewed from Run until the host stops
-	changes   *changes.Tracker // nil: pipelines.record_changes is off
+	commands  chatCommands       // what /pipeline commands typed in chat do
+	leases    *lease.Keeper      // renewed from Run until the host stops
+	changes   *changes.Tracker   // nil: pipelines.record_changes is off
+	spaces    *workspace.Manager // nil: workspaces.git is off
 	tasks     *tasks
 	scheduler *schedule.Scheduler
 
@@ -154,7 +156,7 @@ func New(opts Options) (*Host, error) {
 			return nil, err
 		}
 	}
-	h.changes = tracker
+	h.changes, h.spaces = tracker, spaces
 	threads := &report.Threads{Channels: h.endpoints.channels(), Life: h.deliveryCtx, Backoff: opts.DeliveryBackoff,
 		Verbosity: defaultVerbosity(cfg), Logger: opts.Logger}
 	if tracker != nil || spaces != nil {
@@ -294,6 +296,9 @@ func (h *Host) Run(ctx context.Context) error {
 		return err
 	}
 	h.pruneIPC(ctx)
+	if h.spaces != nil {
+		go h.sweepTrees(ctx)
+	}
 	// What a previous instance left unanswered goes first, before the
 	// channels deliver anything new.
 	if err := h.chats.start(ctx); err != nil {

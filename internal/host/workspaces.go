@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"nanohost/internal/config"
 	"nanohost/internal/container"
@@ -76,4 +77,28 @@ func (r runtime) onBranch(ctx context.Context, run runs.Run) (runs.RunBackend, e
 		return b
 	})
 	return br, nil
+}
+
+// sweepTrees removes finished runs' working trees once they are older than
+// workspaces.retention: at start and then every tenth of it (at most
+// hourly); their branches stay.
+func (h *Host) sweepTrees(ctx context.Context) {
+	retention := h.cfg.Workspaces.Retention
+	if retention <= 0 {
+		retention = 24 * time.Hour
+	}
+	ended := func(ctx context.Context, id string) (time.Time, bool) {
+		run, err := h.store.GetRun(ctx, id)
+		return run.FinishedAt, err == nil && run.Status.Finished() && !run.FinishedAt.IsZero()
+	}
+	tick := time.NewTicker(min(retention/10+time.Second, time.Hour))
+	defer tick.Stop()
+	for {
+		h.spaces.Sweep(ctx, retention, ended)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }

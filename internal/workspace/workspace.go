@@ -141,6 +141,7 @@ type Run struct {
 
 // runState is a run's state file: enough to reopen its workspace.
 type runState struct {
+	RunID  string `json:"run_id"`
 	Branch string `json:"branch"`
 	Base   string `json:"base"`
 	GitDir string `json:"git_dir"`
@@ -356,7 +357,7 @@ func dirExists(d string) bool {
 }
 
 func (run *Run) saveState(stage *StageID) error {
-	data, err := json.MarshalIndent(runState{Branch: run.Branch, Base: run.Base.String(), GitDir: run.repo.gitDir, Dir: run.Dir, Stage: stage, Ref: string(run.ref)}, "", "  ")
+	data, err := json.MarshalIndent(runState{RunID: run.ID, Branch: run.Branch, Base: run.Base.String(), GitDir: run.repo.gitDir, Dir: run.Dir, Stage: stage, Ref: string(run.ref)}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // newManager is a manager with its state in a temporary directory.
@@ -151,4 +152,46 @@ func newManagerAt(t testing.TB, state string) *Manager {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// A finished run's tree is removed after the retention; its branch stays,
+// and opening the run again checks the branch out anew.
+func TestSweepRemovesFinishedRunsTreesAndKeepsTheirBranches(t *testing.T) {
+	ctx := context.Background()
+	m := newManager(t)
+	folder := t.TempDir()
+	writeFile(t, folder, "a.txt", "a\n")
+	done, err := m.Open(ctx, "pipeline-3-done", Source{Name: "team", Folder: folder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := StageID{Node: "edit", Attempt: 1, Execution: 1}
+	done.Begin(ctx, s)
+	writeFile(t, done.Dir, "a.txt", "edited\n")
+	if _, err := done.Finish(ctx, s, true); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := m.Open(ctx, "pipeline-3-busy", Source{Name: "team", Folder: folder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := func(_ context.Context, id string) (time.Time, bool) {
+		return time.Now().Add(-2 * time.Hour), id == done.ID
+	}
+	if n := m.Sweep(ctx, time.Hour, ended); n != 1 {
+		t.Fatalf("swept %d trees, want 1", n)
+	}
+	if dirExists(done.Dir) || !dirExists(busy.Dir) {
+		t.Fatalf("after the sweep: finished tree exists %v, running tree exists %v", dirExists(done.Dir), dirExists(busy.Dir))
+	}
+	if got := gitOut(t, done.GitDir(), "show", done.Branch+":a.txt"); got != "edited\n" {
+		t.Fatalf("the branch lost its work: %q", got)
+	}
+	again, err := newManagerAt(t, m.opts.StateDir).Open(ctx, done.ID, Source{Name: "team", Folder: folder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(again.Dir, "a.txt")); string(got) != "edited\n" {
+		t.Fatalf("reopened tree holds %q", got)
+	}
 }
