@@ -116,7 +116,7 @@ func (h chatCommands) commandRun(ctx context.Context, ch channels.Channel, in ch
 	default:
 		h.log.Info("run started from chat", "run", run.ID, "user", in.User)
 		if warned(diags) {
-			private(runlog.StartedWithWarnings(run.ID) + "\n" + channels.FormatDiagnostics(file, diags))
+			private(runlog.StartedWithWarnings(run.ID) + "\n" + channels.FormatDiagnostics(run.FileName, diags))
 		}
 	}
 }

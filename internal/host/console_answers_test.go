@@ -214,3 +214,22 @@ func TestPastedPipelineWarningsShowWithItsStart(t *testing.T) {
 		t.Errorf("the strict group ran %d runs (%v); want none", len(page.Runs), err)
 	}
 }
+
+// Issue 30, item 12: a pasted pipeline is listed by its digraph's name,
+// not as "pipeline.dot".
+func TestPastedPipelinesAreListedByTheirDigraphName(t *testing.T) {
+	th := startTestHost(t, "", chatOrSucceed)
+	c := consoleSession{t, th}
+	c.typeLines("/pipeline " + promtDOT)
+	c.shows("✓ Pipeline complete", 1)
+	c.typeLines("/pipeline list")
+	c.shows("Recent runs:", 1)
+	c.shows("Typo.dot", 1)
+	page, err := th.Runs().List(context.Background(), runs.Filter{})
+	if err != nil || len(page.Runs) != 1 || page.Runs[0].FileName != "Typo.dot" {
+		t.Errorf("runs = %+v, %v; want one recorded as Typo.dot", page.Runs, err)
+	}
+	if strings.Contains(th.screen.String(), "pipeline.dot") {
+		t.Errorf("the console names the pasted pipeline pipeline.dot:\n%s", th.screen.String())
+	}
+}

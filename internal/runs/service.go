@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"nanohost/internal/lease"
 	"nanohost/internal/pipeline"
@@ -289,6 +291,26 @@ func (e *InvalidError) Error() string {
 	return fmt.Sprintf("the pipeline does not validate: %d errors", n)
 }
 
+// PastedFile is the file name of a pipeline pasted or sent inline, which
+// has none of its own.
+const PastedFile = "pipeline.dot"
+
+// pastedName is the file name a pasted pipeline is recorded under: its
+// digraph's name ("Review.dot"), so lists name it as its author did;
+// PastedFile when the name has nothing a file name can hold.
+func pastedName(graph, file string) string {
+	name := strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return r
+		}
+		return -1
+	}, graph)
+	if name == "" || len(name) > 64 {
+		return file
+	}
+	return name + ".dot"
+}
+
 func hasWarnings(ds []pipeline.Diagnostic) bool {
 	for _, d := range ds {
 		if d.Severity == pipeline.SeverityWarning {
@@ -318,7 +340,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest, who Principal) (R
 	}
 	file := req.File
 	if file == "" {
-		file = "pipeline.dot"
+		file = PastedFile
 	}
 	g, diags, err := s.cfg.Load(req.Group, file, req.Source, req.Goal)
 	if err != nil || pipeline.HasErrors(diags) {
@@ -335,6 +357,9 @@ func (s *Service) Start(ctx context.Context, req StartRequest, who Principal) (R
 	}
 	if missing := req.Inputs.Missing(g); len(missing) > 0 {
 		return Run{}, diags, &InputError{Missing: missing}
+	}
+	if file == PastedFile {
+		file = pastedName(g.Name, file)
 	}
 	verbosity := req.Verbosity
 	if verbosity == "" {
