@@ -23,6 +23,7 @@ import (
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
 	"nanohost/internal/store/storetest"
+	"nanohost/internal/testkit"
 )
 
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
@@ -251,13 +252,7 @@ func launch(t *testing.T, s hostSetup) *testHost {
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitUntil(t, timeout, what, cond)
 }
 
 // writeRequest drops an IPC request into the main group's queue as

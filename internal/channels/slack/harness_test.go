@@ -16,6 +16,7 @@ import (
 	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 const (
@@ -141,13 +142,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 // eventually polls cond (for state outside the fake, which WaitFor watches).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitUntil(t, waitLong, what, cond)
 }
 
 // deliver is the host: it takes what the channel delivers, as slow as

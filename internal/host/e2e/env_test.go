@@ -317,13 +317,7 @@ func (e *env) typeLine(s string) {
 
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testkit.WaitUntil(t, timeout, what, cond)
 }
 
 // writeIPCRequest drops a request into a group's IPC queue the way
