@@ -155,7 +155,7 @@ type hostSetup struct {
 	now func() time.Time
 }
 
-func launch(t *testing.T, s hostSetup) *testHost {
+func launch(t testing.TB, s hostSetup) *testHost {
 	t.Helper()
 	if s.dir == "" {
 		s.dir = t.TempDir()
@@ -250,7 +250,7 @@ func launch(t *testing.T, s hostSetup) *testHost {
 	return th
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	testkit.WaitUntil(t, timeout, what, cond)
 }

@@ -25,7 +25,7 @@ func pushPayload(ref string) []byte {
 }
 
 // hookHost is a host with a deploy pipeline and a push webhook.
-func hookHost(t *testing.T, dir string, configure func(*config.Config)) *testHost {
+func hookHost(t testing.TB, dir string, configure func(*config.Config)) *testHost {
 	t.Helper()
 	th := launch(t, hostSetup{dir: dir, answer: succeed, configure: func(c *config.Config) {
 		c.Webhooks = []config.Webhook{{

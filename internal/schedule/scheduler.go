@@ -103,6 +103,9 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 }
 
+// Wait waits for the fires in progress (benchmarks, tests).
+func (s *Scheduler) Wait() { s.wg.Wait() }
+
 // sleep is how long to wait before the next look: until the earliest due
 // task, at most Poll.
 func (s *Scheduler) sleep(ctx context.Context) time.Duration {
