@@ -153,7 +153,7 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	if on, _ := fs.GetBool("gateway"); on {
 		allow, _ := fs.GetStringArray("egress-allow")
 		gw, err = startModelGateway(config.Gateway{AnthropicURL: str("anthropic-url"), OpenAIURL: str("openai-url"),
-			Listen: str("gateway-listen"), URL: str("gateway-url")}, allow, secrets, rt.Capabilities().Remote, slog.Default())
+			Listen: str("gateway-listen"), URL: str("gateway-url")}, config.Egress{Allow: allow}, secrets, rt.Capabilities().Remote, slog.Default())
 		if err != nil {
 			return nil, err
 		}

@@ -30,7 +30,12 @@ type modelGateway struct {
 // secrets. Docker containers reach it through a unix socket in a fresh
 // private directory (short enough for a socket path); a remote runtime's
 // containers through gc.Listen, as gc.URL.
-func startModelGateway(gc config.Gateway, allow []string, secrets map[string]string, remote bool, log *slog.Logger) (*modelGateway, error) {
+func startModelGateway(gc config.Gateway, egress config.Egress, secrets map[string]string, remote bool, log *slog.Logger) (*modelGateway, error) {
+	allow := egress.Allow
+	egressConfig := gateway.EgressConfig{Allow: allow}
+	for _, b := range egress.Secrets {
+		egressConfig.Brokered = append(egressConfig.Brokered, gateway.BrokeredSecret{Host: b.Host, Header: b.Header, Value: b.Value.Reveal()})
+	}
 	prices := gateway.DefaultPrices().With(gc.Prices)
 	g, err := gateway.New(gateway.Config{
 		Anthropic:  gateway.Upstream{BaseURL: gc.AnthropicURL, APIKey: secrets["ANTHROPIC_API_KEY"], OAuthToken: firstSet(secrets, "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN")},
@@ -54,7 +59,7 @@ func startModelGateway(gc config.Gateway, allow []string, secrets map[string]str
 		var h http.Handler = g
 		if len(allow) > 0 {
 			// One address for both: proxy requests (CONNECT, absolute URLs) go to the egress proxy.
-			h = withEgress(g, g.NewEgress(gateway.EgressConfig{Allow: allow}))
+			h = withEgress(g, g.NewEgress(egressConfig))
 			mg.access.EgressURL = gc.URL
 		}
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
@@ -75,13 +80,13 @@ func startModelGateway(gc config.Gateway, allow []string, secrets map[string]str
 	mg.access.Socket = socket
 	stopEgress := func() {}
 	if len(allow) > 0 {
-		egress := filepath.Join(dir, "egress.sock")
-		if stopEgress, err = gateway.ServeSocket(egress, g.NewEgress(gateway.EgressConfig{Allow: allow})); err != nil {
+		socket := filepath.Join(dir, "egress.sock")
+		if stopEgress, err = gateway.ServeSocket(socket, g.NewEgress(egressConfig)); err != nil {
 			stop()
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		mg.access.EgressSocket = egress
+		mg.access.EgressSocket = socket
 	}
 	mg.stop = func() {
 		stopEgress()

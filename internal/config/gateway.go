@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"nanohost/internal/gateway"
@@ -86,6 +87,18 @@ func (c *Config) checkGateway() []Problem {
 type Egress struct {
 	// Allow: "github.com" is that host, "*.example.com" any host under it.
 	Allow []string `yaml:"allow"`
+	// Secrets are headers the egress proxy adds to requests for their
+	// (allowed) host: tools send http://host/… through the proxy, which
+	// goes on over HTTPS with the header; the value never enters a container.
+	Secrets []BrokeredSecret `yaml:"secrets"`
+}
+
+// BrokeredSecret is a header with a secret value for one host, e.g.
+// {host: api.github.com, header: Authorization, value: "Bearer ${GITHUB_TOKEN}"}.
+type BrokeredSecret struct {
+	Host   string `yaml:"host"`
+	Header string `yaml:"header"`
+	Value  Secret `yaml:"value"`
 }
 
 var egressHost = regexp.MustCompile(`^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -96,6 +109,15 @@ func (c *Config) checkEgressAllow() []Problem {
 		if !egressHost.MatchString(strings.ToLower(h)) {
 			ps = append(ps, Problem{fmt.Sprintf("runtime.egress.allow[%d]", i), fmt.Sprintf("%q is not a host name", h),
 				"write a host (github.com) or every host under a domain (*.example.com), without a scheme or port", true})
+		}
+	}
+	for i, b := range c.Runtime.Egress.Secrets {
+		field := fmt.Sprintf("runtime.egress.secrets[%d]", i)
+		switch {
+		case b.Host == "" || b.Header == "" || b.Value == "":
+			ps = append(ps, Problem{field, "needs host, header and value", "write {host: api.github.com, header: Authorization, value: \"Bearer ${GITHUB_TOKEN}\"} (the value from the environment)", true})
+		case !slices.Contains(c.Runtime.Egress.Allow, b.Host):
+			ps = append(ps, Problem{field, fmt.Sprintf("%s is not in runtime.egress.allow", b.Host), "add the host to runtime.egress.allow", true})
 		}
 	}
 	if len(c.Runtime.Egress.Allow) > 0 && !c.GatewayReachable() {

@@ -58,6 +58,19 @@ func TestEgressAndGatewaySettingsAreExplained(t *testing.T) {
 	if all := c.Check(); !slices.ContainsFunc(all, func(p Problem) bool { return p.Field == "runtime.egress.allow" && p.Blocking }) {
 		t.Errorf("an allowlist without the gateway, whose proxy it is: %v", all)
 	}
+	c = Defaults()
+	c.Runtime.Egress = Egress{Allow: []string{"api.github.com"}, Secrets: []BrokeredSecret{
+		{Host: "api.github.com", Header: "Authorization", Value: "Bearer x"}, {Host: "elsewhere.org", Header: "X", Value: "y"}, {Host: "api.github.com"}}}
+	got := map[string]Problem{}
+	for _, p := range c.Check() {
+		got[p.Field] = p
+	}
+	if _, ok := got["runtime.egress.secrets[0]"]; ok {
+		t.Errorf("a complete brokered secret for an allowed host is fine: %v", got)
+	}
+	if !got["runtime.egress.secrets[1]"].Blocking || !got["runtime.egress.secrets[2]"].Blocking {
+		t.Errorf("a secret for a host not allowed, and one without header and value: %v", got)
+	}
 	for _, field := range []string{"gateway.anthropic_url", "gateway.listen", "gateway.prices.m", "gateway.group_daily"} {
 		if p, ok := ps[field]; !ok || !p.Blocking || p.Fix == "" {
 			t.Errorf("%s: %+v, want a blocking problem with a fix", field, p)

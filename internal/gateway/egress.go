@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -21,6 +22,19 @@ type EgressConfig struct {
 	Allow []string
 	// Dial connects to an allowed host (default: a net.Dialer).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Brokered are secrets the proxy adds to requests for their host,
+	// which must be allowed too: the agent sends a plain request
+	// (http://host/…) through the proxy, the proxy sends it on over HTTPS
+	// with the header set. The secret never enters the container.
+	Brokered []BrokeredSecret
+	// TLS configures the HTTPS connections to brokered hosts (default: the
+	// system's roots).
+	TLS *tls.Config
+}
+
+// BrokeredSecret is a header the egress proxy sets on requests for Host.
+type BrokeredSecret struct {
+	Host, Header, Value string
 }
 
 // EgressUser is the user name in the proxy URL agents get
@@ -32,10 +46,11 @@ const EgressUser = "nanohost"
 // admitted container reach the allowed hosts and nothing else. Refusals
 // are logged with the container's run and node.
 type Egress struct {
-	g     *Gateway
-	allow []string
-	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
-	http  *httputil.ReverseProxy
+	g        *Gateway
+	allow    []string
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	http     *httputil.ReverseProxy
+	brokered map[string][]BrokeredSecret // by lower-case host
 }
 
 // NewEgress returns the egress proxy of g's admitted containers.
@@ -48,11 +63,23 @@ func (g *Gateway) NewEgress(cfg EgressConfig) *Egress {
 		d := &net.Dialer{Timeout: 30 * time.Second}
 		e.dial = d.DialContext
 	}
-	transport := &http.Transport{DialContext: e.dial, MaxIdleConnsPerHost: 8, IdleConnTimeout: 90 * time.Second}
+	e.brokered = map[string][]BrokeredSecret{}
+	for _, b := range cfg.Brokered {
+		h := strings.ToLower(b.Host)
+		e.brokered[h] = append(e.brokered[h], b)
+	}
+	transport := &http.Transport{DialContext: e.dial, TLSClientConfig: cfg.TLS, MaxIdleConnsPerHost: 8, IdleConnTimeout: 90 * time.Second}
 	e.http = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.Header.Del("Proxy-Authorization")
 			pr.Out.Host = pr.In.Host
+			if secrets := e.brokered[strings.ToLower(pr.In.URL.Hostname())]; len(secrets) > 0 {
+				// Over HTTPS, with the secrets the agent never holds.
+				pr.Out.URL.Scheme, pr.Out.URL.Host = "https", net.JoinHostPort(pr.In.URL.Hostname(), "443")
+				for _, b := range secrets {
+					pr.Out.Header.Set(b.Header, b.Value)
+				}
+			}
 		},
 		Transport:     transport,
 		FlushInterval: -1,

@@ -50,7 +50,7 @@ func (g *Gateway) newProxy() (http.Handler, error) {
 	rp := &httputil.ReverseProxy{
 		Rewrite:        g.rewrite,
 		Transport:      g.cfg.Transport,
-		FlushInterval:  -1, // every SSE event reaches the agent as it comes
+		FlushInterval:  -1,                                                  // every SSE event reaches the agent as it comes
 		ErrorLog:       slog.NewLogLogger(g.log.Handler(), slog.LevelDebug), // an agent hanging up mid-stream is no news
 		ModifyResponse: g.meter,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
