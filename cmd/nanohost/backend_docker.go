@@ -150,7 +150,14 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	}
 	secrets := secretsFromEnv(fs)
 	var gw *modelGateway
-	if on, _ := fs.GetBool("gateway"); on {
+	on, _ := fs.GetBool("gateway")
+	if on && rt.Capabilities().Remote && (str("gateway-listen") == "" || str("gateway-url") == "") {
+		// Pods reach the gateway only over the network: without an address
+		// for it, run as before (as serve does), and say so.
+		fmt.Fprintln(os.Stderr, "warning: without --gateway-listen and --gateway-url the pods cannot reach the model gateway: the agents get the model credentials (docs/kubernetes.md)")
+		on = false
+	}
+	if on {
 		allow, _ := fs.GetStringArray("egress-allow")
 		gw, err = startModelGateway(config.Gateway{AnthropicURL: str("anthropic-url"), OpenAIURL: str("openai-url"),
 			Listen: str("gateway-listen"), URL: str("gateway-url")}, config.Egress{Allow: allow}, secrets, rt.Capabilities().Remote, slog.Default())
