@@ -92,3 +92,45 @@ func TestPipelineRunOnARepositoryWorksOnItsOwnBranch(t *testing.T) {
 		t.Errorf("the repository's checkout is not clean:\n%s", st)
 	}
 }
+
+// runs prune deletes the branch of a run that finished longer ago than
+// --older-than (after listing it with --dry-run), and leaves the rest.
+func TestRunsPruneDeletesFinishedRunsBranches(t *testing.T) {
+	containertest.Require(t)
+	repo := containertest.Workspace(t)
+	gitIn(t, repo, "init", "-q", "-b", "main")
+	writeFile(t, repo, "a.txt", "a\n")
+	gitIn(t, repo, "add", "a.txt")
+	gitIn(t, repo, "commit", "-q", "-m", "base")
+	state, dir := t.TempDir(), t.TempDir()
+	data := filepath.Join(dir, "data")
+	dot := writeFile(t, dir, "edit.dot", `digraph Edit {
+    start [shape=Mdiamond]
+    edit  [shape=parallelogram, tool_command="echo b >> a.txt"]
+    exit  [shape=Msquare]
+    start -> edit -> exit
+}`)
+	r := runNanohost(t, "", "pipeline", "run", dot, "--backend", "docker", "--image", containertest.Image,
+		"--workspace", repo, "--state-dir", state, "--network", "none", "--data", data, "--json")
+	var res struct{ Branch string }
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil || res.Branch == "" {
+		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	db := filepath.Join(data, "nanohost.db")
+	if got := runNanohost(t, "", "runs", "prune", "--db", db, "--older-than", "1h"); got.code != 0 || !strings.Contains(got.stdout, "0 run(s) pruned") {
+		t.Fatalf("prune of runs older than 1h: exit %d\n%s%s", got.code, got.stdout, got.stderr)
+	}
+	if got := runNanohost(t, "", "runs", "prune", "--db", db, "--older-than", "0s", "--dry-run"); !strings.Contains(got.stdout, "would delete "+res.Branch) {
+		t.Fatalf("--dry-run does not list the branch:\n%s%s", got.stdout, got.stderr)
+	}
+	gitIn(t, repo, "rev-parse", "--verify", res.Branch) // still there after the dry run
+	if got := runNanohost(t, "", "runs", "prune", "--db", db, "--older-than", "0s"); got.code != 0 || !strings.Contains(got.stdout, "deleted "+res.Branch) {
+		t.Fatalf("prune: exit %d\n%s%s", got.code, got.stdout, got.stderr)
+	}
+	if out := gitIn(t, repo, "for-each-ref", "refs/heads/nanohost/", "refs/nanohost/"); out != "" {
+		t.Errorf("refs left after prune:\n%s", out)
+	}
+	if head := gitIn(t, repo, "rev-parse", "--abbrev-ref", "HEAD"); head != "main\n" {
+		t.Errorf("the repository's HEAD moved: %q", head)
+	}
+}

@@ -3,9 +3,12 @@ package workspace
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"nanohost/internal/changes"
 	"nanohost/internal/pipeline/engine"
@@ -23,6 +26,8 @@ type Summary struct {
 	Commits int    `json:"commits"` // on the branch since the base (first parents)
 	// Repository is the git directory holding the branch.
 	Repository string `json:"repository"`
+	// Trees are the run's working trees (removed by the retention sweep).
+	Trees []string `json:"trees,omitempty"`
 	engine.ChangeCounts
 }
 
@@ -52,7 +57,12 @@ func (run *Run) writeSummary(runDir string, list []changes.Change) error {
 		return err
 	}
 	s := Summary{Branch: run.Branch, Base: run.Base.String(), Head: head.String(), Commits: len(commits),
-		Repository: run.repo.gitDir, ChangeCounts: changes.Summary(list)}
+		Repository: run.repo.gitDir, Trees: []string{run.Dir}, ChangeCounts: changes.Summary(list)}
+	run.bmu.Lock()
+	for _, b := range run.branches {
+		s.Trees = append(s.Trees, b.Dir)
+	}
+	run.bmu.Unlock()
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
@@ -61,4 +71,43 @@ func (run *Run) writeSummary(runDir string, list []changes.Change) error {
 		return err
 	}
 	return writeAtomic(filepath.Join(runDir, SummaryFile), data)
+}
+
+// Prune deletes a finished run's branch, its side refs and parallel
+// branches' refs, and its working trees if they are still there. The
+// objects stay until the repository's own garbage collection. It returns
+// the refs it deleted.
+func Prune(s Summary, runID string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(s.Repository, "HEAD")); err != nil {
+		return nil, fmt.Errorf("the run's repository %s: %w", s.Repository, err)
+	}
+	r, err := openRepo(s.Repository)
+	if err != nil {
+		return nil, err
+	}
+	short := ShortID(runID)
+	all, err := r.refs("refs/")
+	if err != nil {
+		return nil, err
+	}
+	var deleted []string
+	for name := range all {
+		n := name.String()
+		mine := n == "refs/heads/"+s.Branch ||
+			(strings.HasPrefix(n, "refs/nanohost/") && strings.Contains(n+"/", "/"+short+"/"))
+		if !mine {
+			continue
+		}
+		if err := r.removeRef(name); err != nil {
+			return deleted, err
+		}
+		deleted = append(deleted, n)
+	}
+	slices.Sort(deleted)
+	for _, t := range s.Trees {
+		if filepath.Base(t) == short || strings.HasPrefix(filepath.Base(t), short+"--") {
+			os.RemoveAll(t)
+		}
+	}
+	return deleted, nil
 }
