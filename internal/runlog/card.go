@@ -37,6 +37,15 @@ func NewCard(runID, pipeline, goal string) Card {
 	return Card{RunID: runID, Pipeline: pipeline, Goal: goal, State: runs.Running}
 }
 
+// Since sets when the run began, for a card that will not see its
+// PipelineStarted (a run resumed by a new process): its duration goes on
+// counting from the run's start, not from the resume.
+func (c *Card) Since(t time.Time) {
+	if c.started.IsZero() && !t.IsZero() {
+		c.started = t
+	}
+}
+
 // Apply folds e into the card and reports whether what it shows changed.
 // Every event of the run goes through it, in order — a card rebuilt from a
 // replay of stored events is the card the run showed. It also fills in a

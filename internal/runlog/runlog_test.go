@@ -383,3 +383,21 @@ func TestDecisionLinesSpeakNoInternalTerms(t *testing.T) {
 		t.Errorf("a gate's choice routes as %q", got)
 	}
 }
+
+// Issue 30, item 10: the card of a run resumed by a new process (which
+// never sees its PipelineStarted) counts its duration from the run's start,
+// not from the resume.
+func TestResumedCardKeepsCounting(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	card := runlog.NewCard("pipeline-1-abc123", "Demo", "")
+	card.Since(t0)
+	card.Apply(&engine.Event{Type: engine.EventPipelineResumed, Label: "Demo", NodeID: "review", Time: t0.Add(10 * time.Minute)})
+	card.Apply(&engine.Event{Type: engine.EventStageStarted, NodeID: "review", Label: "Review", Index: 3, Total: 4,
+		Time: t0.Add(10*time.Minute + 5*time.Second), Data: map[string]any{"handler": "wait.human"}})
+	if card.Elapsed != 10*time.Minute+5*time.Second {
+		t.Errorf("the resumed card shows %s; want 10m5s since the run started", card.Elapsed)
+	}
+	if !strings.Contains(card.Text(), "10m") {
+		t.Errorf("card text %q does not show the run's whole duration", card.Text())
+	}
+}

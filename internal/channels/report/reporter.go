@@ -67,8 +67,11 @@ type Config struct {
 	GateLinks func(ctx context.Context) []channels.Link
 
 	CardInterval time.Duration // default DefaultCardInterval
-	QueueSize    int           // default DefaultQueueSize
-	Logger       *slog.Logger
+	// Started is when the run began (zero: unknown); the card's duration
+	// counts from it, across restarts.
+	Started   time.Time
+	QueueSize int // default DefaultQueueSize
+	Logger    *slog.Logger
 }
 
 // Reporter posts one run's thread. Tell never blocks the engine: events
@@ -146,6 +149,7 @@ func Start(ctx context.Context, cfg Config) *Reporter {
 		startNodes: make(map[string]bool),
 		unsure:     cfg.Taken,
 	}
+	r.card.Since(cfg.Started)
 	go r.run(ctx)
 	return r
 }

@@ -61,7 +61,7 @@ func (t *Threads) Open(_ context.Context, run runs.Run, name string, progress fu
 		RunID: run.ID, Pipeline: name, Goal: run.Goal, Verbosity: verbosity.OrDefault(), LogRef: run.LogsRoot, RunURL: runURL,
 		Resume:     runs.Progress{RootID: run.ThreadTS, LastSeq: run.LastDeliveredSeq},
 		Taken:      run.ThreadTS != "" || run.LastSeq > 0,
-		OnProgress: progress, Events: events, GateLinks: links, CardInterval: t.CardInterval,
+		OnProgress: progress, Events: events, GateLinks: links, CardInterval: t.CardInterval, Started: run.StartedAt,
 		Logger: log.With("component", "report"),
 	}), nil
 }
