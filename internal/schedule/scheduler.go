@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"nanohost/internal/lease"
 )
 
 // Config is what a Scheduler needs.
@@ -103,6 +105,12 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 }
 
+func (s *Scheduler) releaseClaim(ctx context.Context, id lease.ID) {
+	if err := s.cfg.Leases.Release(context.WithoutCancel(ctx), id); err != nil {
+		s.log.Warn("schedule: release a fire's claim", "fire", id.Key, "err", err)
+	}
+}
+
 // Wait waits for the fires in progress (benchmarks, tests).
 func (s *Scheduler) Wait() { s.wg.Wait() }
 
@@ -140,6 +148,14 @@ func (s *Scheduler) Tick(ctx context.Context) {
 			if err != nil {
 				s.log.Warn("schedule: claim a fire", "task", t.ID, "err", err)
 			}
+			s.end(t.ID)
+			continue
+		}
+		// The task list was read before the claim: another replica may
+		// have done this fire and let its claim go since. What is stored
+		// now (its record is written before its claim is released) says.
+		if fresh, err := s.cfg.Store.GetTask(ctx, t.ID); err != nil || fresh.Status != Active || !fresh.NextRun.Equal(t.NextRun) {
+			s.releaseClaim(ctx, id)
 			s.end(t.ID)
 			continue
 		}

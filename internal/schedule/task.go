@@ -125,6 +125,8 @@ type Store interface {
 	// DueTasks are up to limit active tasks whose next run is at or
 	// before now, earliest first.
 	DueTasks(ctx context.Context, now time.Time, limit int) ([]Task, error)
+	// GetTask reads one task as it stands.
+	GetTask(ctx context.Context, id string) (Task, error)
 	// NextDue is the earliest next run of an active task (ok false: none).
 	NextDue(ctx context.Context) (time.Time, bool, error)
 	// FinishFire records the fire's result and moves the task on to next
