@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"nanohost/internal/config"
+	"nanohost/internal/ipc/client"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 	"nanohost/internal/schedule"
@@ -375,5 +377,37 @@ func TestScheduledPromptFiresOnTimeAndReplies(t *testing.T) {
 	}
 	if sid, _ := th.store.GetSession(context.Background(), "main", chatThreadKey); sid != "sess-group" {
 		t.Errorf("the group's session after a group-mode fire: %q", sid)
+	}
+}
+
+// An agent schedules, lists, pauses and cancels tasks with `nanoagent
+// ipc` (the client the skill teaches), against the real host.
+func TestAgentSchedulesWithNanoagent(t *testing.T) {
+	th := launch(t, hostSetup{answer: succeed, now: newFakeClock(t0).Now})
+	t.Setenv(client.EnvDir, filepath.Join(th.IPCRoot(), "main"))
+	nanoagent := func(args ...string) (int, string) {
+		var out, errs strings.Builder
+		code := client.Main(context.Background(), args, strings.NewReader(""), &out, &errs)
+		return code, out.String() + errs.String()
+	}
+	code, out := nanoagent("schedule", "--every", "1h", "--prompt", "check the build", "--context", "group")
+	id := regexp.MustCompile(`task (task-[0-9a-f]+) is active`).FindStringSubmatch(out)
+	if code != 0 || id == nil || !strings.Contains(out, "next 2026-11-30T09:00:00Z") {
+		t.Fatalf("schedule: %d %s", code, out)
+	}
+	if code, out := nanoagent("tasks"); code != 0 || !strings.Contains(out, id[1]) || !strings.Contains(out, `"check the build"`) {
+		t.Errorf("tasks: %d %s", code, out)
+	}
+	if code, out := nanoagent("pause-task", id[1]); code != 0 || !strings.Contains(out, "is paused") {
+		t.Errorf("pause-task: %d %s", code, out)
+	}
+	if code, out := nanoagent("schedule", "--cron", "0 9 * * *", "--every", "1h", "--prompt", "x"); code != client.ExitUsage || !strings.Contains(out, "exactly one of") {
+		t.Errorf("two schedules: %d %s", code, out)
+	}
+	if code, out := nanoagent("schedule", "--at", "2026-12-01T09:00:00Z", "--prompt", "x"); code != client.ExitRefused || !strings.Contains(out, "zone or offset") {
+		t.Errorf("a zoned once time: %d %s", code, out)
+	}
+	if code, out := nanoagent("cancel-task", id[1]); code != 0 || !strings.Contains(out, "cancelled") {
+		t.Errorf("cancel-task: %d %s", code, out)
 	}
 }

@@ -35,6 +35,14 @@ Ask the nanohost host to do something for this group's chat.
       Each --input is a run input, input.KEY in the run's context.
   send TEXT [--thread T] [--chat C]
       Post TEXT ("-" reads stdin) to the chat.
+  schedule (--cron EXPR | --every DURATION | --at LOCAL_TIME)
+           (--prompt TEXT [--context group|isolated] | --pipeline NAME [--input KEY=VALUE]…)
+           [--chat C] [--catch-up once|skip]
+      Schedule a task: a prompt for this group's agent, or a stored pipeline
+      with inputs. Times are the host's time zone; the answer has its id.
+  tasks            List this group's scheduled tasks (the main group: all).
+  pause-task ID | resume-task ID | cancel-task ID
+      Pause, resume or remove a scheduled task.
   status RUN_ID     Show where a run stands.
   cancel RUN_ID     Stop a run.
   wait REQUEST_ID   Wait for the answer to a request submitted earlier.
@@ -60,6 +68,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		"status":         cmd.status,
 		"cancel":         cmd.cancel,
 		"wait":           cmd.wait,
+		"schedule":       cmd.schedule,
+		"tasks":          cmd.taskRef(ipc.TypeListTasks, 0),
+		"pause-task":     cmd.taskRef(ipc.TypePauseTask, 1),
+		"resume-task":    cmd.taskRef(ipc.TypeResumeTask, 1),
+		"cancel-task":    cmd.taskRef(ipc.TypeCancelTask, 1),
 	}[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "nanoagent ipc: unknown command %q\n\n%s", args[0], usage)
@@ -197,6 +210,64 @@ func (c *command) cancel(ctx context.Context, args []string) int {
 	return c.submitAndWait(ctx, &ipc.CancelPipeline{RunID: pos[0]})
 }
 
+func (c *command) schedule(ctx context.Context, args []string) int {
+	var req ipc.ScheduleTask
+	var cron, every, at string
+	fs := c.flags()
+	fs.StringVar(&cron, "cron", "", `a cron expression, e.g. "0 9 * * 1-5" (weekdays at 9:00)`)
+	fs.StringVar(&every, "every", "", `an interval, e.g. 30m or 2h (at least 1m)`)
+	fs.StringVar(&at, "at", "", `once, at a local time, e.g. "2026-12-01 09:00" (no zone)`)
+	fs.StringVar(&req.Prompt, "prompt", "", "what to ask this group's agent")
+	fs.StringVar(&req.ContextMode, "context", "isolated", "group: in the group's conversation; isolated: a fresh session")
+	fs.StringVar(&req.Pipeline, "pipeline", "", "a stored pipeline's name to run instead of a prompt")
+	fs.StringVar(&req.TargetJid, "chat", "", "the chat it reports to (only the main group may name another)")
+	fs.StringVar(&req.CatchUp, "catch-up", "", "once (default): a fire missed while the host was down runs once; skip")
+	fs.Func("input", "a run input `key=value` for --pipeline (repeat for more)", func(kv string) error {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("want key=value, got %q", kv)
+		}
+		if req.Inputs == nil {
+			req.Inputs = map[string]string{}
+		}
+		req.Inputs[k] = v
+		return nil
+	})
+	if _, ok := c.parse(fs, args, 0, "no arguments"); !ok {
+		return ExitUsage
+	}
+	switch {
+	case cron != "" && every == "" && at == "":
+		req.ScheduleType, req.ScheduleValue = "cron", cron
+	case every != "" && cron == "" && at == "":
+		req.ScheduleType, req.ScheduleValue = "interval", every
+	case at != "" && cron == "" && every == "":
+		req.ScheduleType, req.ScheduleValue = "once", at
+	default:
+		return c.fail("give exactly one of --cron, --every, --at")
+	}
+	return c.submitAndWait(ctx, &req)
+}
+
+// taskRef is tasks, pause-task, resume-task and cancel-task.
+func (c *command) taskRef(typ ipc.Type, n int) func(context.Context, []string) int {
+	return func(ctx context.Context, args []string) int {
+		what := "no arguments"
+		if n == 1 {
+			what = "one task ID"
+		}
+		pos, ok := c.parse(c.flags(), args, n, what)
+		if !ok {
+			return ExitUsage
+		}
+		req := &ipc.TaskRef{Envelope: ipc.Envelope{Type: typ}}
+		if n == 1 {
+			req.TaskID = pos[0]
+		}
+		return c.submitAndWait(ctx, req)
+	}
+}
+
 func (c *command) wait(ctx context.Context, args []string) int {
 	pos, ok := c.parse(c.flags(), args, 1, "one REQUEST_ID")
 	if !ok {
@@ -289,6 +360,16 @@ func formatAccepted(b *strings.Builder, r ipc.Response) {
 		formatRun(b, r)
 	case r.Type == ipc.TypeSendMessage:
 		fmt.Fprintf(b, "accepted: message posted to chat %s%s\n", r.Chat, threadNote(r.Thread))
+	case r.Task != nil:
+		fmt.Fprintf(b, "accepted: task %s is %s\n", r.Task.ID, r.Task.Status)
+		formatTask(b, *r.Task)
+	case r.Type == ipc.TypeListTasks:
+		if len(r.Tasks) == 0 {
+			b.WriteString("no scheduled tasks\n")
+		}
+		for _, t := range r.Tasks {
+			formatTask(b, t)
+		}
 	default:
 		fmt.Fprintf(b, "accepted: %s\n", r.Type)
 	}
@@ -327,4 +408,19 @@ func threadNote(thread string) string {
 		return ""
 	}
 	return ", thread " + thread
+}
+
+func formatTask(b *strings.Builder, t ipc.TaskInfo) {
+	what := t.Prompt
+	if t.Pipeline != "" {
+		what = "pipeline " + t.Pipeline
+	}
+	fmt.Fprintf(b, "  %s  %s %s  %s  next %s  %q\n", t.ID, t.ScheduleType, t.ScheduleValue, t.Status, nonEmpty(t.NextRun, "never"), what)
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -112,6 +112,11 @@ func envelopeOf(req ipc.Request) *ipc.Envelope {
 	case *ipc.SendMessage:
 		r.Type = ipc.TypeSendMessage
 		return &r.Envelope
+	case *ipc.ScheduleTask:
+		r.Type = ipc.TypeScheduleTask
+		return &r.Envelope
+	case *ipc.TaskRef:
+		return &r.Envelope // its Type says which (list_tasks, pause_task…)
 	}
 	return nil
 }
