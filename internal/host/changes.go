@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"nanohost/internal/config"
 	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
+	"nanohost/internal/workspace"
 )
 
 // Workspace change records (internal/changes): every agent and tool stage
@@ -71,6 +73,29 @@ func (g gateLinks) of(_ context.Context, run runs.Run) []channels.Link {
 		return nil
 	}
 	link := channels.Link{Text: "Changes since the run started: " + runlog.ChangeCounts(changes.Summary(set.Changes))}
+	if base := g.cfg.DashboardURL(); base != "" {
+		link.URL = base + "/runs/" + url.PathEscape(run.ID) + "#changes"
+	}
+	return []channels.Link{link}
+}
+
+// branchLinks name a run's branch under the message that it ended: its
+// commits and what changed since its base (git workspaces), linked to its
+// changes on the dashboard.
+func (g gateLinks) branch(_ context.Context, run runs.Run) []channels.Link {
+	if run.LogsRoot == "" {
+		return nil
+	}
+	root, err := os.OpenRoot(run.LogsRoot)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
+	ws, err := workspace.ReadSummary(root.FS())
+	if err != nil {
+		return nil
+	}
+	link := channels.Link{Text: fmt.Sprintf("Branch %s: %d commit(s), %s", ws.Branch, ws.Commits, runlog.ChangeCounts(ws.ChangeCounts))}
 	if base := g.cfg.DashboardURL(); base != "" {
 		link.URL = base + "/runs/" + url.PathEscape(run.ID) + "#changes"
 	}

@@ -162,6 +162,9 @@ func New(opts Options) (*Host, error) {
 	if tracker != nil || spaces != nil {
 		threads.GateLinks = gateLinks{cfg: cfg, log: opts.Logger}.of
 	}
+	if spaces != nil {
+		threads.EndLinks = gateLinks{cfg: cfg, log: opts.Logger}.branch
+	}
 	threads.RunURL = h.runURL
 	chat := chatDeps{
 		store: opts.Store, agents: opts.Agents, env: env, groups: h.groups, endpoints: h.endpoints,

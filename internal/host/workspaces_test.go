@@ -4,16 +4,19 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
+	"nanohost/internal/workspace"
 )
 
-// A finished run's working tree is removed once workspaces.retention has
-// passed; the files it committed stay on its branch.
+// The message that a run ended names its branch, its commits and what
+// changed; its working tree is removed once workspaces.retention has
+// passed, and the branch's summary stays.
 func TestFinishedRunsTreeIsRemovedAfterTheRetention(t *testing.T) {
 	var th *testHost
 	th = launch(t, hostSetup{answer: func(_ context.Context, req engine.Request) (engine.Result, error) {
@@ -25,6 +28,9 @@ func TestFinishedRunsTreeIsRemovedAfterTheRetention(t *testing.T) {
 	eventually(t, 10*time.Second, "the run succeeds", func() bool {
 		r, err := th.store.GetRun(context.Background(), id)
 		return err == nil && r.Status == runs.Succeeded
+	})
+	eventually(t, 10*time.Second, "the thread names the run's branch", func() bool {
+		return strings.Contains(th.screen.String(), "Branch nanohost/"+workspace.ShortID(id)+": 1 commit(s), 1 file (+1 −0)")
 	})
 	tree := th.agents.workspace(id)
 	if tree == "" {

@@ -65,6 +65,9 @@ type Config struct {
 	// GateLinks, when set, gives the links shown under each gate prompt,
 	// computed as it is posted (the run's changes since it started).
 	GateLinks func(ctx context.Context) []channels.Link
+	// EndLinks, when set, gives the links shown under the message that the
+	// run succeeded or failed (its branch, with the host's git workspaces).
+	EndLinks func(ctx context.Context) []channels.Link
 
 	CardInterval time.Duration // default DefaultCardInterval
 	// Started is when the run began (zero: unknown); the card's duration
@@ -437,7 +440,12 @@ func (r *Reporter) message(ctx context.Context, e engine.Event) (channels.Messag
 	if !ok {
 		return channels.Message{}, false
 	}
-	return channels.Message{Text: text, Detail: detail, LogRef: r.cfg.LogRef, RunID: r.cfg.RunID, Seq: e.Seq}, true
+	m := channels.Message{Text: text, Detail: detail, LogRef: r.cfg.LogRef, RunID: r.cfg.RunID, Seq: e.Seq}
+	if r.cfg.EndLinks != nil && (e.Type == engine.EventPipelineCompleted || e.Type == engine.EventPipelineFailed) {
+		m.Links = r.cfg.EndLinks(ctx)
+		m.Text += channels.LinksText(m.Links)
+	}
+	return m, true
 }
 
 func (r *Reporter) postThread(ctx context.Context, m channels.Message) (string, error) {

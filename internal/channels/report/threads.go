@@ -26,6 +26,9 @@ type Threads struct {
 	// GateLinks, when set, gives the links shown under a run's gate
 	// prompts (see Config.GateLinks); nil for none.
 	GateLinks func(ctx context.Context, run runs.Run) []channels.Link
+	// EndLinks, when set, gives the links shown under the message that
+	// a run ended (see Config.EndLinks); nil for none.
+	EndLinks func(ctx context.Context, run runs.Run) []channels.Link
 	// RunURL, when set, is a run's page on the dashboard ("" for none),
 	// shown with its status card.
 	RunURL func(runID string) string
@@ -52,6 +55,10 @@ func (t *Threads) Open(_ context.Context, run runs.Run, name string, progress fu
 	if t.GateLinks != nil {
 		links = func(ctx context.Context) []channels.Link { return t.GateLinks(ctx, run) }
 	}
+	var endLinks func(context.Context) []channels.Link
+	if t.EndLinks != nil {
+		endLinks = func(ctx context.Context) []channels.Link { return t.EndLinks(ctx, run) }
+	}
 	runURL := ""
 	if t.RunURL != nil {
 		runURL = t.RunURL(run.ID)
@@ -61,7 +68,7 @@ func (t *Threads) Open(_ context.Context, run runs.Run, name string, progress fu
 		RunID: run.ID, Pipeline: name, Goal: run.Goal, Verbosity: verbosity.OrDefault(), LogRef: run.LogsRoot, RunURL: runURL,
 		Resume:     runs.Progress{RootID: run.ThreadTS, LastSeq: run.LastDeliveredSeq},
 		Taken:      run.ThreadTS != "" || run.LastSeq > 0,
-		OnProgress: progress, Events: events, GateLinks: links, CardInterval: t.CardInterval, Started: run.StartedAt,
+		OnProgress: progress, Events: events, GateLinks: links, EndLinks: endLinks, CardInterval: t.CardInterval, Started: run.StartedAt,
 		Logger: log.With("component", "report"),
 	}), nil
 }
