@@ -272,6 +272,12 @@ func TestConsoleFirstHourOnARealTerminal(t *testing.T) {
 			t.Errorf("the resumed run's prompt %q does not carry its short id %s", line, id)
 		}
 	}
+	// Each gate was asked once before the restart and once after: its
+	// stage's resumed start is not counted as another visit.
+	s.settle()
+	if strings.Contains(s.text(), "visit 2") {
+		t.Errorf("a gate asked again after a restart counts as a second visit:\n%s", s.text())
+	}
 
 	s.typeLine("R")
 	which := s.waitFor(`2 runs are waiting for an answer — which one is "R" for?`)

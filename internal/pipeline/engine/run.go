@@ -644,6 +644,7 @@ func (r *run) unrecorded(err error) *RunResult {
 // its place: the checkpoint keeps next = the node that was interrupted, so
 // a resume re-runs it.
 func (r *run) stopped(ctx context.Context, at, next string, incoming *pipeline.Edge) *RunResult {
+	r.forgetInterruptedVisit(next)
 	if err := r.checkpoint(at, next, incoming, StateCancelled, ""); err != nil {
 		r.cfg.Logger.Error("checkpoint on stop", "run_id", r.runID, "err", err)
 	}
@@ -654,6 +655,19 @@ func (r *run) stopped(ctx context.Context, at, next string, incoming *pipeline.E
 		stop.hostProblem = err.Error()
 	}
 	return r.finish(StateFail, stop.reason(), stop)
+}
+
+// forgetInterruptedVisit takes back the visit of the node the run stopped
+// in, when it began since the last commit: it did not finish, and it runs
+// again — as the same visit — when the run resumes. A gate asked before a
+// restart and again after it is then asked on visit 1, not 2.
+func (r *run) forgetInterruptedVisit(node string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.top.Visits[node] > 0 {
+		r.top.Visits[node]--
+		r.visits[node]--
+	}
 }
 
 // waitForHost stops the run, interrupted, because a stage needs the host
