@@ -54,8 +54,8 @@ type runBackend interface {
 	Close()
 }
 
-// simulation is the sim backend as a runBackend; it stays an
-// engine.Simulated, which the engine asks (no stage files, no typed outputs).
+// simulation is the sim backend as a runBackend; the run's engine.Config
+// declares it Simulated (no stage files, no typed outputs).
 type simulation struct{ script.Sim }
 
 func (simulation) Close() {}
@@ -360,6 +360,9 @@ func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string
 		Backend: backend, Interviewer: iv, Observers: observers, Loader: ids.loadGraph,
 		Personas: ids.personas, Masks: ids.masks,
 		LogsRoot: logs, RunID: runID, NoBackoff: f.noBackoff,
+		// The sim backend pretends: no agent runs, no typed output comes
+		// back, so the engine must not ask for one (nor write stage files).
+		Simulated: backendName(f) == "sim",
 	})
 	res, err := start(ctx, eng)
 	if rec != nil {
