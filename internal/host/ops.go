@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,9 @@ type Metrics struct {
 	IPCPickup         *prometheus.HistogramVec
 
 	activeRuns atomic.Pointer[runs.Service]
+	treesOnce  sync.Once
+	trees      atomic.Int64
+	treeBytes  atomic.Int64
 }
 
 // NewMetrics registers the collectors.
@@ -116,6 +120,20 @@ func (m *Metrics) watchStore(st *store.Store) error {
 		return nil
 	}
 	return err
+}
+
+// worktrees exports the runs' working trees and their disk use, as the
+// last sweep found them (nanohost_worktrees, nanohost_worktrees_bytes).
+func (m *Metrics) worktrees(n int, bytes int64) {
+	m.treesOnce.Do(func() {
+		m.Registry.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanohost_worktrees", Help: "Runs' working trees on disk (parallel branches' included), as the last sweep found them."},
+				func() float64 { return float64(m.trees.Load()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanohost_worktrees_bytes", Help: "Disk the runs' working trees use, as the last sweep found them (workspaces.retention bounds it)."},
+				func() float64 { return float64(m.treeBytes.Load()) }))
+	})
+	m.trees.Store(int64(n))
+	m.treeBytes.Store(bytes)
 }
 
 // watchRuns reports the runs service's executing runs as nanohost_active_runs.

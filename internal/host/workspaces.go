@@ -94,7 +94,8 @@ func (h *Host) sweepTrees(ctx context.Context) {
 	tick := time.NewTicker(min(retention/10+time.Second, time.Hour))
 	defer tick.Stop()
 	for {
-		h.spaces.Sweep(ctx, retention, ended)
+		rep := h.spaces.Sweep(ctx, retention, ended)
+		h.metrics.worktrees(rep.Trees, rep.Bytes)
 		select {
 		case <-ctx.Done():
 			return

@@ -40,6 +40,10 @@ func TestFinishedRunsTreeIsRemovedAfterTheRetention(t *testing.T) {
 		_, err := os.Stat(tree)
 		return os.IsNotExist(err)
 	})
+	eventually(t, 10*time.Second, "/metrics counts no tree left", func() bool {
+		_, body := get(t, "http://"+th.HTTPAddr()+"/metrics", "")
+		return strings.Contains(body, "nanohost_worktrees 0\n") && strings.Contains(body, "nanohost_worktrees_bytes 0\n")
+	})
 	run, _ := th.store.GetRun(context.Background(), id)
 	if _, err := os.Stat(filepath.Join(run.LogsRoot, "workspace.json")); err != nil {
 		t.Errorf("the run's branch summary is gone: %v", err)

@@ -2,16 +2,25 @@ package workspace
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
+
+// SweepReport is what a sweep removed and what it left.
+type SweepReport struct {
+	Removed int   // runs whose trees were removed
+	Trees   int   // working trees left (parallel branches' included)
+	Bytes   int64 // disk they use
+}
 
 // Sweep removes the working trees of finished runs: ended, by ended, more
 // than retention ago. Their branches and side refs stay (a resumed or
 // reopened run checks its branch out again); `nanohost runs prune`
-// deletes branches. It returns how many trees it removed.
-func (m *Manager) Sweep(ctx context.Context, retention time.Duration, ended func(ctx context.Context, runID string) (time.Time, bool)) int {
+// deletes branches. It reports the trees left and their disk use.
+func (m *Manager) Sweep(ctx context.Context, retention time.Duration, ended func(ctx context.Context, runID string) (time.Time, bool)) SweepReport {
 	dirs, _ := filepath.Glob(filepath.Join(m.opts.StateDir, "runs", "*", "state.json"))
 	removed := 0
 	for _, statePath := range dirs {
@@ -49,7 +58,33 @@ func (m *Manager) Sweep(ctx context.Context, retention time.Duration, ended func
 		removed++
 		m.log.Info("removed a finished run's working tree; its branch stays", "run", rs.RunID, "branch", rs.Branch)
 	}
-	return removed
+	rep := SweepReport{Removed: removed}
+	trees, _ := os.ReadDir(m.opts.TreesDir)
+	for _, t := range trees {
+		if t.IsDir() {
+			rep.Trees++
+			rep.Bytes += diskUse(filepath.Join(m.opts.TreesDir, t.Name()))
+		}
+	}
+	return rep
+}
+
+// diskUse is the disk a directory's files take (their allocated blocks;
+// links not followed).
+func diskUse(dir string) int64 {
+	var total int64
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				total += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return total
 }
 
 // within says every tree is under the manager's trees directory.

@@ -178,8 +178,8 @@ func TestSweepRemovesFinishedRunsTreesAndKeepsTheirBranches(t *testing.T) {
 	ended := func(_ context.Context, id string) (time.Time, bool) {
 		return time.Now().Add(-2 * time.Hour), id == done.ID
 	}
-	if n := m.Sweep(ctx, time.Hour, ended); n != 1 {
-		t.Fatalf("swept %d trees, want 1", n)
+	if rep := m.Sweep(ctx, time.Hour, ended); rep.Removed != 1 || rep.Trees != 1 || rep.Bytes <= 0 {
+		t.Fatalf("sweep: %+v; want 1 removed, 1 tree left using some disk", rep)
 	}
 	if dirExists(done.Dir) || !dirExists(busy.Dir) {
 		t.Fatalf("after the sweep: finished tree exists %v, running tree exists %v", dirExists(done.Dir), dirExists(busy.Dir))
