@@ -56,3 +56,16 @@ func EventName(t engine.EventType) string {
 	}
 	return b.String()
 }
+
+// WebUser is a dashboard user in words: the person at the host's own
+// loopback dashboard is the local operator, a token's holder "token
+// holder", a signed-in person by their name.
+func WebUser(user string) string {
+	switch user {
+	case "", "web:local":
+		return "local operator"
+	case "web:token":
+		return "token holder"
+	}
+	return strings.TrimPrefix(user, "web:")
+}

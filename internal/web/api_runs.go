@@ -36,8 +36,10 @@ type runJSON struct {
 // runDetail is GET /pipelines/{id}: the record plus what its events say.
 type runDetail struct {
 	runJSON
-	Current string   `json:"current_node,omitempty"`
-	Path    []string `json:"path"`
+	Current string `json:"current_node,omitempty"`
+	// CurrentLabel is the current node's label ("Review the change").
+	CurrentLabel string   `json:"current_label,omitempty"`
+	Path         []string `json:"path"`
 	// Nodes maps every node to pending, running, waiting (its gate is
 	// open), success, fail or retrying.
 	Nodes            map[string]string `json:"nodes"`
@@ -157,6 +159,9 @@ func (s *Server) runDetail(ctx context.Context, run runs.Run) (runDetail, error)
 		return runDetail{}, err
 	}
 	d := runDetail{runJSON: s.runJSON(ctx, run), Current: v.Current, Path: v.Path, Nodes: v.States}
+	if v.Current != "" {
+		d.CurrentLabel = v.CurrentLabel
+	}
 	if v.Pipeline != "" {
 		d.Pipeline = v.Pipeline
 	}

@@ -378,3 +378,31 @@ func TestBrowserPinsAnInterruptionAsItHappens(t *testing.T) {
 	waitJS(t, ctx, "the log's lines named in words", `(li => li && li.querySelector('.kind').textContent === 'run resumed')(document.querySelector('#log li.PipelineResumed'))`)
 	waitJS(t, ctx, "the timeline's marks", `document.querySelectorAll('#timeline li[data-node=plan] line.stop').length === 2`)
 }
+
+// Issue 30, item 12: the dashboard says who you are in words (the local
+// operator at the loopback dashboard) and the stage a run is at by its
+// label ("Current: Approve the plan?"), not its node id.
+func TestBrowserNamesYouAndTheCurrentStageInWords(t *testing.T) {
+	chromium := findChromium(t)
+	f := newFixture(t, fixtureOpts{})
+	id := f.start(gateDOT)
+	f.waitGateWhere(id, func(g runs.Gate) bool { return g.GateID == "review-1" })
+
+	ctx := newBrowser(t, chromium)
+	shots := artifactDir(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/runs/"+id), chromedp.WaitVisible(chromedp.CSS(`#graph svg`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the current stage by its label", `document.querySelector('#run-current').textContent === 'Approve the plan?'`)
+	if who := evalJS[string](t, ctx, `document.querySelector('.who').textContent`); who != "local operator" {
+		t.Errorf("the dashboard names you %q; want local operator", who)
+	}
+	f.screenshot(ctx, t, shots, "names-in-words-desktop")
+	phone(t, ctx)
+	assertFitsWidth(t, ctx, "run page with names in words")
+	if who := evalJS[string](t, ctx, `document.querySelector('.who').textContent`); who != "local operator" {
+		t.Errorf("on a phone the dashboard names you %q", who)
+	}
+	f.screenshot(ctx, t, shots, "names-in-words-phone")
+	desktop(t, ctx)
+}

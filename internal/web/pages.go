@@ -61,8 +61,10 @@ func newPages() (*pages, error) {
 
 // pageBase is what the layout needs.
 type pageBase struct {
-	Title    string
-	User     string
+	Title string
+	User  string
+	// Who is the user in words ("local operator", "ana").
+	Who      string
 	LoggedIn bool // by the login form: show "Log out"
 	Run      *runs.Run
 	LastSeq  int64
@@ -70,7 +72,7 @@ type pageBase struct {
 
 func (s *Server) base(r *http.Request, title string) pageBase {
 	_, err := r.Cookie(sessionCookie)
-	return pageBase{Title: title, User: userOf(r), LoggedIn: err == nil && s.opts.Token != ""}
+	return pageBase{Title: title, User: userOf(r), Who: runlog.WebUser(userOf(r)), LoggedIn: err == nil && s.opts.Token != ""}
 }
 
 // render executes a page into a buffer first, so a template error becomes

@@ -10,6 +10,7 @@ import (
 
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/render"
+	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 )
 
@@ -47,8 +48,10 @@ type runView struct {
 	Taken    map[edgeKey]bool
 	// Path lists the top-level node visits in order.
 	Path []string
-	// Current is the top-level node that started last and has not finished.
-	Current string
+	// Current is the top-level node that started last and has not finished;
+	// CurrentLabel its label, as people read it.
+	Current      string
+	CurrentLabel string
 	// Asking holds the nodes whose human gate is open (parallel branches
 	// may ask at once); the run waits for a person while it is not empty.
 	Asking map[string]bool
@@ -114,6 +117,7 @@ func (v *runView) apply(e engine.Event) {
 		if e.Branch == "" {
 			v.Path = append(v.Path, e.NodeID)
 			v.Current = e.NodeID
+			v.CurrentLabel = runlog.StageName(e.Label, e.NodeID, "")
 		}
 	case engine.EventStageRetrying:
 		v.States[e.NodeID] = render.StateRetrying

@@ -389,7 +389,7 @@
         st.className = 'badge ' + run.status;
         $('#run-duration').textContent = duration(run.duration_ms);
         $('#run-cost').textContent = money(run.usage && run.usage.cost_usd);
-        $('#run-current').textContent = run.current_node || '—';
+        $('#run-current').textContent = run.current_label || run.current_node || '—';
         var reason = $('#run-reason');
         reason.textContent = run.failure_reason || '';
         reason.hidden = !run.failure_reason;
