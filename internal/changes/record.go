@@ -217,6 +217,22 @@ func writeSet(dir string, r rendered) error {
 
 // WriteSet writes a change list and its diff into dir, where ReadSet
 // finds them (internal/workspace derives both from a run's commits).
+// WriteVisitSet writes a node visit's change set in its stage directory
+// (as WriteSet), first moving an earlier visit's record there into
+// VisitDir(n), so a node visited again keeps every visit's record and
+// ReadSet and EarlierVisits tell them apart.
+func WriteVisitSet(stageDir string, visit int, list []Change, diff []byte) error {
+	var vs visitState
+	had, err := readState(filepath.Join(stageDir, visitFile), &vs)
+	if err == nil && had && vs.Visit != visit {
+		keepEarlierVisit(stageDir, vs.Visit)
+	}
+	if err := WriteSet(stageDir, list, diff); err != nil {
+		return err
+	}
+	return writeState(filepath.Join(stageDir, visitFile), visitState{Visit: visit})
+}
+
 func WriteSet(dir string, list []Change, diff []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

@@ -75,7 +75,7 @@ func (s *Server) getRunChanges(w http.ResponseWriter, r *http.Request) {
 	base := "/pipelines/" + run.ID + "/changes/"
 	out := changeSetJSON{RunID: run.ID, Scope: "run", Raw: map[string]string{
 		changes.ListFile: base + changes.ListFile, changes.DiffFile: base + changes.DiffFile}}
-	s.serveChangeSet(w, r, run, changes.RunDir, out, "no stage of run %s has recorded a change yet")
+	s.serveChangeSet(w, r, run, changes.RunDir, out, "no stage of run %[1]s has recorded a change yet")
 }
 
 func (s *Server) getNodeChanges(w http.ResponseWriter, r *http.Request) {

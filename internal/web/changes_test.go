@@ -30,7 +30,27 @@ type fileAgents struct {
 	calls map[string]int
 }
 
-func (a *fileAgents) ForRun(string, container.RunEnv) runs.RunBackend { return noClose{a} }
+// ForRun edits the run's own workspace: with git workspaces that is the
+// run's working tree, not the group's folder.
+func (a *fileAgents) ForRun(_ string, env container.RunEnv) runs.RunBackend {
+	return noClose{inWorkspace{a, env.Workspace}}
+}
+
+type inWorkspace struct {
+	*fileAgents
+	dir string
+}
+
+func (w inWorkspace) Run(_ context.Context, req engine.Request) (engine.Result, error) {
+	w.mu.Lock()
+	n := w.calls[req.NodeID]
+	w.calls[req.NodeID]++
+	w.mu.Unlock()
+	if list := w.edits[req.NodeID]; n < len(list) {
+		list[n](w.dir)
+	}
+	return engine.Result{Text: "done [outcome:success]"}, nil
+}
 
 // Conversation: the group's chat is not part of these tests.
 func (a *fileAgents) Conversation(string, container.RunEnv, string) host.Conversation {
@@ -45,16 +65,6 @@ func (noChat) Send(context.Context, string, time.Duration) (container.Reply, err
 
 func (noChat) Close() {}
 
-func (a *fileAgents) Run(_ context.Context, req engine.Request) (engine.Result, error) {
-	a.mu.Lock()
-	n := a.calls[req.NodeID]
-	a.calls[req.NodeID]++
-	a.mu.Unlock()
-	if list := a.edits[req.NodeID]; n < len(list) {
-		list[n](a.ws)
-	}
-	return engine.Result{Text: "done [outcome:success]"}, nil
-}
 
 const reworkDOT = `digraph Rework {
     start     [shape=Mdiamond]

@@ -137,8 +137,8 @@ func (b *Backend) record(ctx context.Context, req engine.Request, ws *Run, c Com
 			return &engine.WorkspaceChanges{Error: err.Error()}
 		}
 	}
-	if err := writeRecord(req.StageDir, list, diff); err != nil {
-		return &engine.WorkspaceChanges{Error: err.Error()}
+	if err := changes.WriteVisitSet(req.StageDir, req.Visit, list, diff); err != nil {
+		return &engine.WorkspaceChanges{Error: fmt.Sprintf("write the change record: %v", err)}
 	}
 	if c.Hash.IsZero() || ws != b.run {
 		return summary(list) // a branch's work reaches the run's record when it is merged
