@@ -406,3 +406,29 @@ func TestBrowserNamesYouAndTheCurrentStageInWords(t *testing.T) {
 	f.screenshot(ctx, t, shots, "names-in-words-phone")
 	desktop(t, ctx)
 }
+
+// Issue 30, item 12: the start form's findings name their node once —
+// "node greet: unknown node attribute …", never "node greet: node greet: …".
+func TestBrowserFormFindingsNameTheirNodeOnce(t *testing.T) {
+	chromium := findChromium(t)
+	f := newFixture(t, fixtureOpts{})
+	ctx := newBrowser(t, chromium)
+	shots := artifactDir(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/"), chromedp.WaitVisible(chromedp.CSS(`#start-form`))); err != nil {
+		t.Fatal(err)
+	}
+	dot := `digraph Greet { start [shape=Mdiamond]; greet [label="Greet", promt="say hello"]; exit [shape=Msquare]; start -> greet -> exit }`
+	evalJS[bool](t, ctx, fmt.Sprintf(`(f => { f.elements.dot.value = %q; return true })(document.querySelector('#start-form'))`, dot))
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#start-form button[type=submit]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the started run's warnings", `document.querySelector('#start-result li.diag') !== null`)
+	text := evalJS[string](t, ctx, `document.querySelector('#start-result li.diag').textContent`)
+	if strings.Count(text, "node greet") != 1 || !strings.Contains(text, `unknown node attribute "promt"`) {
+		t.Errorf("the form's finding reads %q; want its node named once", text)
+	}
+	f.screenshot(ctx, t, shots, "form-finding-desktop")
+	phone(t, ctx)
+	assertFitsWidth(t, ctx, "start form with a finding")
+	f.screenshot(ctx, t, shots, "form-finding-phone")
+}

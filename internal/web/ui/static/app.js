@@ -276,7 +276,9 @@
         var where = d.line ? 'line ' + d.line + (d.column ? ':' + d.column : '') : 'pipeline';
         var at = el(d.line ? 'button' : 'span', d.line ? { type: 'button', 'class': 'at link', 'data-line': String(d.line) } : { 'class': 'at' }, where);
         li.appendChild(at);
-        li.appendChild(document.createTextNode(' ' + d.severity + (d.rule ? ' [' + d.rule + ']' : '') + (d.node_id ? ' node ' + d.node_id : '') + ': ' + d.message));
+        // A message that names its node already ("node greet: …") is not prefixed with it again.
+        var node = d.node_id && d.message.indexOf('node ' + d.node_id + ':') !== 0 ? ' node ' + d.node_id : '';
+        li.appendChild(document.createTextNode(' ' + d.severity + (d.rule ? ' [' + d.rule + ']' : '') + node + ': ' + d.message));
         if (d.fix) li.appendChild(el('div', { 'class': 'fix' }, 'Fix: ' + d.fix));
         list.appendChild(li);
       });
