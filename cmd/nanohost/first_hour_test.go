@@ -3,8 +3,8 @@ package main
 import (
 	"os"
 	"os/exec"
-	"regexp"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
