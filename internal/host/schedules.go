@@ -494,3 +494,35 @@ func whenText(t schedule.Task) string {
 	}
 	return t.Value
 }
+
+// webTasks are the tasks as the dashboard changes them (web.Schedules):
+// the dashboard's operators act as the main group does (on every task).
+type webTasks struct{ ts *tasks }
+
+func (w webTasks) operator(ctx context.Context, who runs.Principal) (store.Group, error) {
+	if err := w.ts.runs.MayControl(ctx, who, ""); err != nil {
+		return store.Group{}, err
+	}
+	return store.Group{Folder: "web", IsMain: true}, nil
+}
+
+// PauseTask implements web.Schedules.
+func (w webTasks) PauseTask(ctx context.Context, id string, who runs.Principal) error {
+	g, err := w.operator(ctx, who)
+	if err == nil {
+		_, err = w.ts.pause(ctx, g, id)
+	}
+	return err
+}
+
+// ResumeTask implements web.Schedules.
+func (w webTasks) ResumeTask(ctx context.Context, id string, who runs.Principal) error {
+	g, err := w.operator(ctx, who)
+	if err == nil {
+		_, err = w.ts.resume(ctx, g, id)
+	}
+	return err
+}
+
+// Location implements web.Schedules.
+func (w webTasks) Location() *time.Location { return w.ts.loc }

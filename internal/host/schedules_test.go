@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -409,5 +411,46 @@ func TestAgentSchedulesWithNanoagent(t *testing.T) {
 	}
 	if code, out := nanoagent("cancel-task", id[1]); code != 0 || !strings.Contains(out, "cancelled") {
 		t.Errorf("cancel-task: %d %s", code, out)
+	}
+}
+
+// The dashboard's schedules page lists the tasks with their next fire and
+// a pause button; the button pauses (a same-site form post) and a
+// cross-site post is refused.
+func TestSchedulesPageListsAndPausesTasks(t *testing.T) {
+	th := launch(t, hostSetup{answer: succeed, now: newFakeClock(t0).Now})
+	th.writeRequest(t, "tasks", "sched-page", map[string]any{
+		"type": "schedule_task", "prompt": "check the build", "schedule_type": "cron", "schedule_value": "0 9 * * *",
+	})
+	id := th.response(t, "sched-page")["task"].(map[string]any)["id"].(string)
+	base := "http://" + th.HTTPAddr()
+	resp, err := http.Get(base + "/schedules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{id, "check the build", "cron 0 9 * * *", `action="/schedules/` + id + `/pause"`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	post := func(origin string) int {
+		req, _ := http.NewRequest(http.MethodPost, base+"/schedules/"+id+"/pause", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Sec-Fetch-Site", map[bool]string{true: "same-origin", false: "cross-site"}[origin == base])
+		noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("http://evil.example"); code != http.StatusForbidden || th.task(t, id).Status != schedule.Active {
+		t.Errorf("a cross-site pause: %d, task %s", code, th.task(t, id).Status)
+	}
+	if code := post(base); code != http.StatusSeeOther || th.task(t, id).Status != schedule.Paused {
+		t.Errorf("the pause button: %d, task %s", code, th.task(t, id).Status)
 	}
 }

@@ -45,13 +45,14 @@ func (h *Host) withDashboard(ops http.Handler) http.Handler {
 // straight to it, with the same rules as chat — and a run started from
 // the dashboard goes to the group it names (or the main one).
 func (h *Host) WebRuns() web.Runs {
-	return webRuns{Service: h.runs, groups: h.groups, workflows: h.workflows}
+	return webRuns{Service: h.runs, groups: h.groups, workflows: h.workflows, tasks: webTasks{h.tasks}}
 }
 
 type webRuns struct {
 	*runs.Service
 	groups    *groupTable
 	workflows workflows
+	tasks     webTasks
 }
 
 // Start runs a pipeline — pasted, or stored and named — in a group's
@@ -79,7 +80,9 @@ func (x webRuns) Start(ctx context.Context, req web.StartRequest) (string, []pip
 
 // Offers declares that the dashboard's streams are woken by the runs
 // service and its start form lists the groups' stored pipelines.
-func (x webRuns) Offers() web.Offers { return web.Offers{Notify: x.Service, Library: x} }
+func (x webRuns) Offers() web.Offers {
+	return web.Offers{Notify: x.Service, Library: x, Schedules: x.tasks}
+}
 
 // StoredPipelines lists what the group (or the main one) can run by name.
 func (x webRuns) StoredPipelines(_ context.Context, group string) ([]web.StoredPipeline, error) {

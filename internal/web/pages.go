@@ -27,6 +27,7 @@ var uiFS embed.FS
 // pages holds the parsed templates, one set per page.
 type pages struct {
 	runs, run, login *template.Template
+	schedules        *template.Template
 	errorPage        *template.Template
 	static           fs.FS
 }
@@ -45,6 +46,9 @@ func newPages() (*pages, error) {
 		return nil, err
 	}
 	if p.run, err = parse("run.html"); err != nil {
+		return nil, err
+	}
+	if p.schedules, err = parse("schedules.html"); err != nil {
 		return nil, err
 	}
 	if p.login, err = parse("login.html"); err != nil {

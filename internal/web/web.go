@@ -57,6 +57,9 @@ type Offers struct {
 	// Library starts stored pipelines by name (without it the start form
 	// takes pasted DOT only).
 	Library Library
+	// Schedules pauses and resumes scheduled tasks (without it the
+	// schedules page only lists them).
+	Schedules Schedules
 }
 
 // Notifier says when a run has new events stored. The channel receives (it
@@ -253,6 +256,9 @@ func (s *Server) routes() []Route {
 		{Method: "GET", Path: "/{$}", Handler: s.runsPage},
 		{Method: "GET", Path: "/runs/{id}", Handler: s.runPage},
 		{Method: "GET", Path: "/runs/{id}/timeline", Handler: s.runTimeline},
+		{Method: "GET", Path: "/schedules", Handler: s.schedulesPage},
+		{Method: "POST", Path: "/schedules/{id}/pause", Handler: s.pauseTask},
+		{Method: "POST", Path: "/schedules/{id}/resume", Handler: s.resumeTask},
 		{Method: "GET", Path: "/login", Public: true, Handler: s.loginPage},
 		{Method: "POST", Path: "/login", Public: true, Handler: s.login},
 		{Method: "POST", Path: "/logout", Handler: s.logout},
