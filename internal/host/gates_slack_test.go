@@ -314,7 +314,9 @@ func TestSlackStaleButtonOfAnEarlierPromptIsRefused(t *testing.T) {
 	g.th = second
 	current := g.prompt(run, 2)
 	g.click(old, alice, "Approve") // a button rendered before the restart
-	g.told(alice, "That prompt is no longer active.")
+	// The resumed run asks the same visit of the gate again (the restart
+	// is not a second visit), so the old button is an older posting of it.
+	g.told(alice, "That button belongs to an older prompt for this gate")
 	g.open(run)
 	g.click(current, alice, "Reject")
 	if _, nodes := g.ended(run); !slices.Contains(nodes, "fix") || slices.Contains(nodes, "ship") {
