@@ -65,7 +65,6 @@ func (noChat) Send(context.Context, string, time.Duration) (container.Reply, err
 
 func (noChat) Close() {}
 
-
 const reworkDOT = `digraph Rework {
     start     [shape=Mdiamond]
     implement [prompt="Implement the feature"]
