@@ -1,11 +1,11 @@
 package engine
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
+
+	"nanohost/internal/pipeline/cond"
 )
 
 // Built-in context keys (spec §5.1).
@@ -60,7 +60,7 @@ func (c *Context) Lookup(key string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return valueString(v), true
+	return cond.Text(v), true
 }
 
 // Set stores value under key.
@@ -104,31 +104,4 @@ func (c *Context) Keys() []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return slices.Sorted(maps.Keys(c.values))
-}
-
-// valueString renders a context value the way conditions see it: strings
-// as-is, numbers without exponent noise, booleans as true/false, anything
-// else as compact JSON.
-func valueString(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return t
-	case bool:
-		return strconv.FormatBool(t)
-	case int:
-		return strconv.Itoa(t)
-	case int64:
-		return strconv.FormatInt(t, 10)
-	case float64:
-		return strconv.FormatFloat(t, 'f', -1, 64)
-	case Status:
-		return string(t)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return ""
-	}
-	return string(b)
 }
