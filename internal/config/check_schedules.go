@@ -19,10 +19,7 @@ func (c *Config) checkSchedules() []Problem {
 		ps = append(ps, Problem{"timezone", err.Error(), "use an IANA zone name such as Europe/Berlin or UTC, or leave it out for the host's", true})
 		loc = time.UTC
 	}
-	groups := map[string]bool{"main": c.Console.Enabled != "false"}
-	for _, g := range c.Groups {
-		groups[g.Folder] = true
-	}
+	groups := configuredGroups(c)
 	seen := map[string]bool{}
 	for i, s := range c.Schedules {
 		field := fmt.Sprintf("schedules[%d]", i)
@@ -73,10 +70,7 @@ func (s Schedule) Next(now time.Time, loc *time.Location) (time.Time, error) {
 func (c *Config) checkWebhooks() []Problem {
 	var ps []Problem
 	seen := map[string]bool{}
-	groups := map[string]bool{"main": c.Console.Enabled != "false"}
-	for _, g := range c.Groups {
-		groups[g.Folder] = true
-	}
+	groups := configuredGroups(c)
 	for i, h := range c.Webhooks {
 		field := fmt.Sprintf("webhooks[%d]", i)
 		add := func(sub, msg, fix string) { ps = append(ps, Problem{field + sub, msg, fix, true}) }
@@ -98,4 +92,14 @@ func (c *Config) checkWebhooks() []Problem {
 		}
 	}
 	return ps
+}
+
+// configuredGroups is the set of group folders a schedule or webhook may
+// name: the configured groups, and the console's main group when it is on.
+func configuredGroups(c *Config) map[string]bool {
+	groups := map[string]bool{"main": c.Console.Enabled != "false"}
+	for _, g := range c.Groups {
+		groups[g.Folder] = true
+	}
+	return groups
 }
