@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"nanohost/internal/container/protocol"
@@ -30,7 +31,7 @@ const maxOutcomeFile = 1 << 20
 // container user can write. dir itself stays the host's, so the agent
 // cannot swap the subdirectories for something else.
 func newIPCDir(dir string, uid, gid int) (*ipcDir, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := makeIPCDir(dir); err != nil {
 		return nil, fmt.Errorf("create IPC directory: %w", err)
 	}
 	for _, sub := range []string{"input", "outcome"} {
@@ -121,10 +122,24 @@ func (d *ipcDir) readOutcome(dispatchID int64) (data []byte, ok bool, err error)
 	return data, true, nil
 }
 
+// runDirs serialises creating a container's directory with removing its
+// run's (state/ipc/<run>): without it, the last container of a run going
+// away could remove the run's directory between a new container's MkdirAll
+// of the parent and of its own directory.
+var runDirs sync.Mutex
+
+func makeIPCDir(dir string) error {
+	runDirs.Lock()
+	defer runDirs.Unlock()
+	return os.MkdirAll(dir, 0o755)
+}
+
 // remove deletes the directory (RemoveAll never follows symlinks), and its
 // run's directory (state/ipc/<run>) once no other container's is in it.
 func (d *ipcDir) remove() {
 	d.root.Close()
 	os.RemoveAll(d.path)
+	runDirs.Lock()
+	defer runDirs.Unlock()
 	os.Remove(filepath.Dir(d.path)) // fails, harmlessly, while not empty
 }
