@@ -111,7 +111,7 @@ func layoutCost(in *graphvizInput) int {
 	labels := false
 	for k, e := range in.edges {
 		from, to := in.index[e.From], in.index[e.To]
-		labels = labels || edgeLabel(e) != ""
+		labels = labels || in.captions[k] != ""
 		if in.back[k] || from == to {
 			continue
 		}

@@ -114,7 +114,9 @@ type graphvizInput struct {
 	g     *pipeline.Graph
 	index map[string]int   // node id → index, first declaration wins
 	edges []*pipeline.Edge // the edges drawn: both ends are nodes
-	back  []bool           // per edge: it loops back (see loopBacks)
+	// captions: per drawn edge, its caption (see drawnEdges)
+	captions []string
+	back     []bool // per edge: it loops back (see loopBacks)
 	src   []byte
 }
 
@@ -138,13 +140,7 @@ func newGraphvizInput(g *pipeline.Graph) *graphvizInput {
 		}
 		fmt.Fprintf(&b, "  n%d [shape=%s, label=%s]\n", i, gvShape(n.Shape()), gvString(n.Label()))
 	}
-	for _, e := range g.Edges {
-		_, okF := in.index[e.From]
-		_, okT := in.index[e.To]
-		if okF && okT {
-			in.edges = append(in.edges, e)
-		}
-	}
+	in.edges, in.captions = drawnEdges(g.Edges, in.index)
 	in.back = loopBacks(g, in.index, in.edges)
 	pairs := map[[2]int]bool{} // forward edges, by their ends
 	for k, e := range in.edges {
@@ -166,7 +162,7 @@ func newGraphvizInput(g *pipeline.Graph) *graphvizInput {
 			from, to, extra = to, from, ", dir=back"
 		}
 		fmt.Fprintf(&b, "  n%d -> n%d [id=e%d%s", from, to, k, extra)
-		if label := edgeLabel(e); label != "" {
+		if label := in.captions[k]; label != "" {
 			// Padded: Graphviz sets labels side by side with no gap.
 			fmt.Fprintf(&b, ", label=%s", gvString(" "+label+" "))
 		}
@@ -277,6 +273,40 @@ func gvString(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// drawnEdges picks the edges to draw (both ends are nodes) and their
+// captions. The drawing shows routes, not rules, so edges that would draw
+// the same thing become one: parallel edges with the same caption are drawn
+// once (a court's two "another round" loops, told apart only by a visit
+// count), and a node's self-loops are one loop captioned with each distinct
+// label on a line of its own — Graphviz nests several labelled self-loops
+// so flat that each loop runs through its neighbour's label.
+func drawnEdges(edges []*pipeline.Edge, index map[string]int) (drawn []*pipeline.Edge, captions []string) {
+	type route struct{ from, to, caption string }
+	seen := map[route]bool{}
+	selfLoop := map[string]int{} // node id → its loop's index in drawn
+	for _, e := range edges {
+		_, okF := index[e.From]
+		_, okT := index[e.To]
+		caption := edgeLabel(e)
+		if !okF || !okT || seen[route{e.From, e.To, caption}] {
+			continue
+		}
+		seen[route{e.From, e.To, caption}] = true
+		if k, ok := selfLoop[e.From]; ok && e.From == e.To {
+			if caption != "" {
+				captions[k] = strings.TrimPrefix(captions[k]+"\n"+caption, "\n")
+			}
+			continue
+		}
+		if e.From == e.To {
+			selfLoop[e.From] = len(drawn)
+		}
+		drawn = append(drawn, e)
+		captions = append(captions, caption)
+	}
+	return drawn, captions
 }
 
 // edgeLabel is the caption drawn on an edge: its label, else its condition.

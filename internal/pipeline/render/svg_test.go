@@ -447,3 +447,67 @@ func generated(n int) *pipeline.Graph {
 	}
 	return g
 }
+
+// Issue 30, item 15: the shadow court's D3 hearing has two "another round"
+// self-loops (one per allowed extra round). They are one route, drawn once
+// with its label once; and a node whose self-loops say different things
+// gets one loop with each caption on its own line, so no loop runs through
+// another's label.
+func TestRenderCourtSelfLoopsDoNotOverlapOrRepeatTheirLabel(t *testing.T) {
+	court := example(t, filepath.Join("..", "..", "..", "skills", "attractor", "workflows", "shadow-court.dot"))
+	svg := mustSVG(t, court, Look{})
+	if n := bytes.Count(svg, []byte(">another round<")); n != 1 {
+		t.Errorf("the court draws %q %d times; want once", "another round", n)
+	}
+	d := readDrawing(t, svg)
+	loops := 0
+	for _, e := range d.edges {
+		if e.from == "hearing" && e.to == "hearing" {
+			loops++
+		}
+	}
+	if loops != 1 {
+		t.Errorf("the hearing has %d self-loops drawn; want 1 (its two edges are the same route)", loops)
+	}
+	checkEdges(t, d)
+
+	g := parse(t, `digraph L {
+		start [shape=Mdiamond]; exit [shape=Msquare]
+		h [label="D3 Hearing", prompt="x"]
+		start -> h -> exit
+		h -> h [label="another round", condition="outcome=retry"]
+		h -> h [label="once more", condition="outcome=fail"]
+		h -> h [condition="outcome=partial_success"]
+	}`)
+	d = readDrawing(t, mustSVG(t, g, Look{}))
+	var loop *drawnEdge
+	for i, e := range d.edges {
+		if e.from == "h" && e.to == "h" {
+			if loop != nil {
+				t.Fatal("h's self-loops are drawn as several overlapping loops; want one")
+			}
+			loop = &d.edges[i]
+		}
+	}
+	if loop == nil {
+		t.Fatal("h's self-loop is not drawn")
+	}
+	var said []string
+	for _, l := range loop.labels {
+		said = append(said, l.s)
+		for _, o := range loop.labels {
+			if o != l && l.box().overlaps(o.box()) {
+				t.Errorf("captions %q and %q overlap", l.s, o.s)
+			}
+		}
+		for _, p := range loop.curve {
+			if l.box().inset(1).contains(p) {
+				t.Errorf("the loop runs through its caption %q at (%.0f,%.0f)", l.s, p.x, p.y)
+				break
+			}
+		}
+	}
+	if want := []string{"another round", "once more", "outcome=partial_success"}; !slices.Equal(said, want) {
+		t.Errorf("the loop says %q; want each caption once, in order: %q", said, want)
+	}
+}
