@@ -117,7 +117,7 @@ type graphvizInput struct {
 	// captions: per drawn edge, its caption (see drawnEdges)
 	captions []string
 	back     []bool // per edge: it loops back (see loopBacks)
-	src   []byte
+	src      []byte
 }
 
 func newGraphvizInput(g *pipeline.Graph) *graphvizInput {
