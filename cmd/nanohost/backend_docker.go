@@ -160,7 +160,7 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	if on {
 		allow, _ := fs.GetStringArray("egress-allow")
 		gw, err = startModelGateway(config.Gateway{AnthropicURL: str("anthropic-url"), OpenAIURL: str("openai-url"),
-			Listen: str("gateway-listen"), URL: str("gateway-url")}, config.Egress{Allow: allow}, secrets, rt.Capabilities().Remote, slog.Default())
+			Listen: str("gateway-listen"), URL: str("gateway-url")}, config.Egress{Allow: allow}, secrets, rt.Capabilities().Remote, nil, slog.Default())
 		if err != nil {
 			return nil, err
 		}

@@ -29,8 +29,9 @@ type modelGateway struct {
 // startModelGateway starts the gateway with the model credentials among
 // secrets. Docker containers reach it through a unix socket in a fresh
 // private directory (short enough for a socket path); a remote runtime's
-// containers through gc.Listen, as gc.URL.
-func startModelGateway(gc config.Gateway, egress config.Egress, secrets map[string]string, remote bool, log *slog.Logger) (*modelGateway, error) {
+// containers through gc.Listen, as gc.URL. ledger (the store; nil for
+// none) keeps the days' spend for the group/day and daily budgets.
+func startModelGateway(gc config.Gateway, egress config.Egress, secrets map[string]string, remote bool, ledger gateway.Ledger, log *slog.Logger) (*modelGateway, error) {
 	allow := egress.Allow
 	egressConfig := gateway.EgressConfig{Allow: allow}
 	for _, b := range egress.Secrets {
@@ -41,7 +42,7 @@ func startModelGateway(gc config.Gateway, egress config.Egress, secrets map[stri
 		Anthropic:  gateway.Upstream{BaseURL: gc.AnthropicURL, APIKey: secrets["ANTHROPIC_API_KEY"], OAuthToken: firstSet(secrets, "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN")},
 		OpenAI:     gateway.Upstream{BaseURL: gc.OpenAIURL, APIKey: secrets["OPENAI_API_KEY"]},
 		Prices:     prices,
-		GroupDaily: gc.GroupDaily, GlobalDaily: gc.Daily,
+		GroupDaily: gc.GroupDaily, GlobalDaily: gc.Daily, Ledger: ledger,
 		Logger: log,
 	})
 	if err != nil {

@@ -124,7 +124,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	metrics := host.NewMetrics()
 	var gw *modelGateway
 	if cfg.GatewayReachable() {
-		gw, err = startModelGateway(cfg.Gateway, cfg.Runtime.Egress, revealSecrets(cfg), cfg.Runtime.Kind == config.RuntimeKubernetes, log)
+		gw, err = startModelGateway(cfg.Gateway, cfg.Runtime.Egress, revealSecrets(cfg), cfg.Runtime.Kind == config.RuntimeKubernetes, st, log)
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,10 +60,23 @@ type Total struct {
 type nodeKey struct{ run, node string }
 type dayKey struct{ group, day string } // group "" = everyone
 
+// Ledger keeps what was spent per UTC day, group and model beyond this
+// process (the store: internal/store's model_spend): the group/day and
+// daily budgets count from it, so a restart does not reset them and
+// replicas sharing a database share them.
+type Ledger interface {
+	// AddModelSpend adds one call's usage to what group spent on model on day.
+	AddModelSpend(ctx context.Context, day, group, model string, u Usage) error
+	// ModelSpend is what group spent on day, and what all groups did.
+	ModelSpend(ctx context.Context, day, group string) (groupSpent, all Usage, err error)
+}
+
 // meters hold what was spent per node, run, group and day, and in all.
 type meters struct {
 	now                     func() time.Time
 	groupDaily, globalDaily Limit
+	ledger                  Ledger // nil: the days are counted in this process only
+	log                     *slog.Logger
 
 	mu     sync.Mutex
 	runs   map[string]Usage
@@ -71,7 +86,7 @@ type meters struct {
 }
 
 func newMeters(cfg Config) *meters {
-	return &meters{now: cfg.Now, groupDaily: cfg.GroupDaily, globalDaily: cfg.GlobalDaily,
+	return &meters{now: cfg.Now, groupDaily: cfg.GroupDaily, globalDaily: cfg.GlobalDaily, ledger: cfg.Ledger, log: cfg.Logger,
 		runs: map[string]Usage{}, nodes: map[nodeKey]Usage{}, days: map[dayKey]Usage{}, totals: map[[2]string]*Total{}}
 }
 
@@ -87,11 +102,26 @@ func (m *meters) seedRun(run string, spent Usage) {
 	}
 }
 
-// refusal is why a call for b may not go out now ("" when it may).
-func (m *meters) refusal(b Binding) string {
+// refusal is why a call for b may not go out now ("" when it may). The
+// days' meters are the ledger's when there is one (with what this process
+// counted, should a write to it have failed).
+func (m *meters) refusal(ctx context.Context, b Binding) string {
+	day := m.day()
+	var groupDay, allDay Usage
+	ledgerOK := false
+	if m.ledger != nil && (m.groupDaily != (Limit{}) || m.globalDaily != (Limit{})) {
+		var err error
+		if groupDay, allDay, err = m.ledger.ModelSpend(ctx, day, b.Group); err != nil {
+			m.log.Warn("read the day's model spend; counting this process's only", "err", err)
+		} else {
+			ledgerOK = true
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	day := m.day()
+	if !ledgerOK {
+		groupDay, allDay = Usage{}, Usage{}
+	}
 	checks := []struct {
 		limit Limit
 		what  string
@@ -99,8 +129,8 @@ func (m *meters) refusal(b Binding) string {
 	}{
 		{b.NodeLimit, "node " + b.Node, m.nodes[nodeKey{b.Run, b.Node}]},
 		{b.RunLimit, "run", m.runs[b.Run]},
-		{m.groupDaily, "group " + b.Group + "'s daily", m.days[dayKey{b.Group, day}]},
-		{m.globalDaily, "daily", m.days[dayKey{"", day}]},
+		{m.groupDaily, "group " + b.Group + "'s daily", atLeast(groupDay, m.days[dayKey{b.Group, day}])},
+		{m.globalDaily, "daily", atLeast(allDay, m.days[dayKey{"", day}])},
 	}
 	for _, c := range checks {
 		if msg := c.limit.exhausted(c.what, c.used); msg != "" {
@@ -110,10 +140,17 @@ func (m *meters) refusal(b Binding) string {
 	return ""
 }
 
+// atLeast is a with each count raised to b's where b's is higher.
+func atLeast(a, b Usage) Usage {
+	a.InputTokens, a.OutputTokens = max(a.InputTokens, b.InputTokens), max(a.OutputTokens, b.OutputTokens)
+	a.CacheWrite, a.CacheRead = max(a.CacheWrite, b.CacheWrite), max(a.CacheRead, b.CacheRead)
+	a.CostUSD, a.CostUnknown = max(a.CostUSD, b.CostUSD), a.CostUnknown || b.CostUnknown
+	return a
+}
+
 func (m *meters) charge(b Binding, model string, u Usage) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	day := m.day()
+	m.mu.Lock()
 	m.runs[b.Run] = m.runs[b.Run].Add(u)
 	k := nodeKey{b.Run, b.Node}
 	m.nodes[k] = m.nodes[k].Add(u)
@@ -124,6 +161,15 @@ func (m *meters) charge(b Binding, model string, u Usage) {
 	t := m.total(b.Group, model)
 	t.Calls++
 	t.Usage = t.Usage.Add(u)
+	m.mu.Unlock()
+	if m.ledger != nil {
+		// The call is over: its spend is recorded even if the agent hung up.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := m.ledger.AddModelSpend(ctx, day, b.Group, model, u); err != nil {
+			m.log.Warn("record model spend", "run", b.Run, "group", b.Group, "err", err)
+		}
+	}
 }
 
 func (m *meters) countRefusal(b Binding) {

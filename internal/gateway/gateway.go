@@ -36,6 +36,9 @@ type Config struct {
 	// together, may spend per UTC day (zero: no limit).
 	GroupDaily  Limit
 	GlobalDaily Limit
+	// Ledger keeps the days' spend beyond this process (the store); nil
+	// counts them in memory only, from zero at every start.
+	Ledger Ledger
 	// Transport reaches the upstreams (default: a pooled http.Transport).
 	Transport http.RoundTripper
 	Logger    *slog.Logger
@@ -109,7 +112,10 @@ func New(cfg Config) (*Gateway, error) {
 		t.ForceAttemptHTTP2 = true
 		cfg.Transport = t
 	}
-	g := &Gateway{cfg: cfg, log: cfg.Logger.With("component", "gateway"), meters: newMeters(cfg), passes: map[[32]byte]*Pass{}}
+	g := &Gateway{cfg: cfg, log: cfg.Logger.With("component", "gateway"), passes: map[[32]byte]*Pass{}}
+	mc := cfg
+	mc.Logger = g.log
+	g.meters = newMeters(mc)
 	proxy, err := g.newProxy()
 	if err != nil {
 		return nil, err

@@ -75,7 +75,7 @@ func (g *Gateway) newProxy() (http.Handler, error) {
 			apiError(w, c.api, http.StatusUnauthorized, "authentication_error", "nanohost gateway: unknown or revoked token")
 			return
 		}
-		if msg := g.meters.refusal(c.pass.binding); msg != "" {
+		if msg := g.meters.refusal(r.Context(), c.pass.binding); msg != "" {
 			c.pass.refused(msg)
 			g.meters.countRefusal(c.pass.binding)
 			b := c.pass.binding
