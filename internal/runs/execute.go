@@ -131,7 +131,7 @@ func (s *Service) runEngine(ctx context.Context, run Run, g *pipeline.Graph, d *
 	}
 	eng := engine.New(engine.Config{
 		Backend:     backend,
-		Interviewer: s.interviewer(run, d.thread, slot),
+		Interviewer: s.gates.interviewer(run, d.thread, slot),
 		Observers:   []engine.Observer{d},
 		Registry:    s.cfg.Registry,
 		Loader: func(file string, src []byte) (*pipeline.Graph, error) {

@@ -6,6 +6,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,31 @@ const answerToldWait = 2 * time.Second
 // does not wait for it: it is open, can be answered elsewhere (the
 // dashboard) and times out meanwhile.
 const promptPostTimeout = 30 * time.Minute
+
+// gates asks runs' human gates and takes their answers: the one part of the
+// service that opens, waits on and settles gates. Its dependencies are the
+// store's gates, the endpoints' policies, and the service's background work
+// (prompt posts and edits, which Shutdown waits for).
+type gates struct {
+	store    gateStore
+	policies Policies
+	log      *slog.Logger
+	now      func() time.Time
+	bg       *sync.WaitGroup
+	waiting  waiters
+}
+
+// gateStore is what gates need of the store.
+type gateStore interface {
+	GetRun(ctx context.Context, id string) (Run, error)
+	OpenGate(ctx context.Context, g Gate) (stored Gate, previous *Gate, err error)
+	SetGateMessage(ctx context.Context, runID, gateID, nonce, msgID string) error
+	GetGate(ctx context.Context, runID, gateID string) (Gate, error)
+	AnswerGate(ctx context.Context, runID, gateID, nonce string, option int, answer, by string) (accepted bool, current Gate, err error)
+	CloseGate(ctx context.Context, runID, gateID, nonce string, s GateState) (closed bool, current Gate, err error)
+	OpenGatesInChat(ctx context.Context, chat, thread string) ([]Gate, error)
+	OpenGates(ctx context.Context) ([]Gate, error)
+}
 
 // waiters are the askers of this process, by gate.
 type waiters struct {
@@ -103,7 +129,7 @@ func (w *waiters) wakeAll() {
 
 // asker is one Ask waiting on one posting of a gate.
 type asker struct {
-	s      *Service
+	gates  *gates
 	thread Thread
 	gate   Gate // the posting, as opened
 	wake   chan struct{}
@@ -116,11 +142,11 @@ type asker struct {
 
 // interviewer asks run's gates in its thread.
 // While a gate waits the run holds no run slot (slots.go).
-func (s *Service) interviewer(run Run, t Thread, slot *runSlot) engine.Interviewer {
+func (gs *gates) interviewer(run Run, t Thread, slot *runSlot) engine.Interviewer {
 	return engine.InterviewerFunc(func(ctx context.Context, q engine.Question) (engine.Answer, error) {
 		slot.gateWaits()
 		defer slot.gateSettled(ctx)
-		return s.ask(ctx, t, q)
+		return gs.ask(ctx, t, q)
 	})
 }
 
@@ -128,27 +154,27 @@ func (s *Service) interviewer(run Run, t Thread, slot *runSlot) engine.Interview
 // chat that is slow or down never holds up the gate, which is open — and
 // its timeout running — from the start) and waits for it to be settled: an
 // answer, the timeout, or ctx's end (then it is withdrawn).
-func (s *Service) ask(ctx context.Context, t Thread, q engine.Question) (engine.Answer, error) {
-	stored, previous, err := s.cfg.Store.OpenGate(ctx, NewGate(q, newNonce(), s.cfg.Now()))
+func (gs *gates) ask(ctx context.Context, t Thread, q engine.Question) (engine.Answer, error) {
+	stored, previous, err := gs.store.OpenGate(ctx, NewGate(q, newNonce(), gs.now()))
 	if err != nil {
 		return engine.Answer{}, fmt.Errorf("open gate %s: %w", q.ID, err)
 	}
 	if stored.Status != GateOpen {
 		// Settled before a crash: the run takes that answer.
-		s.log.Info("gate was settled before the restart; taking its answer", "run", q.RunID, "gate", q.ID, "state", stored.Status)
-		s.editPrompt(t, stored, "")
+		gs.log.Info("gate was settled before the restart; taking its answer", "run", q.RunID, "gate", q.ID, "state", stored.Status)
+		gs.editPrompt(t, stored, "")
 		return stored.EngineAnswer(), nil
 	}
 	if previous != nil && previous.MessageTS != "" {
 		// An earlier posting (before a restart) still shows buttons.
 		stale := *previous
 		stale.Status = GateWithdrawn
-		s.editPrompt(t, stale, "Superseded by a newer prompt below.")
+		gs.editPrompt(t, stale, "Superseded by a newer prompt below.")
 	}
-	a := &asker{s: s, thread: t, gate: stored, wake: make(chan struct{}, 1)}
-	s.gates.add(a)
-	defer s.gates.remove(a)
-	s.bg.Go(func() { a.post(ctx) })
+	a := &asker{gates: gs, thread: t, gate: stored, wake: make(chan struct{}, 1)}
+	gs.waiting.add(a)
+	defer gs.waiting.remove(a)
+	gs.bg.Go(func() { a.post(ctx) })
 	return a.wait(ctx)
 }
 
@@ -159,14 +185,14 @@ func (a *asker) post(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), promptPostTimeout)
 	defer cancel()
 	g := a.gate
-	log := a.s.log.With("run", g.RunID, "gate", g.GateID)
+	log := a.gates.log.With("run", g.RunID, "gate", g.GateID)
 	msgID, err := a.thread.Ask(ctx, g)
 	if err != nil {
 		log.Error("gate prompt not posted; the gate stays open (dashboard, timeout)", "err", err)
 		return
 	}
 	log.Info("gate opened", "msg", msgID, "timeout_s", g.TimeoutSeconds)
-	if err := a.s.cfg.Store.SetGateMessage(ctx, g.RunID, g.GateID, g.Nonce, msgID); err != nil {
+	if err := a.gates.store.SetGateMessage(ctx, g.RunID, g.GateID, g.Nonce, msgID); err != nil {
 		log.Warn("record the gate's prompt message", "err", err)
 	}
 	a.mu.Lock()
@@ -174,7 +200,7 @@ func (a *asker) post(ctx context.Context) {
 	final, note := a.final, a.note
 	a.mu.Unlock()
 	if final != nil {
-		a.s.editPrompt(a.thread, withMessage(*final, msgID), note)
+		a.gates.editPrompt(a.thread, withMessage(*final, msgID), note)
 	}
 }
 
@@ -187,7 +213,7 @@ func (a *asker) settled(g Gate, note string) <-chan struct{} {
 	msgID := a.msgID
 	a.mu.Unlock()
 	if msgID != "" {
-		return a.s.editPrompt(a.thread, withMessage(g, msgID), note)
+		return a.gates.editPrompt(a.thread, withMessage(g, msgID), note)
 	}
 	return closedChan
 }
@@ -209,7 +235,7 @@ func (a *asker) wait(ctx context.Context) (engine.Answer, error) {
 	}
 	for {
 		select {
-		case <-a.wake: // an answer here, a wake from the store, or the service's poll (checkGates)
+		case <-a.wake: // an answer here, a wake from the store, or the service's poll (checkStale)
 		case <-timeout:
 			return a.close(ctx, GateTimedOut, "")
 		case <-ctx.Done():
@@ -217,7 +243,7 @@ func (a *asker) wait(ctx context.Context) (engine.Answer, error) {
 				return engine.Answer{}, ctx.Err() // the replica that took the run over asks again
 			}
 			if _, err := a.close(context.WithoutCancel(ctx), GateWithdrawn, stoppedNote(ctx)); err != nil {
-				a.s.log.Error("withdraw the gate of a stopped run", "run", a.gate.RunID, "gate", a.gate.GateID, "err", err)
+				a.gates.log.Error("withdraw the gate of a stopped run", "run", a.gate.RunID, "gate", a.gate.GateID, "err", err)
 			}
 			return engine.Answer{}, ctx.Err()
 		}
@@ -229,10 +255,10 @@ func (a *asker) wait(ctx context.Context) (engine.Answer, error) {
 
 // check re-reads the gate: answered (done) or still open.
 func (a *asker) check(ctx context.Context) (engine.Answer, bool, error) {
-	cur, err := a.s.cfg.Store.GetGate(ctx, a.gate.RunID, a.gate.GateID)
+	cur, err := a.gates.store.GetGate(ctx, a.gate.RunID, a.gate.GateID)
 	switch {
 	case err != nil:
-		a.s.log.Warn("read gate; trying again", "run", a.gate.RunID, "gate", a.gate.GateID, "err", err)
+		a.gates.log.Warn("read gate; trying again", "run", a.gate.RunID, "gate", a.gate.GateID, "err", err)
 		return engine.Answer{}, false, nil
 	case cur.Nonce != a.gate.Nonce:
 		return engine.Answer{}, true, fmt.Errorf("gate %s was asked again elsewhere: %w", a.gate.GateID, ErrStaleGate)
@@ -254,7 +280,7 @@ func (a *asker) told(done <-chan struct{}) {
 // close ends the posting as timed_out or withdrawn — unless an answer won
 // the race, which is then the result.
 func (a *asker) close(ctx context.Context, state GateState, note string) (engine.Answer, error) {
-	closed, cur, err := a.s.cfg.Store.CloseGate(ctx, a.gate.RunID, a.gate.GateID, a.gate.Nonce, state)
+	closed, cur, err := a.gates.store.CloseGate(ctx, a.gate.RunID, a.gate.GateID, a.gate.Nonce, state)
 	if err != nil {
 		return engine.Answer{}, fmt.Errorf("close gate %s as %s: %w", a.gate.GateID, state, err)
 	}
@@ -263,7 +289,7 @@ func (a *asker) close(ctx context.Context, state GateState, note string) (engine
 		return cur.EngineAnswer(), nil
 	}
 	if state == GateTimedOut {
-		a.s.log.Info("gate timed out", "run", cur.RunID, "gate", cur.GateID, "timeout_s", cur.TimeoutSeconds)
+		a.gates.log.Info("gate timed out", "run", cur.RunID, "gate", cur.GateID, "timeout_s", cur.TimeoutSeconds)
 	}
 	a.settled(cur, note)
 	return engine.Answer{Kind: engine.AnswerTimeout}, nil
@@ -279,19 +305,19 @@ func stoppedNote(ctx context.Context) string {
 
 // editPrompt edits a settled gate's prompt in the background; the channel
 // is closed once it is done.
-func (s *Service) editPrompt(t Thread, g Gate, note string) <-chan struct{} {
+func (gs *gates) editPrompt(t Thread, g Gate, note string) <-chan struct{} {
 	if g.MessageTS == "" {
 		return closedChan
 	}
 	done := make(chan struct{})
-	s.bg.Go(func() {
+	gs.bg.Go(func() {
 		defer close(done)
 		// Not bound to the runs' life: a prompt withdrawn because the host
 		// stops is edited to say so before it does (Shutdown waits).
 		ctx, cancel := context.WithTimeout(context.Background(), promptEditTimeout)
 		defer cancel()
 		if err := t.Settle(ctx, g, note); err != nil {
-			s.log.Warn("edit a settled gate's prompt", "run", g.RunID, "gate", g.GateID, "err", err)
+			gs.log.Warn("edit a settled gate's prompt", "run", g.RunID, "gate", g.GateID, "err", err)
 		}
 	})
 	return done
@@ -306,17 +332,21 @@ func (s *Service) editPrompt(t Thread, g Gate, note string) <-chan struct{} {
 // compare-and-set in the store: of any number of concurrent answers, the
 // first wins.
 func (s *Service) Answer(ctx context.Context, a GateAnswer, who Principal) (Gate, error) {
-	g, err := s.cfg.Store.GetGate(ctx, a.RunID, a.GateID)
+	return s.gates.answer(ctx, a, who)
+}
+
+func (gs *gates) answer(ctx context.Context, a GateAnswer, who Principal) (Gate, error) {
+	g, err := gs.store.GetGate(ctx, a.RunID, a.GateID)
 	if err != nil {
 		return Gate{}, err
 	}
-	log := s.log.With("run", a.RunID, "gate", a.GateID, "by", who.String(), "choice", a.describe())
-	if err := s.checkAnswer(ctx, a, who, g); err != nil {
+	log := gs.log.With("run", a.RunID, "gate", a.GateID, "by", who.String(), "choice", a.describe())
+	if err := gs.checkAnswer(ctx, a, who, g); err != nil {
 		log.Info("gate answer refused", "reason", err)
 		return g, err
 	}
 	option, answer, _ := a.resolve(g.Question()) // checked by checkAnswer
-	accepted, cur, err := s.cfg.Store.AnswerGate(ctx, g.RunID, g.GateID, g.Nonce, option, answer, who.User)
+	accepted, cur, err := gs.store.AnswerGate(ctx, g.RunID, g.GateID, g.Nonce, option, answer, who.User)
 	switch {
 	case err != nil:
 		return g, fmt.Errorf("record the answer (try again): %w", err)
@@ -327,18 +357,18 @@ func (s *Service) Answer(ctx context.Context, a GateAnswer, who Principal) (Gate
 		return cur, &SettledError{Gate: cur}
 	}
 	log.Info("gate answer accepted")
-	s.gates.wake(cur.RunID, cur.GateID)
+	gs.waiting.wake(cur.RunID, cur.GateID)
 	return cur, nil
 }
 
-func (s *Service) checkAnswer(ctx context.Context, a GateAnswer, who Principal, g Gate) error {
+func (gs *gates) checkAnswer(ctx context.Context, a GateAnswer, who Principal, g Gate) error {
 	switch {
 	case a.Nonce != "" && a.Nonce != g.Nonce:
 		return fmt.Errorf("gate %s: %w", g.GateID, ErrStaleGate)
 	case g.Status != GateOpen:
 		return &SettledError{Gate: g}
 	}
-	run, err := s.cfg.Store.GetRun(ctx, g.RunID)
+	run, err := gs.store.GetRun(ctx, g.RunID)
 	if err != nil {
 		return err
 	}
@@ -349,21 +379,41 @@ func (s *Service) checkAnswer(ctx context.Context, a GateAnswer, who Principal, 
 	if err != nil {
 		return err
 	}
-	p, err := s.cfg.Policies.of(who)
+	p, err := gs.policies.of(who)
 	if err != nil {
 		return err
 	}
 	return notAllowed(p.MayAnswer(ctx, who, run, g, option))
 }
 
+// checkStale wakes the askers here whose gate was settled elsewhere (the
+// service's poll: one query for all of them).
+func (gs *gates) checkStale(ctx context.Context) {
+	if gs.waiting.len() == 0 {
+		return
+	}
+	open, err := gs.store.OpenGates(ctx)
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			gs.log.Warn("read the open gates; trying again", "err", err)
+		}
+		return
+	}
+	gs.waiting.stale(open)
+}
+
 // GateInThread is the open gate a plain reply in a run's thread is about:
 // the one that takes text first, else the newest. ok is false when the
 // thread has no open gate.
 func (s *Service) GateInThread(ctx context.Context, chat, thread string) (Gate, bool, error) {
+	return s.gates.inThread(ctx, chat, thread)
+}
+
+func (gs *gates) inThread(ctx context.Context, chat, thread string) (Gate, bool, error) {
 	if thread == "" {
 		return Gate{}, false, nil
 	}
-	open, err := s.cfg.Store.OpenGatesInChat(ctx, chat, thread)
+	open, err := gs.store.OpenGatesInChat(ctx, chat, thread)
 	if err != nil || len(open) == 0 {
 		return Gate{}, false, err
 	}
@@ -379,7 +429,7 @@ func (s *Service) GateInThread(ctx context.Context, chat, thread string) (Gate, 
 
 // OpenGates lists the open gates of a chat's runs, oldest first.
 func (s *Service) OpenGates(ctx context.Context, chat string) ([]Gate, error) {
-	return s.cfg.Store.OpenGatesInChat(ctx, chat, "")
+	return s.gates.store.OpenGatesInChat(ctx, chat, "")
 }
 
 var nonceEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)

@@ -118,7 +118,7 @@ type Service struct {
 	leases     *lease.Keeper
 	stopKeeper context.CancelFunc
 
-	gates   waiters
+	gates   *gates
 	streams subscribers
 	bg      sync.WaitGroup // prompt edits and deliveries in the background
 }
@@ -240,6 +240,7 @@ func New(cfg Config) (*Service, error) {
 	cfg.Replica, cfg.LeaseTTL = cfg.Keeper.Owner(), cfg.Keeper.TTL()
 	s := &Service{cfg: cfg, log: cfg.Logger.With("component", "runs"), slots: make(chan struct{}, cfg.MaxConcurrent),
 		active: map[string]*activeRun{}, delivering: map[string]bool{}, leases: cfg.Keeper, stopKeeper: stopKeeper}
+	s.gates = &gates{store: cfg.Store, policies: cfg.Policies, log: s.log, now: cfg.Now, bg: &s.bg}
 	s.life, s.stop = context.WithCancel(context.Background())
 	s.bg.Go(s.watch)
 	return s, nil

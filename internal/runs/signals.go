@@ -30,7 +30,7 @@ func (s *Service) watch() {
 		case <-s.life.Done():
 			return
 		case <-poll.C:
-			s.checkGates()
+			s.gates.checkStale(s.life)
 			s.checkAllCancels()
 		case <-orphans.C:
 			s.deliverOrphans()
@@ -42,7 +42,7 @@ func (s *Service) watch() {
 func (s *Service) onWake(w Wake) {
 	switch w.Kind {
 	case WakeGate:
-		s.gates.wake(w.RunID, w.GateID)
+		s.gates.waiting.wake(w.RunID, w.GateID)
 	case WakeRun:
 		s.streams.wake(w.RunID)
 	case WakeCancel:
@@ -50,25 +50,10 @@ func (s *Service) onWake(w Wake) {
 			s.bg.Go(func() { s.checkCancels([]string{w.RunID}) })
 		}
 	case WakeAll:
-		s.gates.wakeAll()
+		s.gates.waiting.wakeAll()
 		s.streams.wakeAll()
 		s.bg.Go(s.checkAllCancels)
 	}
-}
-
-// checkGates wakes the askers here whose gate was settled elsewhere.
-func (s *Service) checkGates() {
-	if s.gates.len() == 0 {
-		return
-	}
-	open, err := s.cfg.Store.OpenGates(s.life)
-	if err != nil {
-		if !errors.Is(err, context.Canceled) {
-			s.log.Warn("read the open gates; trying again", "err", err)
-		}
-		return
-	}
-	s.gates.stale(open)
 }
 
 // checkAllCancels stops the runs executing here that someone asked to
