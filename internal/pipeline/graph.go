@@ -67,6 +67,9 @@ type Graph struct {
 	// SubgraphLabels maps a named subgraph that has a label to it (the
 	// clusters a drawing boxes its nodes in are captioned with it).
 	SubgraphLabels map[string]string
+	// SubgraphAttrs holds the attributes of each named subgraph that has
+	// any (a zone's zone, element, stickiness, team, adversarial).
+	SubgraphAttrs map[string]Attrs
 
 	byID map[string]*Node
 	out  map[string][]*Edge
@@ -187,6 +190,12 @@ func (g *Graph) ensureIndex() {
 // Clone returns a deep copy, so a transform can work without touching its input.
 func (g *Graph) Clone() *Graph {
 	c := &Graph{Name: g.Name, Attrs: g.Attrs.Clone(), File: g.File, SubgraphLabels: maps.Clone(g.SubgraphLabels)}
+	if g.SubgraphAttrs != nil {
+		c.SubgraphAttrs = make(map[string]Attrs, len(g.SubgraphAttrs))
+		for id, a := range g.SubgraphAttrs {
+			c.SubgraphAttrs[id] = a.Clone()
+		}
+	}
 	c.Nodes = make([]*Node, len(g.Nodes))
 	for i, n := range g.Nodes {
 		c.Nodes[i] = &Node{

@@ -1,12 +1,14 @@
 package runlog
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/pipeline/team"
 	"nanohost/internal/runs"
 )
 
@@ -15,7 +17,7 @@ import (
 var routingRules = map[string]bool{
 	"condition": true, "preferred_label": true, "suggested_next_ids": true, "fallback_any_edge": true,
 	"fail_condition": true, "fail_to_conditional": true, "retry_target": true, "fallback_retry_target": true,
-	"graph_retry_target": true, "graph_fallback_retry_target": true, "goal_gate_retry": true,
+	"graph_retry_target": true, "graph_fallback_retry_target": true, "goal_gate_retry": true, "shortcut": true,
 }
 
 // Level is the least verbosity at which e is shown.
@@ -104,6 +106,8 @@ func Line(e engine.Event) string {
 		return changesLine(name, branch, e.Changes)
 	case engine.EventStageOutput:
 		return outputLine(e)
+	case engine.EventWalkerSwitch:
+		return walkerLine(e.Switch, name, branch)
 	case engine.EventCheckpointSaved:
 		return "    checkpoint after " + e.NodeID
 	}
@@ -353,4 +357,57 @@ func outputLine(e engine.Event) string {
 		line += " (" + path + ")"
 	}
 	return line
+}
+
+// walkerLine says who the team walk picked for a persona=auto stage and
+// why: "  ⇄ F3 Investigate: seeker takes over from sentinel — highest
+// affinity for investigate (seeker 0.90, sentinel 0.60, herald 0.20
+// avoided: fire fights the zone's water)".
+func walkerLine(a *team.Assignment, name, branch string) string {
+	if a == nil {
+		return ""
+	}
+	return fmt.Sprintf("  ⇄ %s: %s%s", name, WalkerSwitch(a), branch)
+}
+
+// WalkerSwitch words a team walk's assignment: who, and why, with every
+// member's affinity ("seeker stays — at home in frontcourt: …").
+func WalkerSwitch(a *team.Assignment) string {
+	if a == nil {
+		return ""
+	}
+	var who string
+	switch {
+	case a.Previous == "":
+		who = a.Walker + " takes it"
+	case !a.Switched():
+		who = a.Walker + " stays"
+	default:
+		who = a.Walker + " takes over from " + a.Previous
+	}
+	var why string
+	switch a.Rule {
+	case team.RuleAffinity:
+		why = "highest affinity for " + a.Step
+	case team.RuleElement:
+		why = "tied on affinity, and of the zone's element " + a.ZoneElement
+	case team.RuleTeamOrder:
+		why = "tied on affinity, first in the team"
+	case team.RuleStickiness:
+		why = fmt.Sprintf("at home in %s: %s's affinity is not more than %.2f higher", a.Zone, a.Challenger, a.Margin)
+	case team.RuleAllAvoided:
+		why = "every member's element fights the zone's " + a.ZoneElement + ", so none was passed over; highest affinity"
+	default:
+		why = a.Rule
+	}
+	ranked := slices.Clone(a.Candidates)
+	slices.SortStableFunc(ranked, func(x, y team.Candidate) int { return cmp.Compare(y.Affinity, x.Affinity) })
+	parts := make([]string, len(ranked))
+	for i, c := range ranked {
+		parts[i] = fmt.Sprintf("%s %.2f", c.Persona, c.Affinity)
+		if c.Avoided {
+			parts[i] += fmt.Sprintf(" avoided: %s fights the zone's %s", c.Element, a.ZoneElement)
+		}
+	}
+	return fmt.Sprintf("%s — %s (%s)", who, why, strings.Join(parts, ", "))
 }

@@ -10,6 +10,7 @@ import (
 
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/render"
+	"nanohost/internal/pipeline/team"
 	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 )
@@ -33,6 +34,10 @@ type nodeTiming struct {
 	// Persona and Masks are who worked the visit (the walker identity).
 	Persona string   `json:"persona,omitempty"`
 	Masks   []string `json:"masks,omitempty"`
+	// WalkerSwitch is the team walk's pick of the visit's walker (a
+	// persona=auto node), and Walker says it in words.
+	WalkerSwitch *team.Assignment `json:"walker_switch,omitempty"`
+	Walker       string           `json:"walker,omitempty"`
 }
 
 // runView is what a run's events say about it: each node's state for the
@@ -58,6 +63,8 @@ type runView struct {
 	// Usage sums the stages' usage (the run's record has the total once it ends).
 	Usage engine.Usage
 	Ended bool
+	// switches are WalkerSwitch assignments waiting for their StageStarted.
+	switches map[string]*team.Assignment
 	// Changes is each node's latest WorkspaceChanged summary (its visit's).
 	Changes map[string]*engine.WorkspaceChanges
 	// Spans is every node visit in the order they started (the timeline);
@@ -82,6 +89,7 @@ func (v *runView) clone() *runView {
 	c.Path = slices.Clone(v.Path)
 	c.Asking = maps.Clone(v.Asking)
 	c.Changes = maps.Clone(v.Changes)
+	c.switches = maps.Clone(v.switches)
 	c.Spans = make([]visitSpan, len(v.Spans))
 	for i, sp := range v.Spans {
 		c.Spans[i] = sp.clone() // an open span's waits change in place
@@ -113,12 +121,24 @@ func (v *runView) apply(e engine.Event) {
 		v.Visits[e.NodeID]++
 		v.startSpan(e)
 		v.Timings[e.NodeID] = nodeTiming{StartedAt: e.Time, Attempt: 1, Persona: e.Persona, Masks: e.Masks}
+		if a := v.switches[e.NodeID]; a != nil {
+			t := v.Timings[e.NodeID]
+			t.WalkerSwitch, t.Walker = a, runlog.WalkerSwitch(a)
+			v.Timings[e.NodeID] = t
+			delete(v.switches, e.NodeID)
+		}
 		delete(v.Changes, e.NodeID)
 		if e.Branch == "" {
 			v.Path = append(v.Path, e.NodeID)
 			v.Current = e.NodeID
 			v.CurrentLabel = runlog.StageName(e.Label, e.NodeID, "")
 		}
+	case engine.EventWalkerSwitch:
+		// Held until the visit's StageStarted, which follows it.
+		if v.switches == nil {
+			v.switches = map[string]*team.Assignment{}
+		}
+		v.switches[e.NodeID] = e.Switch
 	case engine.EventStageRetrying:
 		v.States[e.NodeID] = render.StateRetrying
 		v.retrySpan(e)

@@ -533,6 +533,12 @@ func (b *builder) deriveClasses() {
 				if sg.id != "" && !slices.Contains(subs, sg.id) {
 					subs = append(subs, sg.id)
 				}
+				if sg.id != "" && len(sg.attrs) > 0 && b.g.SubgraphAttrs[sg.id] == nil {
+					if b.g.SubgraphAttrs == nil {
+						b.g.SubgraphAttrs = map[string]pipeline.Attrs{}
+					}
+					b.g.SubgraphAttrs[sg.id] = sg.attrs
+				}
 				if l := sg.attrs["label"]; sg.id != "" && l != "" {
 					if b.g.SubgraphLabels == nil {
 						b.g.SubgraphLabels = map[string]string{}

@@ -44,6 +44,10 @@ type Config struct {
 	// the built-in ones. Masks are what masks="…" names; nil means none.
 	Personas *persona.Catalog
 	Masks    mask.Set
+	// Accuracy is a persona's measured accuracy, from its recorded outcomes
+	// (the host: the group's runs), for Iron's traits; nil or false means
+	// none is recorded (persona.DefaultIronAccuracy).
+	Accuracy func(persona string) (float64, bool)
 
 	// LogsRoot is the run directory; "" means data/runs/<run id>.
 	LogsRoot string

@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	"nanohost/internal/pipeline/team"
+)
 
 // EventType names an engine event (spec §9.6 and the host document).
 type EventType string
@@ -47,6 +51,9 @@ const (
 	// EventStageOutput carries a stage's valid typed output (Data "output",
 	// the object; "artifact", its path in the run directory).
 	EventStageOutput EventType = "StageOutput"
+	// EventWalkerSwitch records who the team walk picked to work a
+	// persona=auto node, and why (Switch), before its StageStarted.
+	EventWalkerSwitch EventType = "WalkerSwitch"
 )
 
 // Event is one thing that happened in a run. Seq increases by one per event
@@ -89,6 +96,9 @@ type Event struct {
 	// persona name and the masks it wore, in equip order.
 	Persona string   `json:"persona,omitempty"`
 	Masks   []string `json:"masks,omitempty"`
+	// Switch is a WalkerSwitch event's assignment: the walker, the one
+	// before, the affinities, the zone and the rule that decided.
+	Switch *team.Assignment `json:"walker_switch,omitempty"`
 }
 
 // Decision explains one edge selection.
@@ -101,8 +111,10 @@ type Decision struct {
 	// "fallback_retry_target", "graph_retry_target",
 	// "graph_fallback_retry_target", "goal_gate_retry", "none",
 	// "condition_error" (a condition could not be decided: the run fails); also
-	// "only_edge" (a single unconditional edge) and "fan_in" (a parallel
-	// block continuing at the fan-in node its branches reached).
+	// "only_edge" (a single unconditional edge), "fan_in" (a parallel
+	// block continuing at the fan-in node its branches reached) and
+	// "shortcut" (an edge marked shortcut=true, taken by a walker whose
+	// shortcut affinity is 0.5 or more).
 	Rule   string            `json:"rule"`
 	Values map[string]string `json:"values,omitempty"` // what it looked at (condition text, label, outcome, …)
 }

@@ -9,6 +9,7 @@ import (
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/mask"
 	"nanohost/internal/pipeline/persona"
+	"nanohost/internal/pipeline/team"
 )
 
 // A node's identity is who works it and what it may use (walk-framework.md,
@@ -23,15 +24,26 @@ import (
 type identity struct {
 	persona *persona.Persona // nil: none asked for
 	masks   []*mask.Mask     // equip order: first = outermost
+	// assign is the team walk's pick for a persona=auto node (nil otherwise).
+	assign *team.Assignment
 }
 
 // resolveIdentity looks the node's persona and masks up in the engine's
-// catalogues. Lint rejects unknown names before a run starts; this only
-// fails when the catalogues changed since (a resume after a persona file
-// was removed), and then the visit fails with the reason.
-func (r *run) resolveIdentity(n *pipeline.Node) (identity, error) {
+// catalogues; for persona=auto the team walk picks the persona, given who
+// worked the walk's previous persona node. Lint rejects unknown names
+// before a run starts; this only fails when the catalogues changed since
+// (a resume after a persona file was removed), and then the visit fails
+// with the reason.
+func (r *run) resolveIdentity(n *pipeline.Node, previous string) (identity, error) {
 	var id identity
-	if name := strings.TrimSpace(n.Attrs["persona"]); name != "" {
+	if team.IsAuto(n) {
+		a, err := team.Assign(r.g, n, r.cfg.Personas, previous)
+		if err != nil {
+			return id, err
+		}
+		id.assign = &a
+		id.persona, _ = persona.OrBuiltin(r.cfg.Personas).Lookup(a.Walker)
+	} else if name := strings.TrimSpace(n.Attrs["persona"]); name != "" {
 		p, ok := persona.OrBuiltin(r.cfg.Personas).Lookup(name)
 		if !ok {
 			return id, fmt.Errorf("node %s asks for persona %q, which is not defined here (built-in: %s; custom: personas/%s.md in the group's folder, or --personas DIR)",
@@ -110,15 +122,19 @@ func equipMasks(cx *Context, masks []*mask.Mask) func(out Outcome) {
 	}
 }
 
-// identityPrompt puts the persona's preamble and the masks' grants before
-// an agent's task. A node without either gets its prompt unchanged.
+// identityPrompt puts the persona's preamble, the element's numbers and
+// the masks' grants before an agent's task. A node without any of them
+// gets its prompt unchanged.
 func identityPrompt(st *Stage, task string) string {
-	if st.Persona == nil && len(st.Masks) == 0 {
+	if st.Persona == nil && len(st.Masks) == 0 && st.Element == "" {
 		return task
 	}
 	var b strings.Builder
 	if p := st.Persona; p != nil {
 		fmt.Fprintf(&b, "## Persona: %s\n\n%s\n\n", p.Title, strings.TrimSpace(p.Preamble))
+	}
+	if st.Element != "" {
+		writeElement(&b, st)
 	}
 	if len(st.Masks) > 0 {
 		names := make([]string, len(st.Masks))

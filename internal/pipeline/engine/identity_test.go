@@ -59,6 +59,11 @@ func TestPersonaPreambleAndMasksReachThePrompt(t *testing.T) {
 	prompt := readFile(t, filepath.Join(out.root, "recall", "prompt.md"))
 	herald, _ := persona.Builtin().Lookup("herald")
 	want := "## Persona: Herald\n\n" + herald.Preamble + "\n\n" +
+		"## Element: Fire\n\n" +
+		"- Evidence depth: gather 2 independent pieces of evidence before you conclude, and cite each.\n" +
+		"- Convergence: your conclusion counts as converged when your confidence (0 to 1) is 0.5 or more; say your confidence.\n" +
+		"- Loops: this step may be retried at most 0 times.\n" +
+		"- Failure mode to guard against: burns out (token waste).\n\n" +
 		"## Masks: Mask of Recall, Mask of Judgment\n\nFor this stage only you wear:\n" +
 		"- Mask of Recall — Consult the prior analyses before you classify.\n" +
 		"  - read-only folder: /workspace/masks/recall/prior-rca\n" +

@@ -75,6 +75,11 @@ func appendJournalLine(b []byte, e *Event, d *Delta) ([]byte, error) {
 	}
 	b = appendStringField(b, "persona", e.Persona)
 	b = appendStringsField(b, "masks", e.Masks)
+	if e.Switch != nil {
+		if b, err = appendMarshalField(b, "walker_switch", e.Switch); err != nil {
+			return nil, err
+		}
+	}
 	if d != nil {
 		b = append(b, `,"commit":`...)
 		if b, err = appendDelta(b, d); err != nil {

@@ -51,6 +51,9 @@ type Stage struct {
 	// wears, first = outermost (identity.go).
 	Persona *persona.Persona
 	Masks   []*mask.Mask
+	// Element is the element whose traits the visit works by ("" for
+	// none; traits.go): Node's attributes already hold its numbers.
+	Element string
 
 	w *walker
 	// next, when set by a handler (parallel), is where the walk continues

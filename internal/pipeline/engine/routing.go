@@ -11,6 +11,7 @@ import (
 
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/cond"
+	"nanohost/internal/pipeline/persona"
 )
 
 // route is where the walk goes after a node.
@@ -32,10 +33,35 @@ func (r *run) selectNext(node *pipeline.Node, out Outcome, cx *Context) route {
 	return r.selectEdge(node, out, cx)
 }
 
-// selectEdge is the five-step edge selection for a non-FAIL outcome.
+// selectEdge is the five-step edge selection for a non-FAIL outcome,
+// after the walker's shortcut rule (traits.go): with a shortcut affinity of
+// 0.5 or more, an edge marked shortcut=true whose condition holds (or that
+// has none) is taken first; below 0.5 shortcut edges are not followed at
+// all. A visit without a shortcut affinity treats them as ordinary edges.
 func (r *run) selectEdge(node *pipeline.Node, out Outcome, cx *Context) route {
 	edges := r.g.Outgoing(node.ID)
 	vals := outcomeValues(out)
+	if aff, ok := shortcutAffinity(node); ok && slices.ContainsFunc(edges, isShortcut) {
+		shortcuts := filterEdges(edges, isShortcut)
+		if aff >= persona.ShortcutThreshold {
+			var holding []*pipeline.Edge
+			for _, e := range shortcuts {
+				if strings.TrimSpace(e.Attrs["condition"]) == "" {
+					holding = append(holding, e)
+				}
+			}
+			matched, err := r.conditionMatches(shortcuts, out, cx)
+			if err != nil {
+				return conditionFailure(node.ID, err, vals)
+			}
+			if holding = append(holding, matched...); len(holding) > 0 {
+				rt := edgeRoute(node.ID, best(holding), "shortcut", vals)
+				rt.Decision.Values["shortcut_affinity"] = strconv.FormatFloat(aff, 'f', -1, 64)
+				return rt
+			}
+		}
+		edges = filterEdges(edges, func(e *pipeline.Edge) bool { return !isShortcut(e) })
+	}
 	if len(edges) == 0 {
 		return route{Decision: Decision{From: node.ID, Rule: "none", Values: vals}}
 	}

@@ -398,6 +398,9 @@ func (r *run) nextRoute(st *Stage, node *pipeline.Node, out Outcome, cx *Context
 	if st.next != "" && out.Status != StatusFail {
 		return route{To: st.next, Decision: Decision{From: node.ID, To: st.next, Rule: "fan_in", Values: outcomeValues(out)}}
 	}
+	if st.Node != nil && st.Node.ID == node.ID {
+		node = st.Node // as the visit worked it: its traits decide shortcuts
+	}
 	return r.selectNext(node, out, cx)
 }
 

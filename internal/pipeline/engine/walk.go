@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/cond"
 	"nanohost/internal/pipeline/fidelity"
 )
 
@@ -49,13 +50,22 @@ func (w *walker) execute(ctx context.Context, node *pipeline.Node, incoming *pip
 	}
 	visit, index := r.beginVisit(w.d, node)
 	stageDir := filepath.Join(r.root, r.currentStageRoot(), node.ID)
+	previous, _ := w.cx.Get(KeyWalker)
+	id, idErr := r.resolveIdentity(node, cond.Text(previous))
+	node, element := r.visitNode(node, id)
 	st := &Stage{
 		Node: node, Graph: r.g, Context: w.cx, RunID: r.runID, LogsRoot: filepath.Dir(stageDir), StageDir: stageDir,
 		Visit: visit, Incoming: incoming, PrevNode: prev, Branch: w.branch, w: w,
+		Persona: id.persona, Masks: id.masks, Element: element,
 	}
-	w.setContext(map[string]any{KeyCurrentNode: node.ID})
-	id, idErr := r.resolveIdentity(node)
-	st.Persona, st.Masks = id.persona, id.masks
+	current := map[string]any{KeyCurrentNode: node.ID}
+	if id.persona != nil {
+		current[KeyWalker] = id.persona.Name
+	}
+	w.setContext(current)
+	if a := id.assign; a != nil {
+		w.emit(Event{Type: EventWalkerSwitch, NodeID: node.ID, Label: node.Label(), Persona: a.Walker, Switch: a})
+	}
 	who, wearing := personaName(node, id), maskNames(node, id)
 	w.emit(Event{Type: EventStageStarted, NodeID: node.ID, Label: node.Label(), Index: index, Total: r.total,
 		Persona: who, Masks: wearing, Data: map[string]any{"handler": typ, "visit": visit}})
@@ -76,12 +86,16 @@ func (w *walker) execute(ctx context.Context, node *pipeline.Node, incoming *pip
 		return st, out, err
 	}
 	dur := r.cfg.Now().Sub(began)
+	convergence := converge(node, &out)
 	w.record(st, typ, out, attempts, dur)
 	takeOff(out)
 	w.last = &out
 
 	ev := Event{NodeID: node.ID, Label: node.Label(), Index: index, Total: r.total, Status: out.Status,
 		Duration: dur, Attempt: attempts, Persona: who, Masks: wearing, Data: map[string]any{"handler": typ}}
+	if convergence != nil {
+		ev.Data["convergence"] = convergence
+	}
 	if st.usage != (Usage{}) {
 		u := st.usage
 		ev.Usage = &u

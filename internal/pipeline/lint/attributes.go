@@ -147,12 +147,21 @@ var Attributes = []Attribute{
 	// nanohost: who works the node and what it may use (walk-framework.md; persona_known, mask_known, mask_valid_for).
 	{Key: "persona", Scope: NodeScope, Example: "seeker"},
 	{Key: "masks", Scope: NodeScope, Example: `"recall,forge"`},
+	// nanohost: elements as traits and the team walk (docs/personas.md; team_known, auto_affinity).
+	{Key: "element", Scope: NodeScope, Kind: KindEnum, Values: []string{"fire", "lightning", "earth", "diamond", "water", "air", "iron"}, Example: "water"},
+	{Key: "convergence", Scope: NodeScope, Kind: KindFloat, HasMin: true, Min: 0, Example: "0.85"},
+	{Key: "shortcut_affinity", Scope: NodeScope, Kind: KindFloat, HasMin: true, Min: 0, Example: "0.5"},
+	{Key: "evidence_depth", Scope: NodeScope, Kind: KindInt, HasMin: true, Min: 0, Example: "5"},
+	{Key: "step", Scope: NodeScope, Example: "investigate"},
+	{Key: "team", Scope: GraphScope, Example: `"herald,seeker,sentinel,weaver"`},
+	{Key: "adversarial", Scope: GraphScope, Kind: KindBool, Example: "true"},
 
 	// Edge (spec §2.7, Appendix A; freeform from host-orchestration.md).
 	{Key: "condition", Scope: EdgeScope, Example: `"outcome=success"`},
 	{Key: "weight", Scope: EdgeScope, Kind: KindInt, Example: "1"},
 	{Key: "loop_restart", Scope: EdgeScope, Kind: KindBool, Example: "true"},
 	{Key: "freeform", Scope: EdgeScope, Kind: KindBool, Example: "true"},
+	{Key: "shortcut", Scope: EdgeScope, Kind: KindBool, Example: "true"},
 }
 
 // graphvizAttributes are layout and cosmetic Graphviz attributes: valid in a

@@ -51,6 +51,8 @@ func builtinRules(opts Options) []Rule {
 		RuleFunc("persona_known", c.personaKnown),
 		RuleFunc("mask_known", c.maskKnown),
 		RuleFunc("mask_valid_for", c.maskValidFor),
+		RuleFunc("team_known", c.teamKnown),
+		RuleFunc("auto_affinity", c.autoAffinity),
 	}
 }
 

@@ -2,10 +2,13 @@ package lint
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/mask"
+	"nanohost/internal/pipeline/team"
 )
 
 // Identity rules: a node's persona and masks (walk-framework.md) name
@@ -21,7 +24,7 @@ func (c *checker) personaKnown(g *pipeline.Graph) []pipeline.Diagnostic {
 		if strings.TrimSpace(name) == "" {
 			continue // persona="" undoes a node [persona=…] default
 		}
-		if _, known := c.personas.Lookup(name); known {
+		if _, known := c.personas.Lookup(name); known || team.IsAuto(n) {
 			continue
 		}
 		names := c.personas.Names()
@@ -122,4 +125,46 @@ func safeFileName(s string) string {
 		return "name"
 	}
 	return b.String()
+}
+
+// teamKnown: every member of the graph's team, and of each zone's, is a
+// persona defined here (an error: the team walk could not pick it).
+func (c *checker) teamKnown(g *pipeline.Graph) []pipeline.Diagnostic {
+	var out []pipeline.Diagnostic
+	check := func(where, list string, at func(d pipeline.Diagnostic) pipeline.Diagnostic) {
+		for _, name := range team.List(list) {
+			if _, ok := c.personas.Lookup(name); ok {
+				continue
+			}
+			fix := fmt.Sprintf("use personas defined here (%s), or define it in personas/%s.md in the group's folder",
+				strings.Join(c.personas.Names(), ", "), safeFileName(name))
+			d := pipeline.Diagnostic{Rule: "team_known", Severity: pipeline.SeverityError,
+				Message: fmt.Sprintf("%s's team names %q, which is not a persona", where, name),
+				Fix:     didYouMean(name, c.personas.Names(), fix)}
+			out = append(out, at(d))
+		}
+	}
+	check("the graph", g.Attrs["team"], func(d pipeline.Diagnostic) pipeline.Diagnostic { return c.graphAttr(d, g, "team") })
+	for _, id := range slices.Sorted(maps.Keys(g.SubgraphAttrs)) {
+		check("zone "+id, g.SubgraphAttrs[id]["team"], func(d pipeline.Diagnostic) pipeline.Diagnostic { return d })
+	}
+	return out
+}
+
+// autoAffinity: a persona=auto node has a team member with some affinity
+// for its step (a warning: otherwise the pick falls to the tie rules —
+// element, then team order — which is rarely what was meant).
+func (c *checker) autoAffinity(g *pipeline.Graph) []pipeline.Diagnostic {
+	var out []pipeline.Diagnostic
+	for _, n := range g.Nodes {
+		if !team.IsAuto(n) || team.HasAffinity(g, n, c.personas) {
+			continue
+		}
+		members := team.Members(g, n)
+		d := nodeDiag("auto_affinity", pipeline.SeverityWarning, n,
+			fmt.Sprintf("give the node a step some member is good at (step=…), add a persona with affinity %q to the team, or name the persona (persona=%s)", team.Step(n), members[0]),
+			"node %s has persona=auto, but no member of its team (%s) has any affinity for its step %q", n.ID, strings.Join(members, ", "), team.Step(n))
+		out = append(out, c.nodeAttr(d, n, "persona"))
+	}
+	return out
 }

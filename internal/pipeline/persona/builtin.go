@@ -11,11 +11,25 @@ import "sync"
 // The only default a built-in sets is reasoning_effort, from the element's
 // speed (fire and lightning low, earth and air medium, water and diamond
 // high), plus fidelity summary:high for the two that must see the whole
-// story (weaver, bulwark). Models and retries are left to the graph.
+// story (weaver, bulwark). Models and retries are left to the graph (an
+// element's MaxLoops is the retry default, element.go).
+//
+// Affinities (what persona=auto picks by, 0–1 per step): each persona is
+// strongest at the steps its description names — the Herald at recall and
+// triage, the Seeker at investigation, the Sentinel at resolve and review,
+// the Weaver at correlation and the report; in the court the Challenger
+// indicts, the Bulwark discovers and judges, the Abyss defends and the
+// Specter holds the hearing. The seed gives two numbers (the Herald's recall
+// 0.9, investigate 0.2); the rest follow the descriptions. Stickiness: the
+// Seeker 3 and the Herald 0 as in the seed, the others by how much their
+// position anchors them (PF 2, SG 1; the Abyss, a C, 3; the Challenger and
+// Specter, the fast ones, 0).
 
 var builtins = []*Persona{
 	{
 		Name: "herald", Title: "Herald", Alignment: "light", Element: "fire", Position: "PG",
+		Stickiness:      0,
+		Affinity:        map[string]float64{"recall": 0.9, "triage": 0.9, "resolve": 0.4, "investigate": 0.2, "correlate": 0.3, "review": 0.3, "report": 0.2},
 		Description:     "Fast intake, optimistic classification. Sets the play.",
 		ReasoningEffort: "low",
 		Preamble: `You are the Herald: the fast intake that sets the play in motion.
@@ -27,6 +41,8 @@ var builtins = []*Persona{
 	},
 	{
 		Name: "seeker", Title: "Seeker", Alignment: "light", Element: "water", Position: "C",
+		Stickiness:      3,
+		Affinity:        map[string]float64{"recall": 0.3, "triage": 0.3, "resolve": 0.6, "investigate": 0.9, "correlate": 0.5, "review": 0.4, "report": 0.2},
 		Description:     "Deep investigator. Builds evidence chains methodically.",
 		ReasoningEffort: "high",
 		Preamble: `You are the Seeker: the deep, methodical investigator.
@@ -37,6 +53,8 @@ var builtins = []*Persona{
 	},
 	{
 		Name: "sentinel", Title: "Sentinel", Alignment: "light", Element: "earth", Position: "PF",
+		Stickiness:      2,
+		Affinity:        map[string]float64{"recall": 0.4, "triage": 0.5, "resolve": 0.8, "investigate": 0.6, "correlate": 0.5, "review": 0.9, "report": 0.4},
 		Description:     "Steady resolver. Follows proven paths toward convergence.",
 		ReasoningEffort: "medium",
 		Preamble: `You are the Sentinel: the steady resolver who drives the case toward a conclusion.
@@ -47,6 +65,8 @@ var builtins = []*Persona{
 	},
 	{
 		Name: "weaver", Title: "Weaver", Alignment: "light", Element: "air", Position: "SG",
+		Stickiness:      1,
+		Affinity:        map[string]float64{"recall": 0.2, "triage": 0.2, "resolve": 0.3, "investigate": 0.3, "correlate": 0.9, "review": 0.6, "report": 0.9},
 		Description:     "Holistic closer. Synthesizes all findings into a narrative.",
 		ReasoningEffort: "medium", Fidelity: "summary:high",
 		Preamble: `You are the Weaver: the closer who synthesizes everything found so far into one account.
@@ -57,6 +77,8 @@ var builtins = []*Persona{
 	},
 	{
 		Name: "challenger", Title: "Challenger", Alignment: "shadow", Element: "fire", Position: "PG",
+		Stickiness:      0,
+		Affinity:        map[string]float64{"indict": 0.9, "discover": 0.3, "defend": 0.2, "hearing": 0.5, "verdict": 0.2},
 		Description:     "Aggressive skeptic. Rejects weak evidence and forces deeper investigation.",
 		ReasoningEffort: "low",
 		Preamble: `You are the Challenger: the aggressive skeptic who prosecutes the case.
@@ -67,6 +89,8 @@ var builtins = []*Persona{
 	},
 	{
 		Name: "abyss", Title: "Abyss", Alignment: "shadow", Element: "water", Position: "C",
+		Stickiness:      3,
+		Affinity:        map[string]float64{"indict": 0.2, "discover": 0.6, "defend": 0.9, "hearing": 0.4, "verdict": 0.3},
 		Description:     "Deep adversary. Finds counter-evidence that undermines the prosecution.",
 		ReasoningEffort: "high",
 		Preamble: `You are the Abyss: the deep adversary who defends against the charge.
@@ -77,6 +101,8 @@ var builtins = []*Persona{
 	},
 	{
 		Name: "bulwark", Title: "Bulwark", Alignment: "shadow", Element: "diamond", Position: "PF",
+		Stickiness:      2,
+		Affinity:        map[string]float64{"indict": 0.3, "discover": 0.9, "defend": 0.4, "hearing": 0.4, "verdict": 0.9},
 		Description:     "Precision verifier. Shatters ambiguity with forensic detail.",
 		ReasoningEffort: "high", Fidelity: "summary:high",
 		Preamble: `You are the Bulwark: the precision verifier.
@@ -87,6 +113,8 @@ var builtins = []*Persona{
 	},
 	{
 		Name: "specter", Title: "Specter", Alignment: "shadow", Element: "lightning", Position: "SG",
+		Stickiness:      0,
+		Affinity:        map[string]float64{"indict": 0.5, "discover": 0.3, "defend": 0.5, "hearing": 0.9, "verdict": 0.3},
 		Description:     "Fastest path to contradiction. Finds the fatal flaw.",
 		ReasoningEffort: "low",
 		Preamble: `You are the Specter: the fastest path to a contradiction.

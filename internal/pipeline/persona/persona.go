@@ -37,13 +37,46 @@ type Persona struct {
 	MaxRetries      *int   // max_retries
 	Fidelity        string // fidelity
 
-	// Framework traits of the built-ins (empty for custom personas).
-	Alignment string // light or shadow
-	Element   string // fire, water, earth, air, diamond, lightning
-	Position  string // PG, C, PF, SG
+	// Framework traits (element.go): a custom persona may declare them too.
+	Alignment string // light or shadow ("" for a custom persona)
+	Element   string // fire, water, earth, air, diamond, lightning, iron ("": none)
+	Position  string // PG, C, PF, SG ("": none)
+	// Zone is the persona's home zone ("": its position's, Positions).
+	Zone string
+	// Stickiness (0–3) is how reluctant it is to leave its home zone when
+	// the zone does not say (zone attribute stickiness).
+	Stickiness int
+	// Affinity is how well suited it is to a step (0–1), by the node's step
+	// (its step attribute, else its id): what persona=auto picks by.
+	Affinity map[string]float64
 
 	// Source is "built-in" or the file the persona was read from.
 	Source string
+}
+
+// HomeZone is the zone the persona belongs to: its own, else its position's.
+func (p *Persona) HomeZone() string {
+	if p.Zone != "" {
+		return p.Zone
+	}
+	return Positions[p.Position]
+}
+
+// Traits are the persona's element's traits (false: it has no element).
+// Iron is derived with accuracy (DefaultIronAccuracy when not measured).
+func (p *Persona) Traits(accuracy float64, measured bool) (Traits, bool) {
+	return TraitsOf(p.Element, accuracy, measured)
+}
+
+// TraitsOf is element's traits, Iron derived with accuracy when measured.
+func TraitsOf(element string, accuracy float64, measured bool) (Traits, bool) {
+	if Normalize(element) == Iron {
+		if !measured {
+			accuracy = DefaultIronAccuracy
+		}
+		return IronFromEarth(accuracy), true
+	}
+	return ElementTraits(element)
 }
 
 // Defaults returns the node attributes the persona supplies, by key.

@@ -522,7 +522,8 @@
         st.className = 'badge ' + n.state;
         var last = n.last_visit, facts = [];
         if (last) {
-          if (last.persona) facts.push('as ' + last.persona);
+          if (last.walker) facts.push('team walk: ' + last.walker);
+          else if (last.persona) facts.push('as ' + last.persona);
           if (last.masks && last.masks.length) facts.push('wearing ' + last.masks.join(', '));
           facts.push('started ' + last.started_at.slice(11, 19));
           if (last.finished_at) facts.push('took ' + duration(last.duration_ms || 1));
