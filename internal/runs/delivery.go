@@ -16,10 +16,13 @@ import (
 // delivered seq) is persisted, so after a restart it continues where it
 // stopped and nothing is posted twice.
 type delivery struct {
-	s      *Service
+	out    *deliveries
 	run    Run
 	ar     *activeRun
 	thread Thread
+	// observe, when set, sees each event once it is stored (the
+	// executor keeps the run's state in step).
+	observe func(Run, engine.Event)
 
 	mu     sync.Mutex
 	seq    int64
@@ -29,37 +32,37 @@ type delivery struct {
 	stopping bool
 }
 
-// openDelivery opens the run's thread once this process holds the claim
+// open opens the run's thread once this process holds the claim
 // to deliver it: one deliverer per run, whatever the replicas, so the
 // thread is told once and in order. With wait it waits for the claim (a
 // dead replica's runs out after LeaseTTL) until ctx ends; without, a claim
 // held elsewhere is an error. A run that has events already (a resume)
 // continues its thread: the thread reads what it has not shown from the
 // store, from the delivered watermark on.
-func (s *Service) openDelivery(ctx context.Context, run Run, ar *activeRun, name string, wait bool) (*delivery, error) {
-	if err := s.claimDelivery(ctx, run.ID, wait); err != nil {
+func (o *deliveries) open(ctx context.Context, run Run, ar *activeRun, name string, wait bool, observe func(Run, engine.Event)) (*delivery, error) {
+	if err := o.claim(ctx, run.ID, wait); err != nil {
 		return nil, err
 	}
 	if run.LastSeq > 0 {
 		// Re-read the watermark now that no other deliverer moves it.
-		fresh, err := s.cfg.Store.GetRun(ctx, run.ID)
+		fresh, err := o.store.GetRun(ctx, run.ID)
 		if err != nil {
-			s.releaseDelivery(run.ID)
+			o.release(run.ID)
 			return nil, err
 		}
 		run.ThreadTS, run.LastSeq, run.LastDeliveredSeq = fresh.ThreadTS, fresh.LastSeq, fresh.LastDeliveredSeq
 	}
-	d := &delivery{s: s, run: run, ar: ar, seq: run.LastSeq, rootID: run.ThreadTS}
+	d := &delivery{out: o, observe: observe, run: run, ar: ar, seq: run.LastSeq, rootID: run.ThreadTS}
 	events := func(ctx context.Context, after int64) ([]engine.Event, error) {
-		return s.cfg.Store.Events(ctx, run.ID, after, 0)
+		return o.store.Events(ctx, run.ID, after, 0)
 	}
-	t, err := s.cfg.Threads.Open(ctx, run, name, d.persist, events)
+	t, err := o.threads.Open(ctx, run, name, d.persist, events)
 	if err != nil {
-		s.releaseDelivery(run.ID)
+		o.release(run.ID)
 		return nil, err
 	}
 	d.thread = t
-	s.keepDelivery(run.ID)
+	o.keep(run.ID)
 	return d, nil
 }
 
@@ -77,7 +80,7 @@ func (d *delivery) OnEvent(e engine.Event) {
 	if e.RunID == "" {
 		e.RunID = d.run.ID
 	}
-	if _, err := d.s.cfg.Store.AppendEvent(context.Background(), e); err != nil {
+	if _, err := d.out.store.AppendEvent(context.Background(), e); err != nil {
 		d.unrecorded(e, err)
 		if !e.Ends() {
 			return
@@ -87,10 +90,9 @@ func (d *delivery) OnEvent(e engine.Event) {
 		// resume's first event will take — the watermark cannot pass
 		// the last stored event, so that one is told too.
 	}
-	d.s.streams.wake(e.RunID)
-	d.observe(e)
-	if d.s.cfg.Observe != nil {
-		d.s.cfg.Observe(d.run, e)
+	d.out.streams.wake(e.RunID)
+	if d.observe != nil {
+		d.observe(d.run, e)
 	}
 	d.thread.Tell(e)
 }
@@ -107,32 +109,9 @@ func (d *delivery) unrecorded(e engine.Event, err error) {
 	first := !d.stopping
 	d.stopping = true
 	d.mu.Unlock()
-	d.s.log.Error("store run event; the run stops (interrupted) until the store can write", "run", e.RunID, "seq", e.Seq, "type", e.Type, "err", err)
+	d.out.log.Error("store run event; the run stops (interrupted) until the store can write", "run", e.RunID, "seq", e.Seq, "type", e.Type, "err", err)
 	if first {
 		engine.WaitForHost(d.ar.cancel, &engine.RecordError{Err: fmt.Errorf("the host's store: %w", err)})
-	}
-}
-
-// observe keeps the run's state in the store in step with its events.
-func (d *delivery) observe(e engine.Event) {
-	ctx := context.Background()
-	switch e.Type {
-	case engine.EventStageStarted:
-		if e.Branch == "" {
-			d.ar.setCurrent(e.NodeID)
-		}
-	case engine.EventStageCompleted:
-		if e.NodeID != "" {
-			d.s.keepStageFiles(ctx, d.run, d.ar.stageDir(e.NodeID))
-		}
-	case engine.EventWarning:
-		if dir, ok := e.Data["stage_root"].(string); ok { // a loop restart
-			d.ar.setStageRoot(dir)
-		}
-	case engine.EventInterviewStarted:
-		d.s.logErr("mark run waiting", d.run.ID, d.s.cfg.Store.UpdateRunStatus(ctx, d.run.ID, Waiting))
-	case engine.EventInterviewCompleted, engine.EventInterviewTimeout:
-		d.s.logErr("mark run running", d.run.ID, d.s.cfg.Store.UpdateRunStatus(ctx, d.run.ID, Running))
 	}
 }
 
@@ -147,10 +126,10 @@ func (d *delivery) persist(p Progress) {
 	d.rootID = p.RootID
 	d.mu.Unlock()
 	if newRoot {
-		d.s.logErr("record run thread", d.run.ID, d.s.cfg.Store.SetRunThread(ctx, d.run.ID, p.RootID))
+		d.out.logErr("record run thread", d.run.ID, d.out.store.SetRunThread(ctx, d.run.ID, p.RootID))
 	}
 	if p.LastSeq > 0 {
-		d.s.logErr("record delivered seq", d.run.ID, d.s.cfg.Store.SetDelivered(ctx, d.run.ID, p.LastSeq))
+		d.out.logErr("record delivered seq", d.run.ID, d.out.store.SetDelivered(ctx, d.run.ID, p.LastSeq))
 	}
 }
 
@@ -163,8 +142,14 @@ func (d *delivery) close(wait time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if err := d.thread.Close(ctx); err != nil {
-		d.s.log.Warn("run thread not delivered yet; still trying (and on the next start)", "run", d.run.ID, "err", err)
+		d.out.log.Warn("run thread not delivered yet; still trying (and on the next start)", "run", d.run.ID, "err", err)
 		return
 	}
-	d.s.releaseDelivery(d.run.ID)
+	d.out.release(d.run.ID)
+}
+
+func (o *deliveries) logErr(what, runID string, err error) {
+	if err != nil {
+		o.log.Error(what, "run", runID, "err", err)
+	}
 }

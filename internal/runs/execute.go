@@ -82,13 +82,13 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, run Run, g *pipeli
 	if g != nil {
 		name = g.Label()
 	}
-	d, err := s.openDelivery(ctx, fresh, ar, name, true)
+	d, err := s.out.open(ctx, fresh, ar, name, true, s.observer(ar))
 	if err != nil {
 		s.settle(ctx, run, nil, err, nil)
 		return
 	}
 	if askedIn != "" {
-		s.pointFrom(d.thread, askedIn, name, run.ID)
+		s.out.pointFrom(d.thread, askedIn, name, run.ID)
 	}
 	res, err := s.runEngine(ctx, fresh, g, d, slot)
 	s.settle(ctx, run, res, err, d)
@@ -299,7 +299,7 @@ func (s *Service) ResumeUnfinished(ctx context.Context) error {
 	}
 	for _, id := range ids {
 		if !s.isActive(id) {
-			s.deliverStored(id)
+			s.out.stored(id)
 		}
 	}
 	return nil
@@ -322,36 +322,34 @@ func (s *Service) resumeAll(ctx context.Context) error {
 	return nil
 }
 
-// deliverStored delivers, in the background, the stored events of a run
-// this process does not execute that its thread has not shown yet.
-func (s *Service) deliverStored(runID string) {
-	s.bg.Go(func() {
+// observer keeps the run's state in step with its events once they are
+// stored: the node running now, its stage files for the dashboard, waiting
+// or running in the store, and the host's metrics.
+func (s *Service) observer(ar *activeRun) func(Run, engine.Event) {
+	return func(run Run, e engine.Event) {
 		ctx := context.Background()
-		run, err := s.cfg.Store.GetRun(ctx, runID)
-		if err != nil || !run.Status.Finished() || s.cfg.Threads.Serves(run.ChatID) != nil {
-			return // a chat of another host (the command line's) is not ours to tell
+		switch e.Type {
+		case engine.EventStageStarted:
+			if e.Branch == "" {
+				ar.setCurrent(e.NodeID)
+			}
+		case engine.EventStageCompleted:
+			if e.NodeID != "" {
+				s.keepStageFiles(ctx, run, ar.stageDir(e.NodeID))
+			}
+		case engine.EventWarning:
+			if dir, ok := e.Data["stage_root"].(string); ok { // a loop restart
+				ar.setStageRoot(dir)
+			}
+		case engine.EventInterviewStarted:
+			s.logErr("mark run waiting", run.ID, s.cfg.Store.UpdateRunStatus(ctx, run.ID, Waiting))
+		case engine.EventInterviewCompleted, engine.EventInterviewTimeout:
+			s.logErr("mark run running", run.ID, s.cfg.Store.UpdateRunStatus(ctx, run.ID, Running))
 		}
-		d, err := s.openDelivery(ctx, run, &activeRun{id: runID}, "", false)
-		if err != nil {
-			s.log.Debug("deliver stored events: not here", "run", runID, "err", err)
-			return
+		if s.cfg.Observe != nil {
+			s.cfg.Observe(run, e)
 		}
-		d.close(s.cfg.CloseWait)
-	})
-}
-
-// pointFrom tells the conversation thread a run was asked from where the
-// run's own thread is: a run's story is always told in one thread.
-func (s *Service) pointFrom(t Thread, askedIn, name, runID string) {
-	if name == "" {
-		name = "the pipeline"
 	}
-	text := fmt.Sprintf("Started %s (run %s); its progress is in the run's own thread.", name, ShortID(runID))
-	s.bg.Go(func() {
-		if err := t.Point(s.life, askedIn, text); err != nil {
-			s.log.Warn("point the asking thread at the run", "run", runID, "err", err)
-		}
-	})
 }
 
 func (s *Service) logErr(what, runID string, err error) {

@@ -110,15 +110,13 @@ type Service struct {
 	stopping bool
 	wg       sync.WaitGroup // executing runs
 
-	// delivering are the runs whose threads this process delivers now.
-	delivering map[string]bool
-
 	// leases keeps this process's run and delivery leases; stopKeeper
 	// ends its renewals when the service made it (after Shutdown).
 	leases     *lease.Keeper
 	stopKeeper context.CancelFunc
 
 	gates   *gates
+	out     *deliveries
 	streams subscribers
 	bg      sync.WaitGroup // prompt edits and deliveries in the background
 }
@@ -239,9 +237,11 @@ func New(cfg Config) (*Service, error) {
 	}
 	cfg.Replica, cfg.LeaseTTL = cfg.Keeper.Owner(), cfg.Keeper.TTL()
 	s := &Service{cfg: cfg, log: cfg.Logger.With("component", "runs"), slots: make(chan struct{}, cfg.MaxConcurrent),
-		active: map[string]*activeRun{}, delivering: map[string]bool{}, leases: cfg.Keeper, stopKeeper: stopKeeper}
+		active: map[string]*activeRun{}, leases: cfg.Keeper, stopKeeper: stopKeeper}
 	s.gates = &gates{store: cfg.Store, policies: cfg.Policies, log: s.log, now: cfg.Now, bg: &s.bg}
 	s.life, s.stop = context.WithCancel(context.Background())
+	s.out = &deliveries{store: cfg.Store, threads: cfg.Threads, leases: cfg.Keeper, streams: &s.streams, closeWait: cfg.CloseWait,
+		log: s.log, life: s.life, bg: &s.bg, delivering: map[string]bool{}}
 	s.bg.Go(s.watch)
 	return s, nil
 }
@@ -449,7 +449,7 @@ func (s *Service) endCancelled(ctx context.Context, run Run, who string) error {
 		s.log.Error("store the cancel event", "run", run.ID, "err", err)
 	}
 	s.streams.wake(run.ID)
-	s.deliverStored(run.ID)
+	s.out.stored(run.ID)
 	return nil
 }
 

@@ -33,7 +33,7 @@ func (s *Service) watch() {
 			s.gates.checkStale(s.life)
 			s.checkAllCancels()
 		case <-orphans.C:
-			s.deliverOrphans()
+			s.out.orphans(s.isActive)
 		}
 	}
 }
