@@ -69,3 +69,27 @@ func WebUser(user string) string {
 	}
 	return strings.TrimPrefix(user, "web:")
 }
+
+// Starter is who started a run, in words, for a reader who was not there:
+// a dashboard user as WebUser says with where they were, the console's
+// operator, an agent by its group, a schedule or a webhook by its name, a
+// chat user by their id on that chat (the dashboard cannot look a Slack
+// name up). "" when nobody is recorded.
+func Starter(user string) string {
+	kind, name, _ := strings.Cut(user, ":")
+	switch {
+	case user == "":
+		return ""
+	case user == "console":
+		return "the console's operator"
+	case kind == "web":
+		return WebUser(user) + " (dashboard)"
+	case kind == "agent" && name != "":
+		return "the agent of group " + name
+	case kind == "task" && name != "":
+		return "schedule " + name
+	case kind == "hook" && name != "":
+		return "webhook " + name
+	}
+	return "chat user " + user
+}

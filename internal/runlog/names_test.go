@@ -1,25 +1,23 @@
 package runlog
 
-import (
-	"regexp"
-	"testing"
+import "testing"
 
-	"nanohost/internal/pipeline/engine"
-)
-
-// Every kind of event has a name in words; one this version does not know
-// is split into words rather than shown raw.
-func TestEventNamesAreWords(t *testing.T) {
-	words := regexp.MustCompile(`^[a-z]+( [a-z]+)*$`)
-	for typ, name := range eventNames {
-		if !words.MatchString(name) {
-			t.Errorf("%s is named %q", typ, name)
+// Issue 30, item 12: who started a run reads as a person would say it,
+// never as the recorded id ("web:local", "task:nightly").
+func TestStarterIsNamedInWords(t *testing.T) {
+	for user, want := range map[string]string{
+		"":             "",
+		"web:local":    "local operator (dashboard)",
+		"web:token":    "token holder (dashboard)",
+		"web:ana":      "ana (dashboard)",
+		"console":      "the console's operator",
+		"agent:main":   "the agent of group main",
+		"task:nightly": "schedule nightly",
+		"hook:github":  "webhook github",
+		"U0123ABCD":    "chat user U0123ABCD",
+	} {
+		if got := Starter(user); got != want {
+			t.Errorf("Starter(%q) = %q; want %q", user, got, want)
 		}
-	}
-	if got := EventName(engine.EventCheckpointSaved); got != "checkpoint saved" {
-		t.Errorf("CheckpointSaved = %q", got)
-	}
-	if got := EventName("BudgetExceeded"); got != "budget exceeded" {
-		t.Errorf("an unknown type = %q", got)
 	}
 }

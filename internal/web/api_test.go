@@ -595,3 +595,55 @@ func TestGraphAndNodeDetailsShowRetriesAndFailures(t *testing.T) {
 		t.Errorf("failure_reason = %q", run.FailureReason)
 	}
 }
+
+// Issue 30, item 12: an API client is told what to do in the API's own
+// terms. Every refusal the HTTP API gives — a settled or unknown gate, a
+// wrong answer, an ended run, a bad id, filter, cursor or body, a pipeline
+// that does not validate — names HTTP endpoints, never a chat command
+// (`/pipeline answer …`) the client has no chat to type into.
+func TestAPIErrorsPointToHTTPEndpointsNotChatCommands(t *testing.T) {
+	f := newFixture(t, fixtureOpts{token: "s3cret"})
+	gated := f.start(gateDOT)
+	g := f.waitGate(gated)
+	answer := "/pipelines/" + gated + "/questions/" + g.GateID + "/answer"
+	decode[map[string]any](t, f.do("POST", answer, `{"choice":"A"}`), http.StatusOK)
+	done := f.start(`digraph Quick { start [shape=Mdiamond]; exit [shape=Msquare]; start -> exit }`)
+	f.waitStatus(done, runs.Succeeded)
+	f.waitStatus(gated, runs.Succeeded)
+
+	chatCommand := regexp.MustCompile(`(^|[\s"'` + "`" + `(])/(pipeline|register|help|status|cancel|runs)\b`)
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"POST", answer, `{"choice":"A"}`, http.StatusConflict},
+		{"POST", "/pipelines/" + gated + "/questions/nope/answer", `{"choice":"A"}`, http.StatusNotFound},
+		{"POST", "/pipelines/" + gated + "/questions/" + g.GateID + "/answer", `{"option":1,"choice":"A"}`, http.StatusBadRequest},
+		{"POST", "/pipelines/" + done + "/cancel", ``, http.StatusConflict},
+		{"GET", "/pipelines/pipeline-nope", ``, http.StatusNotFound},
+		{"GET", "/pipelines/pipeline-", ``, http.StatusNotFound},
+		{"GET", "/pipelines?status=bogus", ``, http.StatusBadRequest},
+		{"GET", "/pipelines?cursor=bogus", ``, http.StatusBadRequest},
+		{"GET", "/pipelines/" + done + "/questions?status=bogus", ``, http.StatusBadRequest},
+		{"GET", "/pipelines/" + done + "/nodes/nope", ``, http.StatusNotFound},
+		{"POST", "/pipelines", `{"dot":"digraph X { start [shape=Mdiamond] }"}`, http.StatusUnprocessableEntity},
+		{"POST", "/pipelines", `{"dot":`, http.StatusBadRequest},
+	} {
+		res := f.do(c.method, c.path, c.body)
+		if res.StatusCode != c.status {
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			t.Errorf("%s %s: status %d, want %d: %s", c.method, c.path, res.StatusCode, c.status, body)
+			continue
+		}
+		e := decode[errorBody](t, res, c.status)
+		if e.Error == "" {
+			t.Errorf("%s %s: a %d with no error text", c.method, c.path, c.status)
+		}
+		for _, said := range []string{e.Error, e.Fix} {
+			if chatCommand.MatchString(said) {
+				t.Errorf("%s %s: the API tells its client a chat command: %q", c.method, c.path, said)
+			}
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/script"
+	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 )
 
@@ -431,4 +432,52 @@ func TestBrowserFormFindingsNameTheirNodeOnce(t *testing.T) {
 	phone(t, ctx)
 	assertFitsWidth(t, ctx, "start form with a finding")
 	f.screenshot(ctx, t, shots, "form-finding-phone")
+}
+
+// Issue 30, item 12: the runs list highlights the runs waiting for your
+// answer (a gate the dashboard may answer: one naming chat approvers is
+// theirs, not yours), says how many, and a run's page names who started it
+// in words ("token holder (dashboard)"), not as the raw "web:token".
+func TestBrowserHighlightsRunsWaitingForYouAndNamesWhoStartedThem(t *testing.T) {
+	chromium := findChromium(t)
+	f := newFixture(t, fixtureOpts{})
+	mine := f.start(gateDOT)
+	theirs := f.start(strings.Replace(gateDOT, `label="Approve the plan?"`, `label="Approve the plan?", approvers="U0LEAD"`, 1))
+	done := f.start(`digraph Quick { start [shape=Mdiamond]; exit [shape=Msquare]; start -> exit }`)
+	f.waitGate(mine)
+	f.waitGate(theirs)
+	f.waitStatus(done, runs.Succeeded)
+
+	ctx := newBrowser(t, chromium)
+	shots := artifactDir(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/"), chromedp.WaitVisible(chromedp.CSS(`#runs table`))); err != nil {
+		t.Fatal(err)
+	}
+	highlighted := evalJS[[]string](t, ctx, `[...document.querySelectorAll('#runs tr.for-you td[data-label=Run] a')].map(a => a.textContent)`)
+	if len(highlighted) != 1 || highlighted[0] != mine {
+		t.Errorf("highlighted runs %q; want only %s (%s waits for its named approvers, %s is done)", highlighted, mine, theirs, done)
+	}
+	if note := evalJS[string](t, ctx, `(document.querySelector('.for-you-note') || {}).textContent || ''`); !strings.Contains(note, "1 run waits for your answer") {
+		t.Errorf("the list's note reads %q; want it to count the run waiting for you", note)
+	}
+	if badge := evalJS[string](t, ctx, `document.querySelector('#runs tr.for-you .badge').textContent`); badge != "waiting for you" {
+		t.Errorf("the highlighted run's badge reads %q", badge)
+	}
+	if bg := evalJS[string](t, ctx, `getComputedStyle(document.querySelector('#runs tr.for-you')).backgroundColor`); bg == evalJS[string](t, ctx, `getComputedStyle(document.querySelector('#runs tr:not(.for-you)')).backgroundColor`) {
+		t.Errorf("the run waiting for you looks like the others (background %s)", bg)
+	}
+	f.screenshot(ctx, t, shots, "waiting-for-you-desktop")
+	phone(t, ctx)
+	assertFitsWidth(t, ctx, "runs list with a run waiting for you")
+	f.screenshot(ctx, t, shots, "waiting-for-you-phone")
+	desktop(t, ctx)
+
+	run := f.waitStatus(mine, runs.Waiting)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/runs/"+mine), chromedp.WaitVisible(chromedp.CSS(`#graph svg`))); err != nil {
+		t.Fatal(err)
+	}
+	by := evalJS[string](t, ctx, `[...document.querySelectorAll('.facts div')].find(d => d.querySelector('dt').textContent === 'Started by').querySelector('dd').textContent`)
+	if by != runlog.Starter(run.StartedBy) || strings.Contains(by, ":") || by == "" {
+		t.Errorf("Started by reads %q for %q; want it in words", by, run.StartedBy)
+	}
 }

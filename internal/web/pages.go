@@ -108,6 +108,9 @@ func (s *Server) renderFragment(w http.ResponseWriter, t *template.Template, nam
 type runRow struct {
 	runs.Run
 	Pipeline, Started, StartedText, DurationText, CostText string
+	// ForYou: the run waits at a gate this dashboard can answer (one that
+	// names no approvers): the list highlights it.
+	ForYou bool
 }
 
 func (s *Server) runRow(ctx context.Context, r runs.Run) runRow {
@@ -120,6 +123,24 @@ func (s *Server) runRow(ctx context.Context, r runs.Run) runRow {
 	row.Started = at.UTC().Format(time.RFC3339)
 	row.StartedText = at.UTC().Format("Jan 2 15:04 UTC")
 	return row
+}
+
+// waitsForAnAnswerHere: run is waiting at an open gate that the dashboard
+// may answer — a gate that names its approvers is theirs to answer in chat
+// (runs.Operators), so it is not waiting for the dashboard's reader. Only
+// waiting runs cost a read.
+func (s *Server) waitsForAnAnswerHere(ctx context.Context, run runs.Run) bool {
+	if run.Status != runs.Waiting {
+		return false
+	}
+	gates, err := s.opts.Store.RunGates(ctx, run.ID)
+	if err != nil {
+		s.log.Debug("runs list: cannot read a waiting run's gates", "run", run.ID, "err", err)
+		return false
+	}
+	return slices.ContainsFunc(gates, func(g runs.Gate) bool {
+		return g.Status == runs.GateOpen && strings.TrimSpace(g.Approvers) == ""
+	})
 }
 
 // costText is the chat's cost wording, with a dash for an unknown cost.
@@ -144,6 +165,8 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 		Next      string
 		NextQuery string
 		AnyLive   bool
+		// ForYou counts the listed runs waiting for the reader.
+		ForYou int
 		// The start form: shown when runs can be started here.
 		CanStart    bool
 		Stored      []StoredPipeline
@@ -160,7 +183,12 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 		data.Stored = s.storedPipelines(r)
 	}
 	for _, run := range page.Runs {
-		data.Runs = append(data.Runs, s.runRow(r.Context(), run))
+		row := s.runRow(r.Context(), run)
+		row.ForYou = data.CanStart && s.waitsForAnAnswerHere(r.Context(), run)
+		if row.ForYou {
+			data.ForYou++
+		}
+		data.Runs = append(data.Runs, row)
 		data.AnyLive = data.AnyLive || !run.Status.Finished()
 	}
 	if page.Next != "" {
@@ -256,6 +284,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		Detail       runDetail
 		DurationText string
 		CostText     string
+		StartedBy    string // in words (runlog.Starter)
 		SVG          template.HTML
 		Timeline     timelinePage
 		Stops        []runStop
@@ -263,7 +292,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		Events       []logLine
 		Truncated    bool
 	}{pageBase: s.base(r, run.ID), Detail: detail, DurationText: durationText(run.Duration(s.opts.Now())),
-		CostText: costText(detail.Usage.CostUSD), Truncated: from > 0, Timeline: timeline(v, s.opts.Now()), Stops: v.Stops}
+		CostText: costText(detail.Usage.CostUSD), StartedBy: runlog.Starter(run.StartedBy), Truncated: from > 0, Timeline: timeline(v, s.opts.Now()), Stops: v.Stops}
 	data.Run = &run
 	data.LastSeq = v.LastSeq
 	if len(events) > 0 {
