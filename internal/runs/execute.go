@@ -139,6 +139,7 @@ func (s *Service) runEngine(ctx context.Context, run Run, g *pipeline.Graph, d *
 		},
 		Personas: personas,
 		Masks:    masks,
+		Accuracy: s.personaAccuracy(context.WithoutCancel(ctx), run.GroupFolder, run.ID),
 		LogsRoot: run.LogsRoot,
 		Journal:  s.journalFor(ctx, d.ar),
 		RunID:    run.ID,

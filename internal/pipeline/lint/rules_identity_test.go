@@ -101,3 +101,29 @@ func TestMaskValidFor(t *testing.T) {
 		t.Errorf("class mask:%s", dump(ds))
 	}
 }
+
+// An auto node no team member has any affinity for is a warning that says
+// how to fix it; a team naming an unknown persona is an error.
+func TestAutoNodeWithoutAffineMemberWarns(t *testing.T) {
+	src := `digraph G {
+	graph [team="herald,seeker"]
+	start [shape=Mdiamond]
+	exit [shape=Msquare]
+	triage [persona=auto, prompt="triage"]
+	paint [persona=auto, prompt="paint the fence"]
+	start -> triage -> paint -> exit
+}`
+	ds := byRule(check(t, src, Options{}), "auto_affinity")
+	if len(ds) != 1 || ds[0].NodeID != "paint" || ds[0].Severity != pipeline.SeverityWarning ||
+		!strings.Contains(ds[0].Message, "no member of its team (herald, seeker) has any affinity for its step \"paint\"") || !strings.Contains(ds[0].Fix, "step=") {
+		t.Fatalf("auto_affinity:%s", dump(ds))
+	}
+	if ds := byRule(check(t, src, Options{}), "persona_known"); len(ds) != 0 {
+		t.Errorf("persona=auto is not an unknown persona:%s", dump(ds))
+	}
+	bad := strings.Replace(src, `team="herald,seeker"`, `team="herald,seekr"`, 1)
+	ds = byRule(check(t, bad, Options{}), "team_known")
+	if len(ds) != 1 || ds[0].Severity != pipeline.SeverityError || !strings.Contains(ds[0].Fix, "seeker") {
+		t.Fatalf("team_known:%s", dump(ds))
+	}
+}
