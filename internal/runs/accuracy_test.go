@@ -21,7 +21,9 @@ type promptRuntime struct {
 	prompts map[string]string
 }
 
-func (p *promptRuntime) ForRun(context.Context, runs.Run) (runs.RunBackend, error) { return promptRun{p}, nil }
+func (p *promptRuntime) ForRun(context.Context, runs.Run) (runs.RunBackend, error) {
+	return promptRun{p}, nil
+}
 
 type promptRun struct{ p *promptRuntime }
 
