@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 // `--backend docker` for `nanohost pipeline run|resume`: every node runs in

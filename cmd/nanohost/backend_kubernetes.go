@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 // `--backend kubernetes` for `nanohost pipeline run|resume`: like --backend

@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 import (
@@ -20,7 +22,7 @@ var configPath string
 
 var configCmd = &cobra.Command{
 	Use:   "config",
-	Short: "Check or show the host configuration (nanohost.yaml, .env, environment)",
+	Short: shortConfig,
 }
 
 var configCheckCmd = &cobra.Command{

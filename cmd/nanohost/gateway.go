@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 // The model gateway serve and `pipeline run --backend docker|kubernetes`

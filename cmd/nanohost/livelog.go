@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 // The live log of `nanohost pipeline run|resume`: one line per event as the

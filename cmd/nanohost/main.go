@@ -29,6 +29,16 @@ func (e *exitError) Error() string {
 // exitCode returns an error that makes main exit with code, printing err (if any) to stderr.
 func exitCode(code int, err error) error { return &exitError{code: code, err: err} }
 
+// The top-level commands' one-line summaries, shared by the full binary's
+// commands and the lean front's listing of them (lean.go), so `--help` reads
+// the same from both.
+const (
+	shortConfig    = "Check or show the host configuration (nanohost.yaml, .env, environment)"
+	shortRuns      = "List pipeline runs and inspect their metadata and events (reads the host's database)"
+	shortSchedules = "Read the host's scheduled tasks (read-only)"
+	shortServe     = "Run the host: chat channels, agent containers, IPC and pipelines"
+)
+
 var rootCmd = &cobra.Command{
 	Use:   "nanohost",
 	Short: "Run AI coding agents in Docker and orchestrate Attractor DOT pipelines from chat",
@@ -49,6 +59,7 @@ func init() {
 }
 
 func main() {
+	handOff(os.Args[1:]) // the lean front hands what it does not do to nanohost-full
 	refuseUnknownSubcommands(rootCmd)
 	rootCmd.SetFlagErrorFunc(suggestFlag)
 	err := rootCmd.Execute()

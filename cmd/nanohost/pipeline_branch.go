@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 // `pipeline run --workspace DIR` with DIR a git repository: the run works

@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 // `nanohost pipeline run|resume`: execute a pipeline from the terminal on a

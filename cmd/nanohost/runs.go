@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 import (
@@ -49,7 +51,7 @@ var runsFlags struct {
 
 var runsCmd = &cobra.Command{
 	Use:   "runs",
-	Short: "List pipeline runs and inspect their metadata and events (reads the host's database)",
+	Short: shortRuns,
 	Long: `runs reads the host's database (read-only; safe while ` + "`nanohost serve`" + ` runs)
 and shows pipeline runs: their status, path through the graph, cost and events.
 

@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 // `nanohost runs show RUN --changes [NODE]`: what a run's stages changed in

@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 // `nanohost runs prune`: delete the branches of runs that finished long

@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 import (
@@ -16,7 +18,7 @@ import (
 
 var schedulesCmd = &cobra.Command{
 	Use:   "schedules",
-	Short: "Read the host's scheduled tasks (read-only)",
+	Short: shortSchedules,
 }
 
 var schedulesListCmd = &cobra.Command{

@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 import (
@@ -25,7 +27,7 @@ var serveConfig string
 
 var serveCmd = &cobra.Command{
 	Use:   "serve",
-	Short: "Run the host: chat channels, agent containers, IPC and pipelines",
+	Short: shortServe,
 	Long: `serve runs the nanohost daemon. With no configuration file it uses the
 embedded defaults: data in ./data (SQLite data/nanohost.db), the console chat
 on this terminal (when Slack is not configured) and the Docker runtime

@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 // The runtime `nanohost serve` runs its agent and tool containers on

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -29,10 +30,11 @@ const (
 	MaxInputValue = 8 << 10
 )
 
-var inputKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,63}$`)
+// Compiled on first use, not at every command's start.
+var inputKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,63}$`) })
 
 // ValidInputKey reports whether key may name an input.
-func ValidInputKey(key string) bool { return inputKey.MatchString(key) }
+func ValidInputKey(key string) bool { return inputKey().MatchString(key) }
 
 // InputError refuses inputs that break the limits above, or a run started
 // without an input its pipeline requires.

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"nanohost/internal/pipeline"
 )
@@ -121,7 +122,7 @@ func (m *Mask) ParseMount(spec string) (Mount, error) {
 	default:
 		return Mount{}, fmt.Errorf("mount %q: use HOST[:NAME]", spec)
 	}
-	if !folderRE.MatchString(name) {
+	if !folderRE().MatchString(name) {
 		return Mount{}, fmt.Errorf("mount %q: folder name %q: use letters, digits, '-', '_' and '.', not starting with '.' (write HOST:NAME to choose one)", spec, name)
 	}
 	return Mount{Host: host, Name: name, Target: path.Join(MountRoot, m.Name, name)}, nil
@@ -134,9 +135,11 @@ func SkillName(dir string) string { return filepath.Base(filepath.Clean(dir)) }
 func (m *Mask) SkillTarget(dir string) string { return path.Join(SkillRoot, m.Name, SkillName(dir)) }
 
 var (
-	nameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-	folderRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$`)
-	keyRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_-]+)*$`)
+	// Compiled on first use, not at start: every command of the binary
+	// would pay for them (the counted repeats compile to hundreds of states).
+	nameRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`) })
+	folderRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$`) })
+	keyRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_-]+)*$`) })
 )
 
 // reservedKeys are context keys the engine owns: a mask setting them would
@@ -173,7 +176,7 @@ func (m *Mask) Check() []Problem {
 	add := func(field, msg, fix string) {
 		ps = append(ps, Problem{Mask: m.Name, Field: field, Message: msg, Fix: fix})
 	}
-	if !nameRE.MatchString(m.Name) {
+	if !nameRE().MatchString(m.Name) {
 		add("", fmt.Sprintf("name %q is not usable", m.Name), "use lower-case letters, digits, '-' and '_' (it names a folder in the container)")
 	}
 	if len(m.Nodes) == 0 && len(m.Classes) == 0 {
@@ -214,7 +217,7 @@ func (m *Mask) Check() []Problem {
 		switch {
 		case strings.TrimSpace(dir) == "":
 			add(field, "is empty", "name a folder holding a SKILL.md")
-		case !folderRE.MatchString(name):
+		case !folderRE().MatchString(name):
 			add(field, fmt.Sprintf("folder name %q is not usable", name), "use letters, digits, '-', '_' and '.' (skills install by folder name)")
 		case skills[name]:
 			add(field, fmt.Sprintf("a second skill folder named %q", name), "skills install by folder name: rename one folder")
@@ -223,7 +226,7 @@ func (m *Mask) Check() []Problem {
 	}
 	for _, k := range slices.Sorted(maps.Keys(m.Context)) {
 		switch {
-		case !keyRE.MatchString(k):
+		case !keyRE().MatchString(k):
 			add("context", fmt.Sprintf("key %q is not a context key", k), "use letters, digits and '_', dotted segments allowed (e.g. prior_rca_available)")
 		case slices.Contains(reservedKeys, k) || strings.HasPrefix(k, "internal.") || strings.HasPrefix(k, "graph."):
 			add("context", fmt.Sprintf("key %q belongs to the engine", k), "choose another name")

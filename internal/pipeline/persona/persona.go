@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Persona is one agent identity.
@@ -96,11 +97,12 @@ func (p *Persona) Defaults() map[string]string {
 	return out
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+// Compiled on first use, not at every command's start.
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`) })
 
 // ValidName reports whether name can name a persona: lower-case letters,
 // digits, '-' and '_', starting with a letter or digit, at most 64 long.
-func ValidName(name string) bool { return nameRE.MatchString(name) }
+func ValidName(name string) bool { return nameRE().MatchString(name) }
 
 // Normalize is the catalogue key for what a node wrote: trimmed, lower case.
 func Normalize(name string) string { return strings.ToLower(strings.TrimSpace(name)) }
