@@ -37,6 +37,9 @@ type BranchResult struct {
 	ContextUpdates map[string]any `json:"context_updates,omitempty"`
 	Nodes          []string       `json:"nodes"`            // nodes the branch completed, in order
 	FanIn          string         `json:"fan_in,omitempty"` // the fan-in node it reached
+	// Item and ItemIndex are the item a foreach branch ran for (0-based index).
+	Item      any  `json:"item,omitempty"`
+	ItemIndex *int `json:"item_index,omitempty"`
 }
 
 // parallelConfig is a parallel node's join and error policy.
@@ -78,6 +81,9 @@ func parallelConfigFor(n *pipeline.Node) (parallelConfig, error) {
 type parallelHandler struct{}
 
 func (parallelHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) {
+	if strings.TrimSpace(st.Node.Attrs[AttrForeach]) != "" {
+		return runForeach(ctx, st)
+	}
 	edges := st.Graph.Outgoing(st.Node.ID)
 	if len(edges) == 0 {
 		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("parallel node %s has no outgoing edges", st.Node.ID)}, nil
@@ -86,7 +92,7 @@ func (parallelHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) 
 	if err != nil {
 		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("parallel node %s: %v", st.Node.ID, err)}, nil
 	}
-	began := st.w.r.cfg.Now()
+	specs := edgeBranches(st, edges)
 	restored := st.w.restoredBranches(st)
 	data := map[string]any{"branch_count": len(edges), "join_policy": cfg.join, "error_policy": cfg.onError}
 	if len(restored) > 0 {
@@ -105,7 +111,16 @@ func (parallelHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) 
 			return Outcome{}, fmt.Errorf("parallel node %s: give its branches their workspaces: %w", st.Node.ID, err)
 		}
 	}
-	results, failFast := runBranches(ctx, st, edges, cfg, restored)
+	return fanOut(ctx, st, specs, cfg, restored, spaces, nil, "branches")
+}
+
+// fanOut runs the branches, joins their results by the node's policies
+// and merges their workspaces (spaces, when the backend gives each branch
+// its own; fork forks one just before it starts, when they were not
+// forked up front). what names the branches in the outcome's summary.
+func fanOut(ctx context.Context, st *Stage, specs []branchSpec, cfg parallelConfig, restored map[int]BranchResult, spaces BranchWorkspaces, fork func(branchSpec) error, what string) (Outcome, error) {
+	began := st.w.r.cfg.Now()
+	results, failFast := runBranches(ctx, st, specs, cfg, restored, fork)
 	if ctx.Err() != nil {
 		return Outcome{}, ctx.Err()
 	}
@@ -113,7 +128,7 @@ func (parallelHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) 
 		st.branchNodes = append(st.branchNodes, b.Nodes...)
 	}
 	st.next = chooseFanIn(st, results)
-	out := joinOutcome(cfg, results, failFast, st.next != "")
+	out := joinOutcome(cfg, results, failFast, st.next != "", what)
 	succeeded, failed := countResults(results)
 	kept := results
 	if cfg.onError == "ignore" {
@@ -125,7 +140,13 @@ func (parallelHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) 
 		"parallel.failure_count": failed,
 	}
 	if spaces != nil {
-		conflicts, err := spaces.MergeBranches(ctx, st.w.path, mergedPaths(st, edges, results), st.Node.ID, st.Execution)
+		var merged []string
+		for i, sp := range specs {
+			if results[i].Status.IsSuccess() {
+				merged = append(merged, sp.path)
+			}
+		}
+		conflicts, err := spaces.MergeBranches(ctx, st.w.path, merged, st.Node.ID, st.Execution)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("parallel node %s: merge its branches' work: %w", st.Node.ID, err)
 		}
@@ -136,14 +157,38 @@ func (parallelHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) 
 	return out, nil
 }
 
-// runBranches starts the branches in edge order, bounded by max_parallel,
-// and applies the error policy. failFast reports a real branch failure
-// under error_policy=fail_fast. Branches in restored (by edge index)
-// finished before a resume: their results count, they do not run again.
-func runBranches(ctx context.Context, st *Stage, edges []*pipeline.Edge, cfg parallelConfig, restored map[int]BranchResult) ([]BranchResult, bool) {
+// branchSpec is one branch a parallel node runs: an outgoing edge's
+// subgraph, or (foreach) the one edge's subgraph for one item.
+type branchSpec struct {
+	edge *pipeline.Edge
+	name string // the branch's name: its first node, with ".<index>" for an item
+	path string // Request.Branch of its stages
+	// dir is the stage directories' parent relative to the run's, for an
+	// item ("" for a branch of edges: its nodes are its own).
+	dir     string
+	item    any
+	index   int
+	hasItem bool
+}
+
+// edgeBranches are the branches of a parallel node: one per outgoing edge.
+func edgeBranches(st *Stage, edges []*pipeline.Edge) []branchSpec {
+	out := make([]branchSpec, len(edges))
+	for i, e := range edges {
+		out[i] = branchSpec{edge: e, name: e.To, path: branchPath(st, e), dir: st.w.dir}
+	}
+	return out
+}
+
+// runBranches starts the branches in order, bounded by max_parallel, and
+// applies the error policy. failFast reports a real branch failure under
+// error_policy=fail_fast. Branches in restored (by index) finished before
+// a resume: their results count, they do not run again. fork, when set,
+// gives a branch its workspace just before it starts.
+func runBranches(ctx context.Context, st *Stage, specs []branchSpec, cfg parallelConfig, restored map[int]BranchResult, fork func(branchSpec) error) ([]BranchResult, bool) {
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	results := make([]BranchResult, len(edges))
+	results := make([]BranchResult, len(specs))
 	var (
 		mu           sync.Mutex
 		stopReason   string // why the remaining branches were cancelled
@@ -167,17 +212,17 @@ func runBranches(ctx context.Context, st *Stage, edges []*pipeline.Edge, cfg par
 		case res.Status.IsSuccess():
 			successCount++
 			if cfg.join == "first_success" {
-				stop(StatusSkipped, "cancelled: first_success satisfied by branch "+edges[i].To)
+				stop(StatusSkipped, "cancelled: first_success satisfied by branch "+specs[i].name)
 			}
 		case res.Status == StatusFail && !cancelled && cfg.onError == "fail_fast":
 			failedFast = true
-			stop(StatusFail, "cancelled: branch "+edges[i].To+" failed (error_policy=fail_fast)")
+			stop(StatusFail, "cancelled: branch "+specs[i].name+" failed (error_policy=fail_fast)")
 		}
 		return res
 	}
 	sem := make(chan struct{}, cfg.maxParallel)
 	var wg sync.WaitGroup
-	for i, e := range edges {
+	for i, sp := range specs {
 		if res, ok := restored[i]; ok {
 			mu.Lock()
 			settle(i, res, false)
@@ -190,23 +235,44 @@ func runBranches(ctx context.Context, st *Stage, edges []*pipeline.Edge, cfg par
 		}
 		if bctx.Err() != nil {
 			mu.Lock()
-			results[i] = BranchResult{ID: e.To, Status: stopStatus, FailureReason: stopReason, Notes: stopReason}
+			results[i] = sp.result(BranchResult{Status: stopStatus, FailureReason: stopReason, Notes: stopReason})
 			mu.Unlock()
 			continue
+		}
+		if fork != nil {
+			if err := fork(sp); err != nil {
+				<-sem
+				mu.Lock()
+				settle(i, sp.result(BranchResult{Status: StatusFail, FailureReason: "give the branch its workspace: " + err.Error()}), false)
+				mu.Unlock()
+				continue
+			}
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res := runBranch(bctx, st, e, i+1, len(edges))
+			res := runBranch(bctx, st, sp, i+1, len(specs))
 			mu.Lock()
 			final := settle(i, res.BranchResult, res.cancelled)
 			mu.Unlock()
-			finishBranch(ctx, st, e, i, len(edges), res, final)
+			finishBranch(ctx, st, sp, i, len(specs), res, final)
 		}()
 	}
 	wg.Wait()
 	return results, failedFast
+}
+
+// result completes a branch's result with the branch's name and item.
+func (sp branchSpec) result(b BranchResult) BranchResult {
+	b.ID = sp.name
+	if sp.hasItem {
+		b.Item, b.ItemIndex = sp.item, &sp.index
+	}
+	if b.Nodes == nil {
+		b.Nodes = []string{}
+	}
+	return b
 }
 
 type branchRun struct {
@@ -240,19 +306,25 @@ func (w *walker) restoredBranches(st *Stage) map[int]BranchResult {
 
 // runBranch walks one branch from the edge's target with the run's rules
 // until it reaches a fan-in node (not executed here), an exit, or a dead
-// end. A failure that would end the pipeline ends only the branch.
-func runBranch(ctx context.Context, parent *Stage, e *pipeline.Edge, index, total int) branchRun {
+// end. A failure that would end the pipeline ends only the branch. An
+// item's branch has item and item_index in its context.
+func runBranch(ctx context.Context, parent *Stage, sp branchSpec, index, total int) branchRun {
 	r := parent.w.r
-	w := &walker{r: r, cx: parent.Context.Clone(), branch: e.To, path: branchPath(parent, e), d: &Delta{}}
+	cx := parent.Context.Clone()
+	if sp.hasItem {
+		cx.ApplyUpdates(map[string]any{KeyItem: sp.item, KeyItemIndex: sp.index})
+	}
+	w := &walker{r: r, cx: cx, branch: sp.name, path: sp.path, dir: sp.dir, d: &Delta{}}
 	began := r.cfg.Now()
 	w.emit(Event{Type: EventParallelBranchStarted, NodeID: parent.Node.ID, Index: index, Total: total})
-	res := w.walkBranch(ctx, e, parent.Node.ID)
+	res := w.walkBranch(ctx, sp.edge, parent.Node.ID)
 	if res.Status == "" {
 		res.Status = StatusSuccess
 	}
 	if last, ok := res.ContextUpdates[KeyLastResponse].(string); ok {
 		res.LastResponse = truncate(last, maxContextResponse)
 	}
+	res.BranchResult = sp.result(res.BranchResult)
 	res.d, res.began = w.d, began
 	return res
 }
@@ -262,9 +334,9 @@ func runBranch(ctx context.Context, parent *Stage, e *pipeline.Edge, index, tota
 // result and what it changed are durable, and a resume will not run it
 // again. A nested branch's changes go to the branch around it, which
 // commits them when it finishes.
-func finishBranch(ctx context.Context, parent *Stage, e *pipeline.Edge, i, total int, res branchRun, final BranchResult) {
+func finishBranch(ctx context.Context, parent *Stage, sp branchSpec, i, total int, res branchRun, final BranchResult) {
 	r := parent.w.r
-	ev := Event{Type: EventParallelBranchCompleted, NodeID: parent.Node.ID, Branch: e.To, Index: i + 1, Total: total, Status: res.Status,
+	ev := Event{Type: EventParallelBranchCompleted, NodeID: parent.Node.ID, Branch: sp.name, Index: i + 1, Total: total, Status: res.Status,
 		Duration: r.cfg.Now().Sub(res.began), Message: cmp.Or(res.FailureReason, res.Notes)}
 	if !parent.w.top {
 		r.mu.Lock()
@@ -280,7 +352,7 @@ func finishBranch(ctx context.Context, parent *Stage, e *pipeline.Edge, i, total
 	d := res.d
 	d.Branch = &FinishedBranch{Node: parent.Node.ID, Execution: parent.Execution, Edge: i, Result: final}
 	if err := r.commit(ev, d, false); err != nil {
-		r.cfg.Logger.Error("commit a finished parallel branch; it runs again if the run is resumed", "run_id", r.runID, "branch", e.To, "err", err)
+		r.cfg.Logger.Error("commit a finished parallel branch; it runs again if the run is resumed", "run_id", r.runID, "branch", sp.name, "err", err)
 		r.emit(ev)
 		r.waitForHost(&RecordError{Root: r.root, Err: err}) // the run stops: it cannot record its progress
 	}
@@ -348,10 +420,10 @@ func (w *walker) walkBranch(ctx context.Context, e *pipeline.Edge, parentID stri
 // fan-in judges the candidates and returns FAIL when none is usable (§4.9).
 // Without a fan-in to do that (the branches reached none), a wait_all whose
 // branches all failed is a FAIL here.
-func joinOutcome(cfg parallelConfig, results []BranchResult, failFast, toFanIn bool) Outcome {
+func joinOutcome(cfg parallelConfig, results []BranchResult, failFast, toFanIn bool, what string) Outcome {
 	succeeded, failed := countResults(results)
 	n := len(results)
-	summary := fmt.Sprintf("%d of %d branches succeeded (join_policy=%s)", succeeded, n, cfg.join)
+	summary := fmt.Sprintf("%d of %d %s succeeded (join_policy=%s)", succeeded, n, what, cfg.join)
 	ok := func(cond bool) Outcome {
 		if cond {
 			return Outcome{Status: StatusSuccess, Notes: summary}
@@ -495,6 +567,10 @@ func (fanInHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) {
 		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("fan-in %s: the branches' work conflicts: %s", st.Node.ID, describeConflicts(conflicts))}, nil
 	}
 	if len(results) == 0 {
+		if _, fromParallel := st.Context.Get(KeyParallelResults); fromParallel && st.Context.GetString("parallel.failure_count") == "0" {
+			// A foreach over an empty list: nothing to consolidate, nothing failed.
+			return Outcome{Status: StatusSuccess, Notes: "no branches ran: the foreach list was empty"}, nil
+		}
 		if _, fromParallel := st.Context.Get(KeyParallelResults); fromParallel {
 			// error_policy=ignore dropped every branch: all of them failed.
 			return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("fan-in %s: all %v parallel branches failed (error_policy=ignore left no results)",
@@ -596,18 +672,6 @@ func branchPaths(st *Stage, edges []*pipeline.Edge) []string {
 	out := make([]string, len(edges))
 	for i, e := range edges {
 		out[i] = branchPath(st, e)
-	}
-	return out
-}
-
-// mergedPaths are the branches whose work the fan-in gets: those that
-// succeeded (what first_success and k_of_n kept), in edge order.
-func mergedPaths(st *Stage, edges []*pipeline.Edge, results []BranchResult) []string {
-	var out []string
-	for i, e := range edges {
-		if results[i].Status.IsSuccess() {
-			out = append(out, branchPath(st, e))
-		}
 	}
 	return out
 }

@@ -26,9 +26,13 @@ const (
 type walker struct {
 	r      *run
 	cx     *Context
-	branch string   // "" at top level
-	path   string   // Request.Branch of the walk's stages ("" at top level)
-	last   *Outcome // the previous node's outcome in this walk
+	branch string // "" at top level
+	path   string // Request.Branch of the walk's stages ("" at top level)
+	// dir is where the walk's stage directories are, relative to the run's
+	// stage root: "" but in a foreach item's branch (<node>/item-<index>),
+	// whose nodes are also every other item's.
+	dir  string
+	last *Outcome // the previous node's outcome in this walk
 	// d collects what the walk changed since its last commit: &r.top at
 	// top level, the branch's own delta in a branch (guarded by r.mu).
 	d   *Delta
@@ -49,7 +53,7 @@ func (w *walker) execute(ctx context.Context, node *pipeline.Node, incoming *pip
 		w.emit(Event{Type: EventWarning, NodeID: node.ID, Message: fmt.Sprintf("unknown handler type %q on %s; running it as %s", t, node.ID, typ)})
 	}
 	visit, index := r.beginVisit(w.d, node)
-	stageDir := filepath.Join(r.root, r.currentStageRoot(), node.ID)
+	stageDir := filepath.Join(r.root, r.currentStageRoot(), w.dir, node.ID)
 	previous, _ := w.cx.Get(KeyWalker)
 	id, idErr := r.resolveIdentity(node, cond.Text(previous))
 	node, element := r.visitNode(node, id)

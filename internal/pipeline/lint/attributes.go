@@ -131,6 +131,9 @@ var Attributes = []Attribute{
 	{Key: "max_parallel", Scope: NodeScope, Kind: KindInt, HasMin: true, Min: 1, Example: "4"},
 	{Key: "join_k", Scope: NodeScope, Kind: KindInt, HasMin: true, Min: 1, Example: "2"},
 	{Key: "join_quorum", Scope: NodeScope, Kind: KindFloat, HasMin: true, Min: 0, Example: "0.5"},
+	// Fan-out over a list (docs/semantics.md; foreach_shape).
+	{Key: "foreach", Scope: NodeScope, Example: `"triage.cases"`},
+	{Key: "max_items", Scope: NodeScope, Kind: KindInt, HasMin: true, Min: 1, Example: "100"},
 	{Key: "tool_command", Scope: NodeScope, Example: `"make test"`},
 	{Key: "manager.poll_interval", Scope: NodeScope, Kind: KindDuration, Example: `"45s"`},
 	{Key: "manager.max_cycles", Scope: NodeScope, Kind: KindInt, HasMin: true, Min: 1, Example: "1000"},

@@ -53,6 +53,7 @@ func builtinRules(opts Options) []Rule {
 		RuleFunc("mask_valid_for", c.maskValidFor),
 		RuleFunc("team_known", c.teamKnown),
 		RuleFunc("auto_affinity", c.autoAffinity),
+		RuleFunc("foreach_shape", c.foreachShape),
 	}
 }
 
