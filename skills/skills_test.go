@@ -107,7 +107,7 @@ func TestSkillFrontMatter(t *testing.T) {
 // masks are the masks the skill teaches an operator to define.
 func requireClean(t *testing.T, name string, src []byte, masks mask.Set, schemaDirs ...string) {
 	t.Helper()
-	g, diags, err := frontend.Prepare(name, src, frontend.Options{Masks: masks, SchemaDirs: schemaDirs})
+	g, diags, err := frontend.Prepare(name, src, frontend.Options{Masks: masks, SchemaDirs: schemaDirs, PipelineDirs: schemaDirs})
 	if err != nil {
 		t.Fatalf("%s does not parse: %v", name, err)
 	}
@@ -151,7 +151,9 @@ func TestDOTSnippetsInSkillsValidate(t *testing.T) {
 			}
 			n++
 			name := path + "#L" + strconv.Itoa(b.line) // the dot block opening at that line
-			t.Run(name, func(t *testing.T) { requireClean(t, name, []byte(b.body), masks) })
+			// A sub-pipeline names a stored pipeline: the host finds the
+			// skill's workflows by name.
+			t.Run(name, func(t *testing.T) { requireClean(t, name, []byte(b.body), masks, filepath.Join(dir, "workflows")) })
 		}
 		if dir == "attractor" && n < 3 {
 			t.Errorf("%s teaches only %d complete graphs", path, n)

@@ -191,7 +191,11 @@ func (r *runner) call(ctx context.Context, req protocol.Request) protocol.Result
 	// Only a status file written during this dispatch counts: one planted
 	// earlier (by an agent guessing the next dispatch id) goes.
 	os.Remove(outcomeFile)
-	c := call{req: req, execution: n, outcomeFile: outcomeFile, workdir: r.workdir(), env: r.agentEnv(req, outcomeFile)}
+	workdir, err := r.workdirFor(req)
+	if err != nil {
+		return protocol.Result{DispatchID: req.DispatchID, Status: protocol.StatusError, Error: err.Error()}
+	}
+	c := call{req: req, execution: n, outcomeFile: outcomeFile, workdir: workdir, env: r.agentEnv(req, outcomeFile)}
 
 	rep, err := r.agent.Answer(ctx, c)
 	res := protocol.Result{DispatchID: req.DispatchID, Status: protocol.StatusSuccess,
@@ -209,6 +213,29 @@ func (r *runner) call(ctx context.Context, req protocol.Request) protocol.Result
 		}
 	}
 	return res
+}
+
+// workdirFor is where the agent answering req works: the runner's working
+// directory, or the request's Workdir inside it (a manager loop's
+// stack.child_workdir), which may not leave it and must exist.
+func (r *runner) workdirFor(req protocol.Request) (string, error) {
+	base := r.workdir()
+	if req.Workdir == "" {
+		return base, nil
+	}
+	rel := filepath.Clean(filepath.FromSlash(req.Workdir))
+	if !filepath.IsLocal(rel) || base == "" {
+		return "", fmt.Errorf("workdir %q is not a directory inside the workspace", req.Workdir)
+	}
+	root, err := os.OpenRoot(base)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	if st, err := root.Stat(rel); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("workdir %q: no such directory in the workspace", req.Workdir)
+	}
+	return filepath.Join(base, rel), nil
 }
 
 func (r *runner) workdir() string {

@@ -190,6 +190,7 @@ func (b *Backend) runAgent(ctx context.Context, req engine.Request) (engine.Resu
 		Version: protocol.Version, DispatchID: b.dispatch.Add(1), NodeID: req.NodeID,
 		Execution: b.nextExecution(req.RunID, req.NodeID, req.Execution),
 		Model:     req.Model, Provider: req.Provider, ReasoningEffort: req.ReasoningEffort,
+		Workdir: req.Workdir,
 	}
 	if req.Fidelity == "full" && !req.Isolated {
 		return b.runInThread(ctx, req, preq)

@@ -23,6 +23,9 @@ type frontEnd struct {
 	registry *engine.Registry
 	groups   *groupTable
 	masks    mask.Set
+	// pipelineDirs are where a group's sub-pipelines (pipeline="name") are
+	// found: its stored pipelines' directories (nil: its workspace).
+	pipelineDirs func(group string) []string
 }
 
 // identities loads what a group's pipelines may name (runs.Identities). A
@@ -42,8 +45,12 @@ func (f frontEnd) options(group, goal string) (frontend.Options, error) {
 	if err != nil {
 		return frontend.Options{}, err
 	}
+	pipelineDirs := []string{f.groups.dir(group)}
+	if f.pipelineDirs != nil {
+		pipelineDirs = f.pipelineDirs(group)
+	}
 	return frontend.Options{KnownTypes: f.registry.KnownTypes(), Goal: goal, Personas: personas, Masks: masks,
-		SchemaDirs: []string{f.groups.dir(group)}}, nil
+		SchemaDirs: []string{f.groups.dir(group)}, PipelineDirs: pipelineDirs}, nil
 }
 
 // load is the runs service's Loader.

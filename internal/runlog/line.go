@@ -37,6 +37,7 @@ func Level(e engine.Event) runs.Verbosity {
 		}
 		return runs.VerbosityStandard
 	case engine.EventStageRetrying, engine.EventParallelStarted, engine.EventParallelBranchCompleted, engine.EventParallelCompleted, engine.EventStageOutput,
+		engine.EventChildStarted, engine.EventSteered,
 		engine.EventInterviewStarted, engine.EventInterviewCompleted, engine.EventInterviewTimeout, engine.EventWarning:
 		return runs.VerbosityStandard
 	case engine.EventDecision:
@@ -108,6 +109,13 @@ func Line(e engine.Event) string {
 		return outputLine(e)
 	case engine.EventWalkerSwitch:
 		return walkerLine(e.Switch, name, branch)
+	case engine.EventChildStarted:
+		return fmt.Sprintf("  ↳ %s runs %s as run %s%s", name, Visible(e.Message), childID(dataString(e.Data, engine.DataChildRunID)), branch)
+	case engine.EventSteered:
+		if child := dataString(e.Data, engine.DataChildRunID); child != "" {
+			return fmt.Sprintf("  ➜ %s steers run %s: %s", name, childID(child), truncate(firstLine(Visible(e.Message)), 200))
+		}
+		return fmt.Sprintf("  ➜ %s is steered by its manager: %s", name, truncate(firstLine(Visible(e.Message)), 200))
 	case engine.EventCheckpointSaved:
 		return "    checkpoint after " + e.NodeID
 	}
@@ -410,4 +418,19 @@ func WalkerSwitch(a *team.Assignment) string {
 		}
 	}
 	return fmt.Sprintf("%s — %s (%s)", who, why, strings.Join(parts, ", "))
+}
+
+func dataString(data map[string]any, key string) string {
+	s, _ := data[key].(string)
+	return s
+}
+
+// childID is a child run's id as people read it: the short id of a run of
+// its own (runs.ShortID), the whole id of one kept in its parent's stage
+// directory (<parent>.<node>-<visit>).
+func childID(id string) string {
+	if short := runs.ShortID(id); len(short) >= 6 {
+		return Visible(short)
+	}
+	return Visible(id)
 }

@@ -35,6 +35,8 @@ var eventNames = map[engine.EventType]string{
 	engine.EventContextUpdated:          "context updated",
 	engine.EventWorkspaceChanged:        "files changed",
 	engine.EventStageOutput:             "output returned",
+	engine.EventChildStarted:            "child run started",
+	engine.EventSteered:                 "steered",
 }
 
 // EventName is the kind of an event in words ("stage started"); a type

@@ -102,18 +102,7 @@ func (in Inputs) Missing(g *pipeline.Graph) []string {
 
 // RequiredInputs are the inputs a pipeline declares it needs, in the
 // order written: graph [inputs="repo,ref"] (commas or spaces between).
-func RequiredInputs(g *pipeline.Graph) []string {
-	if g == nil {
-		return nil
-	}
-	var out []string
-	for _, f := range strings.FieldsFunc(g.Attrs["inputs"], func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
-		if !slices.Contains(out, f) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
+func RequiredInputs(g *pipeline.Graph) []string { return g.RequiredInputs() }
 
 // KeyedRunID is the run id of the one run a key stands for — a scheduled
 // fire ("fire:<task>@<due>"), a webhook delivery ("hook:<name>/<id>"):

@@ -79,6 +79,10 @@ type Request struct {
 	Model           string `json:"model,omitempty"`
 	Provider        string `json:"provider,omitempty"`
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	// Workdir is the directory, relative to the workspace, the agent works
+	// in ("" for the workspace): a manager loop's stack.child_workdir. The
+	// runner refuses one that leaves the workspace.
+	Workdir string `json:"workdir,omitempty"`
 	// SessionID asks the agent to resume that conversation.
 	SessionID string `json:"session_id,omitempty"`
 	// Once makes the runner exit after answering this request (a fresh,

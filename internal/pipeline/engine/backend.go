@@ -81,6 +81,10 @@ type Request struct {
 	// StageDir is {logs_root}/{node_id}; a backend may write files there
 	// (e.g. a validated status.json the agent produced).
 	StageDir string
+	// Workdir is the directory, relative to the workspace, the agent works
+	// in ("" for the workspace): a manager loop's stack.child_workdir. It is
+	// local (filepath.IsLocal): it never leaves the workspace.
+	Workdir string
 	// RunDir is the run's directory (the logs root of the run, above any
 	// restart-N stage root); a backend may keep run-wide records there.
 	RunDir string

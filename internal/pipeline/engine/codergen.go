@@ -24,6 +24,10 @@ func (codergenHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) 
 	if err != nil {
 		return refFailure(err)
 	}
+	if guidance, ok := st.w.r.takeGuidance(); ok {
+		st.Emit(Event{Type: EventSteered, Label: st.Node.Label(), Message: guidance})
+		prompt += "\n\n## Guidance from the manager supervising this run\n\n" + guidance
+	}
 	return runAgent(ctx, st, KindCodergen, prompt, "")
 }
 
@@ -246,6 +250,7 @@ func (r *run) request(st *Stage, kind RequestKind, prompt, toolCommand string) R
 		Persona: personaName(n, identity{persona: st.Persona}), Masks: maskNames(n, identity{masks: st.Masks}),
 		Model: n.Attrs.String("llm_model", n.Attrs["model"]), Provider: n.Attrs.String("llm_provider", n.Attrs["provider"]),
 		ReasoningEffort: n.Attrs["reasoning_effort"], ToolCommand: toolCommand, StageDir: st.StageDir, RunDir: r.root,
+		Workdir: r.cfg.Workdir,
 	}
 	req.Budget = r.budget(n)
 	if d, err := n.Attrs.Duration("timeout", 0); err == nil {

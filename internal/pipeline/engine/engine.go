@@ -40,6 +40,16 @@ type Config struct {
 	Observers   []Observer  // get every event, in order
 	Registry    *Registry   // nil: the built-in handlers
 	Loader      GraphLoader // nil: Resume and manager loops report that they need one
+	// Children runs sub-pipelines' child runs (type="pipeline"); nil runs
+	// each in this process, in its node's stage directory.
+	Children ChildRuns
+	// Depth is how deeply this run is nested in sub-pipelines (0 for a run
+	// started on its own); a child deeper than MaxPipelineDepth is refused.
+	Depth int
+	// Workdir is the directory, relative to the workspace, the run's agents
+	// work in ("" for the workspace itself): a manager loop's
+	// stack.child_workdir. It never leaves the workspace.
+	Workdir string
 	// Personas are what nodes' persona="…" names (identity.go); nil means
 	// the built-in ones. Masks are what masks="…" names; nil means none.
 	Personas *persona.Catalog

@@ -54,6 +54,13 @@ const (
 	// EventWalkerSwitch records who the team walk picked to work a
 	// persona=auto node, and why (Switch), before its StageStarted.
 	EventWalkerSwitch EventType = "WalkerSwitch"
+	// EventChildStarted: a sub-pipeline node started (or resumed) its child
+	// run, Data[DataChildRunID].
+	EventChildStarted EventType = "ChildStarted"
+	// EventSteered: a manager loop sent its child guidance (in the
+	// manager's run), or a child stage received it (in the child's run);
+	// Message is the guidance.
+	EventSteered EventType = "Steered"
 )
 
 // Event is one thing that happened in a run. Seq increases by one per event

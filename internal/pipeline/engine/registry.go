@@ -121,6 +121,7 @@ func NewRegistry() *Registry {
 		TypeFanIn:       fanInHandler{},
 		TypeTool:        toolHandler{},
 		TypeManagerLoop: managerLoopHandler{},
+		TypeSubPipeline: subPipelineHandler{},
 	}}
 }
 

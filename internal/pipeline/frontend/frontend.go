@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/dot"
@@ -39,6 +40,11 @@ type Options struct {
 	// SchemaDirs are where an output_schema file name is looked for, in
 	// order: the pipeline file's directory, the group's workspace.
 	SchemaDirs []string
+	// PipelineDirs are where a sub-pipeline's pipeline="name" is looked
+	// for, in order (the CLI: the pipeline file's directory; the host: the
+	// group's workspace, then its stored pipelines' directories). Empty
+	// means the pipeline file's directory.
+	PipelineDirs []string
 }
 
 // Prepare parses src, applies the transforms and validates the result.
@@ -53,12 +59,28 @@ type Options struct {
 // time. Validation problems are diagnostics
 // only: the error stays nil and lint.Err(diags) says whether the graph may run.
 func Prepare(file string, src []byte, opts Options) (*pipeline.Graph, []pipeline.Diagnostic, error) {
+	return prepareChildren(file, src, opts, &children{done: map[string]childInfo{}})
+}
+
+func prepareChildren(file string, src []byte, opts Options, ch *children) (*pipeline.Graph, []pipeline.Diagnostic, error) {
 	g, err := Parse(file, src, opts)
 	if err != nil {
 		return nil, []pipeline.Diagnostic{diagnosticOf(file, err)}, err
 	}
+	if abs, err := filepath.Abs(file); err == nil && len(ch.chain) == 0 && file != "" && file != "-" {
+		ch.chain = []string{abs} // a pipeline that runs itself is a cycle too
+		defer func() { ch.chain = nil }()
+	}
 	r := lint.NewRegistry(lint.Options{KnownTypes: opts.KnownTypes, Source: src, Rules: opts.Rules, Personas: opts.Personas, Masks: opts.Masks})
-	return g, r.Validate(g), nil
+	diags := r.Validate(g)
+	// After lint, which sees the names as written: this writes where each
+	// was found into its node.
+	subs := checkSubPipelines(g, file, opts, ch)
+	if len(subs) > 0 {
+		diags = append(diags, subs...)
+		lint.Sort(diags)
+	}
+	return g, diags, nil
 }
 
 // Parse parses src and applies the transforms, without validating: what

@@ -83,8 +83,13 @@ var Attributes = []Attribute{
 	// Graph (spec §2.5, Appendix A).
 	{Key: "goal", Scope: GraphScope, Example: `"Ship the feature"`},
 	// The run inputs a pipeline needs (docs/schedules.md): a run started
-	// without one of them is refused, naming it.
-	{Key: "inputs", Scope: GraphScope, Example: `"repo,ref"`},
+	// without one of them is refused, naming it. On a sub-pipeline node
+	// (type="pipeline", or a house with pipeline=…) they are the inputs
+	// given to its child: key=${value},… (checked by sub_pipeline).
+	{Key: "inputs", Scope: gn, Example: `"repo,ref"`},
+	// The pipeline a sub-pipeline node runs as its child: a stored name or a
+	// path beside the pipeline (checked by sub_pipeline).
+	{Key: "pipeline", Scope: NodeScope, Example: `"triage"`},
 	{Key: "label", Scope: all, Example: `"Review"`},
 	{Key: "model_stylesheet", Scope: GraphScope, Example: `"* { llm_model: claude-opus-4-6; }"`},
 	{Key: "default_max_retry", Scope: GraphScope, Kind: KindInt, HasMin: true, Min: 0, Example: "50"},
@@ -93,7 +98,8 @@ var Attributes = []Attribute{
 	{Key: "fallback_retry_target", Scope: gn, Example: "plan"},
 	// The manager loop reads the node's own stack.child_dotfile first, then the graph's.
 	{Key: "stack.child_dotfile", Scope: gn, Example: `"child.dot"`},
-	{Key: "stack.child_workdir", Scope: GraphScope, Example: `"."`},
+	// The child's working directory inside the workspace (node, else graph).
+	{Key: "stack.child_workdir", Scope: gn, Example: `"services/api"`},
 	{Key: "tool_hooks.pre", Scope: GraphScope, Example: `"echo pre"`},
 	{Key: "tool_hooks.post", Scope: GraphScope, Example: `"echo post"`},
 	{Key: "rankdir", Scope: GraphScope, Kind: KindEnum, Values: []string{"TB", "LR", "BT", "RL"}, Example: "LR"},

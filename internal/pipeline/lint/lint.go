@@ -42,7 +42,7 @@ func (r funcRule) Apply(g *pipeline.Graph) []pipeline.Diagnostic { return r.appl
 // accepts when Options.KnownTypes is empty.
 var DefaultKnownTypes = []string{
 	"start", "exit", "codergen", "wait.human", "conditional",
-	"parallel", "parallel.fan_in", "tool", "stack.manager_loop",
+	"parallel", "parallel.fan_in", "tool", "stack.manager_loop", "pipeline",
 }
 
 // Options configure validation.

@@ -54,6 +54,7 @@ func builtinRules(opts Options) []Rule {
 		RuleFunc("team_known", c.teamKnown),
 		RuleFunc("auto_affinity", c.autoAffinity),
 		RuleFunc("foreach_shape", c.foreachShape),
+		RuleFunc("sub_pipeline", subPipeline),
 	}
 }
 
