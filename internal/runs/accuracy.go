@@ -19,7 +19,7 @@ const accuracyRuns = 50
 // counted. It reads the store only when first asked — only a node of the
 // element iron asks — and once per run. A persona with no recorded visit
 // has no accuracy (false).
-func (s *Service) personaAccuracy(ctx context.Context, group, excluded string) func(string) (float64, bool) {
+func (ex *executor) personaAccuracy(ctx context.Context, group, excluded string) func(string) (float64, bool) {
 	var (
 		once    sync.Once
 		success map[string]int
@@ -27,18 +27,18 @@ func (s *Service) personaAccuracy(ctx context.Context, group, excluded string) f
 	)
 	measure := func() {
 		success, total = map[string]int{}, map[string]int{}
-		page, err := s.cfg.Store.ListRuns(ctx, Filter{Group: group, Limit: accuracyRuns})
+		page, err := ex.store.ListRuns(ctx, Filter{Group: group, Limit: accuracyRuns})
 		if err != nil {
-			s.log.Warn("read the group's runs for persona accuracy", "group", group, "err", err)
+			ex.log.Warn("read the group's runs for persona accuracy", "group", group, "err", err)
 			return
 		}
 		for _, r := range page.Runs {
 			if r.ID == excluded {
 				continue
 			}
-			events, err := s.cfg.Store.Events(ctx, r.ID, 0, 0)
+			events, err := ex.store.Events(ctx, r.ID, 0, 0)
 			if err != nil {
-				s.log.Warn("read a run's events for persona accuracy", "run", r.ID, "err", err)
+				ex.log.Warn("read a run's events for persona accuracy", "run", r.ID, "err", err)
 				continue
 			}
 			for _, e := range events {

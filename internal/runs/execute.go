@@ -5,107 +5,163 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
+	"sync"
+	"time"
 
+	"nanohost/internal/lease"
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/mask"
 	"nanohost/internal/pipeline/persona"
 )
 
+// executor drives the runs this process executes: it launches them under a
+// run slot, holds their leases among replicas (leases.go), stops them when
+// asked through another process (signals.go) and records how they end. Its
+// dependencies are the store's run records, the agents' runtime, the
+// pipeline loader, and the service's two other parts: gates (each run's
+// interviewer) and deliveries (each run's thread).
+type executor struct {
+	store      execStore
+	runtime    Runtime
+	load       Loader
+	identities Identities
+	registry   *engine.Registry
+	leases     Leases   // nil: one host, which drives every run it starts
+	journals   Journals // nil: journals are files in the runs' directories
+	keeper     *lease.Keeper
+	closeWait  time.Duration
+	observe    func(Run, engine.Event)
+	logger     *slog.Logger // the engines'
+	log        *slog.Logger
+	now        func() time.Time
+
+	gates   *gates
+	out     *deliveries
+	streams *subscribers
+
+	slots chan struct{}
+	// life bounds every run executed here; bg is the service's background
+	// work.
+	life context.Context
+	bg   *sync.WaitGroup
+
+	mu       sync.Mutex
+	active   map[string]*activeRun
+	stopping bool
+	wg       sync.WaitGroup // executing runs
+}
+
+// execStore is what the executor needs of the store.
+type execStore interface {
+	GetRun(ctx context.Context, id string) (Run, error)
+	// ListRuns and Events are read for Iron's persona accuracy.
+	ListRuns(ctx context.Context, f Filter) (Page, error)
+	Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error)
+	UnfinishedRuns(ctx context.Context) ([]Run, error)
+	UpdateRunStatus(ctx context.Context, id string, s State) error
+	FinishRun(ctx context.Context, id string, s State, reason string, usage engine.Usage) error
+	AppendEvent(ctx context.Context, e engine.Event) (stored bool, err error)
+	WithdrawOpenGates(ctx context.Context, runID string) (int, error)
+	CancelRequested(ctx context.Context, runID string) (who string, err error)
+	CancelsRequested(ctx context.Context) (map[string]string, error)
+}
+
 // launch executes run in the background: from the start (g set), or from
 // its checkpoint (g nil). askedIn is the thread it was asked from, if any.
-func (s *Service) launch(run Run, g *pipeline.Graph, askedIn string) {
-	ctx, cancel := context.WithCancelCause(s.life)
+func (ex *executor) launch(run Run, g *pipeline.Graph, askedIn string) {
+	ctx, cancel := context.WithCancelCause(ex.life)
 	ar := &activeRun{id: run.ID, cancel: cancel, done: make(chan struct{})}
-	s.mu.Lock()
-	s.active[run.ID] = ar
-	s.mu.Unlock()
-	s.wg.Add(1)
+	ex.mu.Lock()
+	ex.active[run.ID] = ar
+	ex.mu.Unlock()
+	ex.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer ex.wg.Done()
 		defer close(ar.done)
 		defer func() {
-			s.mu.Lock()
-			delete(s.active, run.ID)
-			s.mu.Unlock()
+			ex.mu.Lock()
+			delete(ex.active, run.ID)
+			ex.mu.Unlock()
 			cancel(nil)
 		}()
-		if s.leased() {
+		if ex.leased() {
 			// The lease is kept until the run has settled here (a run
 			// stopping at shutdown still writes its interruption); the
 			// keeper stops renewing it before it is released, so a
 			// renewal racing the release fences nothing.
-			s.holdLease(ar)
-			defer s.releaseLease(ar)
+			ex.holdLease(ar)
+			defer ex.releaseLease(ar)
 		}
 		defer func() {
 			if r := recover(); r != nil {
-				s.log.Error("run panicked; it is marked interrupted and resumes on the next start", "run", run.ID, "panic", r)
-				s.logErr("mark run interrupted", run.ID, s.cfg.Store.UpdateRunStatus(context.Background(), run.ID, Interrupted))
+				ex.log.Error("run panicked; it is marked interrupted and resumes on the next start", "run", run.ID, "panic", r)
+				ex.logErr("mark run interrupted", run.ID, ex.store.UpdateRunStatus(context.Background(), run.ID, Interrupted))
 			}
 		}()
-		s.execute(ctx, ar, run, g, askedIn)
+		ex.execute(ctx, ar, run, g, askedIn)
 	}()
 }
 
 // execute runs one run to its end (or its interruption) under a run slot.
-func (s *Service) execute(ctx context.Context, ar *activeRun, run Run, g *pipeline.Graph, askedIn string) {
-	slot := &runSlot{slots: s.slots}
+func (ex *executor) execute(ctx context.Context, ar *activeRun, run Run, g *pipeline.Graph, askedIn string) {
+	slot := &runSlot{slots: ex.slots}
 	if slot.take(ctx) {
 		defer slot.give()
 	} else {
 		if c, ok := cancellation(ctx); ok {
-			s.cancelUnstarted(run.ID, c.By) // cancelled while queued
+			ex.cancelUnstarted(run.ID, c.By) // cancelled while queued
 			return
 		}
-		s.settle(ctx, run, nil, ctx.Err(), nil)
+		ex.settle(ctx, run, nil, ctx.Err(), nil)
 		return
 	}
 	bg := context.WithoutCancel(ctx)
-	if who, err := s.cfg.Store.CancelRequested(bg, run.ID); err != nil || who != "" {
+	if who, err := ex.store.CancelRequested(bg, run.ID); err != nil || who != "" {
 		// Cancelled while no process executed it (its replica died, or
 		// it was queued at another): it ends here, without running.
 		if err != nil {
-			s.settle(ctx, run, nil, err, nil)
+			ex.settle(ctx, run, nil, err, nil)
 			return
 		}
-		s.cancelUnstarted(run.ID, who)
+		ex.cancelUnstarted(run.ID, who)
 		return
 	}
-	s.logErr("mark run running", run.ID, s.cfg.Store.UpdateRunStatus(bg, run.ID, Running))
-	fresh, err := s.cfg.Store.GetRun(bg, run.ID) // its thread and delivery progress, as stored
+	ex.logErr("mark run running", run.ID, ex.store.UpdateRunStatus(bg, run.ID, Running))
+	fresh, err := ex.store.GetRun(bg, run.ID) // its thread and delivery progress, as stored
 	if err != nil {
-		s.settle(ctx, run, nil, err, nil)
+		ex.settle(ctx, run, nil, err, nil)
 		return
 	}
 	name := ""
 	if g != nil {
 		name = g.Label()
 	}
-	d, err := s.out.open(ctx, fresh, ar, name, true, s.observer(ar))
+	d, err := ex.out.open(ctx, fresh, ar, name, true, ex.observer(ar))
 	if err != nil {
-		s.settle(ctx, run, nil, err, nil)
+		ex.settle(ctx, run, nil, err, nil)
 		return
 	}
 	if askedIn != "" {
-		s.out.pointFrom(d.thread, askedIn, name, run.ID)
+		ex.out.pointFrom(d.thread, askedIn, name, run.ID)
 	}
-	res, err := s.runEngine(ctx, fresh, g, d, slot)
-	s.settle(ctx, run, res, err, d)
+	res, err := ex.runEngine(ctx, fresh, g, d, slot)
+	ex.settle(ctx, run, res, err, d)
 }
 
 // cancelUnstarted ends a run that was cancelled before it ran here.
-func (s *Service) cancelUnstarted(runID, who string) {
+func (ex *executor) cancelUnstarted(runID, who string) {
 	ctx := context.Background()
-	run, err := s.cfg.Store.GetRun(ctx, runID)
+	run, err := ex.store.GetRun(ctx, runID)
 	if err == nil {
-		err = s.endCancelled(ctx, run, who)
+		err = ex.endCancelled(ctx, run, who)
 	}
 	if err != nil {
-		s.log.Error("end a cancelled run", "run", runID, "err", err)
+		ex.log.Error("end a cancelled run", "run", runID, "err", err)
 		return
 	}
-	s.log.Info("run cancelled before it ran", "run", runID, "by", who)
+	ex.log.Info("run cancelled before it ran", "run", runID, "by", who)
 }
 
 // cancellation is the Cancellation that stopped ctx, if one did.
@@ -116,48 +172,48 @@ func cancellation(ctx context.Context) (*engine.Cancellation, bool) {
 }
 
 // runEngine runs the engine over the run's own backend.
-func (s *Service) runEngine(ctx context.Context, run Run, g *pipeline.Graph, d *delivery, slot *runSlot) (*engine.RunResult, error) {
-	backend, err := s.cfg.Runtime.ForRun(ctx, run)
+func (ex *executor) runEngine(ctx context.Context, run Run, g *pipeline.Graph, d *delivery, slot *runSlot) (*engine.RunResult, error) {
+	backend, err := ex.runtime.ForRun(ctx, run)
 	if err != nil {
 		return nil, fmt.Errorf("prepare the run's agents: %w", err)
 	}
 	defer backend.Close()
 	var personas *persona.Catalog
 	var masks mask.Set
-	if s.cfg.Identities != nil {
-		if personas, masks, err = s.cfg.Identities(run.GroupFolder); err != nil {
+	if ex.identities != nil {
+		if personas, masks, err = ex.identities(run.GroupFolder); err != nil {
 			return nil, fmt.Errorf("load the personas and masks of group %s: %w", run.GroupFolder, err)
 		}
 	}
 	eng := engine.New(engine.Config{
 		Backend:     backend,
-		Interviewer: s.gates.interviewer(run, d.thread, slot),
+		Interviewer: ex.gates.interviewer(run, d.thread, slot),
 		Observers:   []engine.Observer{d},
-		Registry:    s.cfg.Registry,
+		Registry:    ex.registry,
 		Loader: func(file string, src []byte) (*pipeline.Graph, error) {
-			return s.loadRunnable(run.GroupFolder, file, src, "")
+			return ex.loadRunnable(run.GroupFolder, file, src, "")
 		},
 		Personas: personas,
 		Masks:    masks,
-		Accuracy: s.personaAccuracy(context.WithoutCancel(ctx), run.GroupFolder, run.ID),
+		Accuracy: ex.personaAccuracy(context.WithoutCancel(ctx), run.GroupFolder, run.ID),
 		LogsRoot: run.LogsRoot,
-		Journal:  s.journalFor(ctx, d.ar),
+		Journal:  ex.journalFor(ctx, d.ar),
 		RunID:    run.ID,
 		Inputs:   run.Inputs,
-		Logger:   s.cfg.Logger.With("run", run.ID),
+		Logger:   ex.logger.With("run", run.ID),
 	})
 	if g != nil {
 		return eng.Run(ctx, g, []byte(run.SourceDOT), run.FileName)
 	}
-	return s.resumeEngine(ctx, eng, run, d.ar)
+	return ex.resumeEngine(ctx, eng, run, d.ar)
 }
 
 // resumeEngine continues run from its checkpoint. The graph is loaded here,
 // not by the engine's loader, because the run's goal may have been given
 // when it started rather than written in its source (which is kept as
 // written): the recorded goal is applied again, so $goal expands as it did.
-func (s *Service) resumeEngine(ctx context.Context, eng *engine.Engine, run Run, ar *activeRun) (*engine.RunResult, error) {
-	cp, err := s.checkpoint(ctx, run)
+func (ex *executor) resumeEngine(ctx context.Context, eng *engine.Engine, run Run, ar *activeRun) (*engine.RunResult, error) {
+	cp, err := ex.checkpoint(ctx, run)
 	if err != nil {
 		return nil, err
 	}
@@ -165,13 +221,13 @@ func (s *Service) resumeEngine(ctx context.Context, eng *engine.Engine, run Run,
 	if cp.State == engine.StateSuccess || cp.State == engine.StateFail {
 		// It reached its end, and its host died before recording so: the
 		// end it reached is its outcome (nothing is left to run).
-		s.log.Info("run had ended before its host could record it; recording its end", "run", run.ID, "state", cp.State)
+		ex.log.Info("run had ended before its host could record it; recording its end", "run", run.ID, "state", cp.State)
 		return &engine.RunResult{RunID: run.ID, Status: cp.State, FailureReason: cp.FailureReason, LogsRoot: run.LogsRoot, Usage: run.Usage}, nil
 	}
-	if err := s.prepareRunDir(run); err != nil {
+	if err := ex.prepareRunDir(run); err != nil {
 		return nil, err
 	}
-	g, err := s.loadRunnable(run.GroupFolder, cp.GraphFile, []byte(cp.GraphDOT), run.Goal)
+	g, err := ex.loadRunnable(run.GroupFolder, cp.GraphFile, []byte(cp.GraphDOT), run.Goal)
 	if err != nil {
 		return nil, fmt.Errorf("load the pipeline of run %s: %w", run.ID, err)
 	}
@@ -179,8 +235,8 @@ func (s *Service) resumeEngine(ctx context.Context, eng *engine.Engine, run Run,
 }
 
 // loadRunnable loads a graph that must run: lint errors are an error.
-func (s *Service) loadRunnable(group, file string, src []byte, goal string) (*pipeline.Graph, error) {
-	g, diags, err := s.cfg.Load(group, file, src, goal)
+func (ex *executor) loadRunnable(group, file string, src []byte, goal string) (*pipeline.Graph, error) {
+	g, diags, err := ex.load(group, file, src, goal)
 	if pipeline.HasErrors(diags) {
 		return nil, &InvalidError{Diagnostics: diags}
 	}
@@ -193,23 +249,23 @@ func (s *Service) loadRunnable(group, file string, src []byte, goal string) (*pi
 // settle records how a run's execution ended: succeeded, failed, cancelled
 // (by whom) — or interrupted, when its host stopped under it (it resumes on
 // the next start).
-func (s *Service) settle(ctx context.Context, run Run, res *engine.RunResult, err error, d *delivery) {
+func (ex *executor) settle(ctx context.Context, run Run, res *engine.RunResult, err error, d *delivery) {
 	bg := context.WithoutCancel(ctx)
-	log := s.log.With("run", run.ID)
+	log := ex.log.With("run", run.ID)
 	if errors.Is(context.Cause(ctx), ErrLeaseLost) {
 		log.Info("run stopped here: another replica drives it now")
 		if d != nil {
-			d.close(s.cfg.CloseWait)
+			d.close(ex.closeWait)
 		}
 		return
 	}
 	switch {
 	case res != nil && res.Cancelled:
-		s.finish(bg, run.ID, Cancelled, res.FailureReason, res.Usage)
-		s.withdrawGates(run.ID)
+		ex.finish(bg, run.ID, Cancelled, res.FailureReason, res.Usage)
+		ex.withdrawGates(run.ID)
 		log.Info("run cancelled", "by", res.CancelledBy)
 	case (res != nil && res.Interrupted) || (err != nil && ctx.Err() != nil):
-		s.logErr("mark run interrupted", run.ID, s.cfg.Store.UpdateRunStatus(bg, run.ID, Interrupted))
+		ex.logErr("mark run interrupted", run.ID, ex.store.UpdateRunStatus(bg, run.ID, Interrupted))
 		log.Info("run interrupted; it resumes from its checkpoint on the next start")
 	case errors.Is(err, engine.ErrRunBusy):
 		// Another process still executes it (a replica that lost its
@@ -218,64 +274,64 @@ func (s *Service) settle(ctx context.Context, run Run, res *engine.RunResult, er
 		log.Warn("run not resumed here: another process still executes it", "err", err)
 	case err != nil:
 		log.Error("run could not start", "err", err)
-		s.finish(bg, run.ID, Failed, "could not start: "+err.Error(), engine.Usage{})
+		ex.finish(bg, run.ID, Failed, "could not start: "+err.Error(), engine.Usage{})
 		if d != nil {
 			d.OnEvent(engine.Event{RunID: run.ID, Type: engine.EventPipelineFailed, Status: engine.StatusFail,
-				Message: "could not start: " + err.Error(), Time: s.cfg.Now()})
+				Message: "could not start: " + err.Error(), Time: ex.now()})
 		}
 	default:
 		state := Failed
 		if res.Status == engine.StateSuccess {
 			state = Succeeded
 		}
-		s.finish(bg, run.ID, state, res.FailureReason, res.Usage)
+		ex.finish(bg, run.ID, state, res.FailureReason, res.Usage)
 		log.Info("run finished", "status", state, "reason", res.FailureReason, "duration", res.Duration)
 	}
 	if d != nil {
-		d.close(s.cfg.CloseWait)
+		d.close(ex.closeWait)
 	}
 }
 
-func (s *Service) finish(ctx context.Context, id string, state State, reason string, usage engine.Usage) {
-	if err := s.cfg.Store.FinishRun(ctx, id, state, reason, usage); err != nil {
-		s.log.Error("record run end", "run", id, "status", state, "err", err)
+func (ex *executor) finish(ctx context.Context, id string, state State, reason string, usage engine.Usage) {
+	if err := ex.store.FinishRun(ctx, id, state, reason, usage); err != nil {
+		ex.log.Error("record run end", "run", id, "status", state, "err", err)
 	}
-	s.streams.wake(id) // event streams end once they see the run finished
+	ex.streams.wake(id) // event streams end once they see the run finished
 }
 
 // withdrawGates withdraws the open gates of a run that ended.
-func (s *Service) withdrawGates(runID string) {
-	if _, err := s.cfg.Store.WithdrawOpenGates(context.Background(), runID); err != nil {
-		s.log.Error("withdraw the open gates of an ended run", "run", runID, "err", err)
+func (ex *executor) withdrawGates(runID string) {
+	if _, err := ex.store.WithdrawOpenGates(context.Background(), runID); err != nil {
+		ex.log.Error("withdraw the open gates of an ended run", "run", runID, "err", err)
 	}
 }
 
 // resume launches one unfinished run that is not executing here: from its
 // checkpoint when it has one (completed nodes do not run again), from the
 // start otherwise.
-func (s *Service) resume(run Run) error {
+func (ex *executor) resume(run Run) error {
 	ctx := context.Background()
 	if run.SourceDOT == "" {
-		full, err := s.cfg.Store.GetRun(ctx, run.ID)
+		full, err := ex.store.GetRun(ctx, run.ID)
 		if err != nil {
 			return err
 		}
 		run = full
 	}
-	_, err := s.checkpoint(ctx, run)
+	_, err := ex.checkpoint(ctx, run)
 	switch {
 	case err == nil:
-		s.log.Info("resuming run from its checkpoint", "run", run.ID, "status", run.Status)
-		s.launch(run, nil, "")
+		ex.log.Info("resuming run from its checkpoint", "run", run.ID, "status", run.Status)
+		ex.launch(run, nil, "")
 	case errors.Is(err, fs.ErrNotExist):
 		// It stopped before its first checkpoint: start it again.
-		g, err := s.loadRunnable(run.GroupFolder, run.FileName, []byte(run.SourceDOT), run.Goal)
+		g, err := ex.loadRunnable(run.GroupFolder, run.FileName, []byte(run.SourceDOT), run.Goal)
 		if err != nil {
-			s.finish(ctx, run.ID, Failed, "cannot restart: "+err.Error(), run.Usage)
+			ex.finish(ctx, run.ID, Failed, "cannot restart: "+err.Error(), run.Usage)
 			return err
 		}
-		s.log.Info("restarting run that had not checkpointed yet", "run", run.ID)
-		s.launch(run, g, "")
+		ex.log.Info("restarting run that had not checkpointed yet", "run", run.ID)
+		ex.launch(run, g, "")
 	default:
 		return err
 	}
@@ -286,12 +342,12 @@ func (s *Service) resume(run Run) error {
 // unfinished (crash or shutdown), each in its own thread, and delivers the
 // events of finished runs that never reached their chat.
 func (s *Service) ResumeUnfinished(ctx context.Context) error {
-	if s.leased() {
+	if s.exec.leased() {
 		// Which replica resumes which run is decided run by run, by the
 		// leases: this one claims those nobody drives, now and every
 		// LeaseTTL/3.
-		s.bg.Go(s.claimOrphans)
-	} else if err := s.resumeAll(ctx); err != nil {
+		s.bg.Go(s.exec.claimOrphans)
+	} else if err := s.exec.resumeAll(ctx); err != nil {
 		return err
 	}
 	ids, err := s.cfg.Store.RunsWithUndelivered(ctx)
@@ -299,7 +355,7 @@ func (s *Service) ResumeUnfinished(ctx context.Context) error {
 		return fmt.Errorf("list runs with undelivered events: %w", err)
 	}
 	for _, id := range ids {
-		if !s.isActive(id) {
+		if !s.exec.isActive(id) {
 			s.out.stored(id)
 		}
 	}
@@ -307,17 +363,17 @@ func (s *Service) ResumeUnfinished(ctx context.Context) error {
 }
 
 // resumeAll resumes every unfinished run (one host: all are its own).
-func (s *Service) resumeAll(ctx context.Context) error {
-	list, err := s.cfg.Store.UnfinishedRuns(ctx)
+func (ex *executor) resumeAll(ctx context.Context) error {
+	list, err := ex.store.UnfinishedRuns(ctx)
 	if err != nil {
 		return fmt.Errorf("list unfinished runs: %w", err)
 	}
 	for _, run := range list {
-		if s.isActive(run.ID) || run.ChatID == TerminalChat {
+		if ex.isActive(run.ID) || run.ChatID == TerminalChat {
 			continue // the command line that started it resumes it
 		}
-		if err := s.resume(run); err != nil {
-			s.log.Error("resume run", "run", run.ID, "err", err)
+		if err := ex.resume(run); err != nil {
+			ex.log.Error("resume run", "run", run.ID, "err", err)
 		}
 	}
 	return nil
@@ -326,7 +382,7 @@ func (s *Service) resumeAll(ctx context.Context) error {
 // observer keeps the run's state in step with its events once they are
 // stored: the node running now, its stage files for the dashboard, waiting
 // or running in the store, and the host's metrics.
-func (s *Service) observer(ar *activeRun) func(Run, engine.Event) {
+func (ex *executor) observer(ar *activeRun) func(Run, engine.Event) {
 	return func(run Run, e engine.Event) {
 		ctx := context.Background()
 		switch e.Type {
@@ -336,25 +392,68 @@ func (s *Service) observer(ar *activeRun) func(Run, engine.Event) {
 			}
 		case engine.EventStageCompleted:
 			if e.NodeID != "" {
-				s.keepStageFiles(ctx, run, ar.stageDir(e.NodeID))
+				ex.keepStageFiles(ctx, run, ar.stageDir(e.NodeID))
 			}
 		case engine.EventWarning:
 			if dir, ok := e.Data["stage_root"].(string); ok { // a loop restart
 				ar.setStageRoot(dir)
 			}
 		case engine.EventInterviewStarted:
-			s.logErr("mark run waiting", run.ID, s.cfg.Store.UpdateRunStatus(ctx, run.ID, Waiting))
+			ex.logErr("mark run waiting", run.ID, ex.store.UpdateRunStatus(ctx, run.ID, Waiting))
 		case engine.EventInterviewCompleted, engine.EventInterviewTimeout:
-			s.logErr("mark run running", run.ID, s.cfg.Store.UpdateRunStatus(ctx, run.ID, Running))
+			ex.logErr("mark run running", run.ID, ex.store.UpdateRunStatus(ctx, run.ID, Running))
 		}
-		if s.cfg.Observe != nil {
-			s.cfg.Observe(run, e)
+		if ex.observe != nil {
+			ex.observe(run, e)
 		}
 	}
 }
 
-func (s *Service) logErr(what, runID string, err error) {
+func (ex *executor) logErr(what, runID string, err error) {
 	if err != nil {
-		s.log.Error(what, "run", runID, "err", err)
+		ex.log.Error(what, "run", runID, "err", err)
 	}
+}
+
+func (ex *executor) endCancelled(ctx context.Context, run Run, who string) error {
+	if err := ex.store.FinishRun(ctx, run.ID, Cancelled, "cancelled by "+who, run.Usage); err != nil {
+		return err
+	}
+	ex.withdrawGates(run.ID)
+	end := engine.Event{RunID: run.ID, Seq: run.LastSeq + 1, Time: ex.now(), Type: engine.EventPipelineCancelled, By: who,
+		Message: (&engine.Cancellation{By: who}).Error()}
+	if _, err := ex.store.AppendEvent(ctx, end); err != nil {
+		ex.log.Error("store the cancel event", "run", run.ID, "err", err)
+	}
+	ex.streams.wake(run.ID)
+	ex.out.stored(run.ID)
+	return nil
+}
+
+func (ex *executor) refuseWhenStopping() error {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.stopping {
+		return fmt.Errorf("%w: start the pipeline again once it is back", ErrStopping)
+	}
+	return nil
+}
+
+func (ex *executor) activeRun(id string) (*activeRun, bool) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	ar, ok := ex.active[id]
+	return ar, ok
+}
+
+func (ex *executor) isActive(id string) bool {
+	_, ok := ex.activeRun(id)
+	return ok
+}
+
+// refuseNewWork makes the executor refuse new runs (the service stops).
+func (ex *executor) refuseNewWork() {
+	ex.mu.Lock()
+	ex.stopping = true
+	ex.mu.Unlock()
 }

@@ -45,31 +45,31 @@ var ErrLeaseLost = errors.New("another replica took over the run's lease")
 const claimBatch = 8
 
 // leased reports whether runs are shared with other replicas.
-func (s *Service) leased() bool { return s.cfg.Leases != nil }
+func (ex *executor) leased() bool { return ex.leases != nil }
 
 // runLease names the lease of a run.
 func runLease(runID string) lease.ID { return lease.ID{Kind: lease.Run, Key: runID} }
 
 // takeLease makes this replica the run's driver; false (no error) when
 // another replica drives it.
-func (s *Service) takeLease(ctx context.Context, runID string) (bool, error) {
-	if !s.leased() {
+func (ex *executor) takeLease(ctx context.Context, runID string) (bool, error) {
+	if !ex.leased() {
 		return true, nil
 	}
-	taken, _, err := s.leases.Take(ctx, runLease(runID))
+	taken, _, err := ex.keeper.Take(ctx, runLease(runID))
 	return taken, err
 }
 
 // holdLease keeps ar's lease until it is released. When the lease is lost
 // it fences the run and stops it with ErrLeaseLost.
-func (s *Service) holdLease(ar *activeRun) {
-	s.leases.Keep(runLease(ar.id), func(cause error) {
+func (ex *executor) holdLease(ar *activeRun) {
+	ex.keeper.Keep(runLease(ar.id), func(cause error) {
 		err := ErrLeaseLost
 		if cause != nil {
 			err = fmt.Errorf("%w (%v)", ErrLeaseLost, cause)
 		}
-		s.log.Warn("stopped driving a run: its lease is lost; the replica that took it over goes on with it",
-			"run", ar.id, "replica", s.cfg.Replica, "err", err)
+		ex.log.Warn("stopped driving a run: its lease is lost; the replica that took it over goes on with it",
+			"run", ar.id, "replica", ex.keeper.Owner(), "err", err)
 		ar.fence(err)
 	})
 }
@@ -77,32 +77,32 @@ func (s *Service) holdLease(ar *activeRun) {
 // releaseLease lets the run go (it ended here, or this replica stops), so
 // another replica may take it at once — unless it was fenced: the lease
 // is another's then.
-func (s *Service) releaseLease(ar *activeRun) {
+func (ex *executor) releaseLease(ar *activeRun) {
 	if ar.isFenced() {
-		s.leases.Forget(runLease(ar.id))
+		ex.keeper.Forget(runLease(ar.id))
 		return
 	}
-	if err := s.leases.Release(context.Background(), runLease(ar.id)); err != nil {
-		s.log.Warn("release a run's lease; it expires instead", "run", ar.id, "err", err)
+	if err := ex.keeper.Release(context.Background(), runLease(ar.id)); err != nil {
+		ex.log.Warn("release a run's lease; it expires instead", "run", ar.id, "err", err)
 	}
 }
 
 // claimOrphans resumes, every LeaseTTL/3 until the service stops, the runs
 // no replica drives.
-func (s *Service) claimOrphans() {
-	tick := time.NewTicker(s.cfg.LeaseTTL / 3)
+func (ex *executor) claimOrphans() {
+	tick := time.NewTicker(ex.keeper.TTL() / 3)
 	defer tick.Stop()
 	// Restarted with the same id, this replica takes its own runs back at
 	// once rather than when their leases expire.
-	mine, err := s.cfg.Leases.ReclaimRuns(s.life, s.cfg.Replica, s.cfg.LeaseTTL)
-	if err != nil && s.life.Err() == nil {
-		s.log.Warn("take back this replica's runs; they are claimed once their leases expire", "err", err)
+	mine, err := ex.leases.ReclaimRuns(ex.life, ex.keeper.Owner(), ex.keeper.TTL())
+	if err != nil && ex.life.Err() == nil {
+		ex.log.Warn("take back this replica's runs; they are claimed once their leases expire", "err", err)
 	}
-	s.resumeClaimed(mine)
+	ex.resumeClaimed(mine)
 	for {
-		s.claimOrphanBatch()
+		ex.claimOrphanBatch()
 		select {
-		case <-s.life.Done():
+		case <-ex.life.Done():
 			return
 		case <-tick.C:
 		}
@@ -110,30 +110,30 @@ func (s *Service) claimOrphans() {
 }
 
 // claimOrphanBatch claims and resumes a batch of runs nobody drives.
-func (s *Service) claimOrphanBatch() {
-	if s.refuseWhenStopping() != nil {
+func (ex *executor) claimOrphanBatch() {
+	if ex.refuseWhenStopping() != nil {
 		return
 	}
-	claimed, err := s.cfg.Leases.ClaimRuns(s.life, s.cfg.Replica, s.cfg.LeaseTTL, claimBatch)
+	claimed, err := ex.leases.ClaimRuns(ex.life, ex.keeper.Owner(), ex.keeper.TTL(), claimBatch)
 	if err != nil {
-		if s.life.Err() == nil {
-			s.log.Warn("claim runs no replica drives; trying again", "err", err)
+		if ex.life.Err() == nil {
+			ex.log.Warn("claim runs no replica drives; trying again", "err", err)
 		}
 		return
 	}
-	s.resumeClaimed(claimed)
+	ex.resumeClaimed(claimed)
 }
 
 // resumeClaimed resumes runs whose leases this replica just took.
-func (s *Service) resumeClaimed(claimed []Run) {
+func (ex *executor) resumeClaimed(claimed []Run) {
 	for _, run := range claimed {
-		if s.isActive(run.ID) {
+		if ex.isActive(run.ID) {
 			continue // it ended its lease here a moment ago and is still settling
 		}
-		s.log.Info("taking over a run no replica drives", "run", run.ID, "status", run.Status, "replica", s.cfg.Replica)
-		if err := s.resume(run); err != nil {
-			s.log.Error("resume a run taken over", "run", run.ID, "err", err)
-			s.logErr("release a run that cannot resume", run.ID, s.leases.Release(context.Background(), runLease(run.ID)))
+		ex.log.Info("taking over a run no replica drives", "run", run.ID, "status", run.Status, "replica", ex.keeper.Owner())
+		if err := ex.resume(run); err != nil {
+			ex.log.Error("resume a run taken over", "run", run.ID, "err", err)
+			ex.logErr("release a run that cannot resume", run.ID, ex.keeper.Release(context.Background(), runLease(run.ID)))
 		}
 	}
 }
@@ -156,12 +156,12 @@ type Journals interface {
 // journalFor is the engine's journal opener for run (nil: the engine's
 // files). A journal append refused for a lost lease fences the run at
 // once, before the next renewal would.
-func (s *Service) journalFor(ctx context.Context, ar *activeRun) engine.JournalOpener {
-	if s.cfg.Journals == nil {
+func (ex *executor) journalFor(ctx context.Context, ar *activeRun) engine.JournalOpener {
+	if ex.journals == nil {
 		return nil
 	}
 	return engine.JournalOpenerFunc(func(string) (engine.Journal, error) {
-		j, err := s.cfg.Journals.OpenRunJournal(ctx, ar.id, s.cfg.Replica)
+		j, err := ex.journals.OpenRunJournal(ctx, ar.id, ex.keeper.Owner())
 		if err != nil {
 			return nil, err
 		}
@@ -186,11 +186,11 @@ func (f fencedJournal) Append(rec engine.Record) error {
 // checkpoint is the run's state as of its last commit, with its source:
 // from its journal in the store (replicas), or from its directory. An
 // error wrapping fs.ErrNotExist says it has none yet.
-func (s *Service) checkpoint(ctx context.Context, run Run) (*engine.Checkpoint, error) {
-	if s.cfg.Journals == nil {
+func (ex *executor) checkpoint(ctx context.Context, run Run) (*engine.Checkpoint, error) {
+	if ex.journals == nil {
 		return engine.LoadCheckpoint(run.LogsRoot)
 	}
-	j, err := s.cfg.Journals.OpenRunJournal(ctx, run.ID, s.cfg.Replica)
+	j, err := ex.journals.OpenRunJournal(ctx, run.ID, ex.keeper.Owner())
 	if err != nil {
 		return nil, err
 	}
@@ -205,8 +205,8 @@ func (s *Service) checkpoint(ctx context.Context, run Run) (*engine.Checkpoint, 
 // prepareRunDir gives a run resumed from the store's journal its
 // directory on this replica — its lock, its stage files from now on — and
 // its source there, as the engine reads it back.
-func (s *Service) prepareRunDir(run Run) error {
-	if s.cfg.Journals == nil {
+func (ex *executor) prepareRunDir(run Run) error {
+	if ex.journals == nil {
 		return nil
 	}
 	if err := os.MkdirAll(run.LogsRoot, 0o755); err != nil {

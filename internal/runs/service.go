@@ -96,27 +96,25 @@ type Config struct {
 // one authority; this process holds only the runs it executes and the gate
 // askers waiting on the store.
 type Service struct {
-	cfg   Config
-	log   *slog.Logger
-	slots chan struct{}
+	cfg Config
+	log *slog.Logger
+
+	// The service's three parts, each with only the dependencies it uses:
+	// exec drives the runs this process executes (launch, leases,
+	// signals), gates asks and answers their gates, out tells them in
+	// their threads (claims, catch-up, watermark).
+	exec  *executor
+	gates *gates
+	out   *deliveries
 
 	// life bounds every run this process executes; stop ends them
 	// (interrupted) at shutdown.
 	life context.Context
 	stop context.CancelFunc
-
-	mu       sync.Mutex
-	active   map[string]*activeRun
-	stopping bool
-	wg       sync.WaitGroup // executing runs
-
-	// leases keeps this process's run and delivery leases; stopKeeper
-	// ends its renewals when the service made it (after Shutdown).
-	leases     *lease.Keeper
+	// stopKeeper ends the lease keeper's renewals when the service made it
+	// (after Shutdown).
 	stopKeeper context.CancelFunc
 
-	gates   *gates
-	out     *deliveries
 	streams subscribers
 	bg      sync.WaitGroup // prompt edits and deliveries in the background
 }
@@ -236,12 +234,15 @@ func New(cfg Config) (*Service, error) {
 		go cfg.Keeper.Run(keeperLife)
 	}
 	cfg.Replica, cfg.LeaseTTL = cfg.Keeper.Owner(), cfg.Keeper.TTL()
-	s := &Service{cfg: cfg, log: cfg.Logger.With("component", "runs"), slots: make(chan struct{}, cfg.MaxConcurrent),
-		active: map[string]*activeRun{}, leases: cfg.Keeper, stopKeeper: stopKeeper}
+	s := &Service{cfg: cfg, log: cfg.Logger.With("component", "runs"), stopKeeper: stopKeeper}
 	s.gates = &gates{store: cfg.Store, policies: cfg.Policies, log: s.log, now: cfg.Now, bg: &s.bg}
 	s.life, s.stop = context.WithCancel(context.Background())
 	s.out = &deliveries{store: cfg.Store, threads: cfg.Threads, leases: cfg.Keeper, streams: &s.streams, closeWait: cfg.CloseWait,
 		log: s.log, life: s.life, bg: &s.bg, delivering: map[string]bool{}}
+	s.exec = &executor{store: cfg.Store, runtime: cfg.Runtime, load: cfg.Load, identities: cfg.Identities, registry: cfg.Registry,
+		leases: cfg.Leases, journals: cfg.Journals, keeper: cfg.Keeper, closeWait: cfg.CloseWait, observe: cfg.Observe,
+		logger: cfg.Logger, log: s.log, now: cfg.Now, gates: s.gates, out: s.out, streams: &s.streams,
+		slots: make(chan struct{}, cfg.MaxConcurrent), life: s.life, bg: &s.bg, active: map[string]*activeRun{}}
 	s.bg.Go(s.watch)
 	return s, nil
 }
@@ -325,7 +326,7 @@ func hasWarnings(ds []pipeline.Diagnostic) bool {
 // pipeline that does not validate is an *InvalidError; diags are returned
 // either way (warnings of a valid pipeline included).
 func (s *Service) Start(ctx context.Context, req StartRequest, who Principal) (Run, []pipeline.Diagnostic, error) {
-	if err := s.refuseWhenStopping(); err != nil {
+	if err := s.exec.refuseWhenStopping(); err != nil {
 		return Run{}, nil, err
 	}
 	if err := s.mayControl(ctx, who, req.Chat); err != nil {
@@ -388,7 +389,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest, who Principal) (R
 		return Run{}, nil, fmt.Errorf("record run: %w", err)
 	}
 	s.log.Info("run started", "run", id, "group", req.Group, "chat", req.Chat, "by", who.String(), "pipeline", g.Label())
-	switch taken, err := s.takeLease(ctx, id); {
+	switch taken, err := s.exec.takeLease(ctx, id); {
 	case err != nil:
 		// Recorded without a lease: a replica's scan (maybe this one's)
 		// claims it and starts it shortly.
@@ -396,7 +397,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest, who Principal) (R
 	case !taken:
 		s.log.Info("another replica took the new run over before it started here", "run", id)
 	default:
-		s.launch(run, g, req.Thread)
+		s.exec.launch(run, g, req.Thread)
 	}
 	return run, diags, nil
 }
@@ -424,7 +425,7 @@ func (s *Service) Cancel(ctx context.Context, runID string, who Principal) error
 		return err
 	}
 	s.log.Info("run cancel requested", "run", runID, "by", who.String())
-	if ar, ok := s.activeRun(runID); ok {
+	if ar, ok := s.exec.activeRun(runID); ok {
 		ar.cancelBy(who.User)
 		return nil
 	}
@@ -433,30 +434,15 @@ func (s *Service) Cancel(ctx context.Context, runID string, who Principal) error
 	}
 	// Not executing anywhere (interrupted, or queued before a restart):
 	// end it in the record, and tell its thread.
-	return s.endCancelled(ctx, run, who.User)
+	return s.exec.endCancelled(ctx, run, who.User)
 }
 
 // endCancelled ends a run no process executes as cancelled by who: its
 // record, its open gates, the event that says so, its thread.
-func (s *Service) endCancelled(ctx context.Context, run Run, who string) error {
-	if err := s.cfg.Store.FinishRun(ctx, run.ID, Cancelled, "cancelled by "+who, run.Usage); err != nil {
-		return err
-	}
-	s.withdrawGates(run.ID)
-	end := engine.Event{RunID: run.ID, Seq: run.LastSeq + 1, Time: s.cfg.Now(), Type: engine.EventPipelineCancelled, By: who,
-		Message: (&engine.Cancellation{By: who}).Error()}
-	if _, err := s.cfg.Store.AppendEvent(ctx, end); err != nil {
-		s.log.Error("store the cancel event", "run", run.ID, "err", err)
-	}
-	s.streams.wake(run.ID)
-	s.out.stored(run.ID)
-	return nil
-}
-
 // Resume continues an unfinished run that this process is not executing,
 // from its checkpoint.
 func (s *Service) Resume(ctx context.Context, runID string, who Principal) error {
-	if err := s.refuseWhenStopping(); err != nil {
+	if err := s.exec.refuseWhenStopping(); err != nil {
 		return err
 	}
 	run, err := s.cfg.Store.GetRun(ctx, runID)
@@ -469,19 +455,19 @@ func (s *Service) Resume(ctx context.Context, runID string, who Principal) error
 	switch {
 	case run.Status.Finished():
 		return &EndedError{RunID: runID, Status: run.Status, Hint: "start a new one"}
-	case s.isActive(runID):
+	case s.exec.isActive(runID):
 		return fmt.Errorf("run %s: %w", runID, ErrRunActive)
 	}
 	if err := onTheCommandLine(run); err != nil {
 		return err
 	}
-	if taken, err := s.takeLease(ctx, runID); err != nil || !taken {
+	if taken, err := s.exec.takeLease(ctx, runID); err != nil || !taken {
 		if err != nil {
 			return fmt.Errorf("run %s: %w", runID, err)
 		}
 		return fmt.Errorf("run %s: %w (another replica drives it)", runID, ErrRunActive)
 	}
-	return s.resume(run)
+	return s.exec.resume(run)
 }
 
 // onTheCommandLine refuses to control a run the command line executes.
@@ -510,10 +496,10 @@ func (s *Service) Status(ctx context.Context, runID string) (Status, error) {
 		return Status{}, err
 	}
 	st := Status{Run: run}
-	if cp, err := s.checkpoint(ctx, run); err == nil {
+	if cp, err := s.exec.checkpoint(ctx, run); err == nil {
 		st.Completed, st.Current = cp.CompletedNodes, cp.NextNode
 	}
-	if ar, ok := s.activeRun(runID); ok {
+	if ar, ok := s.exec.activeRun(runID); ok {
 		if cur := ar.currentNode(); cur != "" {
 			st.Current = cur
 		}
@@ -542,11 +528,7 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 }
 
 // Active counts the runs this process executes.
-func (s *Service) Active() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.active)
-}
+func (s *Service) Active() int { return len(s.exec.activeIDs()) }
 
 // Subscribe wakes the returned channel whenever an event of the run is
 // stored or the run ends (the dashboard's event streams); stop releases it.
@@ -558,24 +540,13 @@ func (s *Service) Subscribe(runID string) (wake <-chan struct{}, stop func()) {
 // waits (at most wait) for them to checkpoint and be marked interrupted,
 // and for prompt edits under way. New work is refused from now on.
 func (s *Service) Shutdown(wait time.Duration) {
-	s.mu.Lock()
-	s.stopping = true
-	s.mu.Unlock()
+	s.exec.refuseNewWork()
 	s.stop() // cancels every run's context without a Cancellation: interrupted
-	if !waitAtMost(&s.wg, wait) {
+	if !waitAtMost(&s.exec.wg, wait) {
 		s.log.Warn("some runs did not stop in time; they resume from their last checkpoint", "waited", wait)
 	}
 	waitAtMost(&s.bg, wait)
 	s.stopKeeper()
-}
-
-func (s *Service) refuseWhenStopping() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopping {
-		return fmt.Errorf("%w: start the pipeline again once it is back", ErrStopping)
-	}
-	return nil
 }
 
 // MayControl decides whether who may start runs in chat — what scheduling
@@ -591,18 +562,6 @@ func (s *Service) mayControl(ctx context.Context, who Principal, chat string) er
 		return err
 	}
 	return notAllowed(p.MayControl(ctx, who, chat))
-}
-
-func (s *Service) activeRun(id string) (*activeRun, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ar, ok := s.active[id]
-	return ar, ok
-}
-
-func (s *Service) isActive(id string) bool {
-	_, ok := s.activeRun(id)
-	return ok
 }
 
 // waitAtMost waits for wg, but no longer than d; it reports whether wg was done.

@@ -31,9 +31,9 @@ func (s *Service) watch() {
 			return
 		case <-poll.C:
 			s.gates.checkStale(s.life)
-			s.checkAllCancels()
+			s.exec.checkAllCancels()
 		case <-orphans.C:
-			s.out.orphans(s.isActive)
+			s.out.orphans(s.exec.isActive)
 		}
 	}
 }
@@ -46,58 +46,58 @@ func (s *Service) onWake(w Wake) {
 	case WakeRun:
 		s.streams.wake(w.RunID)
 	case WakeCancel:
-		if s.isActive(w.RunID) {
-			s.bg.Go(func() { s.checkCancels([]string{w.RunID}) })
+		if s.exec.isActive(w.RunID) {
+			s.bg.Go(func() { s.exec.checkCancels([]string{w.RunID}) })
 		}
 	case WakeAll:
 		s.gates.waiting.wakeAll()
 		s.streams.wakeAll()
-		s.bg.Go(s.checkAllCancels)
+		s.bg.Go(s.exec.checkAllCancels)
 	}
 }
 
 // checkAllCancels stops the runs executing here that someone asked to
 // cancel through another process, reading them all in one query.
-func (s *Service) checkAllCancels() {
-	if len(s.activeIDs()) == 0 {
+func (ex *executor) checkAllCancels() {
+	if len(ex.activeIDs()) == 0 {
 		return
 	}
-	asked, err := s.cfg.Store.CancelsRequested(s.life)
+	asked, err := ex.store.CancelsRequested(ex.life)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
-			s.log.Warn("read which runs were cancelled; trying again", "err", err)
+			ex.log.Warn("read which runs were cancelled; trying again", "err", err)
 		}
 		return
 	}
 	for id, who := range asked {
-		if ar, ok := s.activeRun(id); ok && ar.cancelBy(who) {
-			s.log.Info("run cancelled through another process", "run", id, "by", who)
+		if ar, ok := ex.activeRun(id); ok && ar.cancelBy(who) {
+			ex.log.Info("run cancelled through another process", "run", id, "by", who)
 		}
 	}
 }
 
 // checkCancels stops those of the runs executing here that someone asked
 // to cancel through another process.
-func (s *Service) checkCancels(ids []string) {
+func (ex *executor) checkCancels(ids []string) {
 	for _, id := range ids {
-		who, err := s.cfg.Store.CancelRequested(s.life, id)
+		who, err := ex.store.CancelRequested(ex.life, id)
 		switch {
 		case err != nil && !errors.Is(err, context.Canceled):
-			s.log.Warn("read whether a run was cancelled; trying again", "run", id, "err", err)
+			ex.log.Warn("read whether a run was cancelled; trying again", "run", id, "err", err)
 		case who != "":
-			if ar, ok := s.activeRun(id); ok && ar.cancelBy(who) {
-				s.log.Info("run cancelled through another process", "run", id, "by", who)
+			if ar, ok := ex.activeRun(id); ok && ar.cancelBy(who) {
+				ex.log.Info("run cancelled through another process", "run", id, "by", who)
 			}
 		}
 	}
 }
 
 // activeIDs lists the runs this process executes.
-func (s *Service) activeIDs() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ids := make([]string, 0, len(s.active))
-	for id := range s.active {
+func (ex *executor) activeIDs() []string {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	ids := make([]string, 0, len(ex.active))
+	for id := range ex.active {
 		ids = append(ids, id)
 	}
 	return ids

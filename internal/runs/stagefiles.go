@@ -21,13 +21,13 @@ const maxKeptFile = 4 << 20
 // the run's logs root) into the store. The stage directory is written by
 // agents: files are read without following a link out of the run's
 // directory, regular files only.
-func (s *Service) keepStageFiles(ctx context.Context, run Run, dir string) {
-	if s.cfg.Journals == nil || run.LogsRoot == "" {
+func (ex *executor) keepStageFiles(ctx context.Context, run Run, dir string) {
+	if ex.journals == nil || run.LogsRoot == "" {
 		return
 	}
 	root, err := os.OpenRoot(run.LogsRoot)
 	if err != nil {
-		s.log.Warn("keep a stage's files for the dashboard", "run", run.ID, "stage", dir, "err", err)
+		ex.log.Warn("keep a stage's files for the dashboard", "run", run.ID, "stage", dir, "err", err)
 		return
 	}
 	defer root.Close()
@@ -37,7 +37,7 @@ func (s *Service) keepStageFiles(ctx context.Context, run Run, dir string) {
 		if err != nil {
 			continue // not written: a stage without a prompt (a tool, a gate)
 		}
-		s.logErr("keep a stage file for the dashboard", run.ID, s.cfg.Journals.PutRunFile(ctx, run.ID, filepath.ToSlash(rel), data))
+		ex.logErr("keep a stage file for the dashboard", run.ID, ex.journals.PutRunFile(ctx, run.ID, filepath.ToSlash(rel), data))
 	}
 }
 
