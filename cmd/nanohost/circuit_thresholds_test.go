@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -96,7 +98,7 @@ func TestInvestigationCircuitRoutesOnThresholds(t *testing.T) {
 		d.Values["condition"] != "investigate.confidence < 0.85 && context.internal.visit_count.investigate >= 3" {
 		t.Errorf("the exhausted loop was decided by %+v", d)
 	}
-	if d := decision(events, "review", "indict"); d == nil || d.Values["condition"] != "review.confidence >= 0.50 && review.confidence < 0.85" {
+	if d := decision(events, "review", "indict"); d == nil || d.Values["condition"] != "review.converged=false && review.confidence >= 0.50" {
 		t.Errorf("the court was opened by %+v", d)
 	}
 	if res.Context["investigate.confidence"] != 0.6 || res.Context["review.confidence"] != 0.7 {
@@ -112,5 +114,66 @@ func TestInvestigationCircuitRoutesOnThresholds(t *testing.T) {
 	})
 	if want := []string{"start", "recall", "triage", "resolve", "investigate", "correlate", "review", "approve", "report", "done"}; !slices.Equal(res.Path, want) {
 		t.Errorf("investigate at 0.85, review at 0.92: path %v, want %v", res.Path, want)
+	}
+}
+
+// TestShadowCourtOpensOnTheConvergenceBand: the F0–F6 example's review
+// (worked by the Sentinel, whom the team walk picks for it; converging at
+// its own 0.85) opens the shadow court when its typed confidence falls in
+// the convergence band — not converged, but 0.50 or more — whatever outcome
+// the agent reports: 0.45 goes to the sign-off as it stands, 0.7 is tried
+// by the court, staffed by the Shadow personas by affinity, and 0.9 has
+// converged.
+func TestShadowCourtOpensOnTheConvergenceBand(t *testing.T) {
+	t.Parallel()
+	ex := func(name string) string { return repoFile(t, "examples", name) }
+	dir := t.TempDir()
+	hit := answer(t, "RCA-1182 matches.", map[string]any{"match_confidence": 0.93, "rca_id": "RCA-1182"}, "[outcome:success]")
+	for _, tc := range []struct {
+		confidence float64
+		converged  bool
+		court      bool
+	}{
+		{0.45, false, false},
+		{0.7, false, true},
+		{0.9, true, false},
+	} {
+		name := fmt.Sprintf("review-%v", tc.confidence)
+		logs := filepath.Join(dir, name)
+		nodes := map[string][]string{
+			"recall":  {hit},
+			"review":  {answer(t, "Weighed.", map[string]any{"confidence": tc.confidence, "root_cause": "holdover timeout"}, "[outcome:success]")},
+			"verdict": {"Affirmed. [context:court.verdict=affirm] [outcome:affirm]"},
+		}
+		r := runNanohost(t, "", "pipeline", "run", ex("investigation-circuit.dot"), "--script", scriptFile(t, dir, name+".json", nodes),
+			"--answers", ex("investigation-circuit.answers.json"), "--logs", logs, "--json")
+		res := decodeRun(t, r)
+		if r.code != 0 || res.Status != "success" {
+			t.Fatalf("%s: exit %d %s (%s)\n%s", name, r.code, res.Status, res.FailureReason, r.stderr)
+		}
+		want := []string{"start", "recall", "review", "approve", "report", "done"}
+		if tc.court {
+			want = []string{"start", "recall", "review", "indict", "discover", "defend", "hearing", "verdict", "approve", "report", "done"}
+		}
+		if !slices.Equal(res.Path, want) {
+			t.Errorf("review at %v: path %v, want %v", tc.confidence, res.Path, want)
+		}
+		if res.Context["review.converged"] != tc.converged {
+			t.Errorf("review at %v: review.converged = %v, want %v", tc.confidence, res.Context["review.converged"], tc.converged)
+		}
+		walkers := map[string]string{}
+		for _, e := range readEvents(t, filepath.Join(logs, engine.EventsFile)) {
+			if e.Type == engine.EventWalkerSwitch {
+				walkers[e.NodeID] = e.Switch.Walker
+			}
+		}
+		wantWalkers := map[string]string{"recall": "herald", "review": "sentinel", "report": "weaver"}
+		if tc.court {
+			wantWalkers["indict"], wantWalkers["discover"], wantWalkers["defend"] = "challenger", "bulwark", "abyss"
+			wantWalkers["hearing"], wantWalkers["verdict"] = "specter", "bulwark"
+		}
+		if !maps.Equal(walkers, wantWalkers) {
+			t.Errorf("review at %v: the team walk picked %v, want %v", tc.confidence, walkers, wantWalkers)
+		}
 	}
 }

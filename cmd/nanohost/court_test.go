@@ -163,7 +163,7 @@ func TestInvestigationCircuitTakesTheCourtPath(t *testing.T) {
 		t.Errorf("context = %v", res.Context)
 	}
 	for _, d := range decisionsFrom(t, filepath.Join(dir, "court"), "review") {
-		if d.To == "indict" && (d.Rule != "condition" || d.Values["condition"] != "review.confidence >= 0.50 && review.confidence < 0.85") {
+		if d.To == "indict" && (d.Rule != "condition" || d.Values["condition"] != "review.converged=false && review.confidence >= 0.50") {
 			t.Errorf("review → indict chosen by %+v", d)
 		}
 	}
