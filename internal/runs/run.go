@@ -34,6 +34,10 @@ type Run struct {
 	// Inputs are the values it was started with (input.<key> in its
 	// context).
 	Inputs Inputs `json:"inputs,omitempty"`
+	// Parent is the run whose sub-pipeline node ParentNode runs this one as
+	// its child ("" for a run started on its own).
+	Parent     string `json:"parent,omitempty"`
+	ParentNode string `json:"parent_node,omitempty"`
 	// LastSeq is the highest stored event seq; LastDeliveredSeq the highest
 	// delivered to the chat. Events in between are still to be sent.
 	LastSeq          int64 `json:"last_seq"`
@@ -60,6 +64,8 @@ type Filter struct {
 	Statuses []State
 	Group    string
 	Chat     string
+	// Parent selects the child runs of a run.
+	Parent string
 	// Ref selects by id as a person types it (see Service.Find): the
 	// runs whose id starts with it, or whose short id does.
 	Ref string

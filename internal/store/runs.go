@@ -25,12 +25,13 @@ func (s *Store) CreateRun(ctx context.Context, r runs.Run) error {
 	err := s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, group_folder, chat_id, thread_ts, verbosity,
 			source_dot, file_name, goal, status, failure_reason, created_at, started_at, finished_at,
-			logs_root, cost_usd, input_tokens, output_tokens, started_by, inputs)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			logs_root, cost_usd, input_tokens, output_tokens, started_by, inputs, parent_id, parent_node)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.GroupFolder, r.ChatID, r.ThreadTS, r.Verbosity,
 			r.SourceDOT, r.FileName, r.Goal, r.Status, r.FailureReason, encTime(r.CreatedAt),
 			encOptTime(r.StartedAt), encOptTime(r.FinishedAt),
-			r.LogsRoot, r.Usage.CostUSD, r.Usage.InputTokens, r.Usage.OutputTokens, r.StartedBy, encInputs(r.Inputs))
+			r.LogsRoot, r.Usage.CostUSD, r.Usage.InputTokens, r.Usage.OutputTokens, r.StartedBy, encInputs(r.Inputs),
+			r.Parent, r.ParentNode)
 		if s.violated(err, primaryKeyViolation) {
 			return fmt.Errorf("run %q: %w", r.ID, ErrExists)
 		}
@@ -174,7 +175,7 @@ func requireOneRow(res sql.Result, what, key string) error {
 // runColumns is every column but source_dot, in scanRun's order.
 const runColumns = `id, group_folder, chat_id, thread_ts, verbosity, file_name, goal, status,
 	failure_reason, created_at, started_at, finished_at, logs_root, cost_usd, input_tokens,
-	output_tokens, started_by, last_seq, last_delivered_seq, inputs`
+	output_tokens, started_by, last_seq, last_delivered_seq, inputs, parent_id, parent_node`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -183,7 +184,7 @@ func scanRun(row rowScanner, extra ...any) (runs.Run, error) {
 	dest := []any{&r.ID, &r.GroupFolder, &r.ChatID, &r.ThreadTS, &r.Verbosity, &r.FileName, &r.Goal,
 		&r.Status, &r.FailureReason, timeCol{&r.CreatedAt}, timeCol{&r.StartedAt}, timeCol{&r.FinishedAt},
 		&r.LogsRoot, &r.Usage.CostUSD, &r.Usage.InputTokens, &r.Usage.OutputTokens, &r.StartedBy,
-		&r.LastSeq, &r.LastDeliveredSeq, inputsCol{&r.Inputs}}
+		&r.LastSeq, &r.LastDeliveredSeq, inputsCol{&r.Inputs}, &r.Parent, &r.ParentNode}
 	err := row.Scan(append(dest, extra...)...)
 	return r, err
 }
@@ -286,6 +287,10 @@ func runsWhere(f runs.Filter) (string, []any, error) {
 	if f.Chat != "" {
 		conds = append(conds, "chat_id = ?")
 		args = append(args, f.Chat)
+	}
+	if f.Parent != "" {
+		conds = append(conds, "parent_id = ?")
+		args = append(args, f.Parent)
 	}
 	if f.Ref != "" {
 		// Run ids are [a-z0-9-]; anything else (a LIKE wildcard among

@@ -360,3 +360,35 @@ func TestUnfinishedRuns(t *testing.T) {
 		}
 	})
 }
+
+// A sub-pipeline's child run names its parent and the parent's node; the
+// parent's children are listed by it.
+func TestChildRunsNameTheirParent(t *testing.T) {
+	eachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		for _, r := range []runs.Run{
+			{ID: "parent", GroupFolder: "main", ChatID: "C1", SourceDOT: testDOT},
+			{ID: "child-a", GroupFolder: "main", ChatID: "C1", SourceDOT: testDOT, Parent: "parent", ParentNode: "triage"},
+			{ID: "child-b", GroupFolder: "main", ChatID: "C1", SourceDOT: testDOT, Parent: "parent", ParentNode: "fix"},
+			{ID: "other", GroupFolder: "main", ChatID: "C1", SourceDOT: testDOT},
+		} {
+			if err := s.CreateRun(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := s.GetRun(ctx, "child-a")
+		if err != nil || r.Parent != "parent" || r.ParentNode != "triage" {
+			t.Fatalf("child-a: %+v, %v", r, err)
+		}
+		page, err := s.ListRuns(ctx, runs.Filter{Parent: "parent"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := runIDs(page.Runs); len(got) != 2 || page.Runs[0].Parent != "parent" {
+			t.Errorf("children of parent: %v", got)
+		}
+		if p, _ := s.GetRun(ctx, "parent"); p.Parent != "" {
+			t.Errorf("the parent has a parent: %q", p.Parent)
+		}
+	})
+}
