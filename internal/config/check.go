@@ -265,6 +265,7 @@ func (c *Config) checkGroups() []Problem {
 			ps = append(ps, Problem{field + ".chat", fmt.Sprintf("%q does not name a channel", g.Chat), "use slack:<channel id> or console:<name>", true})
 		}
 		ps = append(ps, c.checkGroupChat(field+".chat", g.Chat)...)
+		ps = append(ps, c.checkGroupRepo(field, g)...)
 		if g.Main {
 			mains++
 		}
@@ -329,4 +330,48 @@ func Blocking(ps []Problem) bool {
 		}
 	}
 	return false
+}
+
+// checkGroupRepo checks a group's repository and what its runs deliver
+// (docs/workspaces.md).
+func (c *Config) checkGroupRepo(field string, g Group) []Problem {
+	var ps []Problem
+	uses := g.Repo != "" || g.Push || g.PullRequest != nil || g.Merge != ""
+	if uses && !c.Workspaces.Git {
+		ps = append(ps, Problem{field, "repo, push, pull_request and merge need git workspaces, which are off", "set workspaces.git: true", true})
+	}
+	if g.Repo != "" && !strings.Contains(g.Repo, "://") && !filepath.IsAbs(g.Repo) && !strings.Contains(g.Repo, "@") {
+		ps = append(ps, Problem{field + ".repo", fmt.Sprintf("%q is neither an absolute path nor a URL", g.Repo), "write /srv/git/app.git or https://github.com/owner/app.git", true})
+	}
+	if g.Repo != "" && filepath.IsAbs(g.Repo) {
+		groups := filepath.Join(c.DataDir, "groups")
+		if abs, err := filepath.Abs(groups); err == nil && (g.Repo == abs || strings.HasPrefix(g.Repo, abs+string(filepath.Separator))) {
+			ps = append(ps, Problem{field + ".repo", fmt.Sprintf("%s is inside the groups' folders, which agents write", g.Repo), "keep the repository outside every folder mounted into a container", true})
+		}
+	}
+	if g.Base != "" && g.Repo == "" {
+		ps = append(ps, Problem{field + ".base", "base is set but repo is not", "set repo, or remove base", true})
+	}
+	if (g.Push || g.PullRequest != nil) && g.Repo == "" {
+		ps = append(ps, Problem{field + ".push", "push and pull_request need the group's repo", "set repo: to the repository to push to", true})
+	}
+	if g.PullRequest != nil {
+		if !g.Push {
+			ps = append(ps, Problem{field + ".pull_request", "a pull request needs the branch pushed", "set push: true", true})
+		}
+		if _, _, ok := g.PullRequestRepository(); !ok {
+			ps = append(ps, Problem{field + ".pull_request.repository", "no owner/name to open pull requests on", "set pull_request.repository: owner/name", true})
+		}
+		if g.RepoToken == "" {
+			ps = append(ps, Problem{field + ".repo_token", "pull_request needs a token", "set repo_token: ${GITHUB_TOKEN} and GITHUB_TOKEN in .env", true})
+		}
+	}
+	switch {
+	case g.Merge == "":
+	case g.Merge != "fast-forward":
+		ps = append(ps, Problem{field + ".merge", fmt.Sprintf("%q is not a merge mode", g.Merge), "use merge: fast-forward, or leave it out", true})
+	case g.Repo != "":
+		ps = append(ps, Problem{field + ".merge", "merge: fast-forward is for groups without a repo (their folder)", "use push: true (and pull_request) for a repo", true})
+	}
+	return ps
 }

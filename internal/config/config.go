@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -224,6 +225,59 @@ type Group struct {
 	// "HOST[:NAME][:ro|rw]" (read-only unless rw), seen at
 	// /workspace/extra/NAME. Every one must pass the mount allowlist.
 	Mounts []string `yaml:"mounts,omitempty"`
+
+	// Repo is the repository the group's runs start from (with git
+	// workspaces): a local path or a remote URL. The host fetches Base
+	// from it into its own repository when a run starts; empty, a run
+	// starts from a snapshot of the group's folder (docs/workspaces.md).
+	Repo string `yaml:"repo,omitempty"`
+	// Base is Repo's branch runs start from (default: its default branch).
+	Base string `yaml:"base,omitempty"`
+	// RepoToken authenticates pushes to an https Repo and the pull request
+	// API: write it as ${ENV_VAR}. It goes only into the git command's
+	// environment and the API's Authorization header.
+	RepoToken Secret `yaml:"repo_token,omitempty"`
+	// Push pushes a succeeded run's branch nanohost/<run> to Repo.
+	Push bool `yaml:"push,omitempty"`
+	// PullRequest opens a pull request on GitHub for a pushed branch.
+	PullRequest *PullRequest `yaml:"pull_request,omitempty"`
+	// Merge "fast-forward" (groups without Repo) makes a succeeded run's
+	// result the group's folder when the folder has not changed since the
+	// run started; otherwise it is reported and the branch kept.
+	Merge string `yaml:"merge,omitempty"`
+}
+
+// PullRequest configures the pull requests a group's runs open.
+type PullRequest struct {
+	// APIURL is GitHub's REST API (default https://api.github.com/; for
+	// GitHub Enterprise https://HOST/api/v3/).
+	APIURL string `yaml:"api_url,omitempty"`
+	// Repository is owner/name on GitHub (default: read from Repo's URL).
+	Repository string `yaml:"repository,omitempty"`
+	Draft      bool   `yaml:"draft,omitempty"`
+}
+
+// PullRequestRepository is the owner/name pull requests are opened on:
+// PullRequest.Repository, else the last two parts of Repo's URL path.
+func (g Group) PullRequestRepository() (owner, name string, ok bool) {
+	full := ""
+	if g.PullRequest != nil {
+		full = g.PullRequest.Repository
+	}
+	if full == "" {
+		p := g.Repo
+		if u, err := url.Parse(p); err == nil && u.Scheme != "" {
+			p = u.Path
+		} else if _, after, found := strings.Cut(p, ":"); found && !strings.HasPrefix(p, "/") {
+			p = after // git@github.com:owner/name.git
+		}
+		parts := strings.Split(strings.Trim(strings.TrimSuffix(strings.TrimSuffix(p, "/"), ".git"), "/"), "/")
+		if len(parts) >= 2 {
+			full = parts[len(parts)-2] + "/" + parts[len(parts)-1]
+		}
+	}
+	owner, name, ok = strings.Cut(full, "/")
+	return owner, name, ok && owner != "" && name != "" && !strings.Contains(name, "/")
 }
 
 // Schedule is an operator-owned scheduled task.

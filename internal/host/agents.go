@@ -74,6 +74,7 @@ type runtime struct {
 	env        agentEnv
 	changes    *changes.Tracker
 	workspaces *workspace.Manager // nil: runs work in the group's folder
+	cfg        *config.Config
 }
 
 func (r runtime) ForRun(ctx context.Context, run runs.Run) (runs.RunBackend, error) {

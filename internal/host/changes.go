@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
@@ -95,9 +94,21 @@ func (g gateLinks) branch(_ context.Context, run runs.Run) []channels.Link {
 	if err != nil {
 		return nil
 	}
-	link := channels.Link{Text: fmt.Sprintf("Branch %s: %d commit(s), %s", ws.Branch, ws.Commits, runlog.ChangeCounts(ws.ChangeCounts))}
+	link := channels.Link{Text: runlog.Branch(ws.Branch, ws.Commits, ws.ChangeCounts)}
 	if base := g.cfg.DashboardURL(); base != "" {
 		link.URL = base + "/runs/" + url.PathEscape(run.ID) + "#changes"
 	}
-	return []channels.Link{link}
+	links := []channels.Link{link}
+	if d := ws.Delivery; d != nil {
+		if d.PullRequest != "" {
+			links = append(links, channels.Link{Text: runlog.PullRequestLink(d.PullRequestNumber), URL: d.PullRequest})
+		}
+		if d.FastForwarded {
+			links = append(links, channels.Link{Text: runlog.FastForwarded(run.GroupFolder)})
+		}
+		for _, p := range d.Problems {
+			links = append(links, channels.Link{Text: runlog.NotDelivered(p)})
+		}
+	}
+	return links
 }

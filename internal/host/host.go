@@ -190,7 +190,7 @@ func New(opts Options) (*Host, error) {
 	service, err := runs.New(runs.Config{
 		Store:            opts.Store,
 		Threads:          threads,
-		Runtime:          runtime{agents: opts.Agents, env: env, changes: tracker, workspaces: spaces},
+		Runtime:          runtime{agents: opts.Agents, env: env, changes: tracker, workspaces: spaces, cfg: cfg},
 		Policies:         h.endpoints.policies(cfg),
 		Load:             h.frontEnd.load,
 		Identities:       h.frontEnd.identities,

@@ -45,6 +45,9 @@ type branchRun struct {
 
 	mu       sync.Mutex
 	branches []runs.RunBackend
+
+	// what the run delivers when it succeeds (groups[].push, pull_request, merge)
+	deliver delivery
 }
 
 func (b *branchRun) Close() {
@@ -59,14 +62,19 @@ func (b *branchRun) Close() {
 // onBranch gives a run its branch and working tree, and its agents that tree.
 func (r runtime) onBranch(ctx context.Context, run runs.Run) (runs.RunBackend, error) {
 	env := r.env.of(run.GroupFolder)
-	ws, err := r.workspaces.Open(ctx, run.ID, workspace.Source{Name: run.GroupFolder, Folder: env.Workspace})
+	src := workspace.Source{Name: run.GroupFolder, Folder: env.Workspace}
+	group := groupConfig(r.cfg, run.GroupFolder)
+	if group.Repo != "" {
+		src.Remote, src.BaseBranch, src.Token = group.Repo, group.Base, group.RepoToken.Reveal()
+	}
+	ws, err := r.workspaces.Open(ctx, run.ID, src)
 	if err != nil {
 		return nil, err
 	}
 	branchEnv := env
 	env.Workspace = ws.Dir
 	backend := r.agents.ForRun(run.ID, env)
-	br := &branchRun{run: backend}
+	br := &branchRun{run: backend, deliver: delivery{cfg: r.cfg, group: group, src: src, run: run}}
 	br.Backend = ws.Wrap(backend).WithBranches(func(branch, dir string) engine.Backend {
 		e := branchEnv
 		e.Workspace = dir

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,5 +48,48 @@ func TestFinishedRunsTreeIsRemovedAfterTheRetention(t *testing.T) {
 	run, _ := th.store.GetRun(context.Background(), id)
 	if _, err := os.Stat(filepath.Join(run.LogsRoot, "workspace.json")); err != nil {
 		t.Errorf("the run's branch summary is gone: %v", err)
+	}
+}
+
+// merge: fast-forward: a succeeded run's result becomes the group's
+// folder when nothing changed the folder while it ran; when something
+// did, the thread says so and the branch is kept, the folder untouched.
+func TestSucceededRunFastForwardsTheGroupsFolder(t *testing.T) {
+	var th *testHost
+	var touchFolder atomic.Bool
+	th = launch(t, hostSetup{answer: func(_ context.Context, req engine.Request) (engine.Result, error) {
+		os.WriteFile(filepath.Join(th.agents.workspace(req.RunID), req.NodeID+".txt"), []byte(req.RunID+"\n"), 0o644)
+		if touchFolder.Load() {
+			os.WriteFile(filepath.Join(th.dir, "data", "groups", "main", "chat.txt"), []byte("the chat agent wrote this\n"), 0o644)
+		}
+		return engine.Result{Text: "done [outcome:success]"}, nil
+	}, configure: func(c *config.Config) {
+		c.Groups = []config.Group{{Folder: "main", Chat: "console:main", Main: true, Merge: "fast-forward"}}
+	}})
+	folder := filepath.Join(th.dir, "data", "groups", "main")
+	run := func(name string) string {
+		th.writeRequest(t, "tasks", name, map[string]any{"type": "start_pipeline", "dot": goalDOT})
+		id, _ := th.response(t, name)["run_id"].(string)
+		eventually(t, 10*time.Second, "the run succeeds", func() bool {
+			r, err := th.store.GetRun(context.Background(), id)
+			return err == nil && r.Status == runs.Succeeded
+		})
+		return id
+	}
+	id := run("ff-1")
+	eventually(t, 10*time.Second, "the thread says the folder holds the result", func() bool {
+		return strings.Contains(th.screen.String(), "The result is now in the folder main (fast-forward)")
+	})
+	if got, _ := os.ReadFile(filepath.Join(folder, "b.txt")); string(got) != id+"\n" {
+		t.Errorf("b.txt in the group's folder: %q", got)
+	}
+
+	touchFolder.Store(true)
+	id2 := run("ff-2")
+	eventually(t, 10*time.Second, "the thread says the folder changed", func() bool {
+		return strings.Contains(th.screen.String(), "Not done: the folder main changed since the run started: nanohost/"+workspace.ShortID(id2))
+	})
+	if got, _ := os.ReadFile(filepath.Join(folder, "b.txt")); string(got) != id+"\n" {
+		t.Errorf("a refused fast-forward wrote b.txt: %q", got)
 	}
 }

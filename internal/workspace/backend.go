@@ -33,6 +33,9 @@ type Backend struct {
 // Wrap returns next committing each stage to the run's branch.
 func (run *Run) Wrap(next engine.Backend) *Backend { return &Backend{run: run, next: next} }
 
+// Workspace is the run's workspace.
+func (b *Backend) Workspace() *Run { return b.run }
+
 // WithBranches gives each parallel branch a tree of its own, worked in by
 // the backend forBranch returns for it.
 func (b *Backend) WithBranches(forBranch func(branch, dir string) engine.Backend) *Backend {

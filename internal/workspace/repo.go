@@ -276,11 +276,16 @@ var gitSafety = []string{
 // git runs the git command against the host's git directory only (no
 // working tree: git never reads one an agent wrote).
 func (r *repo) git(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
+	return r.gitEnv(ctx, nil, stdin, args...)
+}
+
+// gitEnv is git with extra environment (a remote's credentials).
+func (r *repo) gitEnv(ctx context.Context, extra []string, stdin []byte, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	full := append(append([]string{}, gitSafety...), append([]string{"--git-dir=" + r.gitDir, "--no-replace-objects"}, args...)...)
 	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Env = gitEnv(r.gitDir)
+	cmd.Env = append(gitEnv(r.gitDir), extra...)
 	cmd.Dir = r.gitDir
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)

@@ -20,15 +20,21 @@ const SummaryFile = "workspace.json"
 
 // Summary is a run's branch as it stands after its last commit.
 type Summary struct {
-	Branch  string `json:"branch"`
-	Base    string `json:"base"`
-	Head    string `json:"head"`
-	Commits int    `json:"commits"` // on the branch since the base (first parents)
+	Branch string `json:"branch"`
+	Base   string `json:"base"`
+	// BaseBranch is the branch of the group's repository the run started
+	// from ("" for a folder's snapshot).
+	BaseBranch string `json:"base_branch,omitempty"`
+	Head       string `json:"head"`
+	Commits    int    `json:"commits"` // on the branch since the base (first parents)
 	// Repository is the git directory holding the branch.
 	Repository string `json:"repository"`
 	// Trees are the run's working trees (removed by the retention sweep).
 	Trees []string `json:"trees,omitempty"`
 	engine.ChangeCounts
+	// Delivery is what became of the branch when the run succeeded:
+	// pushed, a pull request opened, the group's folder fast-forwarded.
+	Delivery *Delivery `json:"delivery,omitempty"`
 }
 
 // ReadSummary reads a run's summary from its directory in fsys (an
@@ -56,7 +62,7 @@ func (run *Run) writeSummary(runDir string, list []changes.Change) error {
 	if err != nil {
 		return err
 	}
-	s := Summary{Branch: run.Branch, Base: run.Base.String(), Head: head.String(), Commits: len(commits),
+	s := Summary{Branch: run.Branch, Base: run.Base.String(), BaseBranch: run.baseBranch, Head: head.String(), Commits: len(commits),
 		Repository: run.repo.gitDir, Trees: []string{run.Dir}, ChangeCounts: changes.Summary(list)}
 	run.bmu.Lock()
 	for _, b := range run.branches {
@@ -110,4 +116,21 @@ func Prune(s Summary, runID string) ([]string, error) {
 		}
 	}
 	return deleted, nil
+}
+
+// ErrNoSummary: the run has no summary (no commit yet).
+var ErrNoSummary = errors.New("the run has no branch summary yet")
+
+// ReadSummaryAt reads the summary in the run's directory runDir.
+func ReadSummaryAt(runDir string) (Summary, error) {
+	root, err := os.OpenRoot(runDir)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer root.Close()
+	s, err := ReadSummary(root.FS())
+	if errors.Is(err, fs.ErrNotExist) {
+		err = ErrNoSummary
+	}
+	return s, err
 }

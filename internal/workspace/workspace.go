@@ -93,6 +93,11 @@ type Source struct {
 	// GitDir is a repository the invoking user owns; when set, Folder is
 	// not read and the base is GitDir's HEAD.
 	GitDir string
+	// Remote is the group's repository (groups[].repo, a path or a URL):
+	// when set, Folder is not read and the base is Remote's BaseBranch
+	// ("": its default branch), fetched into the host's repository. Token
+	// authenticates to an http(s) Remote.
+	Remote, BaseBranch, Token string
 }
 
 func (m *Manager) repo(gitDir string) (*repo, error) {
@@ -130,6 +135,8 @@ type Run struct {
 
 	ref plumbing.ReferenceName // "": refs/heads/<Branch>
 
+	remote, baseBranch string // the group's repository and branch the run started from
+
 	bmu      sync.Mutex
 	branches map[string]*Run // parallel branches' workspaces, by Request.Branch
 
@@ -150,6 +157,9 @@ type runState struct {
 	Stage *StageID `json:"stage,omitempty"`
 	// Ref is a parallel branch's ref (a run's own branch is refs/heads/<Branch>).
 	Ref string `json:"ref,omitempty"`
+	// Remote and BaseBranch: the group's repository the run started from.
+	Remote     string `json:"remote,omitempty"`
+	BaseBranch string `json:"base_branch,omitempty"`
 }
 
 var unsafeRefChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -184,16 +194,20 @@ func (m *Manager) Open(ctx context.Context, runID string, src Source) (*Run, err
 		return nil, err
 	}
 	var base plumbing.Hash
-	if src.GitDir != "" {
+	var baseBranch string
+	switch {
+	case src.GitDir != "":
 		base, err = r.head()
-	} else {
+	case src.Remote != "":
+		base, baseBranch, err = m.fetchBase(ctx, r, src)
+	default:
 		base, err = m.snapshotFolder(r, src)
 	}
 	if err != nil {
 		return nil, err
 	}
 	run := &Run{ID: runID, Branch: BranchPrefix + short, Base: base, Dir: filepath.Join(m.opts.TreesDir, short), m: m, repo: r, stateDir: stateDir,
-		owner: m.ownerFor(src.Folder)}
+		owner: m.ownerFor(src.Folder), remote: src.Remote, baseBranch: baseBranch}
 	if err := r.setRef(plumbing.NewBranchReferenceName(run.Branch), base, plumbing.ZeroHash); err != nil {
 		return nil, fmt.Errorf("create branch %s: %w", run.Branch, err)
 	}
@@ -216,7 +230,7 @@ func (m *Manager) reopen(runID, stateDir string, rs runState) (*Run, error) {
 		return nil, err
 	}
 	run := &Run{ID: runID, Branch: rs.Branch, Base: plumbing.NewHash(rs.Base), Dir: rs.Dir, m: m, repo: r, stateDir: stateDir,
-		owner: m.ownerFor(rs.Dir), ref: plumbing.ReferenceName(rs.Ref)}
+		owner: m.ownerFor(rs.Dir), ref: plumbing.ReferenceName(rs.Ref), remote: rs.Remote, baseBranch: rs.BaseBranch}
 	if ix, err := loadIndex(filepath.Join(stateDir, "index")); err == nil {
 		run.ix = ix
 	}
@@ -242,6 +256,11 @@ func (m *Manager) snapshotFolder(r *repo, src Source) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	defer unlock()
+	return m.snapshotFolderLocked(r, src)
+}
+
+// snapshotFolderLocked is snapshotFolder with the repository's lock held.
+func (m *Manager) snapshotFolderLocked(r *repo, src Source) (plumbing.Hash, error) {
 	ixPath := r.gitDir + ".folder-index"
 	prev, _ := loadIndex(ixPath)
 	ix, err := scan(src.Folder, prev, r, Limits{MaxFileBytes: m.opts.Limits.MaxFileBytes, MaxStageBytes: 1 << 62, MaxFiles: m.opts.Limits.MaxFiles})
@@ -357,7 +376,8 @@ func dirExists(d string) bool {
 }
 
 func (run *Run) saveState(stage *StageID) error {
-	data, err := json.MarshalIndent(runState{RunID: run.ID, Branch: run.Branch, Base: run.Base.String(), GitDir: run.repo.gitDir, Dir: run.Dir, Stage: stage, Ref: string(run.ref)}, "", "  ")
+	data, err := json.MarshalIndent(runState{RunID: run.ID, Branch: run.Branch, Base: run.Base.String(), GitDir: run.repo.gitDir, Dir: run.Dir, Stage: stage, Ref: string(run.ref),
+		Remote: run.remote, BaseBranch: run.baseBranch}, "", "  ")
 	if err != nil {
 		return err
 	}

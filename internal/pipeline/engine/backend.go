@@ -195,3 +195,13 @@ type MergeConflict struct {
 	Path     string   `json:"path"`
 	Branches []string `json:"branches"`
 }
+
+// Concluder is implemented by a backend with work to do once a run has
+// succeeded, after its success is recorded and before its end is told
+// (internal/workspace with the host: push the run's branch, open a pull
+// request, fast-forward the group's folder), so that the message that the
+// run ended can show what became of its work. What it could not do comes
+// back as warnings, told as the run's; the run has succeeded either way.
+type Concluder interface {
+	Conclude(ctx context.Context, runID, runDir string) (warnings []string)
+}

@@ -621,6 +621,11 @@ func (r *run) succeed(at string) *RunResult {
 	if err != nil {
 		return r.unrecorded(err)
 	}
+	if c, ok := r.cfg.Backend.(Concluder); ok {
+		for _, w := range c.Conclude(context.Background(), r.runID, r.root) {
+			r.emit(Event{Type: EventWarning, NodeID: at, Message: w})
+		}
+	}
 	return r.finish(StateSuccess, "", nil)
 }
 

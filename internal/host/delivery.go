@@ -1,0 +1,117 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"nanohost/internal/config"
+	"nanohost/internal/pullrequest"
+	"nanohost/internal/runlog"
+	"nanohost/internal/runs"
+	"nanohost/internal/workspace"
+)
+
+// What a succeeded run's branch becomes (docs/workspaces.md, "Something
+// to show"): pushed to the group's repository (groups[].push), a pull
+// request opened for it on GitHub (groups[].pull_request), or, for a
+// group's folder, the folder fast-forwarded to it (groups[].merge).
+
+// groupConfig is the configured group of folder (zero for a group
+// registered from the chat).
+func groupConfig(cfg *config.Config, folder string) config.Group {
+	if cfg == nil {
+		return config.Group{}
+	}
+	for _, g := range cfg.Groups {
+		if g.Folder == folder {
+			return g
+		}
+	}
+	return config.Group{}
+}
+
+// delivery is what one run delivers.
+type delivery struct {
+	cfg   *config.Config
+	group config.Group
+	src   workspace.Source
+	run   runs.Run
+}
+
+// deliveryTimeout bounds pushing and opening the pull request.
+const deliveryTimeout = 5 * time.Minute
+
+// Conclude implements engine.Concluder: once the run has succeeded, its
+// branch is delivered as its group says, and what happened is recorded in
+// its summary (workspace.json), which the message that it ended shows.
+func (b *branchRun) Conclude(ctx context.Context, runID, runDir string) []string {
+	d, g := b.deliver, b.deliver.group
+	if !g.Push && g.Merge == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
+	defer cancel()
+	ws := b.Workspace()
+	head, err := ws.Head()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	if head == ws.Base {
+		return nil // nothing to deliver
+	}
+	var out workspace.Delivery
+	if g.Merge == "fast-forward" {
+		err := ws.FastForward(ctx, d.src)
+		if err == nil {
+			out.FastForwarded = true
+		} else {
+			out.Problems = append(out.Problems, err.Error())
+		}
+	}
+	if g.Push {
+		if pushed, err := ws.Push(ctx, g.RepoToken.Reveal()); err != nil {
+			out.Problems = append(out.Problems, err.Error())
+		} else {
+			out.Pushed, out.Remote = pushed.String(), workspace.Redact(g.Repo)
+			if g.PullRequest != nil {
+				if pr, err := d.openPullRequest(ctx, ws, runID, runDir); err != nil {
+					out.Problems = append(out.Problems, err.Error())
+				} else {
+					out.PullRequest, out.PullRequestNumber = pr.URL, pr.Number
+				}
+			}
+		}
+	}
+	if err := ws.RecordDelivery(runDir, out); err != nil {
+		out.Problems = append(out.Problems, "record what the run delivered: "+err.Error())
+	}
+	return out.Problems
+}
+
+// openPullRequest opens the pull request of the run's pushed branch.
+func (d delivery) openPullRequest(ctx context.Context, ws *workspace.Run, runID, runDir string) (pullrequest.Opened, error) {
+	owner, name, _ := d.group.PullRequestRepository()
+	_, baseBranch := ws.Remote()
+	s, err := workspace.ReadSummaryAt(runDir)
+	if err != nil && !errors.Is(err, workspace.ErrNoSummary) {
+		return pullrequest.Opened{}, err
+	}
+	dashboard := ""
+	if base := d.cfg.DashboardURL(); base != "" {
+		dashboard = base + "/runs/" + url.PathEscape(runID)
+	}
+	pipeline := strings.TrimSuffix(filepath.Base(d.run.FileName), filepath.Ext(d.run.FileName))
+	if d.run.FileName == "" {
+		pipeline = runID
+	}
+	return pullrequest.Open(ctx, pullrequest.Target{APIURL: d.group.PullRequest.APIURL, Owner: owner, Name: name, Token: d.group.RepoToken.Reveal()},
+		pullrequest.Request{
+			Head: ws.Branch, Base: baseBranch, Draft: d.group.PullRequest.Draft,
+			Title: runlog.PullRequestTitle(pipeline, d.run.Goal),
+			Body:  runlog.PullRequestBody(runID, pipeline, d.run.Goal, baseBranch, s.Commits, s.ChangeCounts, dashboard),
+		})
+}

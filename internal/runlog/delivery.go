@@ -1,0 +1,54 @@
+package runlog
+
+import (
+	"fmt"
+	"strings"
+
+	"nanohost/internal/pipeline/engine"
+)
+
+// Branch is the line naming a run's branch under the message that it
+// ended: "Branch nanohost/…: 2 commit(s), 1 file (+2 −0)".
+func Branch(branch string, commits int, c engine.ChangeCounts) string {
+	return fmt.Sprintf("Branch %s: %d commit(s), %s", branch, commits, ChangeCounts(c))
+}
+
+// PullRequestLink is the link to a run's pull request: "Pull request #4".
+func PullRequestLink(number int) string { return fmt.Sprintf("Pull request #%d", number) }
+
+// FastForwarded says a run's result is now the group's folder.
+func FastForwarded(folder string) string {
+	return "The result is now in the folder " + folder + " (fast-forward)"
+}
+
+// NotDelivered is what a succeeded run's branch could not become.
+func NotDelivered(problem string) string { return "Not done: " + problem }
+
+// PullRequestTitle is the title of a run's pull request: its goal, else
+// its pipeline's name.
+func PullRequestTitle(name, goal string) string {
+	t := strings.TrimSpace(strings.SplitN(goal, "\n", 2)[0])
+	if t == "" {
+		t = "Run of " + name
+	}
+	if len([]rune(t)) > 120 {
+		t = string([]rune(t)[:119]) + "…"
+	}
+	return t
+}
+
+// PullRequestBody is the body of a run's pull request: what the run was,
+// its commits and diffstat, and where to see it.
+func PullRequestBody(runID, name, goal, baseBranch string, commits int, c engine.ChangeCounts, dashboard string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Opened by nanohost for the run `%s` of the pipeline **%s**.\n\n", runID, name)
+	if g := strings.TrimSpace(goal); g != "" {
+		fmt.Fprintf(&b, "Goal: %s\n\n", g)
+	}
+	fmt.Fprintf(&b, "%d commit(s) on `%s`, %s; one commit per stage, with trailers naming the run, node, attempt and persona.\n",
+		commits, baseBranch, ChangeCounts(c))
+	if dashboard != "" {
+		fmt.Fprintf(&b, "\nThe run on the dashboard: %s\n", dashboard)
+	}
+	return b.String()
+}

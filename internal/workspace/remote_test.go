@@ -1,0 +1,154 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// upstream makes a bare repository with a commit on main (its HEAD) and
+// one on release, as a group's configured repo.
+func upstream(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bare := filepath.Join(dir, "app.git")
+	work := filepath.Join(dir, "work")
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+			"GIT_AUTHOR_NAME=dev", "GIT_AUTHOR_EMAIL=dev@example.com", "GIT_COMMITTER_NAME=dev", "GIT_COMMITTER_EMAIL=dev@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run("init", "-q", "--bare", "-b", "main", bare)
+	run("init", "-q", "-b", "main", work)
+	writeFile(t, work, "README", "app\n")
+	run("-C", work, "add", "README")
+	run("-C", work, "commit", "-q", "-m", "first")
+	run("-C", work, "push", "-q", bare, "main")
+	run("-C", work, "checkout", "-q", "-b", "release")
+	writeFile(t, work, "VERSION", "1\n")
+	run("-C", work, "add", "VERSION")
+	run("-C", work, "commit", "-q", "-m", "release")
+	run("-C", work, "push", "-q", bare, "release")
+	return bare
+}
+
+// A group naming a repository starts its runs from its default branch
+// (or the configured base), fetched into the host's repository; the
+// run's branch is pushed back to it.
+func TestRunStartsFromTheGroupsRepoAndIsPushedBack(t *testing.T) {
+	ctx := context.Background()
+	m := newManager(t)
+	bare := upstream(t)
+	run, err := m.Open(ctx, "pipeline-7-aaaaaa", Source{Name: "app", Folder: t.TempDir(), Remote: bare})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimSpace(gitOut(t, bare, "rev-parse", "main")); run.Base.String() != want {
+		t.Fatalf("base %s, want main's %s", run.Base, want)
+	}
+	if _, b := run.Remote(); b != "main" {
+		t.Fatalf("base branch %q, want the default branch main", b)
+	}
+	if got, _ := os.ReadFile(filepath.Join(run.Dir, "README")); string(got) != "app\n" {
+		t.Fatalf("tree: %q", got)
+	}
+	s := StageID{Node: "edit", Attempt: 1, Execution: 1}
+	run.Begin(ctx, s)
+	writeFile(t, run.Dir, "README", "app\nmore\n")
+	if _, err := run.Finish(ctx, s, true); err != nil {
+		t.Fatal(err)
+	}
+	head, err := run.Push(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(gitOut(t, bare, "rev-parse", run.Branch)); got != head.String() {
+		t.Fatalf("the remote's %s is %s, want %s", run.Branch, got, head)
+	}
+	if got := gitOut(t, bare, "show", run.Branch+":README"); got != "app\nmore\n" {
+		t.Fatalf("pushed README %q", got)
+	}
+
+	// a configured base
+	rel, err := m.Open(ctx, "pipeline-8-bbbbbb", Source{Name: "app", Folder: t.TempDir(), Remote: bare, BaseBranch: "release"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(rel.Dir, "VERSION")); err != nil {
+		t.Fatalf("the run on release lacks VERSION: %v", err)
+	}
+	if _, err := m.Open(ctx, "pipeline-9-cccccc", Source{Name: "app", Folder: t.TempDir(), Remote: bare, BaseBranch: "nope"}); err == nil {
+		t.Fatal("a base branch the repository lacks was accepted")
+	}
+	if _, err := m.Open(ctx, "pipeline-9-dddddd", Source{Name: "app", Remote: "https://user:secret@example.invalid/app.git"}); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("a URL with a password: %v", err)
+	}
+}
+
+// merge: fast-forward makes the group's folder hold a run's result when
+// nothing changed the folder since the run started, and refuses (keeping
+// the branch) when something did.
+func TestFastForwardIntoTheFolder(t *testing.T) {
+	ctx := context.Background()
+	m := newManager(t)
+	folder := t.TempDir()
+	writeFile(t, folder, "a.txt", "a\n")
+	writeFile(t, folder, "gone.txt", "bye\n")
+	os.MkdirAll(filepath.Join(folder, ".git"), 0o755)
+	writeFile(t, folder, ".git/HEAD", "ref: refs/heads/main\n")
+	src := Source{Name: "team", Folder: folder}
+	stage := func(run *Run, edit func()) {
+		s := StageID{Node: "edit", Attempt: 1, Execution: 1}
+		run.Begin(ctx, s)
+		edit()
+		if _, err := run.Finish(ctx, s, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one, err := m.Open(ctx, "pipeline-1-ffffff", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := m.Open(ctx, "pipeline-2-ffffff", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage(one, func() { writeFile(t, one.Dir, "a.txt", "a\nfrom one\n"); os.Remove(filepath.Join(one.Dir, "gone.txt")) })
+	stage(two, func() { writeFile(t, two.Dir, "b.txt", "two\n") })
+	if err := one.FastForward(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(folder, "a.txt")); string(got) != "a\nfrom one\n" {
+		t.Errorf("a.txt in the folder: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(folder, "gone.txt")); !os.IsNotExist(err) {
+		t.Errorf("gone.txt is still in the folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(folder, ".git", "HEAD")); err != nil {
+		t.Errorf("the folder's own .git was touched: %v", err)
+	}
+	var nff *NotFastForwardError
+	if err := two.FastForward(ctx, src); !errors.As(err, &nff) {
+		t.Fatalf("the second run's fast-forward: %v, want a NotFastForwardError", err)
+	}
+	if _, err := os.Stat(filepath.Join(folder, "b.txt")); !os.IsNotExist(err) {
+		t.Errorf("a refused fast-forward wrote the folder")
+	}
+	// the next run starts from the fast-forwarded folder, on the history of the first run
+	three, err := m.Open(ctx, "pipeline-3-ffffff", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _ := one.Head()
+	if three.Base != head {
+		t.Errorf("the next run's base is %s, want the fast-forwarded %s", three.Base, head)
+	}
+}
