@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -28,6 +31,11 @@ import (
 //	reasoning_effort: low      # low, medium or high
 //	max_retries: 1
 //	fidelity: compact
+//	element: earth             # its traits (element.go): fire, lightning, earth, diamond, water, air, iron
+//	position: PG               # PG, C, PF or SG: its home zone, unless zone says
+//	zone: backcourt
+//	stickiness: 1              # 0–3
+//	affinity: {triage: 0.9}    # 0–1 per step, what persona=auto picks by
 //	---
 //	You are the Triager. Read the failure once, …
 //
@@ -53,7 +61,17 @@ type frontMatter struct {
 	ReasoningEffort string `yaml:"reasoning_effort"`
 	MaxRetries      *int   `yaml:"max_retries"`
 	Fidelity        string `yaml:"fidelity"`
+	// The walk framework's traits (element.go): read as any, so each
+	// mistake gets its own message and fix.
+	Element    string `yaml:"element"`
+	Position   string `yaml:"position"`
+	Zone       string `yaml:"zone"`
+	Stickiness any    `yaml:"stickiness"`
+	Affinity   any    `yaml:"affinity"`
 }
+
+// frontMatterKeys are the keys a persona file may set, for messages.
+const frontMatterKeys = "name, title, description, llm_model, reasoning_effort, max_retries, fidelity, element, position, zone, stickiness, affinity"
 
 // Efforts are the reasoning_effort values a persona may set.
 var Efforts = []string{"low", "medium", "high"}
@@ -70,26 +88,79 @@ func Parse(file string, data []byte) (*Persona, error) {
 		dec := yaml.NewDecoder(bytes.NewReader(head))
 		dec.KnownFields(true)
 		if err := dec.Decode(&fm); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("persona %s: front matter: %w (keys: name, title, description, llm_model, reasoning_effort, max_retries, fidelity)", file, err)
+			return nil, fmt.Errorf("persona %s: front matter: %w (keys: %s)", file, err, frontMatterKeys)
 		}
 	}
 	p := &Persona{
 		Name: Normalize(fm.Name), Title: strings.TrimSpace(fm.Title), Description: strings.TrimSpace(fm.Description),
 		Preamble: strings.TrimSpace(string(body)), Model: strings.TrimSpace(fm.LLMModel),
 		ReasoningEffort: Normalize(fm.ReasoningEffort), MaxRetries: fm.MaxRetries, Fidelity: strings.TrimSpace(fm.Fidelity),
-		Source: file,
+		Source:  file,
+		Element: Normalize(fm.Element), Position: strings.ToUpper(strings.TrimSpace(fm.Position)), Zone: Normalize(fm.Zone),
 	}
+	var traitErrs []error
+	p.Stickiness, traitErrs = readStickiness(fm.Stickiness, traitErrs)
+	p.Affinity, traitErrs = readAffinity(fm.Affinity, traitErrs)
 	if p.Name == "" {
 		p.Name = Normalize(strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)))
 	}
 	if p.Title == "" {
 		p.Title = strings.ToUpper(p.Name[:min(1, len(p.Name))]) + p.Name[min(1, len(p.Name)):]
 	}
-	if err := p.check(); err != nil {
+	if err := errors.Join(append([]error{p.check()}, traitErrs...)...); err != nil {
 		return nil, fmt.Errorf("persona %s: %w", file, err)
 	}
 	return p, nil
 }
+
+// readStickiness reads stickiness: a whole number from 0 to 3.
+func readStickiness(v any, errs []error) (int, []error) {
+	if v == nil {
+		return 0, errs
+	}
+	n, ok := v.(int)
+	if !ok || n < 0 || n > MaxStickiness {
+		return 0, append(errs, fmt.Errorf("stickiness %v: use a whole number from 0 (moves freely) to %d (stays in its home zone)", v, MaxStickiness))
+	}
+	return n, errs
+}
+
+// readAffinity reads affinity: a map of step to a number from 0 to 1.
+func readAffinity(v any, errs []error) (map[string]float64, []error) {
+	if v == nil {
+		return nil, errs
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, append(errs, fmt.Errorf("affinity: write a map of step to a number from 0 to 1, such as affinity: {triage: 0.9, investigate: 0.3}"))
+	}
+	out := make(map[string]float64, len(m))
+	for _, step := range slices.Sorted(maps.Keys(m)) {
+		key := strings.ToLower(strings.TrimSpace(step))
+		if !stepRE.MatchString(key) {
+			errs = append(errs, fmt.Errorf("affinity step %q: name a step as nodes do (a node id or its step attribute: letters, digits and _)", step))
+			continue
+		}
+		var f float64
+		switch n := m[step].(type) {
+		case int:
+			f = float64(n)
+		case float64:
+			f = n
+		default:
+			errs = append(errs, fmt.Errorf("affinity.%s %v: use a number from 0 (no use at this step) to 1 (the best at it)", step, m[step]))
+			continue
+		}
+		if f < 0 || f > 1 || math.IsNaN(f) {
+			errs = append(errs, fmt.Errorf("affinity.%s %v: use a number from 0 (no use at this step) to 1 (the best at it)", step, m[step]))
+			continue
+		}
+		out[key] = f
+	}
+	return out, errs
+}
+
+var stepRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,63}$`)
 
 // check says what is wrong with a persona, and how to fix it.
 func (p *Persona) check() error {
@@ -105,6 +176,15 @@ func (p *Persona) check() error {
 	}
 	if p.MaxRetries != nil && *p.MaxRetries < 0 {
 		errs = append(errs, fmt.Errorf("max_retries %d: use 0 or more", *p.MaxRetries))
+	}
+	if p.Element != "" && !ValidElement(p.Element) {
+		errs = append(errs, fmt.Errorf("element %q: use one of %s", p.Element, strings.Join(Elements(), ", ")))
+	}
+	if _, ok := Positions[p.Position]; p.Position != "" && !ok {
+		errs = append(errs, fmt.Errorf("position %q: use PG (point guard, backcourt), C (center) or PF (power forward, both frontcourt) or SG (shooting guard, paint)", p.Position))
+	}
+	if p.Zone != "" && !ValidName(p.Zone) {
+		errs = append(errs, fmt.Errorf("zone %q: name the home zone as the graph's zone attribute does, a word such as frontcourt (letters, digits, '-' and '_')", p.Zone))
 	}
 	if p.Fidelity != "" {
 		if _, err := fidelity.ParseMode(p.Fidelity); err != nil {

@@ -142,3 +142,38 @@ func TestLoadDirRefusesLinksAndHugeFiles(t *testing.T) {
 		t.Errorf("missing folder: %v, %d personas", err, c.Len())
 	}
 }
+
+// TestCustomPersonaTraitsAreValidatedWithAFix: a persona file may declare
+// its element, position, home zone, stickiness and step affinities; each
+// mistake is refused with what to write instead.
+func TestCustomPersonaTraitsAreValidatedWithAFix(t *testing.T) {
+	good := "---\nelement: Water\nposition: c\nzone: frontcourt\nstickiness: 2\naffinity: {triage: 0.9, Investigate: 1, report: 0}\n---\nYou dig."
+	p, err := Parse("digger.md", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Element != "water" || p.Position != "C" || p.HomeZone() != "frontcourt" || p.Stickiness != 2 ||
+		p.Affinity["triage"] != 0.9 || p.Affinity["investigate"] != 1 || len(p.Affinity) != 3 {
+		t.Errorf("parsed %+v", p)
+	}
+	if tr, ok := p.Traits(0, false); !ok || tr.MaxLoops != 3 {
+		t.Errorf("a water persona's traits = %+v", tr)
+	}
+	for _, tc := range []struct{ head, want string }{
+		{"element: mud", `element "mud": use one of fire, lightning, earth, diamond, water, air, iron`},
+		{"position: QB", `position "QB": use PG`},
+		{"zone: front court", `zone "front court": name the home zone`},
+		{"stickiness: 5", "stickiness 5: use a whole number from 0 (moves freely) to 3"},
+		{"stickiness: high", "stickiness high: use a whole number from 0"},
+		{"affinity: 0.9", "affinity: write a map of step to a number from 0 to 1, such as affinity: {triage: 0.9"},
+		{"affinity: {triage: 1.5}", "affinity.triage 1.5: use a number from 0 (no use at this step) to 1"},
+		{"affinity: {triage: often}", "affinity.triage often: use a number from 0"},
+		{`affinity: {"re view": 0.5}`, `affinity step "re view": name a step as nodes do`},
+		{"elemnt: water", "field elemnt not found"},
+	} {
+		_, err := Parse("bad.md", []byte("---\n"+tc.head+"\n---\nYou are bad."))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "persona bad.md") {
+			t.Errorf("%s: err = %v, want it to name the file and say %q", tc.head, err, tc.want)
+		}
+	}
+}
