@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"nanohost/internal/container/protocol"
 )
 
 // commandAgent runs any CLI agent through `sh -c <command>`: the prompt on
@@ -33,7 +35,14 @@ func (a *commandAgent) Answer(ctx context.Context, c call) (reply, error) {
 	sessionFile.Close()
 	defer os.Remove(sessionFile.Name())
 
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", a.command)
+	// The node's model and reasoning effort reach a known CLI in its own
+	// flags, as separate arguments after the command line ("$@"), so a
+	// value can never be read as shell syntax.
+	script, args := a.command, toolFlags(a.command, c.req)
+	if len(args) > 0 {
+		script += ` "$@"`
+	}
+	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", script, "sh"}, args...)...)
 	cmd.Stdin = strings.NewReader(c.req.Prompt)
 	cmd.Dir = c.workdir
 	cmd.Env = append(c.env,
@@ -57,4 +66,42 @@ func (a *commandAgent) Answer(ctx context.Context, c call) (reply, error) {
 		return rep, classify(fmt.Errorf("agent command failed: %w; stderr: %s", runErr, clip(stderr.String(), 2000)), stderr.String())
 	}
 	return rep, nil
+}
+
+// toolFlags are the flags that give a known agent CLI the request's model
+// and reasoning effort, by the command's program name (its first word
+// that is not a VAR=value assignment): codex (--model, -c
+// model_reasoning_effort=…), gemini (--model), claude (--model,
+// --effort=…). Any other command reads NANOAGENT_MODEL and
+// NANOAGENT_REASONING_EFFORT from its environment.
+func toolFlags(command string, req protocol.Request) []string {
+	var prog string
+	for _, w := range strings.Fields(command) {
+		if !strings.Contains(w, "=") {
+			prog = filepath.Base(w)
+			break
+		}
+	}
+	var out []string
+	switch prog {
+	case "codex":
+		if req.Model != "" {
+			out = append(out, "--model", req.Model)
+		}
+		if req.ReasoningEffort != "" {
+			out = append(out, "-c", "model_reasoning_effort="+req.ReasoningEffort)
+		}
+	case "gemini":
+		if req.Model != "" {
+			out = append(out, "--model", req.Model)
+		}
+	case "claude":
+		if req.Model != "" {
+			out = append(out, "--model", req.Model)
+		}
+		if req.ReasoningEffort != "" {
+			out = append(out, "--effort="+req.ReasoningEffort)
+		}
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -228,6 +229,14 @@ func newContainerBackend(cfg *config.Config, rt container.Runtime, metrics *host
 func containerConfig(cfg *config.Config) (container.Config, error) {
 	secrets := agentSecrets(revealSecrets(cfg), cfg.GatewayReachable())
 	agent := container.AgentConfig{Kind: cfg.Runtime.Agent, Command: cfg.Runtime.AgentCommand}
+	var agents map[string]container.AgentConfig
+	for p, v := range cfg.Runtime.Agents {
+		if agents == nil {
+			agents = map[string]container.AgentConfig{}
+		}
+		kind, command := config.AgentFor(v)
+		agents[strings.ToLower(strings.TrimSpace(p))] = container.AgentConfig{Kind: kind, Command: command}
+	}
 	if cfg.Runtime.Script != "" {
 		abs, err := filepath.Abs(cfg.Runtime.Script)
 		if err != nil {
@@ -245,7 +254,7 @@ func containerConfig(cfg *config.Config) (container.Config, error) {
 		return container.Config{}, fmt.Errorf("masks: %s", problems[0])
 	}
 	return container.Config{
-		Image: cfg.Runtime.Image, Agent: agent, Secrets: secrets, MaskMounts: grants,
+		Image: cfg.Runtime.Image, Agent: agent, Agents: agents, Secrets: secrets, MaskMounts: grants,
 		Limits:        container.Limits{MemoryBytes: mem, CPUs: cfg.Runtime.CPUs, Pids: cfg.Runtime.Pids},
 		Network:       cfg.Runtime.Network,
 		MaxContainers: cfg.Runtime.MaxContainers,

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -159,6 +160,12 @@ func (c *Config) checkRuntime() []Problem {
 	}
 	if r.Agent == "command" && r.AgentCommand == "" {
 		ps = append(ps, Problem{"runtime.agent_command", "is empty but runtime.agent is command", "set the agent CLI to run, e.g. \"aider --message-file -\"", true})
+	}
+	for _, p := range slices.Sorted(maps.Keys(r.Agents)) {
+		if strings.TrimSpace(p) == "" || strings.TrimSpace(r.Agents[p]) == "" {
+			ps = append(ps, Problem{"runtime.agents", fmt.Sprintf("maps provider %q to %q", p, r.Agents[p]),
+				"map each provider to claude or to a command line, e.g. openai: \"codex exec\"", true})
+		}
 	}
 	if r.Agent == "script" && r.Script == "" {
 		ps = append(ps, Problem{"runtime.script", "is empty but runtime.agent is script", "point it at an S.json script file", true})

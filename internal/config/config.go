@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -117,6 +118,13 @@ type Runtime struct {
 	Agent string `yaml:"agent"`
 	// AgentCommand is the command template for Agent=command.
 	AgentCommand string `yaml:"agent_command"`
+	// Agents maps an llm_provider (a pipeline's stylesheet names it) to the
+	// agent that serves its nodes: "claude", or any command line (`codex
+	// exec`, `gemini`, a script) run as a command agent, which gets the
+	// node's llm_model and reasoning_effort in its own flags when nanoagent
+	// knows the tool. Nodes naming no provider get Agent. A pipeline naming
+	// a provider missing here is refused by lint (provider_known).
+	Agents map[string]string `yaml:"agents"`
 	// Script is the S.json file for Agent=script (demos and tests).
 	Script        string  `yaml:"script"`
 	MaxContainers int     `yaml:"max_containers"`
@@ -451,3 +459,51 @@ func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + s.String() +
 
 // Reveal returns the secret's value, for the one place that must use it.
 func (s Secret) Reveal() string { return string(s) }
+
+// AgentFor is the agent a runtime.agents value names: kind claude, or a
+// command agent running the value.
+func AgentFor(value string) (kind, command string) {
+	if v := strings.TrimSpace(value); v == "claude" {
+		return "claude", ""
+	}
+	return "command", strings.TrimSpace(value)
+}
+
+// Providers are the llm_provider values a pipeline may name: those
+// runtime.agents maps (lower case), or, when it maps none and the one agent
+// is Claude Code, anthropic; nil when any provider goes to the one agent
+// (a command agent reads NANOAGENT_PROVIDER itself).
+func (r Runtime) Providers() []string {
+	if len(r.Agents) == 0 {
+		if r.Agent == "claude" || r.Agent == "" {
+			return []string{"anthropic"}
+		}
+		return nil
+	}
+	out := make([]string, 0, len(r.Agents))
+	for p := range r.Agents {
+		out = append(out, strings.ToLower(strings.TrimSpace(p)))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// HookProviders are the providers whose agent runs tool_hooks (Claude
+// Code, through its PreToolUse/PostToolUse hooks), "" standing for nodes
+// that name no provider (the default agent, runtime.agent).
+func (r Runtime) HookProviders() []string {
+	var out []string
+	if r.Agent == "claude" || r.Agent == "" {
+		out = append(out, "")
+		if len(r.Agents) == 0 {
+			out = append(out, "anthropic")
+		}
+	}
+	for p, v := range r.Agents {
+		if kind, _ := AgentFor(v); kind == "claude" {
+			out = append(out, strings.ToLower(strings.TrimSpace(p)))
+		}
+	}
+	slices.Sort(out)
+	return out
+}

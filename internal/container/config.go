@@ -1,6 +1,8 @@
 package container
 
 import (
+	"maps"
+	"slices"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"nanohost/internal/mounts"
+	"nanohost/internal/pipeline/engine"
 )
 
 // Config configures a Backend. Zero values get the documented defaults
@@ -41,6 +44,11 @@ type Config struct {
 	MaskMounts map[string][]mounts.Mount
 
 	Agent AgentConfig
+	// Agents maps an llm_provider to the agent that serves its nodes
+	// (runtime.agents); a node naming no provider gets Agent. A node naming
+	// a provider Agents lacks is refused when Agents is set (lint's
+	// provider_known says so before the run).
+	Agents map[string]AgentConfig
 	// Secrets go to the agent process's environment only, via stdin. With
 	// a Gateway, model credentials belong to the gateway, never here.
 	Secrets map[string]string
@@ -90,6 +98,65 @@ type AgentConfig struct {
 	ClaudeArgs string
 	// Watch is how nanoagent notices follow-ups: "inotify" (default) or "poll".
 	Watch string
+	// ClaudeBin is the Claude Code executable inside the image (default
+	// "claude" on its PATH).
+	ClaudeBin string
+}
+
+// check validates a and fills its defaults; provider names the mapping
+// it came from ("" for the default agent).
+func (a *AgentConfig) check(provider string) error {
+	where := "container backend"
+	if provider != "" {
+		where = fmt.Sprintf("container backend: the agent of provider %s", provider)
+	}
+	if a.Kind == "" {
+		a.Kind = "claude"
+	}
+	switch a.Kind {
+	case "claude":
+	case "command":
+		if strings.TrimSpace(a.Command) == "" {
+			return fmt.Errorf("%s: agent kind command needs a Command (a shell command line reading the prompt on stdin)", where)
+		}
+	case "script":
+		if a.ScriptFile == "" {
+			return fmt.Errorf("%s: agent kind script needs a ScriptFile", where)
+		}
+		abs, err := filepath.Abs(a.ScriptFile)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("script file: %w", err)
+		}
+		a.ScriptFile = abs
+	default:
+		return fmt.Errorf("%s: unknown agent kind %q (want claude, command or script)", where, a.Kind)
+	}
+	return nil
+}
+
+// NoAgentError refuses a node whose llm_provider no configured agent serves.
+type NoAgentError struct {
+	Node, Provider string
+	Configured     []string
+}
+
+func (e *NoAgentError) Error() string {
+	return fmt.Sprintf("node %s names llm_provider %q, which no agent serves (runtime.agents maps %s)", e.Node, e.Provider, strings.Join(e.Configured, ", "))
+}
+
+// agentFor is the agent that serves req: its provider's, else the default.
+func (c *Config) agentFor(req engine.Request) (AgentConfig, error) {
+	p := strings.ToLower(strings.TrimSpace(req.Provider))
+	if p == "" || len(c.Agents) == 0 {
+		return c.Agent, nil
+	}
+	if a, ok := c.Agents[p]; ok {
+		return a, nil
+	}
+	return AgentConfig{}, &NoAgentError{Node: req.NodeID, Provider: req.Provider, Configured: slices.Sorted(maps.Keys(c.Agents))}
 }
 
 // DefaultImage is the production agent image built from the Dockerfile.
@@ -146,29 +213,14 @@ func (c *Config) applyDefaults() error {
 	if c.Group == "" {
 		c.Group = "main"
 	}
-	if c.Agent.Kind == "" {
-		c.Agent.Kind = "claude"
+	if err := c.Agent.check(""); err != nil {
+		return err
 	}
-	switch c.Agent.Kind {
-	case "claude":
-	case "command":
-		if strings.TrimSpace(c.Agent.Command) == "" {
-			return errors.New("container backend: agent kind command needs a Command (a shell command line reading the prompt on stdin)")
-		}
-	case "script":
-		if c.Agent.ScriptFile == "" {
-			return errors.New("container backend: agent kind script needs a ScriptFile")
-		}
-		abs, err := filepath.Abs(c.Agent.ScriptFile)
-		if err != nil {
+	for provider, a := range c.Agents {
+		if err := a.check(provider); err != nil {
 			return err
 		}
-		if _, err := os.Stat(abs); err != nil {
-			return fmt.Errorf("script file: %w", err)
-		}
-		c.Agent.ScriptFile = abs
-	default:
-		return fmt.Errorf("container backend: unknown agent kind %q (want claude, command or script)", c.Agent.Kind)
+		c.Agents[provider] = a
 	}
 	c.Limits = c.Limits.withDefaults()
 	if c.Network == "" {

@@ -29,5 +29,9 @@ func (b *Backend) maskMounts(req engine.Request) ([]mounts.Mount, error) {
 	return out, nil
 }
 
-// wearing is a request's masks as one comparable value.
-func wearing(req engine.Request) string { return strings.Join(req.Masks, ",") }
+// wearing is a request's masks, and the provider whose agent the
+// container runs, as one comparable value: a live container serves a
+// thread's next node only when both are the same.
+func wearing(req engine.Request) string {
+	return strings.Join(req.Masks, ",") + "\x00" + strings.ToLower(strings.TrimSpace(req.Provider))
+}

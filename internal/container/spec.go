@@ -105,18 +105,25 @@ func (b *Backend) agentSpec(req engine.Request, env RunEnv, name, thread string,
 		spec.Labels[LabelThread] = thread
 	}
 	spec.Stdin = true
-	spec.Cmd = []string{"run", "--agent", b.cfg.Agent.Kind}
-	if w := b.cfg.Agent.Watch; w != "" {
+	agent, err := b.cfg.agentFor(req)
+	if err != nil {
+		return Spec{}, err
+	}
+	spec.Cmd = []string{"run", "--agent", agent.Kind}
+	if w := agent.Watch; w != "" {
 		spec.Cmd = append(spec.Cmd, "--watch", w)
 	}
-	switch b.cfg.Agent.Kind {
+	switch agent.Kind {
 	case "command":
-		spec.Cmd = append(spec.Cmd, "--command", b.cfg.Agent.Command)
+		spec.Cmd = append(spec.Cmd, "--command", agent.Command)
 	case "script":
-		spec.Mounts = append(spec.Mounts, mounts.Mount{Source: b.cfg.Agent.ScriptFile, Target: protocol.ScriptPath, ReadOnly: true})
+		spec.Mounts = append(spec.Mounts, mounts.Mount{Source: agent.ScriptFile, Target: protocol.ScriptPath, ReadOnly: true})
 	case "claude":
-		if b.cfg.Agent.ClaudeArgs != "" {
-			spec.Cmd = append(spec.Cmd, "--claude-args", b.cfg.Agent.ClaudeArgs)
+		if agent.ClaudeArgs != "" {
+			spec.Cmd = append(spec.Cmd, "--claude-args", agent.ClaudeArgs)
+		}
+		if agent.ClaudeBin != "" {
+			spec.Cmd = append(spec.Cmd, "--claude-bin", agent.ClaudeBin)
 		}
 		// Claude Code keeps its sessions under ~/.claude: persist that per
 		// group so a new container can --resume a thread's conversation.

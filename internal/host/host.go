@@ -145,7 +145,8 @@ func New(opts Options) (*Host, error) {
 	h.workflows = workflows{groups: h.groups, dirs: cfg.Pipelines.Dirs, root: opts.Root}
 	env := agentEnv{groups: h.groups, root: opts.Root, extra: extra}
 	h.env = env
-	h.frontEnd = frontEnd{registry: opts.Registry, groups: h.groups, masks: cfg.MaskSet(), pipelineDirs: h.workflows.searched}
+	h.frontEnd = frontEnd{registry: opts.Registry, groups: h.groups, masks: cfg.MaskSet(), pipelineDirs: h.workflows.searched,
+		providers: cfg.Runtime.Providers(), hooks: cfg.Runtime.HookProviders()}
 	spaces, err := newWorkspaces(cfg, opts.Logger)
 	if err != nil {
 		return nil, err

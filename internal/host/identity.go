@@ -6,6 +6,7 @@ import (
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
+	"nanohost/internal/pipeline/lint"
 	"nanohost/internal/pipeline/mask"
 	"nanohost/internal/pipeline/persona"
 	"nanohost/internal/runs"
@@ -26,6 +27,9 @@ type frontEnd struct {
 	// pipelineDirs are where a group's sub-pipelines (pipeline="name") are
 	// found: its stored pipelines' directories (nil: its workspace).
 	pipelineDirs func(group string) []string
+	// providers are the llm_provider values runtime.agents serves (nil:
+	// any), hooks those whose agent runs tool_hooks (config.Runtime).
+	providers, hooks []string
 }
 
 // identities loads what a group's pipelines may name (runs.Identities). A
@@ -50,7 +54,7 @@ func (f frontEnd) options(group, goal string) (frontend.Options, error) {
 		pipelineDirs = f.pipelineDirs(group)
 	}
 	return frontend.Options{KnownTypes: f.registry.KnownTypes(), Goal: goal, Personas: personas, Masks: masks,
-		SchemaDirs: []string{f.groups.dir(group)}, PipelineDirs: pipelineDirs}, nil
+		SchemaDirs: []string{f.groups.dir(group)}, PipelineDirs: pipelineDirs, Agents: &lint.Agents{Providers: f.providers, Hooks: f.hooks}}, nil
 }
 
 // load is the runs service's Loader.

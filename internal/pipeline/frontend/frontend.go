@@ -37,6 +37,10 @@ type Options struct {
 	// Masks are what masks="…" may name (nanohost.yaml masks:, --masks);
 	// nil means none is defined.
 	Masks mask.Set
+	// Agents says which llm_provider values the host's agents serve and
+	// which of them run tool_hooks (provider_known, tool_hooks_agent); nil
+	// when no host is known (the command line's validate).
+	Agents *lint.Agents
 	// SchemaDirs are where an output_schema file name is looked for, in
 	// order: the pipeline file's directory, the group's workspace.
 	SchemaDirs []string
@@ -71,7 +75,7 @@ func prepareChildren(file string, src []byte, opts Options, ch *children) (*pipe
 		ch.chain = []string{abs} // a pipeline that runs itself is a cycle too
 		defer func() { ch.chain = nil }()
 	}
-	r := lint.NewRegistry(lint.Options{KnownTypes: opts.KnownTypes, Source: src, Rules: opts.Rules, Personas: opts.Personas, Masks: opts.Masks})
+	r := lint.NewRegistry(lint.Options{KnownTypes: opts.KnownTypes, Source: src, Rules: opts.Rules, Personas: opts.Personas, Masks: opts.Masks, Agents: opts.Agents})
 	diags := r.Validate(g)
 	// After lint, which sees the names as written: this writes where each
 	// was found into its node.

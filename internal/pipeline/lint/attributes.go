@@ -100,8 +100,9 @@ var Attributes = []Attribute{
 	{Key: "stack.child_dotfile", Scope: gn, Example: `"child.dot"`},
 	// The child's working directory inside the workspace (node, else graph).
 	{Key: "stack.child_workdir", Scope: gn, Example: `"services/api"`},
-	{Key: "tool_hooks.pre", Scope: GraphScope, Example: `"echo pre"`},
-	{Key: "tool_hooks.post", Scope: GraphScope, Example: `"echo post"`},
+	// Commands around each of the agent's tool calls, in its container (spec §9.7; tool_hooks_agent).
+	{Key: "tool_hooks.pre", Scope: gn, Example: `"echo pre"`},
+	{Key: "tool_hooks.post", Scope: gn, Example: `"echo post"`},
 	{Key: "rankdir", Scope: GraphScope, Kind: KindEnum, Values: []string{"TB", "LR", "BT", "RL"}, Example: "LR"},
 	// Engine limits and retry presets (nanohost's engine; docs/semantics.md).
 	{Key: "default_max_retries", Scope: GraphScope, Kind: KindInt, HasMin: true, Min: 0, Example: "50"},

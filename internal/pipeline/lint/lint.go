@@ -63,6 +63,19 @@ type Options struct {
 	// Masks are the masks mask_known and mask_valid_for check nodes
 	// against; nil means none is defined.
 	Masks mask.Set
+	// Agents are the host's agents (runtime.agents): provider_known and
+	// tool_hooks_agent check nodes against them; nil skips both.
+	Agents *Agents
+}
+
+// Agents describes the agents a host runs nodes with.
+type Agents struct {
+	// Providers are the llm_provider values an agent serves (lower case);
+	// nil means any provider goes to the one agent.
+	Providers []string
+	// Hooks are the providers whose agent runs tool_hooks ("" for nodes
+	// that name no provider).
+	Hooks []string
 }
 
 // Registry is a set of rules: the built-ins, then custom rules in

@@ -15,13 +15,14 @@ type checker struct {
 	knownTypes []string
 	personas   *persona.Catalog
 	masks      mask.Set
+	agents     *Agents
 	conds      map[string]parsedCondition // conditions parsed once for every rule
 }
 
 // builtinRules returns the built-in rules in a fixed order: the §7.2 rules,
 // then nanohost's extra checks.
 func builtinRules(opts Options) []Rule {
-	c := &checker{loc: newLocator(opts.Source), knownTypes: opts.KnownTypes, personas: persona.OrBuiltin(opts.Personas), masks: opts.Masks}
+	c := &checker{loc: newLocator(opts.Source), knownTypes: opts.KnownTypes, personas: persona.OrBuiltin(opts.Personas), masks: opts.Masks, agents: opts.Agents}
 	if len(c.knownTypes) == 0 {
 		c.knownTypes = DefaultKnownTypes
 	}
@@ -55,6 +56,8 @@ func builtinRules(opts Options) []Rule {
 		RuleFunc("auto_affinity", c.autoAffinity),
 		RuleFunc("foreach_shape", c.foreachShape),
 		RuleFunc("sub_pipeline", subPipeline),
+		RuleFunc("provider_known", c.providerKnown),
+		RuleFunc("tool_hooks_agent", c.toolHooksAgent),
 	}
 }
 
