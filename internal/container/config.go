@@ -1,14 +1,14 @@
 package container
 
 import (
-	"maps"
-	"slices"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
