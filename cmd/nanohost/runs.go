@@ -271,7 +271,7 @@ func writeRunTable(w io.Writer, list []runs.Run, now time.Time, owners bool) {
 	fmt.Fprintf(tw, head+"STARTED\tDURATION\tCOST\tGOAL\n", st.Default("STATUS"))
 	for _, r := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\n", r.ID, stateCell(st, r.Status), runlog.Visible(r.GroupFolder), owner(r),
-			shortTime(r.StartedAt), formatDuration(r.Duration(now)), formatCost(r.Usage.CostUSD), clip(runTitle(r), 50))
+			shortTime(r.StartedAt), formatDuration(r.Duration(now)), formatCost(r.Usage), clip(runTitle(r), 50))
 	}
 	tw.Flush()
 }
@@ -320,9 +320,10 @@ func formatDuration(d time.Duration) string {
 	return runlog.Duration(d)
 }
 
-// formatCost is a cost as every surface shows it ($1.25, <$0.01); "-" for none.
-func formatCost(usd float64) string {
-	if c := runlog.Cost(usd); c != "" {
+// formatCost is a cost as every surface shows it ($1.25, <$0.01, cost
+// unknown); "-" for none.
+func formatCost(u engine.Usage) string {
+	if c := runlog.UsageCost(u.CostUSD, u.CostUnknown); c != "" {
 		return c
 	}
 	return "-"
@@ -521,7 +522,7 @@ func costLine(r runs.Run, events []engine.Event) string {
 			}
 		}
 	}
-	return fmt.Sprintf("$%.4f (%d input / %d output tokens)%s", u.CostUSD, u.InputTokens, u.OutputTokens, suffix)
+	return runlog.UsageLine(u) + suffix
 }
 
 func writePath(w io.Writer, path []pathStep) {

@@ -88,7 +88,7 @@ func (m *metered) take() (engine.Usage, string) {
 	spent := m.pass.Spent()
 	refusal, refusals := m.pass.Refusal()
 	d := engine.Usage{InputTokens: spent.InputTokens - m.billed.InputTokens, OutputTokens: spent.OutputTokens - m.billed.OutputTokens,
-		CostUSD: spent.CostUSD - m.billed.CostUSD}
+		CostUSD: spent.CostUSD - m.billed.CostUSD, CostUnknown: spent.UnpricedCalls > m.billed.UnpricedCalls}
 	m.billed = spent
 	if refusals == m.refused {
 		return d, ""

@@ -110,6 +110,24 @@ find / \( -path /proc -o -path /sys -o -path /dev -o -path /tmp/dump.txt \) -pru
 	}
 }
 
+// A call to a model without a price: the node's usage counts its tokens
+// and says its cost is unknown (not $0).
+func TestGatewayUnpricedModelCostIsUnknown(t *testing.T) {
+	api := modeltest.Start(t)
+	_, access := testGateway(t, api, nil)
+	h := newHarness(t, func(c *Config) {
+		c.Agent = AgentConfig{Kind: "command", Command: strings.ReplaceAll(callModel(false, "-"), "claude-sonnet-4-5", "local-llama")}
+		c.Gateway = access
+	})
+	res := h.mustRun(codergenReq("run-unpriced", "ask", "compact"))
+	if !strings.Contains(res.Text, "hello from the model") {
+		t.Fatalf("the call through the gateway failed: %q", res.Text)
+	}
+	if want := (engine.Usage{InputTokens: 12, OutputTokens: 34, CostUnknown: true}); res.Usage != want {
+		t.Fatalf("usage %+v, want %+v", res.Usage, want)
+	}
+}
+
 func TestGatewayStreamsAndCountsUsage(t *testing.T) {
 	api := modeltest.Start(t)
 	api.Usage = modeltest.Usage{InputTokens: 2000, OutputTokens: 512, CacheRead: 1000}

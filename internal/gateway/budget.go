@@ -144,7 +144,7 @@ func (m *meters) refusal(ctx context.Context, b Binding) string {
 func atLeast(a, b Usage) Usage {
 	a.InputTokens, a.OutputTokens = max(a.InputTokens, b.InputTokens), max(a.OutputTokens, b.OutputTokens)
 	a.CacheWrite, a.CacheRead = max(a.CacheWrite, b.CacheWrite), max(a.CacheRead, b.CacheRead)
-	a.CostUSD, a.CostUnknown = max(a.CostUSD, b.CostUSD), a.CostUnknown || b.CostUnknown
+	a.CostUSD, a.UnpricedCalls = max(a.CostUSD, b.CostUSD), max(a.UnpricedCalls, b.UnpricedCalls)
 	return a
 }
 

@@ -15,10 +15,13 @@ type Usage struct {
 	CacheWrite   int64   `json:"cache_write_tokens,omitempty"`
 	CacheRead    int64   `json:"cache_read_tokens,omitempty"`
 	CostUSD      float64 `json:"cost_usd"`
-	// CostUnknown says some calls were to a model without a price: their
-	// tokens count, their cost is not in CostUSD.
-	CostUnknown bool `json:"cost_unknown,omitempty"`
+	// UnpricedCalls counts the calls to a model without a price: their
+	// tokens count, their cost is unknown (not in CostUSD).
+	UnpricedCalls int64 `json:"unpriced_calls,omitempty"`
 }
+
+// CostUnknown says some of the calls' cost is unknown (not in CostUSD).
+func (u Usage) CostUnknown() bool { return u.UnpricedCalls > 0 }
 
 // Tokens is input plus output.
 func (u Usage) Tokens() int64 { return u.InputTokens + u.OutputTokens }
@@ -27,7 +30,7 @@ func (u Usage) Tokens() int64 { return u.InputTokens + u.OutputTokens }
 func (u Usage) Add(o Usage) Usage {
 	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
 		CacheWrite: u.CacheWrite + o.CacheWrite, CacheRead: u.CacheRead + o.CacheRead,
-		CostUSD: u.CostUSD + o.CostUSD, CostUnknown: u.CostUnknown || o.CostUnknown}
+		CostUSD: u.CostUSD + o.CostUSD, UnpricedCalls: u.UnpricedCalls + o.UnpricedCalls}
 }
 
 // apiUsage is the usage object of both API families: Anthropic's
@@ -175,6 +178,10 @@ func (u *usageReader) finish(prices Prices) (string, Usage, bool) {
 	}
 	use := Usage{InputTokens: u.input + u.cacheWrite + u.cacheRead, OutputTokens: u.output,
 		CacheWrite: u.cacheWrite, CacheRead: u.cacheRead}
-	use.CostUSD, use.CostUnknown = prices.Cost(u.model, u.input, u.cacheWrite, u.cacheRead, u.output)
+	var unknown bool
+	use.CostUSD, unknown = prices.Cost(u.model, u.input, u.cacheWrite, u.cacheRead, u.output)
+	if unknown {
+		use.UnpricedCalls = 1
+	}
 	return u.model, use, true
 }

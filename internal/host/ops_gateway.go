@@ -19,7 +19,7 @@ var (
 	gwTokens = prometheus.NewDesc("nanohost_model_tokens_total",
 		"Tokens the gateway metered, by group, model and direction (input includes cache writes and reads).", []string{"group", "model", "direction"}, nil)
 	gwCost = prometheus.NewDesc("nanohost_model_cost_usd_total",
-		"What the metered calls cost in US dollars at the configured prices (calls to unpriced models count 0).", []string{"group", "model"}, nil)
+		"What the metered calls cost in US dollars at the configured prices (no series for a model without a price: its cost is unknown).", []string{"group", "model"}, nil)
 	gwRefused = prometheus.NewDesc("nanohost_model_calls_refused_total",
 		"Model calls the gateway refused because a budget was spent, by group.", []string{"group"}, nil)
 )
@@ -41,6 +41,8 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(gwCalls, prometheus.CounterValue, float64(t.Calls), t.Group, t.Model)
 		ch <- prometheus.MustNewConstMetric(gwTokens, prometheus.CounterValue, float64(t.InputTokens), t.Group, t.Model, "input")
 		ch <- prometheus.MustNewConstMetric(gwTokens, prometheus.CounterValue, float64(t.OutputTokens), t.Group, t.Model, "output")
-		ch <- prometheus.MustNewConstMetric(gwCost, prometheus.CounterValue, t.CostUSD, t.Group, t.Model)
+		if t.UnpricedCalls < t.Calls {
+			ch <- prometheus.MustNewConstMetric(gwCost, prometheus.CounterValue, t.CostUSD, t.Group, t.Model)
+		}
 	}
 }

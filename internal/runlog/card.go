@@ -24,8 +24,10 @@ type Card struct {
 	Elapsed      time.Duration
 	// LastOutcome is e.g. "✓ Implement — 2m 30s".
 	LastOutcome string
-	// CostUSD is the cost so far (0 when unknown).
-	CostUSD float64
+	// CostUSD is the cost so far (0 when unknown); CostUnknown says some
+	// calls went to a model without a price.
+	CostUSD     float64
+	CostUnknown bool
 	// Reason is why the run failed, who cancelled it, or that it resumes.
 	Reason string
 
@@ -80,6 +82,7 @@ func (c *Card) apply(e *engine.Event) bool {
 		}
 		if e.Usage != nil {
 			c.CostUSD += e.Usage.CostUSD
+			c.CostUnknown = c.CostUnknown || e.Usage.CostUnknown
 		}
 	case engine.EventInterviewStarted:
 		c.State = runs.Waiting
@@ -117,8 +120,8 @@ func (c *Card) end(e *engine.Event) {
 	if e.Duration == 0 && !c.started.IsZero() && !e.Time.IsZero() {
 		e.Duration = e.Time.Sub(c.started)
 	}
-	if e.Usage != nil && e.Usage.CostUSD > 0 {
-		c.CostUSD = e.Usage.CostUSD
+	if e.Usage != nil && (e.Usage.CostUSD > 0 || e.Usage.CostUnknown) {
+		c.CostUSD, c.CostUnknown = e.Usage.CostUSD, e.Usage.CostUnknown
 	}
 	switch e.Type {
 	case engine.EventPipelineInterrupted:
@@ -164,7 +167,7 @@ func (c Card) Text() string {
 		parts = append(parts, Progress(c.Current, c.Index, c.Total))
 	}
 	parts = append(parts, Duration(c.Elapsed))
-	if cost := Cost(c.CostUSD); cost != "" {
+	if cost := c.Cost(); cost != "" {
 		parts = append(parts, cost)
 	}
 	if c.Reason != "" {
@@ -172,6 +175,9 @@ func (c Card) Text() string {
 	}
 	return strings.Join(parts, " — ")
 }
+
+// Cost is the card's cost as people read it (UsageCost).
+func (c Card) Cost() string { return UsageCost(c.CostUSD, c.CostUnknown) }
 
 // StateText is a run state with its symbol, as every surface shows it:
 // "✓ succeeded", "⏸ waiting for an answer".

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"nanohost/internal/pipeline/engine"
 )
 
 // Duration renders a duration the way every surface shows it: 250ms, 45s,
@@ -31,6 +33,38 @@ func Cost(usd float64) string {
 		return "<$0.01"
 	}
 	return fmt.Sprintf("$%.2f", usd)
+}
+
+// CostUnknownText is what a cost that cannot be known reads as: a call
+// went to a model without a price (gateway.prices), whose tokens count.
+const CostUnknownText = "cost unknown"
+
+// UsageCost is what calls cost as every surface shows it: Cost's dollars,
+// "cost unknown" when the calls went to a model without a price, "$1.25 +
+// cost unknown" when some did — never $0 for a cost nobody knows; "" when
+// no cost was reported.
+func UsageCost(usd float64, unknown bool) string {
+	c := Cost(usd)
+	switch {
+	case !unknown:
+		return c
+	case c == "":
+		return CostUnknownText
+	}
+	return c + " + " + CostUnknownText
+}
+
+// UsageLine is a run's usage in full: "$0.0123 (12 input / 34 output
+// tokens)", or "cost unknown (…)" when a model without a price was called.
+func UsageLine(u engine.Usage) string {
+	cost := fmt.Sprintf("$%.4f", u.CostUSD)
+	switch {
+	case u.CostUnknown && u.CostUSD == 0:
+		cost = CostUnknownText
+	case u.CostUnknown:
+		cost += " + " + CostUnknownText
+	}
+	return fmt.Sprintf("%s (%d input / %d output tokens)", cost, u.InputTokens, u.OutputTokens)
 }
 
 // firstLine is s's first line, with " …" when more follows.

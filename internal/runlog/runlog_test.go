@@ -401,3 +401,45 @@ func TestResumedCardKeepsCounting(t *testing.T) {
 		t.Errorf("card text %q does not show the run's whole duration", card.Text())
 	}
 }
+
+// A model without a price (gateway.prices has none for it): its tokens
+// count, and every surface says its cost is unknown — never $0.0000.
+func TestUnpricedModelSaysCostUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		usd     float64
+		unknown bool
+		want    string
+	}{{0, true, "cost unknown"}, {1.256, true, "$1.26 + cost unknown"}, {1.256, false, "$1.26"}, {0, false, ""}} {
+		if got := runlog.UsageCost(tc.usd, tc.unknown); got != tc.want {
+			t.Errorf("UsageCost(%v, %v) = %q, want %q", tc.usd, tc.unknown, got, tc.want)
+		}
+	}
+	if got := runlog.UsageLine(engine.Usage{InputTokens: 12, OutputTokens: 34, CostUnknown: true}); got != "cost unknown (12 input / 34 output tokens)" {
+		t.Errorf("UsageLine = %q", got)
+	}
+	if got := runlog.UsageLine(engine.Usage{InputTokens: 12, OutputTokens: 34, CostUSD: 0.0123}); got != "$0.0123 (12 input / 34 output tokens)" {
+		t.Errorf("UsageLine = %q", got)
+	}
+
+	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	unpriced := &engine.Usage{InputTokens: 12, OutputTokens: 34, CostUnknown: true}
+	card := runlog.NewCard("r1", "Feature", "")
+	for _, e := range []engine.Event{
+		{Type: engine.EventPipelineStarted, Label: "Feature", Total: 3, Time: at},
+		{Type: engine.EventStageCompleted, Label: "Plan", NodeID: "plan", Status: engine.StatusSuccess, Duration: time.Second, Time: at.Add(time.Second), Usage: unpriced},
+	} {
+		card.Apply(&e)
+	}
+	if got := card.Text(); !strings.HasSuffix(got, " — cost unknown") {
+		t.Errorf("card %q, want its cost unknown", got)
+	}
+	end := engine.Event{Type: engine.EventPipelineCompleted, Duration: 2 * time.Second, Time: at.Add(2 * time.Second), Usage: unpriced}
+	card.Apply(&end)
+	if got := card.Text(); got != "[Pipeline] Feature · r1 — ✓ succeeded — 2s — cost unknown" {
+		t.Errorf("ended card %q", got)
+	}
+	text, _, ok := runlog.ThreadMessage(end, runs.VerbosityStandard)
+	if !ok || !strings.HasSuffix(text, " — cost unknown") || strings.Contains(text, "$") {
+		t.Errorf("thread message %q (%v), want the cost unknown", text, ok)
+	}
+}

@@ -82,7 +82,7 @@ func threadWording(e engine.Event) (level runs.Verbosity, text, detail string) {
 		return "", "", ""
 	}
 	if e.Ends() && e.Usage != nil {
-		if cost := Cost(e.Usage.CostUSD); cost != "" {
+		if cost := UsageCost(e.Usage.CostUSD, e.Usage.CostUnknown); cost != "" {
 			text += " — " + cost
 		}
 	}

@@ -11,13 +11,9 @@ import (
 // (gateway.Ledger): the group/day and daily budgets count from here, so a
 // restart does not reset them, and replicas sharing PostgreSQL share them.
 
-// AddModelSpend adds one call's usage (priced, or CostUnknown) to what
-// group spent on model on day.
+// AddModelSpend adds one call's usage (priced, or one of UnpricedCalls) to
+// what group spent on model on day.
 func (s *Store) AddModelSpend(ctx context.Context, day, group, model string, u gateway.Usage) error {
-	unpriced := 0
-	if u.CostUnknown {
-		unpriced = 1
-	}
 	err := s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO model_spend (day, group_folder, model, calls, unpriced_calls,
 			input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost_usd)
@@ -30,7 +26,7 @@ func (s *Store) AddModelSpend(ctx context.Context, day, group, model string, u g
 				cache_write_tokens = model_spend.cache_write_tokens + excluded.cache_write_tokens,
 				cache_read_tokens = model_spend.cache_read_tokens + excluded.cache_read_tokens,
 				cost_usd = model_spend.cost_usd + excluded.cost_usd`,
-			day, group, model, unpriced, u.InputTokens, u.OutputTokens, u.CacheWrite, u.CacheRead, u.CostUSD)
+			day, group, model, u.UnpricedCalls, u.InputTokens, u.OutputTokens, u.CacheWrite, u.CacheRead, u.CostUSD)
 		return err
 	})
 	if err != nil {
@@ -51,12 +47,10 @@ func (s *Store) ModelSpend(ctx context.Context, day, group string) (groupSpent, 
 	defer rows.Close()
 	for rows.Next() {
 		var folder string
-		var unpriced int64
 		var u gateway.Usage
-		if err := rows.Scan(&folder, &unpriced, &u.InputTokens, &u.OutputTokens, &u.CacheWrite, &u.CacheRead, &u.CostUSD); err != nil {
+		if err := rows.Scan(&folder, &u.UnpricedCalls, &u.InputTokens, &u.OutputTokens, &u.CacheWrite, &u.CacheRead, &u.CostUSD); err != nil {
 			return groupSpent, all, fmt.Errorf("read model spend on %s: %w", day, err)
 		}
-		u.CostUnknown = unpriced > 0
 		if folder == group {
 			groupSpent = u
 		}

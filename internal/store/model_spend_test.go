@@ -83,8 +83,8 @@ func TestDailyBudgetsSurviveARestart(t *testing.T) {
 		if err != nil || groupSpent.Tokens() != 120 || all.Tokens() != 180 || all.InputTokens != 120 || all.OutputTokens != 60 {
 			t.Fatalf("stored spend: team %+v, all %+v (%v)", groupSpent, all, err)
 		}
-		if want := (120*3 + 60*15) / 1e6; all.CostUSD < want-1e-12 || all.CostUSD > want+1e-12 || all.CostUnknown {
-			t.Fatalf("stored cost %v (unknown %v), want %v", all.CostUSD, all.CostUnknown, want)
+		if want := (120*3 + 60*15) / 1e6; all.CostUSD < want-1e-12 || all.CostUSD > want+1e-12 || all.CostUnknown() {
+			t.Fatalf("stored cost %v (unknown %v), want %v", all.CostUSD, all.CostUnknown(), want)
 		}
 
 		now = now.Add(2 * time.Hour) // the next UTC day
@@ -101,11 +101,11 @@ func TestModelSpendOfAnUnpricedModel(t *testing.T) {
 		if err := s.AddModelSpend(ctx, "2026-11-27", "team", "claude-sonnet-4-5", gateway.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.5}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.AddModelSpend(ctx, "2026-11-27", "team", "local-llama", gateway.Usage{InputTokens: 7, OutputTokens: 3, CostUnknown: true}); err != nil {
+		if err := s.AddModelSpend(ctx, "2026-11-27", "team", "local-llama", gateway.Usage{InputTokens: 7, OutputTokens: 3, UnpricedCalls: 1}); err != nil {
 			t.Fatal(err)
 		}
 		mine, all, err := s.ModelSpend(ctx, "2026-11-27", "team")
-		if err != nil || mine != all || mine.Tokens() != 25 || mine.CostUSD != 0.5 || !mine.CostUnknown {
+		if err != nil || mine != all || mine.Tokens() != 25 || mine.CostUSD != 0.5 || mine.UnpricedCalls != 1 {
 			t.Fatalf("team %+v, all %+v (%v): want 25 tokens, $0.5 known, the rest unknown", mine, all, err)
 		}
 		if mine, all, err := s.ModelSpend(ctx, "2026-11-28", "team"); err != nil || mine != (gateway.Usage{}) || all != (gateway.Usage{}) {

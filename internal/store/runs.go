@@ -25,13 +25,13 @@ func (s *Store) CreateRun(ctx context.Context, r runs.Run) error {
 	err := s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, group_folder, chat_id, thread_ts, verbosity,
 			source_dot, file_name, goal, status, failure_reason, created_at, started_at, finished_at,
-			logs_root, cost_usd, input_tokens, output_tokens, started_by, inputs, parent_id, parent_node)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			logs_root, cost_usd, input_tokens, output_tokens, started_by, inputs, parent_id, parent_node, cost_unknown)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.GroupFolder, r.ChatID, r.ThreadTS, r.Verbosity,
 			r.SourceDOT, r.FileName, r.Goal, r.Status, r.FailureReason, encTime(r.CreatedAt),
 			encOptTime(r.StartedAt), encOptTime(r.FinishedAt),
 			r.LogsRoot, r.Usage.CostUSD, r.Usage.InputTokens, r.Usage.OutputTokens, r.StartedBy, encInputs(r.Inputs),
-			r.Parent, r.ParentNode)
+			r.Parent, r.ParentNode, r.Usage.CostUnknown)
 		if s.violated(err, primaryKeyViolation) {
 			return fmt.Errorf("run %q: %w", r.ID, ErrExists)
 		}
@@ -113,9 +113,9 @@ func (s *Store) FinishRun(ctx context.Context, id string, status runs.State, rea
 	err := s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, failure_reason = ?, finished_at = ?,
 			started_at = coalesce(started_at, ?),
-			cost_usd = ?, input_tokens = ?, output_tokens = ?
+			cost_usd = ?, input_tokens = ?, output_tokens = ?, cost_unknown = ?
 			WHERE id = ? AND status NOT IN ('succeeded', 'failed', 'cancelled')`,
-			status, reason, now, now, usage.CostUSD, usage.InputTokens, usage.OutputTokens, id)
+			status, reason, now, now, usage.CostUSD, usage.InputTokens, usage.OutputTokens, usage.CostUnknown, id)
 		if err != nil {
 			return err
 		}
@@ -175,7 +175,7 @@ func requireOneRow(res sql.Result, what, key string) error {
 // runColumns is every column but source_dot, in scanRun's order.
 const runColumns = `id, group_folder, chat_id, thread_ts, verbosity, file_name, goal, status,
 	failure_reason, created_at, started_at, finished_at, logs_root, cost_usd, input_tokens,
-	output_tokens, started_by, last_seq, last_delivered_seq, inputs, parent_id, parent_node`
+	output_tokens, started_by, last_seq, last_delivered_seq, inputs, parent_id, parent_node, cost_unknown`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -184,7 +184,7 @@ func scanRun(row rowScanner, extra ...any) (runs.Run, error) {
 	dest := []any{&r.ID, &r.GroupFolder, &r.ChatID, &r.ThreadTS, &r.Verbosity, &r.FileName, &r.Goal,
 		&r.Status, &r.FailureReason, timeCol{&r.CreatedAt}, timeCol{&r.StartedAt}, timeCol{&r.FinishedAt},
 		&r.LogsRoot, &r.Usage.CostUSD, &r.Usage.InputTokens, &r.Usage.OutputTokens, &r.StartedBy,
-		&r.LastSeq, &r.LastDeliveredSeq, inputsCol{&r.Inputs}, &r.Parent, &r.ParentNode}
+		&r.LastSeq, &r.LastDeliveredSeq, inputsCol{&r.Inputs}, &r.Parent, &r.ParentNode, &r.Usage.CostUnknown}
 	err := row.Scan(append(dest, extra...)...)
 	return r, err
 }

@@ -85,7 +85,7 @@ func TestRunLifecycle(t *testing.T) {
 			t.Errorf("started_at moved from %v to %v on resume", started, r.StartedAt)
 		}
 
-		usage := engine.Usage{InputTokens: 1200, OutputTokens: 340, CostUSD: 0.25}
+		usage := engine.Usage{InputTokens: 1200, OutputTokens: 340, CostUSD: 0.25, CostUnknown: true}
 		if err := s.FinishRun(ctx, "r", runs.Failed, "tests failed 3 times", usage); err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
@@ -115,7 +116,7 @@ type runRow struct {
 
 func (s *Server) runRow(ctx context.Context, r runs.Run) runRow {
 	row := runRow{Run: r, Pipeline: s.pipelineName(ctx, r),
-		DurationText: durationText(r.Duration(s.opts.Now())), CostText: costText(r.Usage.CostUSD)}
+		DurationText: durationText(r.Duration(s.opts.Now())), CostText: costText(r.Usage)}
 	at := r.StartedAt
 	if at.IsZero() {
 		at = r.CreatedAt
@@ -143,9 +144,9 @@ func (s *Server) waitsForAnAnswerHere(ctx context.Context, run runs.Run) bool {
 	})
 }
 
-// costText is the chat's cost wording, with a dash for an unknown cost.
-func costText(usd float64) string {
-	if s := runlog.Cost(usd); s != "" {
+// costText is the chat's cost wording, with a dash for no cost reported.
+func costText(u engine.Usage) string {
+	if s := runlog.UsageCost(u.CostUSD, u.CostUnknown); s != "" {
 		return s
 	}
 	return "—"
@@ -292,7 +293,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		Events       []logLine
 		Truncated    bool
 	}{pageBase: s.base(r, run.ID), Detail: detail, DurationText: durationText(run.Duration(s.opts.Now())),
-		CostText: costText(detail.Usage.CostUSD), StartedBy: runlog.Starter(run.StartedBy), Truncated: from > 0, Timeline: timeline(v, s.opts.Now()), Stops: v.Stops}
+		CostText: costText(detail.Usage), StartedBy: runlog.Starter(run.StartedBy), Truncated: from > 0, Timeline: timeline(v, s.opts.Now()), Stops: v.Stops}
 	data.Run = &run
 	data.LastSeq = v.LastSeq
 	if len(events) > 0 {

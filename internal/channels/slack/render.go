@@ -108,7 +108,7 @@ func renderCard(c runlog.Card, links []channels.Link) rendered {
 	if c.LastOutcome != "" {
 		fields = append(fields, mrkdwn("*Last*\n"+escapeLimited(c.LastOutcome, maxFieldText-20, "…")))
 	}
-	if cost := runlog.Cost(c.CostUSD); cost != "" {
+	if cost := c.Cost(); cost != "" {
 		fields = append(fields, mrkdwn("*Cost*\n"+cost))
 	}
 	if c.Reason != "" {

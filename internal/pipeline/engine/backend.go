@@ -108,11 +108,14 @@ type Usage struct {
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
 	CostUSD      float64 `json:"cost_usd"`
+	// CostUnknown: some calls were to a model without a price (the model
+	// gateway counted their tokens); their cost is not in CostUSD.
+	CostUnknown bool `json:"cost_unknown,omitempty"`
 }
 
 // Add sums usages.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.CostUSD + o.CostUSD}
+	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.CostUSD + o.CostUSD, u.CostUnknown || o.CostUnknown}
 }
 
 // Result is what a backend returns. Text is the agent's response (its
