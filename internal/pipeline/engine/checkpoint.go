@@ -75,10 +75,9 @@ type Checkpoint struct {
 	GoalGates  map[string]Status `json:"goal_gate_outcomes"`
 	History    []fidelity.Stage  `json:"history"`
 	// EventSeq is the seq of the event that committed this state.
-	EventSeq    int64     `json:"event_seq"`
-	Usage       Usage     `json:"usage"`
-	Steps       int       `json:"steps"`
-	Restarts    int       `json:"restarts"`
+	EventSeq int64 `json:"event_seq"`
+	Usage    Usage `json:"usage"`
+	Tally
 	StageRoot   string    `json:"stage_root"` // stage directories' parent, relative to the run directory
 	StartedAt   time.Time `json:"started_at"`
 	GraphName   string    `json:"graph_name"`

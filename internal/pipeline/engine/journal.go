@@ -91,9 +91,37 @@ type Delta struct {
 	History        []fidelity.Stage  `json:"history,omitempty"` // appended (after a reset)
 	Logs           []string          `json:"logs,omitempty"`    // appended
 	Usage          Usage             `json:"usage,omitzero"`    // added
-	Steps          int               `json:"steps,omitempty"`   // added
-	Restarts       int               `json:"restarts,omitempty"`
+	Tally                            // added
 	StageRoot      string            `json:"stage_root,omitempty"` // set
+}
+
+// Tally is the run's checkpointed counters, kept in one record: the run
+// counts in it, a commit's Delta carries what its step added and the
+// Checkpoint the sums (apply adds them), the journal's encoder writes them
+// (appendTally) and encoding/json reads and writes them by their tags. A new
+// counter is a field here and its line in counters; nothing else changes.
+type Tally struct {
+	Steps    int `json:"steps"`    // node executions, goal-gate redirects and restarts (max_steps)
+	Restarts int `json:"restarts"` // loop restarts (max_restarts)
+}
+
+// counter is one of a Tally's counters: its JSON name and where it is.
+type counter struct {
+	name string
+	n    *int
+}
+
+// counters lists t's counters in field order, named as their tags.
+func (t *Tally) counters() []counter {
+	return []counter{{"steps", &t.Steps}, {"restarts", &t.Restarts}}
+}
+
+// add adds o's counts to t's.
+func (t *Tally) add(o *Tally) {
+	sum, more := t.counters(), o.counters()
+	for i := range sum {
+		*sum[i].n += *more[i].n
+	}
 }
 
 // FinishedBranch is a parallel branch that finished while its parallel
@@ -184,7 +212,7 @@ func (d *Delta) merge(o *Delta) {
 		d.addHistory(s)
 	}
 	d.Usage = d.Usage.Add(o.Usage)
-	d.Steps += o.Steps
+	d.Tally.add(&o.Tally)
 }
 
 // appendBounded appends v, keeping the last limit elements. It never
@@ -236,8 +264,7 @@ func (cp *Checkpoint) apply(e Event, d *Delta) {
 		cp.Logs = appendBounded(cp.Logs, maxLogs, l)
 	}
 	cp.Usage = cp.Usage.Add(d.Usage)
-	cp.Steps += d.Steps
-	cp.Restarts += d.Restarts
+	cp.Tally.add(&d.Tally)
 	if d.StageRoot != "" {
 		cp.StageRoot = d.StageRoot
 	}

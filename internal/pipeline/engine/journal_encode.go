@@ -164,10 +164,21 @@ func appendDelta(b []byte, d *Delta) ([]byte, error) {
 			return nil, err
 		}
 	}
-	b = appendIntField(b, "steps", int64(d.Steps))
-	b = appendIntField(b, "restarts", int64(d.Restarts))
+	b = appendTally(b, &d.Tally)
 	b = appendStringField(b, "stage_root", d.StageRoot)
 	return append(b, '}'), nil
+}
+
+// appendTally appends every counter of t as a field, zeros too (as
+// encoding/json does for the tags without omitempty).
+func appendTally(b []byte, t *Tally) []byte {
+	for _, c := range t.counters() {
+		b = append(b, ',', '"')
+		b = append(b, c.name...)
+		b = append(b, '"', ':')
+		b = strconv.AppendInt(b, int64(*c.n), 10)
+	}
+	return b
 }
 
 func appendStage(b []byte, s *fidelity.Stage) []byte {

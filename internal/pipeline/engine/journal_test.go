@@ -92,7 +92,7 @@ func TestJournalLineEncodingMatchesEncodingJSON(t *testing.T) {
 			StageIndex: engine.Counts{"a": 9}, NodeRetries: engine.Counts{"a": 0}, ResetGates: true, GoalGates: map[string]engine.Status{odd: engine.StatusFail},
 			ResetContext: true, Context: map[string]any{odd: 1.25, "results": []engine.BranchResult{{ID: "x", Nodes: []string{"x"}}}},
 			ResetHistory: true, History: []fidelity.Stage{{NodeID: odd, Status: "success", Response: odd, Duration: time.Second, Attempts: 2}},
-			Logs: []string{odd}, Usage: engine.Usage{OutputTokens: 5}, Steps: 3, Restarts: 1, StageRoot: "restart-1"},
+			Logs: []string{odd}, Usage: engine.Usage{OutputTokens: 5}, Tally: engine.Tally{Steps: 3, Restarts: 1}, StageRoot: "restart-1"},
 	})
 	for _, l := range lines {
 		checkJournalLine(t, l)

@@ -82,8 +82,7 @@ type run struct {
 	history    []fidelity.Stage
 	logs       []string
 	usage      Usage
-	steps      int
-	restarts   int
+	tally      Tally
 	degrade    bool // the first agent stage after a resume cannot continue a full-fidelity session
 	// cleaned lists the stage directories this resumed run has cleared of
 	// leftover temporary files (nil in a run that was not resumed).
@@ -234,7 +233,7 @@ func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, st jo
 	r.pathFrom = len(r.path)
 	r.history = slices.Clone(cp.History)
 	r.logs = slices.Clone(cp.Logs)
-	r.usage, r.steps, r.restarts = cp.Usage, cp.Steps, cp.Restarts
+	r.usage, r.tally = cp.Usage, cp.Tally
 	r.finished = slices.Clone(cp.Branches)
 	r.degrade = true
 	r.cleaned = map[string]bool{}
@@ -429,10 +428,10 @@ func isTrue(v string) bool {
 func (r *run) takeStep(d *Delta) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.steps >= r.maxSteps {
-		return fmt.Errorf("max_steps (%d) exceeded: the run executed %d steps, which usually means a loop that never exits; raise the graph's max_steps if the run is that long", r.maxSteps, r.steps)
+	if r.tally.Steps >= r.maxSteps {
+		return fmt.Errorf("max_steps (%d) exceeded: the run executed %d steps, which usually means a loop that never exits; raise the graph's max_steps if the run is that long", r.maxSteps, r.tally.Steps)
 	}
-	r.steps++
+	r.tally.Steps++
 	d.Steps++
 	return nil
 }
@@ -507,12 +506,12 @@ func (r *run) restart(rt route) string {
 	}
 	cx := r.initialContext()
 	r.mu.Lock()
-	if r.restarts >= r.maxRestart {
+	if r.tally.Restarts >= r.maxRestart {
 		r.mu.Unlock()
 		return fmt.Sprintf("max_restarts (%d) exceeded at loop_restart edge %s -> %s", r.maxRestart, rt.Edge.From, rt.Edge.To)
 	}
-	r.restarts++
-	n := r.restarts
+	r.tally.Restarts++
+	n := r.tally.Restarts
 	r.stageRoot = fmt.Sprintf("restart-%d", n)
 	r.gates = map[string]Status{}
 	r.history = nil
