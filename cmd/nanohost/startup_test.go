@@ -131,7 +131,7 @@ func TestLeanFrontStartsLikeAGoCLIAndHandsTheRestOver(t *testing.T) {
 		want := runBinary(t, nanohostBin, c.stdin, c.args...)
 		got := runBinary(t, lean, c.stdin, c.args...)
 		if got != want {
-			t.Errorf("nanohost %q: the lean front gave\n%+v\nthe full binary\n%+v", c.args, got, want)
+			t.Errorf("nanohost %q: the lean front gave\n%+v\nthe full binary\n%+v\n(a new top-level command? list it in lean.go's init, its summary a constant in main.go)", c.args, got, want)
 		}
 	}
 
