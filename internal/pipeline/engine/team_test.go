@@ -1,10 +1,13 @@
 package engine_test
 
 import (
+	"context"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/pipeline/persona"
@@ -151,5 +154,37 @@ func TestDestructiveCycleAvoidedOutsideCourt(t *testing.T) {
 				t.Errorf("assignment adversarial = %v", a.Adversarial)
 			}
 		})
+	}
+}
+
+// TestTeamWalkResumesWithTheSameWalkers: who worked the last persona node
+// is journaled with the context, so a run stopped after dig and resumed
+// keeps beta at probe by stickiness, as the uninterrupted run does.
+func TestTeamWalkResumesWithTheSameWalkers(t *testing.T) {
+	cat := teamPersonas()
+	g, src := prepareWith(t, teamDOT, frontend.Options{Personas: cat})
+	root := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := &recorder{}
+	cfg := engine.Config{Backend: steps(nil), Personas: cat, Observers: []engine.Observer{first, &cancelAfter{n: 3, cancel: cancel}},
+		Loader: func(file string, src []byte) (*pipeline.Graph, error) {
+			g, _, err := frontend.Prepare(file, src, frontend.Options{Personas: cat})
+			return g, err
+		}, LogsRoot: root, RunID: "run-team", NoBackoff: true, NoFsync: true, Logger: quietLogger}
+	if res, err := engine.New(cfg).Run(ctx, g, src, filepath.Join(t.TempDir(), "team.dot")); err != nil || !res.Interrupted {
+		t.Fatalf("first run: %+v %v", res, err)
+	}
+	if got := switches(t, first); got["dig"] == nil || got["probe"] != nil {
+		t.Fatalf("the run did not stop after dig: %v", got)
+	}
+	second := &recorder{}
+	cfg.Observers = []engine.Observer{second}
+	res, err := engine.New(cfg).Resume(context.Background(), root)
+	if err != nil || res.Status != "success" {
+		t.Fatalf("resume: %+v %v", res, err)
+	}
+	if a := switches(t, second)["probe"]; a == nil || a.Walker != "beta" || a.Previous != "beta" || a.Rule != team.RuleStickiness {
+		t.Errorf("after the resume probe was assigned %+v, want beta kept by stickiness", a)
 	}
 }

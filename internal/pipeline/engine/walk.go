@@ -62,11 +62,7 @@ func (w *walker) execute(ctx context.Context, node *pipeline.Node, incoming *pip
 		Visit: visit, Incoming: incoming, PrevNode: prev, Branch: w.branch, w: w,
 		Persona: id.persona, Masks: id.masks, Element: element,
 	}
-	current := map[string]any{KeyCurrentNode: node.ID}
-	if id.persona != nil {
-		current[KeyWalker] = id.persona.Name
-	}
-	w.setContext(current)
+	w.setContext(map[string]any{KeyCurrentNode: node.ID})
 	if a := id.assign; a != nil {
 		w.emit(Event{Type: EventWalkerSwitch, NodeID: node.ID, Label: node.Label(), Persona: a.Walker, Switch: a})
 	}
@@ -207,6 +203,12 @@ func (w *walker) record(st *Stage, typ string, out Outcome, attempts int, dur ti
 	updates[KeyPreferredLabel] = out.PreferredLabel
 	if retries > 0 || hadRetries {
 		updates[keyRetryPrefix+id] = retries
+	}
+	if st.Persona != nil {
+		// Who worked the walk's last persona node: set when the visit is
+		// recorded, so a visit interrupted and run again on resume is
+		// assigned as it was the first time.
+		updates[KeyWalker] = st.Persona.Name
 	}
 	w.setContext(updates)
 	if len(out.ContextUpdates) > 0 {
