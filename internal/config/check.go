@@ -90,6 +90,7 @@ func (c *Config) check() []Problem {
 	ps = append(ps, c.checkKubernetes()...)
 	ps = append(ps, c.checkSlack()...)
 	ps = append(ps, c.checkGroups()...)
+	ps = append(ps, c.checkWorkspacesDir()...)
 	ps = append(ps, c.checkSchedules()...)
 	_, maskProblems := c.MaskMounts()
 	ps = append(ps, maskProblems...)
@@ -381,4 +382,21 @@ func (c *Config) checkGroupRepo(field string, g Group) []Problem {
 		ps = append(ps, Problem{field + ".merge", "merge: fast-forward is for groups without a repo (their folder)", "use push: true (and pull_request) for a repo", true})
 	}
 	return ps
+}
+
+// checkWorkspacesDir refuses a workspaces.dir agents could write: the
+// host's repositories must be outside every mounted folder.
+func (c *Config) checkWorkspacesDir() []Problem {
+	d := c.Workspaces.Dir
+	if d == "" {
+		return nil
+	}
+	if !filepath.IsAbs(d) {
+		return []Problem{{"workspaces.dir", fmt.Sprintf("%q is not an absolute path", d), "write the shared directory's absolute path", true}}
+	}
+	groups, err := filepath.Abs(filepath.Join(c.DataDir, "groups"))
+	if err == nil && (d == groups || strings.HasPrefix(d, groups+string(filepath.Separator)) || strings.HasPrefix(groups, d+string(filepath.Separator))) {
+		return []Problem{{"workspaces.dir", fmt.Sprintf("%s overlaps the groups' folders, which agents write", d), "keep it outside data/groups", true}}
+	}
+	return nil
 }

@@ -217,6 +217,11 @@ type Workspaces struct {
 	// Retention is how long a finished run's working tree is kept (its
 	// branch stays until `nanohost runs prune`); default 24h.
 	Retention time.Duration `yaml:"retention"`
+	// Dir holds the groups' repositories and the runs' workspace state
+	// (default <data_dir>/state/workspaces). Replicas sharing a store set
+	// it to a directory they all share (a shared volume), so that the
+	// replica that takes a run over continues its branch.
+	Dir string `yaml:"dir,omitempty"`
 }
 
 // Group is a registered chat with its own folder, agent and memory.

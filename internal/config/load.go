@@ -85,6 +85,7 @@ var envOverrides = map[string]envOverride{
 	"NANOHOST_LEASE_TTL": {"replica.lease_ttl", func(c *Config, v string) error {
 		return setDuration(&c.Replica.LeaseTTL, "NANOHOST_LEASE_TTL", v)
 	}},
+	"NANOHOST_WORKSPACES_DIR": {"workspaces.dir", func(c *Config, v string) error { c.Workspaces.Dir = v; return nil }},
 	"NANOHOST_LOG_LEVEL":      {"log.level", func(c *Config, v string) error { c.Log.Level = v; return nil }},
 	"NANOHOST_LOG_FORMAT":     {"log.format", func(c *Config, v string) error { c.Log.Format = v; return nil }},
 	"NANOHOST_HTTP_LISTEN":    {"http.listen", func(c *Config, v string) error { c.HTTP.Listen = v; return nil }},

@@ -26,8 +26,12 @@ func newWorkspaces(cfg *config.Config, log *slog.Logger) (*workspace.Manager, er
 	if !w.Git {
 		return nil, nil
 	}
+	state := filepath.Join(cfg.DataDir, "state", "workspaces")
+	if w.Dir != "" {
+		state = w.Dir // shared by replicas: a run taken over continues its branch
+	}
 	return workspace.New(workspace.Options{
-		StateDir: filepath.Join(cfg.DataDir, "state", "workspaces"),
+		StateDir: state,
 		TreesDir: filepath.Join(cfg.DataDir, "worktrees"),
 		Author:   workspace.Author{Name: w.AuthorName, Email: w.AuthorEmail},
 		Limits:   workspace.Limits{MaxFileBytes: w.MaxFileBytes, MaxStageBytes: w.MaxStageBytes},

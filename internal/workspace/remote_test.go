@@ -152,3 +152,58 @@ func TestFastForwardIntoTheFolder(t *testing.T) {
 		t.Errorf("the next run's base is %s, want the fast-forwarded %s", three.Base, head)
 	}
 }
+
+// Two hosts share the workspace state (workspaces.dir) but not their
+// trees: the host that opens a run the other worked on continues its
+// branch from its last commit in a tree of its own; the half-work left in
+// the other host's tree is not mixed in.
+func TestAnotherHostContinuesTheRunsBranch(t *testing.T) {
+	ctx := context.Background()
+	shared := filepath.Join(t.TempDir(), "shared")
+	hostA, err := New(Options{StateDir: shared, TreesDir: filepath.Join(t.TempDir(), "a-trees")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostB, err := New(Options{StateDir: shared, TreesDir: filepath.Join(t.TempDir(), "b-trees")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := t.TempDir()
+	writeFile(t, folder, "base.txt", "base\n")
+	src := Source{Name: "team", Folder: folder}
+	onA, err := hostA.Open(ctx, "pipeline-5-eeeeee", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := StageID{Node: "first", Attempt: 1, Execution: 1}
+	onA.Begin(ctx, first)
+	writeFile(t, onA.Dir, "first.txt", "first\n")
+	if _, err := onA.Finish(ctx, first, true); err != nil {
+		t.Fatal(err)
+	}
+	second := StageID{Node: "second", Attempt: 1, Execution: 1}
+	onA.Begin(ctx, second)
+	writeFile(t, onA.Dir, "work.txt", "half\n") // A dies here
+
+	onB, err := hostB.Open(ctx, "pipeline-5-eeeeee", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if onB.Branch != onA.Branch || onB.Base != onA.Base || !strings.Contains(onB.Dir, "b-trees") {
+		t.Fatalf("B's workspace %+v, A's %+v", onB, onA)
+	}
+	if got, _ := os.ReadFile(filepath.Join(onB.Dir, "first.txt")); string(got) != "first\n" {
+		t.Fatalf("B's tree lacks the first stage's commit: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(onB.Dir, "work.txt")); !os.IsNotExist(err) {
+		t.Fatalf("A's half-work is in B's tree: %v", err)
+	}
+	onB.Begin(ctx, second)
+	writeFile(t, onB.Dir, "work.txt", "full\n")
+	if _, err := onB.Finish(ctx, second, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitOut(t, onB.GitDir(), "log", "--format=%s", "refs/nanohost/folder.."+onB.Branch); got != "second: second\nfirst: first\n" {
+		t.Errorf("the branch's commits:\n%s", got)
+	}
+}

@@ -229,20 +229,35 @@ func (m *Manager) reopen(runID, stateDir string, rs runState) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	run := &Run{ID: runID, Branch: rs.Branch, Base: plumbing.NewHash(rs.Base), Dir: rs.Dir, m: m, repo: r, stateDir: stateDir,
-		owner: m.ownerFor(rs.Dir), ref: plumbing.ReferenceName(rs.Ref), remote: rs.Remote, baseBranch: rs.BaseBranch}
-	if ix, err := loadIndex(filepath.Join(stateDir, "index")); err == nil {
+	// The tree is this host's: with the state shared by replicas
+	// (workspaces.dir), the run may have been worked elsewhere until now.
+	dir := rs.Dir
+	if filepath.Dir(rs.Dir) != m.opts.TreesDir {
+		dir = filepath.Join(m.opts.TreesDir, filepath.Base(rs.Dir))
+	}
+	run := &Run{ID: runID, Branch: rs.Branch, Base: plumbing.NewHash(rs.Base), Dir: dir, m: m, repo: r, stateDir: stateDir,
+		owner: m.ownerFor(dir), ref: plumbing.ReferenceName(rs.Ref), remote: rs.Remote, baseBranch: rs.BaseBranch}
+	elsewhere := dir != rs.Dir
+	if ix, err := loadIndex(filepath.Join(stateDir, "index")); err == nil && !elsewhere {
 		run.ix = ix
 	}
 	head, err := run.Head()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(run.Dir); errors.Is(err, os.ErrNotExist) {
-		// a replica without this tree, or a tree removed: check out the head
+	if _, err := os.Stat(run.Dir); elsewhere || errors.Is(err, os.ErrNotExist) {
+		// another replica's run, or a tree removed: check out the head
+		// (the half-work of a stage cut off on the other replica stayed
+		// in its tree there)
 		run.ix = nil
 		if err := run.materialize(head); err != nil {
 			return nil, err
+		}
+		if elsewhere {
+			m.log.Info("continuing a run worked on another host", "run", runID, "branch", run.Branch, "head", head.String()[:12], "was", rs.Dir)
+			if err := run.saveState(rs.Stage); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return run, nil

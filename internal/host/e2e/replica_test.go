@@ -38,6 +38,8 @@ type replicas struct {
 	// (name.dot → source).
 	pipelines map[string]string
 	started   map[string]*replica
+	// env is added to every replica's environment.
+	env []string
 }
 
 // replica is one `nanohost serve` of a replicas set.
@@ -89,6 +91,7 @@ func (rs *replicas) start(id string) *replica {
 	r := &replica{id: id, dir: dir, addr: freeAddr(t)}
 	env := append(os.Environ(), "NANOHOST_STORE_URL="+rs.storeURL, "NANOHOST_REPLICA_ID="+id,
 		"NANOHOST_HTTP_LISTEN="+r.addr, "NANOHOST_LEASE_TTL="+rs.leaseTTL.String(), "NANOHOST_MAX_CONTAINERS=6")
+	env = append(env, rs.env...)
 	r.proc = startServe(t, rs.bin, dir, env, "--config", conf)
 	rs.started[id] = r
 	waitUntil(t, 60*time.Second, "replica "+id+" serves and is connected to Slack", func() bool {

@@ -416,3 +416,62 @@ func failureOf(t *testing.T, e *env, id, node string) string {
 	}
 	return ""
 }
+
+// Two `serve` replicas share PostgreSQL and, as on a shared volume, the
+// workspaces' directory (workspaces.dir: the groups' repositories and the
+// runs' workspace state), each with its own data directory and trees.
+// Replica A is SIGKILLed while a stage has written half its work, after
+// the stage before it was committed; replica B takes the run over and
+// continues the same branch from that commit in a tree of its own: the
+// interrupted stage runs again on a clean tree, no commit is lost or
+// doubled.
+func TestReplicaTakeoverContinuesTheRunsBranch(t *testing.T) {
+	t.Parallel()
+	rs := newReplicas(t, map[string]any{"default": "[outcome:success]"}, nil)
+	shared := filepath.Join(t.TempDir(), "shared-volume", "workspaces")
+	rs.env = []string{"NANOHOST_WORKSPACES_DIR=" + shared}
+	a, b := rs.start("replica-a"), rs.start("replica-b")
+	st := rs.store()
+	ctx := context.Background()
+	dot := `digraph Takeover {
+    start [shape=Mdiamond]
+    first [shape=parallelogram, label="First", tool_command="echo first > first.txt"]
+    write [shape=parallelogram, label="Write", tool_command="echo half >> work.txt && sleep 8 && echo full >> work.txt"]
+    exit  [shape=Msquare]
+    start -> first -> write -> exit
+}`
+	id := a.startOn(t, dot)
+	short := workspace.ShortID(id)
+	waitUntil(t, 90*time.Second, "A has committed first and write has written half its work", func() bool {
+		half, err := os.ReadFile(filepath.Join(a.dir, "data", "worktrees", short, "work.txt"))
+		return err == nil && string(half) == "half\n"
+	})
+	if owners, err := st.LeaseOwners(ctx); err != nil || owners[id] != a.id {
+		t.Fatalf("the run's owner is %q (%v), want %s", owners[id], err, a.id)
+	}
+	a.kill(t)
+	// B might as well be on another machine: A's trees are gone with it
+	if err := os.RemoveAll(filepath.Join(a.dir, "data", "worktrees")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 90*time.Second, "B finishes the run", func() bool {
+		r, err := st.GetRun(ctx, id)
+		return err == nil && r.Status.Finished()
+	})
+	if r, _ := st.GetRun(ctx, id); r.Status != runs.Succeeded {
+		t.Fatalf("the run ended %s (%s); B's log:\n%s", r.Status, r.FailureReason, b.log())
+	}
+	repo, branch := filepath.Join(shared, "repos", "main.git"), workspace.BranchPrefix+short
+	if subjects := git(t, repo, "log", "--format=%s", "refs/nanohost/folder.."+branch); subjects != "write: Write\nfirst: First\n" {
+		t.Errorf("the branch's commits are\n%s\nwant first and write once each", subjects)
+	}
+	if got := git(t, repo, "show", branch+":work.txt"); got != "half\nfull\n" {
+		t.Errorf("write did not run again on a clean tree: work.txt on the branch is %q", got)
+	}
+	if got, err := os.ReadFile(filepath.Join(b.dir, "data", "worktrees", short, "first.txt")); err != nil || string(got) != "first\n" {
+		t.Errorf("B's own tree does not hold the first stage's commit: %q %v", got, err)
+	}
+	if n := countEvents(t, st, id, "StageCompleted", "first"); n != 1 {
+		t.Errorf("first completed %d times, want once", n)
+	}
+}
