@@ -195,6 +195,7 @@ func New(opts Options) (*Host, error) {
 		Policies:         h.endpoints.policies(cfg),
 		Load:             h.frontEnd.load,
 		Identities:       h.frontEnd.identities,
+		FindPipeline:     h.workflows.read,
 		Registry:         opts.Registry,
 		RunsDir:          filepath.Join(cfg.DataDir, "runs"),
 		MaxConcurrent:    cfg.Pipelines.MaxConcurrentRuns,

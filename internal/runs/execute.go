@@ -33,9 +33,13 @@ type executor struct {
 	keeper     *lease.Keeper
 	closeWait  time.Duration
 	observe    func(Run, engine.Event)
-	logger     *slog.Logger // the engines'
-	log        *slog.Logger
-	now        func() time.Time
+	// childStore records sub-pipelines' child runs and their cancels;
+	// findPipeline finds a child named only at run time (nil: none is).
+	childStore   childStore
+	findPipeline FindPipeline
+	logger       *slog.Logger // the engines'
+	log          *slog.Logger
+	now          func() time.Time
 
 	gates   *gates
 	out     *deliveries
@@ -74,6 +78,13 @@ func (ex *executor) launch(run Run, g *pipeline.Graph, askedIn string) {
 	ctx, cancel := context.WithCancelCause(ex.life)
 	ar := &activeRun{id: run.ID, cancel: cancel, done: make(chan struct{})}
 	ex.mu.Lock()
+	if _, running := ex.active[run.ID]; running {
+		// Already executing here (a child its resumed parent asked for
+		// while start-up resumed it too): one execution only.
+		ex.mu.Unlock()
+		cancel(nil)
+		return
+	}
 	ex.active[run.ID] = ar
 	ex.mu.Unlock()
 	ex.wg.Add(1)
@@ -196,6 +207,8 @@ func (ex *executor) runEngine(ctx context.Context, run Run, g *pipeline.Graph, d
 		Personas: personas,
 		Masks:    masks,
 		Accuracy: ex.personaAccuracy(context.WithoutCancel(ctx), run.GroupFolder, run.ID),
+		Children: ex.children(run, slot),
+		Depth:    ex.depth(context.WithoutCancel(ctx), run),
 		LogsRoot: run.LogsRoot,
 		Journal:  ex.journalFor(ctx, d.ar),
 		RunID:    run.ID,
@@ -368,9 +381,16 @@ func (ex *executor) resumeAll(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list unfinished runs: %w", err)
 	}
+	unfinished := make(map[string]bool, len(list))
+	for _, run := range list {
+		unfinished[run.ID] = true
+	}
 	for _, run := range list {
 		if ex.isActive(run.ID) || run.ChatID == TerminalChat {
 			continue // the command line that started it resumes it
+		}
+		if unfinished[run.Parent] {
+			continue // its parent resumes it, when it reaches the node again
 		}
 		if err := ex.resume(run); err != nil {
 			ex.log.Error("resume run", "run", run.ID, "err", err)

@@ -35,6 +35,9 @@ type Config struct {
 	Runtime  Runtime
 	Policies Policies
 	Load     Loader
+	// FindPipeline, when set, finds a group's stored pipeline by name: a
+	// sub-pipeline named only when its stage starts (pipeline="${…}").
+	FindPipeline FindPipeline
 	// Identities, when set, gives each run's engine its group's personas
 	// and masks.
 	Identities Identities
@@ -242,6 +245,7 @@ func New(cfg Config) (*Service, error) {
 	s.exec = &executor{store: cfg.Store, runtime: cfg.Runtime, load: cfg.Load, identities: cfg.Identities, registry: cfg.Registry,
 		leases: cfg.Leases, journals: cfg.Journals, keeper: cfg.Keeper, closeWait: cfg.CloseWait, observe: cfg.Observe,
 		logger: cfg.Logger, log: s.log, now: cfg.Now, gates: s.gates, out: s.out, streams: &s.streams,
+		childStore: cfg.Store, findPipeline: cfg.FindPipeline,
 		slots: make(chan struct{}, cfg.MaxConcurrent), life: s.life, bg: &s.bg, active: map[string]*activeRun{}}
 	s.bg.Go(s.watch)
 	return s, nil

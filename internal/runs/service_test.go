@@ -32,6 +32,8 @@ type fixture struct {
 	st      *store.Store
 	url     string // where st is: a SQLite file, or PostgreSQL (NANOHOST_TEST_STORE=postgres)
 	service *runs.Service
+	// pipelineDirs are where its sub-pipelines are found.
+	pipelineDirs []string
 }
 
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
@@ -75,6 +77,8 @@ type serviceOptions struct {
 	runtime runs.Runtime
 	// maxConcurrent is Config.MaxConcurrent (0: the default).
 	maxConcurrent int
+	// pipelineDirs are where sub-pipelines are found by name.
+	pipelineDirs []string
 }
 
 func newService(t testing.TB, st *store.Store, o serviceOptions) *runs.Service {
@@ -96,7 +100,7 @@ func newService(t testing.TB, st *store.Store, o serviceOptions) *runs.Service {
 		Runtime:  o.runtime,
 		Policies: o.policies,
 		Load: func(_, file string, src []byte, goal string) (*pipeline.Graph, []pipeline.Diagnostic, error) {
-			return frontend.Prepare(file, src, frontend.Options{Goal: goal})
+			return frontend.Prepare(file, src, frontend.Options{Goal: goal, PipelineDirs: o.pipelineDirs})
 		},
 		RunsDir: t.TempDir(), GatePoll: o.poll, Wakeups: o.wakeups, Observe: o.observe, Logger: quiet,
 		Leases: leases, Journals: journals, Replica: o.replica, LeaseTTL: o.leaseTTL,
