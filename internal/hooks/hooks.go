@@ -77,6 +77,14 @@ type Filtered interface {
 	Filtered(ctx context.Context, d Delivery, why string)
 }
 
+// Rate bounds the deliveries a hook takes per minute among every replica
+// sharing a store (the host's: slots held for a minute, on the database's
+// clock). Allow takes one of hook's perMinute slots for the delivery; false
+// when every one is held. Without a Rate, each Handler counts its own.
+type Rate interface {
+	Allow(ctx context.Context, hook, delivery string, perMinute int) (bool, error)
+}
+
 // MaxAge is how old an X-Nanohost-Signature timestamp may be (either way).
 const MaxAge = 5 * time.Minute
 
@@ -84,6 +92,7 @@ const MaxAge = 5 * time.Minute
 type Handler struct {
 	hooks map[string]*hook
 	start Starter
+	rate  Rate
 	now   func() time.Time
 	log   *slog.Logger
 }
@@ -111,6 +120,15 @@ func NewHandler(hooks []Hook, start Starter, now func() time.Time, log *slog.Log
 		}
 		h.hooks[c.Name] = &hook{Hook: c, limit: rate.NewLimiter(rate.Every(time.Minute/time.Duration(c.PerMinute)), c.PerMinute)}
 	}
+	return h
+}
+
+// SharedRate makes every hook's per-minute bound one among the replicas
+// (r), checked once a delivery is verified; each Handler still refuses
+// more than that many attempts a minute of its own before verifying them,
+// so a flood of forged deliveries costs little.
+func (h *Handler) SharedRate(r Rate) *Handler {
+	h.rate = r
 	return h
 }
 
@@ -198,6 +216,17 @@ func (h *Handler) serve(r *http.Request) (answer, *refusal) {
 			return answer{}, refuse(http.StatusUnprocessableEntity, fmt.Sprintf("the payload has no %s (input %s)", path, key), "send it, or change the webhook's inputs mapping")
 		}
 		d.Inputs[key] = v
+	}
+	if h.rate != nil {
+		ok, err := h.rate.Allow(r.Context(), hk.Name, id, hk.PerMinute)
+		if err != nil {
+			return answer{}, &refusal{status: http.StatusServiceUnavailable, Error: "the delivery rate could not be checked: " + err.Error(),
+				Fix: "retry later", retry: time.Second}
+		}
+		if !ok {
+			return answer{}, &refusal{status: http.StatusTooManyRequests, Error: fmt.Sprintf("too many deliveries to %s: at most %d a minute", hk.Name, hk.PerMinute),
+				Fix: "retry later", retry: max(time.Minute/time.Duration(hk.PerMinute), time.Second)}
+		}
 	}
 	res, err := h.start.Start(r.Context(), d)
 	if err != nil {

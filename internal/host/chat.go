@@ -156,6 +156,30 @@ func (r *chatRouter) handle(ctx context.Context, ch channels.Channel, in channel
 // scheduled task's, a webhook's): its reply is posted in the chat itself.
 const promptKeyPrefix = "prompt:"
 
+// isolatedKeyPrefix starts the message key of a scheduled task's isolated
+// prompt (context_mode isolated): "prompt:isolated/<task>/<fire key>". It
+// is stored and answered as every message is — by the replica holding the
+// group, once, its reply posted once even across a replica's death — but
+// in a fresh session of its own (the task's), not the group's conversation.
+const isolatedKeyPrefix = promptKeyPrefix + "isolated/"
+
+// isolatedKey is the prompt key (for prompt) of task's isolated prompt
+// for the fire keyed fire.
+func isolatedKey(task, fire string) string {
+	return strings.TrimPrefix(isolatedKeyPrefix, promptKeyPrefix) + task + "/" + fire
+}
+
+// isolatedTask is the task whose isolated prompt message id is ("": not
+// one).
+func isolatedTask(msgID string) string {
+	rest, ok := strings.CutPrefix(msgID, isolatedKeyPrefix)
+	if !ok {
+		return ""
+	}
+	task, _, _ := strings.Cut(rest, "/")
+	return task
+}
+
 // prompt gives text to group g's agent in its conversation as though
 // user had written it in chat, keyed by key: a prompt given again under
 // the same key (a fire done again after its replica died) is stored once
@@ -370,12 +394,14 @@ func (r *chatRouter) loop(w *chatWorker) {
 }
 
 // byThread splits a batch into runs of consecutive messages of one thread,
-// so each reply goes to the thread its messages came from.
+// so each reply goes to the thread its messages came from; an isolated
+// prompt is a run of its own.
 func byThread(batch []chatItem) [][]chatItem {
 	var out [][]chatItem
 	for _, it := range batch {
 		n := len(out)
-		if n > 0 && replyThread(out[n-1][0].in) == replyThread(it.in) && out[n-1][0].in.Chat == it.in.Chat {
+		if n > 0 && replyThread(out[n-1][0].in) == replyThread(it.in) && out[n-1][0].in.Chat == it.in.Chat &&
+			isolatedTask(it.in.MsgID) == "" && isolatedTask(out[n-1][0].in.MsgID) == "" {
 			out[n-1] = append(out[n-1], it)
 			continue
 		}
@@ -394,7 +420,16 @@ func (r *chatRouter) answer(ctx context.Context, w *chatWorker, items []chatItem
 	for _, it := range items {
 		fmt.Fprintf(&prompt, "%s: %s\n", nonEmpty(it.in.User, "user"), it.in.Text)
 	}
-	reply, err := w.conv.Send(ctx, prompt.String(), r.timeout)
+	conv, task := w.conv, isolatedTask(first.in.MsgID)
+	if task != "" {
+		// A task's isolated prompt: a fresh session of the group's agent,
+		// closed after its answer; the group's session is not touched.
+		conv = r.agents.Conversation(g.Folder+"-"+task, r.env.of(g.Folder), "")
+		defer conv.Close()
+		prompt.Reset()
+		prompt.WriteString(first.in.Text)
+	}
+	reply, err := conv.Send(ctx, prompt.String(), r.timeout)
 	if ctx.Err() != nil {
 		return
 	}
@@ -404,7 +439,7 @@ func (r *chatRouter) answer(ctx context.Context, w *chatWorker, items []chatItem
 		text = "Sorry — the agent could not answer: " + err.Error()
 	} else {
 		text = cleanReply(reply.Text)
-		if reply.SessionID != "" {
+		if reply.SessionID != "" && task == "" {
 			if err := r.store.SetSession(ctx, g.Folder, chatThreadKey, reply.SessionID); err != nil {
 				r.log.Warn("record agent session", "group", g.Folder, "err", err)
 			}

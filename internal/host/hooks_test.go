@@ -196,3 +196,32 @@ func TestWebhookRedeliveryStartsNothing(t *testing.T) {
 		t.Errorf("%d runs after three deliveries of one id, want 1", len(page.Runs))
 	}
 }
+
+// A hook's per-minute bound is one among the replicas sharing the store,
+// on the database's clock: deliveries another replica took this minute
+// count here too, though this replica's own counter has room.
+func TestWebhookRateIsSharedAmongReplicas(t *testing.T) {
+	th := hookHost(t, "", func(c *config.Config) { c.Webhooks[0].PerMinute = 3 })
+	other := hookRate{st: th.store} // another replica's bound, on the same store
+	ctx := context.Background()
+	for _, d := range []string{"elsewhere-1", "elsewhere-2"} {
+		if ok, err := other.Allow(ctx, "push", d, 3); !ok || err != nil {
+			t.Fatalf("the other replica's delivery %s: %v %v", d, ok, err)
+		}
+	}
+	body := pushPayload("refs/heads/main")
+	status, ans := th.deliver(t, "push", body, githubHeaders(body, "here-1"))
+	if status != http.StatusAccepted {
+		t.Fatalf("the third delivery this minute: %d %v, want it taken", status, ans)
+	}
+	status, ans = th.deliver(t, "push", body, githubHeaders(body, "here-2"))
+	if status != http.StatusTooManyRequests || !strings.Contains(ans["error"].(string), "at most 3 a minute") {
+		t.Errorf("the fourth delivery this minute, the second here: %d %v, want 429", status, ans)
+	}
+	if ok, _ := other.Allow(ctx, "push", "elsewhere-3", 3); ok {
+		t.Error("the other replica took a fourth delivery this minute")
+	}
+	if page, _ := th.Runs().List(ctx, runs.Filter{}); len(page.Runs) != 1 {
+		t.Errorf("%d runs, want the one delivery taken here", len(page.Runs))
+	}
+}

@@ -109,6 +109,8 @@ type Host struct {
 	spaces    *workspace.Manager // nil: workspaces.git is off
 	tasks     *tasks
 	scheduler *schedule.Scheduler
+	// hookStarter starts webhook deliveries (nil: no webhooks configured).
+	hookStarter *hookStarter
 
 	// deliveryCtx outlives runs: threads still waiting for a chat that is
 	// down keep trying until the host stops.
@@ -215,6 +217,7 @@ func New(opts Options) (*Host, error) {
 	if err := h.newScheduler(opts); err != nil {
 		return nil, err
 	}
+	h.newHookStarter()
 	h.commands = chatCommands{runs: service, groups: h.groups, workflows: h.workflows, frontEnd: h.frontEnd,
 		tasks: h.tasks, runURL: h.runURL, log: h.log}
 	opts.Metrics.watchRuns(service)
@@ -321,6 +324,9 @@ func (h *Host) Run(ctx context.Context) error {
 		h.log.Error("store the configured schedules", "err", err)
 	}
 	wg.Go(func() { h.scheduler.Run(life) })
+	if h.hookStarter != nil {
+		wg.Go(func() { h.hookStarter.sweepDeliveries(life) })
+	}
 	h.endpoints.run(life, &wg, h.handleInbound)
 	srv, err := h.startHTTP()
 	if err != nil {

@@ -34,12 +34,9 @@ type tasks struct {
 	groups    *groupTable
 	workflows workflows
 	chats     *chatRouter
-	agents    Agents
-	env       agentEnv
 	endpoints *endpoints
 	loc       *time.Location
 	now       func() time.Time
-	timeout   time.Duration
 	log       *slog.Logger
 	// wake tells the scheduler a task changed (nil before it runs).
 	wake func()
@@ -279,36 +276,22 @@ func (ts *tasks) Fire(ctx context.Context, f schedule.Fire) (schedule.Result, er
 		return schedule.Result{}, err
 	}
 	text := runlog.ScheduledPrompt(t.ID, t.Prompt)
-	if t.ContextMode == schedule.Group {
-		target := g
-		if owner, ok := ts.groups.byChatID(t.Chat); ok {
-			target = owner
-		}
-		if _, err := ts.chats.prompt(ctx, target, ch, t.Chat, key, "task:"+t.ID, text); err != nil {
-			return schedule.Result{}, err
-		}
-		return schedule.Result{Text: runlog.PromptGiven}, nil
+	target := g
+	if owner, ok := ts.groups.byChatID(t.Chat); ok {
+		target = owner
 	}
-	return ts.isolated(ctx, g, ch, t, text)
-}
-
-// isolated asks the group's agent in a fresh session, closed after its
-// answer, and posts the answer to the task's chat.
-func (ts *tasks) isolated(ctx context.Context, g store.Group, ch channels.Channel, t schedule.Task, text string) (schedule.Result, error) {
-	conv := ts.agents.Conversation(g.Folder+"-"+t.ID, ts.env.of(g.Folder), "")
-	defer conv.Close()
-	reply, err := conv.Send(ctx, text, ts.timeout)
-	if err != nil {
-		return schedule.Result{}, fmt.Errorf("the agent could not answer: %w", err)
+	if t.ContextMode != schedule.Group {
+		key = isolatedKey(t.ID, key)
 	}
-	answer := cleanReply(reply.Text)
-	if answer == "" {
-		return schedule.Result{Text: "(no answer)"}, nil
+	// Stored as the chat's message keyed by the fire, and answered once by
+	// the replica holding the group, as every message is: a fire done
+	// again after its replica died stores nothing new, and a reply posted
+	// by a replica that died before recording it is found, not posted
+	// again (channels.Message.MayHaveLanded).
+	if _, err := ts.chats.prompt(ctx, target, ch, t.Chat, key, "task:"+t.ID, text); err != nil {
+		return schedule.Result{}, err
 	}
-	if _, err := ch.Post(ctx, t.Chat, "", channels.Message{Text: answer}); err != nil {
-		return schedule.Result{}, fmt.Errorf("post the answer: %w", err)
-	}
-	return schedule.Result{Text: answer}, nil
+	return schedule.Result{Text: runlog.PromptGiven}, nil
 }
 
 // newScheduler makes the host's tasks and their scheduler.
@@ -318,8 +301,8 @@ func (h *Host) newScheduler(opts Options) error {
 		return err
 	}
 	h.tasks = &tasks{
-		store: h.store, runs: h.runs, groups: h.groups, workflows: h.workflows, chats: h.chats, agents: opts.Agents,
-		env: h.env, endpoints: h.endpoints, loc: loc, now: opts.Now, timeout: h.cfg.Runtime.NodeTimeout,
+		store: h.store, runs: h.runs, groups: h.groups, workflows: h.workflows, chats: h.chats,
+		endpoints: h.endpoints, loc: loc, now: opts.Now,
 		log: h.log.With("component", "schedule"),
 	}
 	sched, err := schedule.New(schedule.Config{

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/dot"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
 	"nanohost/internal/web"
@@ -95,6 +96,11 @@ func (x webRuns) StoredPipelines(_ context.Context, group string) ([]web.StoredP
 		p := web.StoredPipeline{Name: name}
 		if path, err := x.workflows.find(g.Folder, name); err == nil {
 			p.From = x.workflows.origin(g.Folder, path)
+		}
+		if file, src, err := x.workflows.read(g.Folder, name); err == nil {
+			if graph, err := dot.Parse(file, src); err == nil {
+				p.Inputs = runs.RequiredInputs(graph)
+			}
 		}
 		out = append(out, p)
 	}

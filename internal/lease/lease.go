@@ -46,6 +46,11 @@ const (
 	// Hook: the replica starting what a webhook delivery asks (key:
 	// hook/delivery id).
 	Hook Kind = "hook"
+	// HookRate: one of a webhook's per-minute slots (key: hook#slot),
+	// held for a minute by the delivery that took it (its owner is the
+	// delivery, not a replica) and never renewed: a hook takes as many
+	// deliveries a minute as it has slots, among every replica.
+	HookRate Kind = "hook-rate"
 )
 
 // ID names one lease.

@@ -122,8 +122,19 @@ func (s *Scheduler) sleep(ctx context.Context) time.Duration {
 		return s.cfg.Poll
 	}
 	d := next.Sub(s.cfg.Now())
+	if d <= 0 {
+		// Still due: being fired (here, or by another replica that may
+		// die holding its claim). Look again soon, not in a busy loop.
+		return min(stillDue, s.cfg.Poll)
+	}
 	return min(max(d, 10*time.Millisecond), s.cfg.Poll)
 }
+
+// stillDue is how soon the scheduler looks again while the earliest task
+// is due still: a fire in progress takes as long as its agent or its
+// run's start, and one claimed by a replica that died waits for its
+// lease to expire.
+const stillDue = time.Second
 
 // dueBatch bounds the tasks read per look; more are read on the next.
 const dueBatch = 200

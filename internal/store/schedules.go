@@ -279,6 +279,21 @@ type HookDelivery struct {
 	Status string `json:"status"`
 	RunID  string `json:"run_id,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Inputs are the run inputs read from its payload (kept so another
+	// replica can finish a delivery left starting).
+	Inputs map[string]string `json:"inputs,omitempty"`
+}
+
+const deliveryColumns = `hook, delivery_id, received_at, status, run_id, reason, inputs`
+
+func scanDelivery(row rowScanner) (HookDelivery, error) {
+	var d HookDelivery
+	var inputs string
+	err := row.Scan(&d.Hook, &d.ID, timeCol{&d.Received}, &d.Status, &d.RunID, &d.Reason, &inputs)
+	if err == nil && inputs != "" {
+		err = json.Unmarshal([]byte(inputs), &d.Inputs)
+	}
+	return d, err
 }
 
 // BeginDelivery records delivery (hook, id) as starting with runID, unless
@@ -288,17 +303,17 @@ func (s *Store) BeginDelivery(ctx context.Context, d HookDelivery) (HookDelivery
 	var stored HookDelivery
 	var fresh bool
 	err := s.write(ctx, func(tx *txn) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO hook_deliveries (hook, delivery_id, received_at, status, run_id, reason)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (hook, delivery_id) DO NOTHING`,
-			d.Hook, d.ID, encTime(d.Received), d.Status, d.RunID, d.Reason)
+		res, err := tx.ExecContext(ctx, `INSERT INTO hook_deliveries (`+deliveryColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (hook, delivery_id) DO NOTHING`,
+			d.Hook, d.ID, encTime(d.Received), d.Status, d.RunID, d.Reason, encMap(d.Inputs))
 		if err != nil {
 			return err
 		}
 		n, _ := res.RowsAffected()
 		fresh = n == 1
-		return tx.QueryRowContext(ctx, `SELECT hook, delivery_id, received_at, status, run_id, reason FROM hook_deliveries
-			WHERE hook = ? AND delivery_id = ?`, d.Hook, d.ID).Scan(&stored.Hook, &stored.ID, timeCol{&stored.Received},
-			&stored.Status, &stored.RunID, &stored.Reason)
+		stored, err = scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM hook_deliveries
+			WHERE hook = ? AND delivery_id = ?`, d.Hook, d.ID))
+		return err
 	})
 	if err != nil {
 		return HookDelivery{}, false, fmt.Errorf("record delivery %s/%s: %w", d.Hook, d.ID, err)
@@ -317,16 +332,27 @@ func (s *Store) FinishDelivery(ctx context.Context, hook, id, status, reason str
 
 // HookDeliveries lists the latest deliveries, newest first.
 func (s *Store) HookDeliveries(ctx context.Context, limit int) ([]HookDelivery, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT hook, delivery_id, received_at, status, run_id, reason
-		FROM hook_deliveries ORDER BY received_at DESC LIMIT ?`, s.limit(limit))
+	return s.queryDeliveries(ctx, `SELECT `+deliveryColumns+` FROM hook_deliveries ORDER BY received_at DESC LIMIT ?`, s.limit(limit))
+}
+
+// StartingDeliveries lists the deliveries recorded as starting and not
+// marked started or failed since, oldest first: being started now, or
+// left so by a replica that died (their lease of kind hook tells which).
+func (s *Store) StartingDeliveries(ctx context.Context, limit int) ([]HookDelivery, error) {
+	return s.queryDeliveries(ctx, `SELECT `+deliveryColumns+` FROM hook_deliveries WHERE status = 'starting'
+		ORDER BY received_at LIMIT ?`, s.limit(limit))
+}
+
+func (s *Store) queryDeliveries(ctx context.Context, q string, args ...any) ([]HookDelivery, error) {
+	rows, err := s.reader.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
 	defer rows.Close()
 	var out []HookDelivery
 	for rows.Next() {
-		var d HookDelivery
-		if err := rows.Scan(&d.Hook, &d.ID, timeCol{&d.Received}, &d.Status, &d.RunID, &d.Reason); err != nil {
+		d, err := scanDelivery(rows)
+		if err != nil {
 			return nil, fmt.Errorf("list deliveries: %w", err)
 		}
 		out = append(out, d)

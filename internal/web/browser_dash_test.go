@@ -3,6 +3,8 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -480,4 +482,63 @@ func TestBrowserHighlightsRunsWaitingForYouAndNamesWhoStartedThem(t *testing.T) 
 	if by != runlog.Starter(run.StartedBy) || strings.Contains(by, ":") || by == "" {
 		t.Errorf("Started by reads %q for %q; want it in words", by, run.StartedBy)
 	}
+}
+
+// A pipeline that declares its inputs (graph [inputs="repo,ref"]) is asked
+// for each in a field of its own when it is picked in the start form (or
+// pasted): left empty, the form names the one missing; filled, the run
+// starts with them as input.<key>.
+func TestBrowserAsksForEachDeclaredInput(t *testing.T) {
+	chromium := findChromium(t)
+	hf := newLibraryHost(t, &script.Script{})
+	f := hf.fixture
+	deploy := strings.Replace(linearDOT, `graph [goal="ship the feature"]`, `graph [goal="ship the feature", inputs="repo,ref"]`, 1)
+	if err := os.WriteFile(filepath.Join(hf.host.GroupDir("main"), "deploy.dot"), []byte(deploy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := newBrowser(t, chromium)
+	shots := artifactDir(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/"), chromedp.WaitVisible(chromedp.CSS(`#start-stored`))); err != nil {
+		t.Fatal(err)
+	}
+	fields := func() string {
+		return evalJS[string](t, ctx, `[...document.querySelectorAll('#start-input-fields input')].map(i => i.dataset.input).join(',')`)
+	}
+	pick(t, ctx, "nightly")
+	if got := fields(); got != "" {
+		t.Errorf("a pipeline without declared inputs asks for %q", got)
+	}
+	pick(t, ctx, "deploy")
+	if got := fields(); got != "repo,ref" {
+		t.Fatalf("the deploy pipeline's fields = %q, want repo,ref", got)
+	}
+	evalJS[bool](t, ctx, `(i => { i.value = 'acme/shop'; return true })(document.querySelector('#start-input-fields input[data-input=repo]'))`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#start-form button[type=submit]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the form names the missing input", `document.querySelector('#start-result').textContent.includes('needs input ref')`)
+	if page, _ := hf.host.Runs().List(context.Background(), runs.Filter{}); len(page.Runs) != 0 {
+		t.Errorf("a run started without its input: %+v", page.Runs)
+	}
+	evalJS[bool](t, ctx, `(i => { i.value = 'main'; return true })(document.querySelector('#start-input-fields input[data-input=ref]'))`)
+	f.screenshot(ctx, t, shots, "start-inputs-desktop")
+	phone(t, ctx)
+	assertFitsWidth(t, ctx, "start form with input fields")
+	f.screenshot(ctx, t, shots, "start-inputs-phone")
+	desktop(t, ctx)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#start-form button[type=submit]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the started run", `document.querySelector('#start-result a') !== null`)
+	id := evalJS[string](t, ctx, `document.querySelector('#start-result a').textContent`)
+	run := f.waitStatus(id, runs.Succeeded)
+	if run.Inputs["repo"] != "acme/shop" || run.Inputs["ref"] != "main" {
+		t.Errorf("the run's inputs = %v", run.Inputs)
+	}
+
+	// A pasted pipeline's declared inputs get fields too.
+	pick(t, ctx, "")
+	evalJS[bool](t, ctx, fmt.Sprintf(`(d => { d.value = %q; d.dispatchEvent(new Event('input')); return true })(document.querySelector('#start-form textarea[name=dot]'))`,
+		strings.Replace(deploy, `inputs="repo,ref"`, `inputs="env"`, 1)))
+	waitJS(t, ctx, "a field for the pasted pipeline's input", `[...document.querySelectorAll('#start-input-fields input')].map(i => i.dataset.input).join(',') === 'env'`)
 }

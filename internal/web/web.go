@@ -81,6 +81,9 @@ type StoredPipeline struct {
 	// From says where it was found: the group's workspace, a configured
 	// pipelines directory, the bundled examples.
 	From string `json:"from,omitempty"`
+	// Inputs are the inputs it declares it needs (graph [inputs="repo,ref"]):
+	// the start form asks for each in a field of its own.
+	Inputs []string `json:"inputs,omitempty"`
 }
 
 // StartRequest is POST /pipelines: a pipeline's DOT, or the name of a

@@ -235,8 +235,44 @@
     // A stored pipeline is run by name: the DOT box is not needed then.
     var stored = form.elements.pipeline;
     function storedChosen() { return stored && stored.value !== ''; }
+    // The inputs the pipeline declares (graph [inputs="repo,ref"]) get a
+    // field each: a stored pipeline's are listed with it, a pasted one's
+    // are read from its text.
+    var inputBox = $('#start-input-fields');
+    function declaredInputs() {
+      var text = '';
+      if (storedChosen()) {
+        text = stored.options[stored.selectedIndex].dataset.inputs || '';
+      } else {
+        var m = /\binputs\s*=\s*"([^"]*)"/.exec(dot.value);
+        text = m ? m[1] : '';
+      }
+      var seen = {};
+      return text.split(/[\s,]+/).filter(function (k) {
+        if (!k || seen[k]) return false;
+        seen[k] = true;
+        return true;
+      });
+    }
+    function syncInputs() {
+      var keys = declaredInputs(), had = {};
+      inputBox.querySelectorAll('input[data-input]').forEach(function (f) { had[f.dataset.input] = f.value; });
+      if (keys.join(',') === Object.keys(had).join(',')) return;
+      inputBox.replaceChildren();
+      keys.forEach(function (k) {
+        var f = el('input', { type: 'text', name: 'input.' + k, 'data-input': k, required: '', autocomplete: 'off', spellcheck: 'false' });
+        f.value = had[k] || '';
+        var label = el('label', {}, k + ' ');
+        label.appendChild(el('small', {}, '(needed: input.' + k + ')'));
+        label.appendChild(f);
+        inputBox.appendChild(label);
+      });
+      inputBox.hidden = keys.length === 0;
+    }
+    var inputTimer = null;
+    dot.addEventListener('input', function () { clearTimeout(inputTimer); inputTimer = setTimeout(syncInputs, 300); });
     if (stored) {
-      var syncStored = function () { $('#start-dot-box').hidden = storedChosen(); };
+      var syncStored = function () { $('#start-dot-box').hidden = storedChosen(); syncInputs(); };
       stored.addEventListener('change', syncStored);
       syncStored();
     }
@@ -244,7 +280,7 @@
     form.elements.file.addEventListener('change', function () {
       var f = form.elements.file.files[0];
       if (!f) return;
-      f.text().then(function (text) { dot.value = text; }, function (err) {
+      f.text().then(function (text) { dot.value = text; syncInputs(); }, function (err) {
         showResult('error', 'Could not read ' + f.name + ': ' + err.message);
       });
     });
@@ -331,6 +367,18 @@
       if (bad) {
         showResult('error', 'Each input is a line key=value; this one is not: ' + bad);
         inputs.focus();
+        return;
+      }
+      var missing = null;
+      inputBox.querySelectorAll('input[data-input]').forEach(function (f) {
+        var v = f.value.trim();
+        if (!v) { missing = missing || f; return; }
+        body.inputs = body.inputs || {};
+        body.inputs[f.dataset.input] = v;
+      });
+      if (missing) {
+        showResult('error', 'The pipeline needs input ' + missing.dataset.input + ': fill it in.');
+        missing.focus();
         return;
       }
       var submit = form.querySelector('button[type=submit]');
