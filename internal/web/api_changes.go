@@ -14,6 +14,7 @@ import (
 	"nanohost/internal/changes"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
+	"nanohost/internal/workspace"
 )
 
 // What stages changed in the workspace (internal/changes): a node's latest
@@ -42,6 +43,38 @@ type changeSetJSON struct {
 	Truncated bool              `json:"truncated,omitempty"`
 	Files     []fileChangeJSON  `json:"files"`
 	Raw       map[string]string `json:"raw"`
+	// Branch is the run's git branch (scope run, git workspaces).
+	Branch *branchJSON `json:"branch,omitempty"`
+}
+
+// branchJSON is a run's branch as the dashboard shows it: where it
+// started, how far it went, and what became of it.
+type branchJSON struct {
+	Name       string              `json:"name"`
+	Base       string              `json:"base"`
+	BaseBranch string              `json:"base_branch,omitempty"`
+	Head       string              `json:"head"`
+	Commits    int                 `json:"commits"`
+	Summary    engine.ChangeCounts `json:"summary"`
+	Pushed     string              `json:"pushed,omitempty"`
+	// PullRequest is the pull request's page; FastForwarded: the group's
+	// folder holds the result.
+	PullRequest   string   `json:"pull_request,omitempty"`
+	FastForwarded bool     `json:"fast_forwarded,omitempty"`
+	Problems      []string `json:"problems,omitempty"`
+}
+
+// branchOf reads the run's branch summary from its logs root, if any.
+func branchOf(root *os.Root) *branchJSON {
+	ws, err := workspace.ReadSummary(root.FS())
+	if err != nil {
+		return nil
+	}
+	b := &branchJSON{Name: ws.Branch, Base: ws.Base, BaseBranch: ws.BaseBranch, Head: ws.Head, Commits: ws.Commits, Summary: ws.ChangeCounts}
+	if d := ws.Delivery; d != nil {
+		b.Pushed, b.PullRequest, b.FastForwarded, b.Problems = d.Pushed, d.PullRequest, d.FastForwarded, d.Problems
+	}
+	return b
 }
 
 type fileChangeJSON struct {
@@ -133,6 +166,9 @@ func (s *Server) serveChangeSet(w http.ResponseWriter, r *http.Request, run runs
 	}
 	if out.Scope == "node" && out.Visit == 0 {
 		out.Visit = set.Visit
+	}
+	if out.Scope == "run" {
+		out.Branch = branchOf(root)
 	}
 	out.Summary = changes.Summary(set.Changes)
 	hl := &highlighter{budget: maxHighlight}

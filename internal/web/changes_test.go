@@ -18,6 +18,7 @@ import (
 	"nanohost/internal/host"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
+	"nanohost/internal/workspace"
 )
 
 // fileAgents is an agent backend whose stages edit the group's workspace,
@@ -154,7 +155,12 @@ type changeSetBody struct {
 			} `json:"lines"`
 		} `json:"hunks"`
 	} `json:"files"`
-	Raw map[string]string `json:"raw"`
+	Raw    map[string]string `json:"raw"`
+	Branch *struct {
+		Name    string `json:"name"`
+		Base    string `json:"base"`
+		Commits int    `json:"commits"`
+	} `json:"branch"`
 }
 
 func (b changeSetBody) paths() []string {
@@ -226,6 +232,9 @@ func TestChangesAPI(t *testing.T) {
 	run := decode[changeSetBody](t, f.do("GET", "/pipelines/"+id+"/changes", ""), 200)
 	if run.Scope != "run" || run.Summary.Files != 4 {
 		t.Errorf("run changes = %+v", run)
+	}
+	if b := run.Branch; b == nil || b.Name != workspace.BranchPrefix+workspace.ShortID(id) || b.Commits != 1 || len(b.Base) != 40 {
+		t.Errorf("the run's branch on the dashboard: %+v", b)
 	}
 	if list := decode[[]map[string]any](t, f.do("GET", "/pipelines/"+id+"/changes/changes.json", ""), 200); len(list) != 4 {
 		t.Errorf("run changes.json has %d entries", len(list))

@@ -643,6 +643,7 @@
       getJSON(base + '/changes' + (full ? '' : '?diff=0')).then(function (set) {
         $('#changes').hidden = false;
         $('#run-changes-summary').textContent = '\u00b7 ' + changesSummary(set.summary);
+        showBranch(set.branch);
         if (!full) return;
         renderChanges($('#run-changes-body'), set);
         if (scrollToChanges) {
@@ -650,6 +651,25 @@
           $('#changes').scrollIntoView();
         }
       }).catch(function () {});
+    }
+    // The run's git branch: its base, its commits, and what became of it.
+    function showBranch(b) {
+      var p = $('#run-branch');
+      if (!b) return;
+      p.textContent = '';
+      p.appendChild(document.createTextNode('Branch '));
+      p.appendChild(el('code', {}, b.name));
+      p.appendChild(document.createTextNode(' \u2014 ' + b.commits + ' commit(s) since ' + b.base.slice(0, 12) +
+        (b.base_branch ? ' (' + b.base_branch + ')' : '')));
+      if (b.pull_request && /^https?:\/\//.test(b.pull_request)) {
+        p.appendChild(document.createTextNode(' \u00b7 '));
+        p.appendChild(el('a', { href: b.pull_request, rel: 'noopener noreferrer' }, 'pull request'));
+      } else if (b.pushed) {
+        p.appendChild(document.createTextNode(' \u00b7 pushed'));
+      }
+      if (b.fast_forwarded) p.appendChild(document.createTextNode(' \u00b7 now in the group\u2019s folder'));
+      (b.problems || []).forEach(function (msg) { p.appendChild(document.createTextNode(' \u00b7 not done: ' + msg)); });
+      p.hidden = false;
     }
     runChanges.addEventListener('toggle', function () { if (runChanges.open) refreshRunChanges(); });
     if (scrollToChanges) runChanges.open = true; // its toggle loads it
