@@ -300,3 +300,26 @@ func cliWord(s runs.State) string {
 	_, word, _ := strings.Cut(runlog.StateWord(s), " ")
 	return word
 }
+
+// A sub-pipeline's child run and its parent link to each other on their
+// pages.
+func TestRunPagesLinkAParentAndItsChildRuns(t *testing.T) {
+	f := newFixture(t, fixtureOpts{noRuns: true})
+	ctx := context.Background()
+	for _, r := range []runs.Run{
+		{ID: "pipeline-1-aaaaaa", GroupFolder: "main", ChatID: "C1", SourceDOT: linearDOT},
+		{ID: "pipeline-2-bbbbbb", GroupFolder: "main", ChatID: "C1", SourceDOT: linearDOT, Parent: "pipeline-1-aaaaaa", ParentNode: "triage"},
+	} {
+		if err := f.st.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent := f.get("/runs/pipeline-1-aaaaaa", "Accept", "text/html")
+	if !strings.Contains(parent, `<a href="/runs/pipeline-2-bbbbbb">pipeline-2-bbbbbb</a> (triage,`) || strings.Contains(parent, `id="run-parent"`) {
+		t.Error("the parent's page does not link its child run")
+	}
+	child := f.get("/runs/pipeline-2-bbbbbb", "Accept", "text/html")
+	if !strings.Contains(child, `<dd id="run-parent"><a href="/runs/pipeline-1-aaaaaa">pipeline-1-aaaaaa</a> (node triage)</dd>`) || strings.Contains(child, `id="run-children"`) {
+		t.Error("the child's page does not link its parent run")
+	}
+}

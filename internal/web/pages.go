@@ -280,6 +280,12 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, "read gates", err)
 		return
 	}
+	// A sub-pipeline's child links to its parent, a parent to its children.
+	children, err := s.opts.Store.ListRuns(ctx, runs.Filter{Parent: run.ID, Limit: 100})
+	if err != nil {
+		s.internalError(w, "read child runs", err)
+		return
+	}
 	data := struct {
 		pageBase
 		Detail       runDetail
@@ -292,7 +298,8 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		Questions    []questionView
 		Events       []logLine
 		Truncated    bool
-	}{pageBase: s.base(r, run.ID), Detail: detail, DurationText: durationText(run.Duration(s.opts.Now())),
+		Children     []runs.Run
+	}{Children: children.Runs, pageBase: s.base(r, run.ID), Detail: detail, DurationText: durationText(run.Duration(s.opts.Now())),
 		CostText: costText(detail.Usage), StartedBy: runlog.Starter(run.StartedBy), Truncated: from > 0, Timeline: timeline(v, s.opts.Now()), Stops: v.Stops}
 	data.Run = &run
 	data.LastSeq = v.LastSeq
