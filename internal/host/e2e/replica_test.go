@@ -40,6 +40,9 @@ type replicas struct {
 	started   map[string]*replica
 	// env is added to every replica's environment.
 	env []string
+	// extra is appended to every replica's nanohost.yaml (schedules:,
+	// webhooks:, …).
+	extra string
 }
 
 // replica is one `nanohost serve` of a replicas set.
@@ -88,6 +91,16 @@ func (rs *replicas) start(id string) *replica {
 		}
 	}
 	conf := slackServeConfig(t, dir, rs.fake, rs.script)
+	if rs.extra != "" {
+		f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.WriteString(rs.extra)
+			f.Close()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	r := &replica{id: id, dir: dir, addr: freeAddr(t)}
 	env := append(os.Environ(), "NANOHOST_STORE_URL="+rs.storeURL, "NANOHOST_REPLICA_ID="+id,
 		"NANOHOST_HTTP_LISTEN="+r.addr, "NANOHOST_LEASE_TTL="+rs.leaseTTL.String(), "NANOHOST_MAX_CONTAINERS=6")
