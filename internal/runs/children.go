@@ -106,8 +106,13 @@ func (ex *executor) startChild(ctx context.Context, parent Run, id string, req e
 	if taken, err := ex.takeLease(ctx, id); err != nil || !taken {
 		return run, err // a replica's scan starts it; the parent waits for it all the same
 	}
-	// The parent's thread points to the child's own.
-	ex.launch(run, g, parent.ThreadTS)
+	// The parent's thread (as recorded now: its root may have been posted
+	// since the parent started) points to the child's own.
+	thread := parent.ThreadTS
+	if fresh, err := ex.store.GetRun(ctx, parent.ID); err == nil {
+		thread = fresh.ThreadTS
+	}
+	ex.launch(run, g, thread)
 	return run, nil
 }
 
