@@ -28,6 +28,7 @@ type reply struct {
 	text      string
 	sessionID string
 	usage     protocol.Usage
+	hooks     []protocol.HookRun // the tool hooks that ran (claude)
 }
 
 // transientError marks a failure that a retry may fix.

@@ -60,7 +60,21 @@ func (a *claudeAgent) args(req protocol.Request) []string {
 }
 
 func (a *claudeAgent) Answer(ctx context.Context, c call) (reply, error) {
-	cmd := exec.CommandContext(ctx, a.bin, a.args(c.req)...)
+	hooks, err := prepareHooks(c.req.ToolHooks)
+	if err != nil {
+		return reply{sessionID: c.req.SessionID}, err
+	}
+	rep, err := a.answer(ctx, c, hooks)
+	rep.hooks = hooks.runs()
+	return rep, err
+}
+
+func (a *claudeAgent) answer(ctx context.Context, c call, hooks *hookSet) (reply, error) {
+	args := a.args(c.req)
+	if hooks != nil {
+		args = append(args, "--settings", hooks.settings)
+	}
+	cmd := exec.CommandContext(ctx, a.bin, args...)
 	cmd.Stdin = strings.NewReader(c.req.Prompt)
 	cmd.Dir, cmd.Env = c.workdir, c.env
 	stdout := &capBuffer{max: maxAgentStdout}

@@ -51,6 +51,8 @@ func runMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	case "ipc":
 		return runIPC(args, stdin, stdout, stderr)
+	case "hook":
+		return hookMain(args, stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, "usage: nanoagent [run] [flags] | nanoagent version   (see docs/agent-protocol.md)")
 		return 0

@@ -199,7 +199,7 @@ func (r *runner) call(ctx context.Context, req protocol.Request) protocol.Result
 
 	rep, err := r.agent.Answer(ctx, c)
 	res := protocol.Result{DispatchID: req.DispatchID, Status: protocol.StatusSuccess,
-		SessionID: rep.sessionID, Usage: rep.usage}
+		SessionID: rep.sessionID, Usage: rep.usage, Hooks: rep.hooks}
 	res.Result, res.Truncated = truncate(rep.text, r.opts.maxResultBytes)
 	if err != nil {
 		res.Status, res.Error = protocol.StatusError, err.Error()

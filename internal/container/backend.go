@@ -192,6 +192,9 @@ func (b *Backend) runAgent(ctx context.Context, req engine.Request) (engine.Resu
 		Model:     req.Model, Provider: req.Provider, ReasoningEffort: req.ReasoningEffort,
 		Workdir: req.Workdir,
 	}
+	if h := req.ToolHooks; h.Pre != "" || h.Post != "" {
+		preq.ToolHooks = &protocol.ToolHooks{Pre: h.Pre, Post: h.Post}
+	}
 	if req.Fidelity == "full" && !req.Isolated {
 		return b.runInThread(ctx, req, preq)
 	}
@@ -380,6 +383,13 @@ func (b *Backend) toResult(req engine.Request, s *session, res protocol.Result) 
 	if res.Truncated {
 		b.log.Warn("agent result was truncated by the runner", "node", req.NodeID)
 	}
+	for i, h := range res.Hooks {
+		if i == protocol.MaxHookRuns {
+			break
+		}
+		out.Hooks = append(out.Hooks, engine.HookRun{Phase: h.Phase, Tool: h.Tool, ExitCode: h.ExitCode, Blocked: h.Blocked,
+			Output: b.redact.String(clipHook(h.Output))})
+	}
 	if s.meter != nil {
 		// The gateway's numbers, not what the agent says it spent.
 		var refusal string
@@ -538,3 +548,11 @@ func nonEmpty(s, def string) string {
 }
 
 var _ engine.Backend = (*Backend)(nil)
+
+// clipHook bounds a hook's output as the runner should have.
+func clipHook(s string) string {
+	if len(s) <= protocol.MaxHookOutput {
+		return s
+	}
+	return s[:protocol.MaxHookOutput] + "…"
+}

@@ -40,6 +40,10 @@ func Level(e engine.Event) runs.Verbosity {
 		engine.EventChildStarted, engine.EventSteered,
 		engine.EventInterviewStarted, engine.EventInterviewCompleted, engine.EventInterviewTimeout, engine.EventWarning:
 		return runs.VerbosityStandard
+	case engine.EventToolHook:
+		if blocked, _ := e.Data["blocked"].(bool); blocked {
+			return runs.VerbosityStandard // a tool call the hook refused
+		}
 	case engine.EventDecision:
 		if e.Decision != nil && routingRules[e.Decision.Rule] {
 			return runs.VerbosityStandard
@@ -101,6 +105,8 @@ func Line(e engine.Event) string {
 		return "  ! " + e.Message
 	case engine.EventAgentResponse:
 		return "    │ " + truncate(firstLine(e.Message), 200)
+	case engine.EventToolHook:
+		return hookLine(e, branch)
 	case engine.EventContextUpdated:
 		return "    context: " + strings.Join(dataStrings(e.Data, "keys"), ", ")
 	case engine.EventWorkspaceChanged:
@@ -433,4 +439,30 @@ func childID(id string) string {
 		return Visible(short)
 	}
 	return Visible(id)
+}
+
+// hookLine tells one run of a tool hook: which phase, around which tool,
+// how it ended, and the first line of what it said.
+func hookLine(e engine.Event, branch string) string {
+	phase, tool := dataString(e.Data, "phase"), dataString(e.Data, "tool")
+	what := fmt.Sprintf("%s-hook", phase)
+	if tool != "" {
+		what += " of " + Visible(tool)
+	}
+	code := ""
+	if c, ok := e.Data["exit_code"]; ok {
+		code = fmt.Sprint(c)
+	}
+	end := "passed"
+	switch blocked, _ := e.Data["blocked"].(bool); {
+	case blocked:
+		end = "exited " + code + " and blocked the call"
+	case code != "0" && code != "":
+		end = "exited " + code
+	}
+	line := fmt.Sprintf("    ⚓ %s %s%s", what, end, branch)
+	if out := firstLine(e.Message); out != "" {
+		line += ": " + truncate(Visible(out), 200)
+	}
+	return line
 }

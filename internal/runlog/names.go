@@ -37,6 +37,7 @@ var eventNames = map[engine.EventType]string{
 	engine.EventStageOutput:             "output returned",
 	engine.EventChildStarted:            "child run started",
 	engine.EventSteered:                 "steered",
+	engine.EventToolHook:                "tool hook",
 }
 
 // EventName is the kind of an event in words ("stage started"); a type

@@ -83,6 +83,9 @@ type Request struct {
 	// in ("" for the workspace): a manager loop's stack.child_workdir. The
 	// runner refuses one that leaves the workspace.
 	Workdir string `json:"workdir,omitempty"`
+	// ToolHooks are shell commands the agent runs around each of its tool
+	// calls (tool_hooks.pre/post, spec §9.7), when it has hooks (Claude Code).
+	ToolHooks *ToolHooks `json:"tool_hooks,omitempty"`
 	// SessionID asks the agent to resume that conversation.
 	SessionID string `json:"session_id,omitempty"`
 	// Once makes the runner exit after answering this request (a fresh,
@@ -139,7 +142,32 @@ type Result struct {
 	// OutcomeError says why the runner could not read one that is there.
 	OutcomeFile  []byte `json:"outcome_file,omitempty"`
 	OutcomeError string `json:"outcome_error,omitempty"`
+	// Hooks are the tool hooks that ran during the dispatch, in order
+	// (at most MaxHookRuns; Output bounded to MaxHookOutput).
+	Hooks []HookRun `json:"hooks,omitempty"`
 }
+
+// ToolHooks are the commands run before and after each tool call.
+type ToolHooks struct {
+	Pre  string `json:"pre,omitempty"`
+	Post string `json:"post,omitempty"`
+}
+
+// HookRun is one run of a tool hook.
+type HookRun struct {
+	Phase    string `json:"phase"` // pre or post
+	Tool     string `json:"tool,omitempty"`
+	ExitCode int    `json:"exit_code"`
+	// Blocked says a pre-hook's failure skipped the tool call.
+	Blocked bool   `json:"blocked,omitempty"`
+	Output  string `json:"output,omitempty"`
+}
+
+// Bounds on what a dispatch reports of its tool hooks.
+const (
+	MaxHookRuns   = 200
+	MaxHookOutput = 2048
+)
 
 // NewNonce returns a fresh random nonce (128 bits, hex).
 func NewNonce() string {

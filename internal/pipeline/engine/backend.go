@@ -76,6 +76,10 @@ type Request struct {
 
 	// ToolCommand is the node's tool_command (Kind == KindTool).
 	ToolCommand string
+	// ToolHooks are tool_hooks.pre/post (the node's, else the graph's):
+	// commands the agent runs around each of its tool calls, in its
+	// container (spec §9.7).
+	ToolHooks ToolHooks
 	// Timeout is the node's timeout (0 = none); the backend enforces it.
 	Timeout time.Duration
 	// StageDir is {logs_root}/{node_id}; a backend may write files there
@@ -130,9 +134,25 @@ type Result struct {
 	Output    string
 	SessionID string
 	Usage     Usage
+	// Hooks are the tool hooks that ran, in order (Request.ToolHooks).
+	Hooks []HookRun
 	// Changes is what the node's visit changed in the workspace so far, set
 	// by a backend that records it (nil otherwise); it may come with an error.
 	Changes *WorkspaceChanges
+}
+
+// ToolHooks are the commands run before and after each of an agent's tool calls.
+type ToolHooks struct{ Pre, Post string }
+
+// HookRun is one run of a tool hook: its phase (pre, post), the tool call
+// it ran around, its exit status, whether it blocked the call (a failed
+// pre-hook), and its output (bounded).
+type HookRun struct {
+	Phase    string `json:"phase"`
+	Tool     string `json:"tool,omitempty"`
+	ExitCode int    `json:"exit_code"`
+	Blocked  bool   `json:"blocked,omitempty"`
+	Output   string `json:"output,omitempty"`
 }
 
 // TransientError marks an error that re-executing may fix (a container that

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/agenttext"
 	"nanohost/internal/pipeline/fidelity"
 	"nanohost/internal/pipeline/output"
@@ -156,6 +157,7 @@ func callBackend(ctx context.Context, st *Stage, kind RequestKind, prompt, toolC
 			return agentReply{}, fmt.Errorf("write response.md: %w", err)
 		}
 	}
+	emitHooks(st, res.Hooks)
 	if parsed.Clean != "" {
 		st.Emit(Event{Type: EventAgentResponse, Label: st.Node.Label(), Message: truncate(parsed.Clean, maxEventText)})
 	}
@@ -250,7 +252,8 @@ func (r *run) request(st *Stage, kind RequestKind, prompt, toolCommand string) R
 		Persona: personaName(n, identity{persona: st.Persona}), Masks: maskNames(n, identity{masks: st.Masks}),
 		Model: n.Attrs.String("llm_model", n.Attrs["model"]), Provider: n.Attrs.String("llm_provider", n.Attrs["provider"]),
 		ReasoningEffort: n.Attrs["reasoning_effort"], ToolCommand: toolCommand, StageDir: st.StageDir, RunDir: r.root,
-		Workdir: r.cfg.Workdir,
+		Workdir:   r.cfg.Workdir,
+		ToolHooks: ToolHooks{Pre: nodeOrGraph(n, r.g, "tool_hooks.pre"), Post: nodeOrGraph(n, r.g, "tool_hooks.post")},
 	}
 	req.Budget = r.budget(n)
 	if d, err := n.Attrs.Duration("timeout", 0); err == nil {
@@ -306,3 +309,29 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// nodeOrGraph is the node's attribute key, else the graph's.
+func nodeOrGraph(n *pipeline.Node, g *pipeline.Graph, key string) string {
+	if v := strings.TrimSpace(n.Attrs[key]); v != "" {
+		return v
+	}
+	return strings.TrimSpace(g.Attrs[key])
+}
+
+// maxHookEvents bounds the ToolHook events one agent call records.
+const maxHookEvents = 200
+
+// emitHooks records the tool hooks that ran as ToolHook events (bounded).
+func emitHooks(st *Stage, hooks []HookRun) {
+	for i, h := range hooks {
+		if i == maxHookEvents {
+			st.Warn(fmt.Sprintf("%s: %d more tool hook runs not recorded", st.Node.ID, len(hooks)-i))
+			break
+		}
+		st.Emit(Event{Type: EventToolHook, Label: st.Node.Label(), Message: truncate(h.Output, maxHookOutput),
+			Data: map[string]any{"phase": h.Phase, "tool": h.Tool, "exit_code": h.ExitCode, "blocked": h.Blocked}})
+	}
+}
+
+// maxHookOutput bounds a ToolHook event's output.
+const maxHookOutput = 2048

@@ -42,6 +42,9 @@ const (
 	EventWarning EventType = "Warning"
 	// EventAgentResponse carries (a summary of) an agent's response text.
 	EventAgentResponse EventType = "AgentResponse"
+	// EventToolHook records one run of a tool hook around an agent's tool
+	// call (Data: phase, tool, exit_code, blocked; Message: its output).
+	EventToolHook EventType = "ToolHook"
 	// EventContextUpdated lists the context keys a stage changed.
 	EventContextUpdated EventType = "ContextUpdated"
 	// EventWorkspaceChanged says what a stage changed in the workspace
