@@ -104,6 +104,19 @@ find / \( -path /proc -o -path /sys -o -path /dev -o -path /tmp/dump.txt \) -pru
 			t.Errorf("the real key is in %s", where)
 		}
 	}
+	// What Docker holds of the container (its environment, command,
+	// labels, mounts) — the agent's container still runs, for follow-ups.
+	inspect, err := exec.Command("docker", "ps", "-q", "--filter", "label="+LabelRun+"=run-key").Output()
+	if err != nil || len(strings.Fields(string(inspect))) == 0 {
+		t.Fatalf("the agent's container: %v %q", err, inspect)
+	}
+	inspect, err = exec.Command("docker", append([]string{"inspect"}, strings.Fields(string(inspect))...)...).Output()
+	if err != nil || !strings.Contains(string(inspect), "run-key") {
+		t.Fatalf("docker inspect: %v", err)
+	}
+	if strings.Contains(string(inspect), api.Key) {
+		t.Error("the real key is in docker inspect's view of the container")
+	}
 	h.b.closeRun("run-key")
 	if n := gw.Admitted(); n != 0 {
 		t.Errorf("%d token(s) still valid after their containers ended", n)
@@ -125,6 +138,40 @@ func TestGatewayUnpricedModelCostIsUnknown(t *testing.T) {
 	}
 	if want := (engine.Usage{InputTokens: 12, OutputTokens: 34, CostUnknown: true}); res.Usage != want {
 		t.Fatalf("usage %+v, want %+v", res.Usage, want)
+	}
+}
+
+// TestToolContainerGetsNoSecretsAndNoGateway: a tool_command stage's
+// container is given no secret at all — no model key, no agent secret, no
+// gateway token — and no way to the gateway: a tool is a command the graph
+// names, not an agent, and calls no model. (A secret a tool needs is
+// brokered by the egress proxy, runtime.egress.secrets.)
+func TestToolContainerGetsNoSecretsAndNoGateway(t *testing.T) {
+	api := modeltest.Start(t)
+	gw, access := testGateway(t, api, nil)
+	const github = "ghp_tool-secret-never-in-a-container"
+	h := newHarness(t, func(c *Config) {
+		c.Gateway = access
+		c.Secrets = map[string]string{"ANTHROPIC_API_KEY": api.Key, "GITHUB_TOKEN": github}
+	})
+	dump := `echo "== env"; env
+for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo "== $f"; cat "$f" 2>/dev/null | tr '\0' '\n'; done
+find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o -type f -print 2>/dev/null | while read -r f; do echo "== $f"; cat "$f" 2>/dev/null; done
+ls -la /nanohost 2>&1; echo "admitted-check"`
+	res := h.mustRun(toolReq("run-tool-secrets", "dump", dump))
+	if res.ExitCode != 0 || !strings.Contains(res.Output, "admitted-check") || !strings.Contains(res.Output, "== env") {
+		t.Fatalf("the tool did not dump (exit %d): %.2000s", res.ExitCode, res.Output)
+	}
+	for what, leak := range map[string]string{"the real key": api.Key, "an agent secret": github, "a gateway token": "nhgw-", "the gateway's socket": "gateway.sock"} {
+		if strings.Contains(res.Output, leak) {
+			t.Errorf("%s is in the tool's container", what)
+		}
+	}
+	if n := gw.Admitted(); n != 0 {
+		t.Errorf("%d gateway token(s) issued for a tool container", n)
+	}
+	if strings.Contains(h.logs.String(), api.Key) || strings.Contains(h.logs.String(), github) {
+		t.Error("a secret is in the host's log")
 	}
 }
 
