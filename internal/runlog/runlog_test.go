@@ -43,6 +43,11 @@ func TestLineUsesTheHostLogFormat(t *testing.T) {
 		{engine.Event{Type: engine.EventStageStarted, NodeID: "recall", Index: 1, Total: 4, Persona: "herald", Masks: []string{"recall", "judgment"}}, "  → recall (1/4) as herald wearing recall, judgment"},
 		{engine.Event{Type: engine.EventStageStarted, Label: "Start", Data: map[string]any{"handler": "start"}}, ""},
 		{engine.Event{Type: engine.EventInterviewStarted, Question: &engine.Question{Text: "Ship it?", Options: []engine.Option{{Key: "Y", Label: "[Y] Yes"}, {Key: "N", Label: "[N] No"}}}}, "  ? Ship it?  [Y] Yes  [N] No"},
+		// Sub-pipelines and steering managers.
+		{engine.Event{Type: engine.EventChildStarted, Label: "Triage", Message: "triage.dot", Data: map[string]any{engine.DataChildRunID: "pipeline-1795800094-224849fa"}}, "  ↳ Triage runs triage.dot as run 224849fa"},
+		{engine.Event{Type: engine.EventChildStarted, NodeID: "p", Message: "triage.dot", Data: map[string]any{engine.DataChildRunID: "run-1.p-1"}}, "  ↳ p runs triage.dot as run run-1.p-1"},
+		{engine.Event{Type: engine.EventSteered, NodeID: "supervise", Message: "Focus on the login test.\nThen the rest.", Data: map[string]any{engine.DataChildRunID: "run-1.supervise-1"}}, "  ➜ supervise steers run run-1.supervise-1: Focus on the login test. …"},
+		{engine.Event{Type: engine.EventSteered, NodeID: "step2", Message: "Focus\x1b[31m on it"}, "  ➜ step2 is steered by its manager: Focus\\x1b[31m on it"},
 	}
 	for _, c := range cases {
 		if got := runlog.Line(c.e); got != c.want {

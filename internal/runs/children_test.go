@@ -175,3 +175,24 @@ func TestRestartResumesTheChildThroughItsParent(t *testing.T) {
 		t.Errorf("the child was resumed %d times, want 1", resumed)
 	}
 }
+
+// A parent waiting for its child holds no run slot: with one slot for the
+// whole host, parent and child still both run to their end.
+func TestAParentWaitingForItsChildHoldsNoRunSlot(t *testing.T) {
+	lib := t.TempDir()
+	child := `digraph Plain { start [shape=Mdiamond] exit [shape=Msquare] work [prompt="work"] start -> work -> exit }`
+	if err := os.WriteFile(filepath.Join(lib, "plain.dot"), []byte(child), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := storetest.URL(t, t.TempDir())
+	st := openStore(t, url)
+	f := &fixture{t: t, st: st, url: url, pipelineDirs: []string{lib},
+		service: newService(t, st, serviceOptions{poll: 50 * time.Millisecond, pipelineDirs: []string{lib}, maxConcurrent: 1})}
+	parentDOT := `digraph P { start [shape=Mdiamond] exit [shape=Msquare] sub [type="pipeline", pipeline="plain"] start -> sub -> exit }`
+	parent, _, err := f.service.Start(context.Background(), runs.StartRequest{Group: "main", Chat: "console", Source: []byte(parentDOT)}, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.waitState(parent.ID, runs.Succeeded)
+	f.waitState(f.child(parent.ID).ID, runs.Succeeded)
+}
