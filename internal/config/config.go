@@ -214,6 +214,9 @@ type Workspaces struct {
 	// stage may add (0: 100 MiB and 1 GiB).
 	MaxFileBytes  int64 `yaml:"max_file_bytes"`
 	MaxStageBytes int64 `yaml:"max_stage_bytes"`
+	// MaxTreeBytes bounds a run's working tree, all its files after a
+	// stage (0: 10 GiB): a stage that leaves it larger fails, naming it.
+	MaxTreeBytes int64 `yaml:"max_tree_bytes,omitempty"`
 	// Retention is how long a finished run's working tree is kept (its
 	// branch stays until `nanohost runs prune`); default 24h.
 	Retention time.Duration `yaml:"retention"`

@@ -34,7 +34,7 @@ func newWorkspaces(cfg *config.Config, log *slog.Logger) (*workspace.Manager, er
 		StateDir: state,
 		TreesDir: filepath.Join(cfg.DataDir, "worktrees"),
 		Author:   workspace.Author{Name: w.AuthorName, Email: w.AuthorEmail},
-		Limits:   workspace.Limits{MaxFileBytes: w.MaxFileBytes, MaxStageBytes: w.MaxStageBytes},
+		Limits:   workspace.Limits{MaxFileBytes: w.MaxFileBytes, MaxStageBytes: w.MaxStageBytes, MaxTreeBytes: w.MaxTreeBytes},
 		Logger:   log,
 		AgentUID: container.DefaultAgentUID, AgentGID: container.DefaultAgentGID,
 	})

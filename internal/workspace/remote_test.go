@@ -207,3 +207,45 @@ func TestAnotherHostContinuesTheRunsBranch(t *testing.T) {
 		t.Errorf("the branch's commits:\n%s", got)
 	}
 }
+
+// A stage that leaves the run's tree over workspaces.max_tree_bytes fails
+// naming the limit; nothing of it is committed and the tree starts again
+// from the branch, so the next stage works on what the branch holds.
+func TestATreeOverTheRunsCapIsRefused(t *testing.T) {
+	ctx := context.Background()
+	m, err := New(Options{StateDir: filepath.Join(t.TempDir(), "state"), Limits: Limits{MaxTreeBytes: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := t.TempDir()
+	writeFile(t, folder, "small.txt", "small\n")
+	run, err := m.Open(ctx, "pipeline-6-cccccc", Source{Name: "team", Folder: folder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := StageID{Node: "big", Attempt: 1, Execution: 1}
+	run.Begin(ctx, big)
+	writeFile(t, run.Dir, "big.bin", strings.Repeat("x", 2000))
+	_, err = run.Finish(ctx, big, true)
+	var tl *TooLargeError
+	if !errors.As(err, &tl) || tl.Setting != SettingMaxTreeBytes || !strings.Contains(err.Error(), "workspaces.max_tree_bytes") || !strings.Contains(err.Error(), "1000") {
+		t.Fatalf("a tree over the cap: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(run.Dir, "big.bin")); !os.IsNotExist(err) {
+		t.Errorf("the refused content is still in the tree: %v", err)
+	}
+	if head, _ := run.Head(); head != run.Base {
+		t.Errorf("a refused stage was committed")
+	}
+	next := StageID{Node: "next", Attempt: 1, Execution: 1}
+	if err := run.Begin(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, run.Dir, "note.txt", "fine\n")
+	if c, err := run.Finish(ctx, next, true); err != nil || c.Hash.IsZero() {
+		t.Fatalf("the next stage: %v %v", c, err)
+	}
+	if got := gitOut(t, run.GitDir(), "ls-tree", "-r", "--name-only", run.Branch); got != "note.txt\nsmall.txt\n" {
+		t.Errorf("the branch holds %q", got)
+	}
+}

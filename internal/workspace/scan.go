@@ -64,6 +64,9 @@ type Limits struct {
 	MaxStageBytes int64
 	// MaxFiles bounds the files of a working tree (default 200,000).
 	MaxFiles int
+	// MaxTreeBytes bounds a run's working tree: the size of all its
+	// files after a stage (default 10 GiB).
+	MaxTreeBytes int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -76,20 +79,33 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxFiles <= 0 {
 		l.MaxFiles = 200_000
 	}
+	if l.MaxTreeBytes <= 0 {
+		l.MaxTreeBytes = 10 << 30
+	}
 	return l
 }
 
 // TooLargeError refuses a stage's changes that exceed Limits.
 type TooLargeError struct {
-	What  string // "file x/y.bin" or "the stage's new content"
+	What  string // "file x/y.bin", "the stage's new content", "the run's working tree"
 	Bytes int64
 	Limit int64
+	// Setting is the limit's setting: workspaces.max_file_bytes,
+	// max_stage_bytes or max_tree_bytes.
+	Setting string
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("%s is %d bytes, over the limit of %d recorded per %s: remove it from the workspace or raise workspaces.max_file_bytes / max_stage_bytes",
-		e.What, e.Bytes, e.Limit, map[bool]string{true: "file", false: "stage"}[strings.HasPrefix(e.What, "file ")])
+	return fmt.Sprintf("%s is %d bytes, over the limit of %d (%s): remove what is not needed from the workspace or raise %s",
+		e.What, e.Bytes, e.Limit, e.Setting, e.Setting)
 }
+
+// Settings of the limits, as TooLargeError names them.
+const (
+	SettingMaxFileBytes  = "workspaces.max_file_bytes"
+	SettingMaxStageBytes = "workspaces.max_stage_bytes"
+	SettingMaxTreeBytes  = "workspaces.max_tree_bytes"
+)
 
 // excluded names are never recorded: a .git anywhere in a tree (any case)
 // is the agent's own repository, untrusted and never read.
@@ -109,6 +125,7 @@ type scanner struct {
 	sink  blobSink
 	lim   Limits
 	added int64 // bytes of content read and stored this walk
+	total int64 // bytes of the files recorded so far
 }
 
 // scan walks dir and returns its index, reading only the files whose stat
@@ -183,6 +200,10 @@ func (s *scanner) record(p string, e entry) error {
 		return fmt.Errorf("the workspace has more than %d files: the limit of workspaces.max_files", s.lim.MaxFiles)
 	}
 	s.next.Files[p] = e
+	s.total += e.Size
+	if s.total > s.lim.MaxTreeBytes {
+		return &TooLargeError{What: "the run's working tree (at " + p + ")", Bytes: s.total, Limit: s.lim.MaxTreeBytes, Setting: SettingMaxTreeBytes}
+	}
 	return nil
 }
 
@@ -214,7 +235,7 @@ func (s *scanner) file(dirFD int, name, p string, st *unix.Stat_t) error {
 		return s.record(p, e)
 	}
 	if st.Size > s.lim.MaxFileBytes {
-		return &TooLargeError{What: "file " + p, Bytes: st.Size, Limit: s.lim.MaxFileBytes}
+		return &TooLargeError{What: "file " + p, Bytes: st.Size, Limit: s.lim.MaxFileBytes, Setting: SettingMaxFileBytes}
 	}
 	fd, err := unix.Openat(dirFD, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
@@ -237,7 +258,7 @@ func (s *scanner) file(dirFD int, name, p string, st *unix.Stat_t) error {
 		return err
 	}
 	if int64(len(data)) > s.lim.MaxFileBytes {
-		return &TooLargeError{What: "file " + p, Bytes: int64(len(data)), Limit: s.lim.MaxFileBytes}
+		return &TooLargeError{What: "file " + p, Bytes: int64(len(data)), Limit: s.lim.MaxFileBytes, Setting: SettingMaxFileBytes}
 	}
 	h, err := s.store(p, data)
 	if err != nil {
@@ -250,7 +271,7 @@ func (s *scanner) store(p string, data []byte) (plumbing.Hash, error) {
 	s.next.stored++
 	s.added += int64(len(data))
 	if s.added > s.lim.MaxStageBytes {
-		return plumbing.ZeroHash, &TooLargeError{What: "the stage's new content (at " + p + ")", Bytes: s.added, Limit: s.lim.MaxStageBytes}
+		return plumbing.ZeroHash, &TooLargeError{What: "the stage's new content (at " + p + ")", Bytes: s.added, Limit: s.lim.MaxStageBytes, Setting: SettingMaxStageBytes}
 	}
 	return s.sink.putBlob(data)
 }

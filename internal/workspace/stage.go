@@ -2,7 +2,9 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -106,7 +108,13 @@ func (run *Run) Begin(ctx context.Context, s StageID) error {
 // setAside commits what the tree holds beyond head on a side ref of kind
 // and resets the tree to head; nothing when the tree is head.
 func (run *Run) setAside(head plumbing.Hash, kind string, s StageID) (plumbing.ReferenceName, error) {
-	ix, tree, err := run.snapshot(Limits{MaxFileBytes: run.m.opts.Limits.MaxFileBytes, MaxStageBytes: 1 << 62})
+	ix, tree, err := run.snapshot(run.m.opts.Limits)
+	var tooLarge *TooLargeError
+	if errors.As(err, &tooLarge) {
+		// too large to keep: dropped, and the tree starts again from the branch
+		run.m.log.Warn("a stage's unfinished edits are too large to keep; the working tree starts again from the branch", "run", run.ID, "node", s.Node, "err", err)
+		return "", run.resetTree(head)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -175,6 +183,17 @@ func (run *Run) Finish(ctx context.Context, s StageID, kept bool) (Commit, error
 		return Commit{SideRef: ref}, err
 	}
 	ix, tree, err := run.snapshot(run.m.opts.Limits)
+	var tooLarge *TooLargeError
+	if errors.As(err, &tooLarge) && run.inflight == 0 {
+		// refused: what was too large is not kept, and the next stage (or
+		// the retry) starts from the branch's last commit
+		if rerr := run.resetTree(head); rerr != nil {
+			return Commit{}, errors.Join(err, rerr)
+		}
+		if serr := run.saveState(nil); serr != nil {
+			return Commit{}, errors.Join(err, serr)
+		}
+	}
 	if err != nil {
 		return Commit{}, err
 	}
@@ -222,4 +241,14 @@ func (run *Run) Commits() ([]*object.Commit, error) {
 		h = c.ParentHashes[0]
 	}
 	return out, nil
+}
+
+// resetTree replaces the working tree with a fresh checkout of head,
+// reading nothing of what is there (it may be too large to read).
+func (run *Run) resetTree(head plumbing.Hash) error {
+	if err := os.RemoveAll(run.Dir); err != nil {
+		return err
+	}
+	run.ix = nil
+	return run.materialize(head)
 }

@@ -278,7 +278,7 @@ func (m *Manager) snapshotFolder(r *repo, src Source) (plumbing.Hash, error) {
 func (m *Manager) snapshotFolderLocked(r *repo, src Source) (plumbing.Hash, error) {
 	ixPath := r.gitDir + ".folder-index"
 	prev, _ := loadIndex(ixPath)
-	ix, err := scan(src.Folder, prev, r, Limits{MaxFileBytes: m.opts.Limits.MaxFileBytes, MaxStageBytes: 1 << 62, MaxFiles: m.opts.Limits.MaxFiles})
+	ix, err := scan(src.Folder, prev, r, Limits{MaxFileBytes: m.opts.Limits.MaxFileBytes, MaxStageBytes: 1 << 62, MaxFiles: m.opts.Limits.MaxFiles, MaxTreeBytes: 1 << 62})
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("snapshot the folder %s: %w", src.Folder, err)
 	}
@@ -373,7 +373,7 @@ func (run *Run) materialize(h plumbing.Hash) error {
 	}
 	cur := run.ix
 	if cur != nil || dirExists(run.Dir) {
-		if cur, err = scan(run.Dir, cur, run.repo, Limits{MaxStageBytes: 1 << 62, MaxFileBytes: 1 << 62}); err != nil {
+		if cur, err = scan(run.Dir, cur, run.repo, Limits{MaxStageBytes: 1 << 62, MaxFileBytes: 1 << 62, MaxTreeBytes: 1 << 62}); err != nil {
 			return err
 		}
 	}
