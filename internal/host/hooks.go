@@ -247,29 +247,30 @@ func (x *hookStarter) Filtered(ctx context.Context, d hooks.Delivery, why string
 	}
 }
 
-// newHookStarter makes the host's webhook starter (nil: none configured).
-func (h *Host) newHookStarter() {
-	if len(h.cfg.Webhooks) == 0 {
-		return
+// hookStarterFor makes the host's webhook starter (nil: none configured).
+func hookStarterFor(webhooks []config.Webhook, ts *tasks, st *store.Store, leases *lease.Keeper, log *slog.Logger) *hookStarter {
+	if len(webhooks) == 0 {
+		return nil
 	}
 	byName := map[string]config.Webhook{}
-	for _, c := range h.cfg.Webhooks {
+	for _, c := range webhooks {
 		byName[c.Name] = c
 	}
-	h.hookStarter = newHookStarter(byName, h.tasks, h.store, h.leases, h.log.With("component", "hooks"))
+	return newHookStarter(byName, ts, st, leases, log.With("component", "hooks"))
 }
 
-// hooksHandler serves POST /hooks/{name}, or nil when none is configured.
-func (h *Host) hooksHandler() http.Handler {
-	if h.hookStarter == nil {
+// hooksHandler serves POST /hooks/{name} through starter, or is nil when
+// no webhook is configured (starter nil).
+func hooksHandler(webhooks []config.Webhook, starter *hookStarter, st lease.Store, now func() time.Time, log *slog.Logger) http.Handler {
+	if starter == nil {
 		return nil
 	}
 	var list []hooks.Hook
-	for _, c := range h.cfg.Webhooks {
+	for _, c := range webhooks {
 		list = append(list, hooks.Hook{Name: c.Name, Secret: []byte(c.Secret.Reveal()), Inputs: c.Inputs, When: c.When,
 			PerMinute: c.PerMinute, MaxBytes: c.MaxBytes})
 	}
-	return hooks.NewHandler(list, h.hookStarter, h.tasks.now, h.log.With("component", "hooks")).SharedRate(hookRate{st: h.store})
+	return hooks.NewHandler(list, starter, now, log.With("component", "hooks")).SharedRate(hookRate{st: st})
 }
 
 // hookRate is a webhook's per-minute bound among every replica

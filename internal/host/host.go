@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -27,6 +28,7 @@ import (
 	"nanohost/internal/runs"
 	"nanohost/internal/schedule"
 	"nanohost/internal/store"
+	"nanohost/internal/web"
 	"nanohost/internal/workspace"
 )
 
@@ -214,10 +216,19 @@ func New(opts Options) (*Host, error) {
 		return nil, err
 	}
 	h.runs = service
-	if err := h.newScheduler(opts); err != nil {
+	loc, err := cfg.Location()
+	if err != nil {
 		return nil, err
 	}
-	h.newHookStarter()
+	h.tasks = &tasks{
+		store: h.store, runs: h.runs, groups: h.groups, workflows: h.workflows, chats: h.chats,
+		endpoints: h.endpoints, loc: loc, now: opts.Now,
+		log: h.log.With("component", "schedule"),
+	}
+	if h.scheduler, err = newScheduler(h.tasks, h.store, h.leases, cfg.ReplicaID(), h.log); err != nil {
+		return nil, err
+	}
+	h.hookStarter = hookStarterFor(h.cfg.Webhooks, h.tasks, h.store, h.leases, h.log)
 	h.commands = chatCommands{runs: service, groups: h.groups, workflows: h.workflows, frontEnd: h.frontEnd,
 		tasks: h.tasks, runURL: h.runURL, log: h.log}
 	opts.Metrics.watchRuns(service)
@@ -262,6 +273,45 @@ func defaultVerbosity(cfg *config.Config) runs.Verbosity {
 	return v.OrDefault()
 }
 
+// Health checks the store, the runtime (Docker or Kubernetes), the disk and
+// the channels (ops.go).
+func (h *Host) Health(ctx context.Context) Health {
+	return healthCheck{replica: h.cfg.ReplicaID(), store: h.store, dataDir: h.cfg.DataDir, kube: h.kube, docker: h.docker,
+		endpoints: h.endpoints, runs: h.runs}.check(ctx)
+}
+
+// Handler serves /healthz and /metrics (ops.go), and the dashboard and
+// pipelines API on every other path (web.go), webhooks at /hooks/.
+func (h *Host) Handler() http.Handler {
+	ops := opsHandler(h.cfg.HTTP.Listen, h.cfg.HTTP.Token.Reveal(), h.Health, h.metrics.Registry)
+	hooks := hooksHandler(h.cfg.Webhooks, h.hookStarter, h.store, h.tasks.now, h.log)
+	return withDashboard(ops, hooks, web.Options{
+		Store: h.store, Runs: h.WebRuns(), Listen: h.cfg.HTTP.Listen, Token: h.cfg.HTTP.Token.Reveal(), Logger: h.log,
+		Stopping: h.isStopping,
+	})
+}
+
+// HTTPAddr is the address the operations endpoint listens on (after Run started).
+func (h *Host) HTTPAddr() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.httpAddr
+}
+
+// runURL is a run's page on the dashboard ("" without one).
+func (h *Host) runURL(runID string) string {
+	return runPage(dashboardURL(h.cfg.HTTP.PublicURL, h.HTTPAddr()), runID)
+}
+
+// WebRuns is what the dashboard changes runs through (web.go).
+func (h *Host) WebRuns() web.Runs {
+	return webRuns{Service: h.runs, groups: h.groups, workflows: h.workflows, tasks: webTasks{h.tasks}}
+}
+
+// WakeScheduler makes the scheduler look for due tasks now (tests move
+// the clock given as Options.Now, then wake it).
+func (h *Host) WakeScheduler() { h.scheduler.Wake() }
+
 // Metrics exposes the host's Prometheus collectors (tests read them).
 func (h *Host) Metrics() *Metrics { return h.metrics }
 
@@ -299,13 +349,14 @@ func (h *Host) Run(ctx context.Context) error {
 	leaseLife, stopLeases := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLeases()
 	go h.leases.Run(leaseLife)
-	watcher, err := h.newIPCWatcher()
+	watcher, err := newIPCWatcher(h.IPCRoot(), ipcHost{runs: h.runs, store: h.store, endpoints: h.endpoints, tasks: h.tasks, log: h.log},
+		h.groups, h.store, h.cfg.IPC, h.metrics)
 	if err != nil {
 		return err
 	}
 	h.pruneIPC(ctx)
 	if h.spaces != nil {
-		go h.sweepTrees(ctx)
+		go sweepTrees(ctx, h.spaces, h.cfg.Workspaces.Retention, h.store, h.metrics)
 	}
 	// What a previous instance left unanswered goes first, before the
 	// channels deliver anything new.
@@ -320,7 +371,7 @@ func (h *Host) Run(ctx context.Context) error {
 			h.log.Error("ipc watcher stopped", "err", err)
 		}
 	})
-	if err := h.syncConfigTasks(ctx); err != nil {
+	if err := h.tasks.syncConfig(ctx, h.cfg.Schedules); err != nil {
 		h.log.Error("store the configured schedules", "err", err)
 	}
 	wg.Go(func() { h.scheduler.Run(life) })
@@ -328,7 +379,11 @@ func (h *Host) Run(ctx context.Context) error {
 		wg.Go(func() { h.hookStarter.sweepDeliveries(life) })
 	}
 	h.endpoints.run(life, &wg, h.handleInbound)
-	srv, err := h.startHTTP()
+	srv, err := startHTTP(h.cfg, func(addr string) {
+		h.mu.Lock()
+		h.httpAddr = addr
+		h.mu.Unlock()
+	}, h.Handler, h.log)
 	if err != nil {
 		stopServing()
 		wg.Wait()

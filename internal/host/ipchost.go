@@ -131,7 +131,9 @@ func (x ipcHost) SendMessage(ctx context.Context, group, chat, thread, text stri
 	return err
 }
 
-func (h *Host) newIPCWatcher() (*ipc.Watcher, error) {
+// newIPCWatcher watches the agents' requests under root (data/ipc) and
+// hands them to host, within the limits of cfg.
+func newIPCWatcher(root string, host ipcHost, groups *groupTable, db *store.Store, cfg config.IPC, m *Metrics) (*ipc.Watcher, error) {
 	rate := func(n int, per time.Duration) ipc.Rate {
 		if n <= 0 {
 			return ipc.Rate{}
@@ -139,22 +141,22 @@ func (h *Host) newIPCWatcher() (*ipc.Watcher, error) {
 		return ipc.Rate{Burst: n, Every: per / time.Duration(n)}
 	}
 	return ipc.NewWatcher(ipc.Config{
-		Root:        h.IPCRoot(),
-		Host:        ipcHost{runs: h.runs, store: h.store, endpoints: h.endpoints, tasks: h.tasks, log: h.log},
-		Registry:    h.groups,
-		Processed:   sqlprocessed.Store{DB: h.store},
-		Workspace:   h.groups.dir,
-		Rescan:      h.cfg.IPC.Rescan,
-		Limits:      ipc.Limits{FileBytes: h.cfg.IPC.MaxRequestBytes},
-		StartRate:   rate(h.cfg.IPC.PipelinesPerHour, time.Hour),
-		MessageRate: rate(h.cfg.IPC.MessagesPerMinute, time.Minute),
+		Root:        root,
+		Host:        host,
+		Registry:    groups,
+		Processed:   sqlprocessed.Store{DB: db},
+		Workspace:   groups.dir,
+		Rescan:      cfg.Rescan,
+		Limits:      ipc.Limits{FileBytes: cfg.MaxRequestBytes},
+		StartRate:   rate(cfg.PipelinesPerHour, time.Hour),
+		MessageRate: rate(cfg.MessagesPerMinute, time.Minute),
 		OnRejected: func(group, file, reason string) {
-			h.log.Warn("ipc request rejected", "group", group, "file", file, "reason", reason)
+			host.log.Warn("ipc request rejected", "group", group, "file", file, "reason", reason)
 		},
 		OnDispatch: func(_ string, typ ipc.Type, waited time.Duration) {
-			h.metrics.IPCPickup.WithLabelValues(string(typ)).Observe(waited.Seconds())
+			m.IPCPickup.WithLabelValues(string(typ)).Observe(waited.Seconds())
 		},
-		Logger: h.log.With("component", "ipc"),
+		Logger: host.log.With("component", "ipc"),
 	})
 }
 

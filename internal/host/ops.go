@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sys/unix"
 
+	"nanohost/internal/config"
 	"nanohost/internal/container"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
@@ -186,28 +188,48 @@ type Health struct {
 	Leases []string `json:"leases,omitempty"`
 }
 
-// Health checks the store, the runtime (Docker or Kubernetes) and the channels.
-func (h *Host) Health(ctx context.Context) Health {
+// healthCheck is what /healthz looks at: the store, the runtime (Docker
+// or Kubernetes), the disk, the channels and the runs.
+type healthCheck struct {
+	replica   string
+	store     healthStore
+	dataDir   string
+	kube      Pinger
+	docker    Pinger
+	endpoints *endpoints
+	runs      interface{ Active() int }
+}
+
+// healthStore is what the health check reads of the store.
+type healthStore interface {
+	SchemaVersion(ctx context.Context) (int, error)
+	WriteProblem() (error, time.Time)
+	Capabilities() store.Capabilities
+	LeasesOf(ctx context.Context, owner string) ([]string, error)
+}
+
+// check checks them all.
+func (c healthCheck) check(ctx context.Context) Health {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	out := Health{OK: true, Replica: h.cfg.ReplicaID(), Store: "ok", Docker: "unknown", Channels: h.endpoints.states()}
-	if _, err := h.store.SchemaVersion(ctx); err != nil {
+	out := Health{OK: true, Replica: c.replica, Store: "ok", Docker: "unknown", Channels: c.endpoints.states()}
+	if _, err := c.store.SchemaVersion(ctx); err != nil {
 		out.OK, out.Store = false, err.Error()
-	} else if err, at := h.store.WriteProblem(); err != nil {
+	} else if err, at := c.store.WriteProblem(); err != nil {
 		out.OK, out.Store = false, fmt.Sprintf("cannot write: %v (since %s; no write has succeeded since)", err, at.UTC().Format(time.RFC3339))
 	}
-	out.Disk = diskHealth(h.cfg.DataDir)
+	out.Disk = diskHealth(c.dataDir)
 	if out.Disk != "ok" {
 		out.OK = false
 	}
-	if h.kube != nil {
+	if c.kube != nil {
 		out.Docker, out.Kubernetes = "", "ok"
-		if err := h.kube.Ping(ctx); err != nil {
+		if err := c.kube.Ping(ctx); err != nil {
 			out.OK, out.Kubernetes = false, err.Error()
 		}
 	}
-	if h.docker != nil {
-		if err := h.docker.Ping(ctx); err != nil {
+	if c.docker != nil {
+		if err := c.docker.Ping(ctx); err != nil {
 			out.OK, out.Docker = false, err.Error()
 		} else {
 			out.Docker = "ok"
@@ -218,9 +240,9 @@ func (h *Host) Health(ctx context.Context) Health {
 			out.OK = false
 		}
 	}
-	out.Runs = h.runs.Active()
-	if h.store.Capabilities().Replicas {
-		leases, err := h.store.LeasesOf(ctx, out.Replica)
+	out.Runs = c.runs.Active()
+	if c.store.Capabilities().Replicas {
+		leases, err := c.store.LeasesOf(ctx, out.Replica)
 		if err != nil {
 			out.OK, out.Store = false, err.Error()
 		}
@@ -229,29 +251,24 @@ func (h *Host) Health(ctx context.Context) Health {
 	return out
 }
 
-// Handler serves /healthz and /metrics, and the dashboard and pipelines
-// API on every other path (web.go).
-func (h *Host) Handler() http.Handler { return h.withDashboard(h.opsHandler()) }
-
 // opsHandler serves /healthz and /metrics under the same host rule as the
 // dashboard (web.HostGuard: loopback names only without a token), and with
 // the token, when configured, required as a bearer token.
-func (h *Host) opsHandler() http.Handler {
-	return web.HostGuard(h.cfg.HTTP.Listen, h.cfg.HTTP.Token.Reveal(), h.opsEndpoints())
+func opsHandler(listen, token string, health func(context.Context) Health, reg *prometheus.Registry) http.Handler {
+	return web.HostGuard(listen, token, opsEndpoints(token, health, reg))
 }
 
-func (h *Host) opsEndpoints() http.Handler {
+func opsEndpoints(token string, health func(context.Context) Health, reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		hs := h.Health(r.Context())
+		hs := health(r.Context())
 		w.Header().Set("Content-Type", "application/json")
 		if !hs.OK {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 		_ = json.NewEncoder(w).Encode(hs)
 	})
-	mux.Handle("/metrics", promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
-	token := h.cfg.HTTP.Token.Reveal()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	if token == "" {
 		return mux
 	}
@@ -265,42 +282,34 @@ func (h *Host) opsEndpoints() http.Handler {
 	})
 }
 
-// startHTTP listens on http.listen ("" switches the endpoint off).
-func (h *Host) startHTTP() (*http.Server, error) {
-	if h.cfg.HTTP.Listen == "" {
+// startHTTP listens on http.listen ("" switches the endpoint off), tells
+// listening the address it got, and serves handler's there.
+func startHTTP(cfg *config.Config, listening func(addr string), handler func() http.Handler, log *slog.Logger) (*http.Server, error) {
+	if cfg.HTTP.Listen == "" {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", h.cfg.HTTP.Listen)
+	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
-		return nil, h.cfg.ListenError(err)
+		return nil, cfg.ListenError(err)
 	}
-	h.mu.Lock()
-	h.httpAddr = ln.Addr().String()
-	h.mu.Unlock()
-	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	listening(ln.Addr().String())
+	srv := &http.Server{Handler: handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			h.log.Error("http endpoint stopped", "err", err)
+			log.Error("http endpoint stopped", "err", err)
 		}
 	}()
 	return srv, nil
 }
 
-// HTTPAddr is the address the operations endpoint listens on (after Run started).
-func (h *Host) HTTPAddr() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.httpAddr
-}
-
 // dashboardURL is where people reach the dashboard: http.public_url, else
 // the address the HTTP endpoint listens on (a wildcard as 127.0.0.1, a
 // port 0 as the one it got); "" while it is not listening or is off.
-func (h *Host) dashboardURL() string {
-	if h.cfg.HTTP.PublicURL != "" {
-		return strings.TrimRight(h.cfg.HTTP.PublicURL, "/")
+func dashboardURL(publicURL, listening string) string {
+	if publicURL != "" {
+		return strings.TrimRight(publicURL, "/")
 	}
-	host, port, err := net.SplitHostPort(h.HTTPAddr())
+	host, port, err := net.SplitHostPort(listening)
 	if err != nil {
 		return ""
 	}
@@ -310,9 +319,8 @@ func (h *Host) dashboardURL() string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// runURL is a run's page on the dashboard ("" without one).
-func (h *Host) runURL(runID string) string {
-	base := h.dashboardURL()
+// runPage is a run's page on the dashboard at base ("" without one).
+func runPage(base, runID string) string {
 	if base == "" {
 		return ""
 	}

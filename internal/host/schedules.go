@@ -294,39 +294,26 @@ func (ts *tasks) Fire(ctx context.Context, f schedule.Fire) (schedule.Result, er
 	return schedule.Result{Text: runlog.PromptGiven}, nil
 }
 
-// newScheduler makes the host's tasks and their scheduler.
-func (h *Host) newScheduler(opts Options) error {
-	loc, err := h.cfg.Location()
-	if err != nil {
-		return err
-	}
-	h.tasks = &tasks{
-		store: h.store, runs: h.runs, groups: h.groups, workflows: h.workflows, chats: h.chats,
-		endpoints: h.endpoints, loc: loc, now: opts.Now,
-		log: h.log.With("component", "schedule"),
-	}
+// newScheduler makes the scheduler that fires ts's due tasks, each fire
+// claimed by a lease among the replicas (owner is this one).
+func newScheduler(ts *tasks, st schedule.Store, leases schedule.Leases, owner string, log *slog.Logger) (*schedule.Scheduler, error) {
 	sched, err := schedule.New(schedule.Config{
-		Store: h.store, Firer: h.tasks, Leases: h.leases, Owner: h.cfg.ReplicaID(), Loc: loc, Now: opts.Now,
-		Logger: h.log.With("component", "schedule"),
+		Store: st, Firer: ts, Leases: leases, Owner: owner, Loc: ts.loc, Now: ts.now,
+		Logger: log.With("component", "schedule"),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	h.scheduler = sched
-	h.tasks.wake = sched.Wake
-	return nil
+	ts.wake = sched.Wake
+	return sched, nil
 }
 
-// WakeScheduler makes the scheduler look for due tasks now (tests move
-// the clock given as Options.Now, then wake it).
-func (h *Host) WakeScheduler() { h.scheduler.Wake() }
-
-// syncConfigTasks stores nanohost.yaml's schedules as tasks of origin
+// syncConfig stores nanohost.yaml's schedules as tasks of origin
 // config (id config-<name>), replacing the ones an earlier start stored
 // and removing those no longer configured. A task that keeps its schedule
 // keeps its next run, so a restart neither repeats nor skips a fire.
-func (h *Host) syncConfigTasks(ctx context.Context) error {
-	stored, err := h.store.ListTasks(ctx, "")
+func (ts *tasks) syncConfig(ctx context.Context, schedules []config.Schedule) error {
+	stored, err := ts.store.ListTasks(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -337,8 +324,8 @@ func (h *Host) syncConfigTasks(ctx context.Context) error {
 		}
 	}
 	var errs []error
-	for _, c := range h.cfg.Schedules {
-		t, err := h.tasks.fromConfig(c)
+	for _, c := range schedules {
+		t, err := ts.fromConfig(c)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -346,25 +333,25 @@ func (h *Host) syncConfigTasks(ctx context.Context) error {
 		prev, had := old[t.ID]
 		delete(old, t.ID)
 		if !had {
-			if _, err := h.tasks.create(ctx, t); err != nil {
+			if _, err := ts.create(ctx, t); err != nil {
 				errs = append(errs, fmt.Errorf("schedule %s: %w", c.Name, err))
 			}
 			continue
 		}
 		next := prev.NextRun
-		if err := h.tasks.prepare(&t); err != nil {
+		if err := ts.prepare(&t); err != nil {
 			errs = append(errs, fmt.Errorf("schedule %s: %w", c.Name, err))
 			continue
 		}
 		if prev.Type == t.Type && prev.Value == t.Value {
 			t.NextRun, t.Status = next, prev.Status
 		}
-		if err := h.store.SaveTask(ctx, t); err != nil {
+		if err := ts.store.SaveTask(ctx, t); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	for id := range old {
-		if err := h.store.DeleteTask(ctx, id); err != nil {
+		if err := ts.store.DeleteTask(ctx, id); err != nil {
 			errs = append(errs, err)
 		}
 	}

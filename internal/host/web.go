@@ -19,19 +19,16 @@ import (
 // to the operations endpoints: /healthz and /metrics keep their bearer
 // check, everything else goes to the dashboard, which does its own
 // authentication (bearer token or login cookie, cross-site protection).
-func (h *Host) withDashboard(ops http.Handler) http.Handler {
-	dash, err := web.New(web.Options{
-		Store: h.store, Runs: h.WebRuns(), Listen: h.cfg.HTTP.Listen, Token: h.cfg.HTTP.Token.Reveal(), Logger: h.log,
-		Stopping: h.isStopping,
-	})
+func withDashboard(ops, hooks http.Handler, opts web.Options) http.Handler {
+	dash, err := web.New(opts)
 	if err != nil {
-		h.log.Error("dashboard disabled", "err", err)
+		opts.Logger.Error("dashboard disabled", "err", err)
 		return ops
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", ops)
 	mux.Handle("/metrics", ops)
-	if hooks := h.hooksHandler(); hooks != nil {
+	if hooks != nil {
 		// Signed by their senders, not logged in: outside the dashboard's
 		// authentication (every hook has a secret; config check refuses
 		// one without).
@@ -41,14 +38,10 @@ func (h *Host) withDashboard(ops http.Handler) http.Handler {
 	return mux
 }
 
-// WebRuns is what the dashboard changes runs through (web.Runs, offering
-// a web.Notifier and a web.Library): the runs service itself — cancels and gate answers go
-// straight to it, with the same rules as chat — and a run started from
-// the dashboard goes to the group it names (or the main one).
-func (h *Host) WebRuns() web.Runs {
-	return webRuns{Service: h.runs, groups: h.groups, workflows: h.workflows, tasks: webTasks{h.tasks}}
-}
-
+// webRuns is what the dashboard changes runs through (web.Runs, offering
+// a web.Notifier and a web.Library): the runs service itself — cancels and
+// gate answers go straight to it, with the same rules as chat — and a run
+// started from the dashboard goes to the group it names (or the main one).
 type webRuns struct {
 	*runs.Service
 	groups    *groupTable

@@ -91,23 +91,27 @@ func (r runtime) onBranch(ctx context.Context, run runs.Run) (runs.RunBackend, e
 	return br, nil
 }
 
+// runGetter reads a run's record (the store).
+type runGetter interface {
+	GetRun(ctx context.Context, id string) (runs.Run, error)
+}
+
 // sweepTrees removes finished runs' working trees once they are older than
 // workspaces.retention: at start and then every tenth of it (at most
 // hourly); their branches stay.
-func (h *Host) sweepTrees(ctx context.Context) {
-	retention := h.cfg.Workspaces.Retention
+func sweepTrees(ctx context.Context, spaces *workspace.Manager, retention time.Duration, st runGetter, m *Metrics) {
 	if retention <= 0 {
 		retention = 24 * time.Hour
 	}
 	ended := func(ctx context.Context, id string) (time.Time, bool) {
-		run, err := h.store.GetRun(ctx, id)
+		run, err := st.GetRun(ctx, id)
 		return run.FinishedAt, err == nil && run.Status.Finished() && !run.FinishedAt.IsZero()
 	}
 	tick := time.NewTicker(min(retention/10+time.Second, time.Hour))
 	defer tick.Stop()
 	for {
-		rep := h.spaces.Sweep(ctx, retention, ended)
-		h.metrics.worktrees(rep.Trees, rep.Bytes)
+		rep := spaces.Sweep(ctx, retention, ended)
+		m.worktrees(rep.Trees, rep.Bytes)
 		select {
 		case <-ctx.Done():
 			return
