@@ -118,6 +118,17 @@ func runtimeProblems(ctx context.Context, cfg *config.Config) []config.Problem {
 		}
 		ps = append(ps, config.Problem{Field: field, Message: p.Problem, Fix: p.Fix, Blocking: true})
 	}
+	if len(ps) == 0 && cfg.Runtime.Network != "bridge" {
+		// network: none holds on Kubernetes only by a NetworkPolicy: a
+		// warning, since nanohost cannot see whether the CNI enforces it.
+		gatewayURL := ""
+		if cfg.GatewayReachable() {
+			gatewayURL = cfg.Gateway.URL
+		}
+		if p := k.CheckNetworkPolicy(ctx, probe, gatewayURL); p != nil {
+			ps = append(ps, config.Problem{Field: "runtime.network", Message: p.Problem, Fix: p.Fix})
+		}
+	}
 	return ps
 }
 

@@ -82,6 +82,12 @@ func TestKubernetesAgentUsesTheGateway(t *testing.T) {
 	fmt.Sscan(portText, &port)
 	policy := documentedEgressPolicy(t, k.Namespace(), host, port)
 	ctx := context.Background()
+	// config check (and serve's start) says the agents are not cut off
+	// until the policy is there, and is content once it is.
+	probe := agentPodSpec(t, k)
+	if p := k.CheckNetworkPolicy(ctx, probe, gwURL); p == nil || !strings.Contains(p.Problem, "no NetworkPolicy") {
+		t.Errorf("before the policy exists the check says %+v", p)
+	}
 	created, err := k.cfg.Client.NetworkingV1().NetworkPolicies(k.Namespace()).Create(ctx, policy, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create the documented NetworkPolicy: %v", err)
@@ -89,6 +95,9 @@ func TestKubernetesAgentUsesTheGateway(t *testing.T) {
 	sel, err := metav1.LabelSelectorAsSelector(&created.Spec.PodSelector)
 	if err != nil || !sel.Matches(labels.Set(pods.Items[0].Labels)) {
 		t.Errorf("the policy's selector %v does not select the agent's pod (labels %v): %v", created.Spec.PodSelector, pods.Items[0].Labels, err)
+	}
+	if p := k.CheckNetworkPolicy(ctx, probe, gwURL); p != nil {
+		t.Errorf("with the documented policy the check says %+v", p)
 	}
 	eg := created.Spec.Egress
 	if len(created.Spec.PolicyTypes) != 2 || len(eg) != 1 || len(eg[0].To) != 1 || eg[0].To[0].IPBlock == nil ||
