@@ -454,3 +454,53 @@ func TestSchedulesPageListsAndPausesTasks(t *testing.T) {
 		t.Errorf("the pause button: %d, task %s", code, th.task(t, id).Status)
 	}
 }
+
+// An isolated prompt goes the way every chat answer goes: it is stored
+// keyed by its fire and answered once, in a session of its task's own.
+// The same fire done again — by a replica taking it over from one that
+// died after doing it, before recording it — stores nothing new and asks
+// nobody: the answer is posted once.
+func TestIsolatedPromptOfAFireDoneAgainIsAnsweredOnce(t *testing.T) {
+	clock := newFakeClock(t0)
+	var mu sync.Mutex
+	var asked []engine.Request
+	th := launch(t, hostSetup{now: clock.Now, answer: func(_ context.Context, req engine.Request) (engine.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, req)
+		return engine.Result{Text: "The build is green.", SessionID: "sess-isolated"}, nil
+	}})
+	th.writeRequest(t, "tasks", "sched-isolated", map[string]any{"type": "schedule_task", "taskId": "build-check", "prompt": "check the build",
+		"schedule_type": "once", "schedule_value": "2026-11-30 09:00", "context_mode": "isolated"})
+	if r := th.response(t, "sched-isolated"); r["status"] != "accepted" {
+		t.Fatalf("schedule: %v", r)
+	}
+	task := th.task(t, "build-check")
+	clock.Set(t0.Add(time.Hour))
+	th.WakeScheduler()
+	eventually(t, 10*time.Second, "the answer is posted and the fire recorded", func() bool {
+		return strings.Contains(th.screen.String(), "The build is green.") && th.task(t, "build-check").Status == schedule.Completed
+	})
+
+	res, err := th.tasks.Fire(context.Background(), schedule.Fire{Task: task, Due: task.NextRun})
+	if err != nil {
+		t.Fatalf("the fire done again: %v", err)
+	}
+	if res.RunID != "" {
+		t.Errorf("the fire done again started run %s", res.RunID)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 {
+		t.Fatalf("the agent was asked %d times for one fire, want once", len(asked))
+	}
+	if id := asked[0].RunID; id == "chat-main" || !strings.HasPrefix(id, "chat-main-build-check") {
+		t.Errorf("the isolated prompt ran in %s, not a session of its task's own", id)
+	}
+	if n := strings.Count(th.screen.String(), "The build is green."); n != 1 {
+		t.Errorf("the answer is shown %d times, want once:\n%s", n, th.screen.String())
+	}
+	if sid, _ := th.store.GetSession(context.Background(), "main", chatThreadKey); sid == "sess-isolated" {
+		t.Error("the isolated session became the group's conversation's session")
+	}
+}
