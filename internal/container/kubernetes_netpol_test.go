@@ -52,11 +52,12 @@ func TestNetworkPolicyCheckWantsTheGatewayOnly(t *testing.T) {
 		t.Errorf("with an allow-all policy: %+v", p)
 	}
 
-	// An identity that may not list policies: said so, with the grant.
+	// An identity with the least Role (pods only) may not list policies:
+	// it is not checked, rather than warned about on every start.
 	cs.PrependReactor("list", "networkpolicies", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "networking.k8s.io", Resource: "networkpolicies"}, "", nil)
 	})
-	if p := k.CheckNetworkPolicy(ctx, probe, gw); p == nil || !strings.Contains(p.Problem, "may not list networkpolicies") || !strings.Contains(p.Fix, "grant list on networkpolicies") {
+	if p := k.CheckNetworkPolicy(ctx, probe, gw); p != nil {
 		t.Errorf("forbidden to list: %+v", p)
 	}
 }
