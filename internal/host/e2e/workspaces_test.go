@@ -475,3 +475,34 @@ func TestReplicaTakeoverContinuesTheRunsBranch(t *testing.T) {
 		t.Errorf("first completed %d times, want once", n)
 	}
 }
+
+// A foreach runs each item's branch in a working tree of its own, forked
+// from the foreach node's commit: an item never sees another's files, and
+// every item's work is merged back, in item order, for the stage after.
+func TestForeachItemsWorkInTreesOfTheirOwn(t *testing.T) {
+	docker := requireDocker(t)
+	e := start(t, docker, setup{script: map[string]any{
+		"nodes":   map[string]any{"triage": []any{`found [context:cases=["a","b","c"]] [outcome:success]`}},
+		"default": "[outcome:success]",
+	}, maxContainers: 2})
+	dot := `digraph Each {
+    start  [shape=Mdiamond]
+    triage [prompt="list the cases"]
+    each   [shape=component, foreach="context.cases", max_parallel=1]
+    work   [shape=parallelogram, tool_command="test -z \"$(ls *.item 2>/dev/null)\" && echo ${item} > ${item}.item"]
+    join   [shape=tripleoctagon]
+    after  [shape=parallelogram, tool_command="cat a.item b.item c.item > all.txt"]
+    exit   [shape=Msquare]
+    start -> triage -> each -> work -> join -> after -> exit
+}`
+	id := startRun(t, e, "each-1", dot)
+	waitEnded(t, e, id, runs.Succeeded)
+	repo, branch := groupRepo(e, "main"), workspace.BranchPrefix+workspace.ShortID(id)
+	if got := git(t, repo, "show", branch+":all.txt"); got != "a\nb\nc\n" {
+		t.Errorf("all.txt after the items' work was merged: %q", got)
+	}
+	subjects := git(t, repo, "log", "--reverse", "--first-parent", "--format=%s", "refs/nanohost/folder.."+branch)
+	if !strings.Contains(subjects, "each: merge branch work.0\neach: merge branch work.1\neach: merge branch work.2\n") {
+		t.Errorf("the branch's history (first parents):\n%s", subjects)
+	}
+}
