@@ -205,12 +205,15 @@ func New(opts Options) (*Host, error) {
 		MaxConcurrent:    cfg.Pipelines.MaxConcurrentRuns,
 		DefaultVerbosity: defaultVerbosity(cfg),
 		Strict:           strictGroups(cfg),
-		Observe:          opts.Metrics.observeRun,
-		Wakeups:          wakes,
-		Keeper:           h.leases,
-		Leases:           leases,
-		Journals:         journals,
-		Logger:           opts.Logger,
+		Observe: func(run runs.Run, e engine.Event) {
+			opts.Metrics.observeRun(run, e)
+			h.tellAgent(run, e)
+		},
+		Wakeups:  wakes,
+		Keeper:   h.leases,
+		Leases:   leases,
+		Journals: journals,
+		Logger:   opts.Logger,
 	})
 	if err != nil {
 		return nil, err

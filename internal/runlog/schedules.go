@@ -93,3 +93,19 @@ func TaskPaused(id string) string { return fmt.Sprintf("Paused %s. (/schedule re
 func TaskResumed(id, next string) string { return fmt.Sprintf("Resumed %s — next: %s.", id, next) }
 
 func TaskCancelled(id string) string { return fmt.Sprintf("Cancelled %s.", id) }
+
+// PipelineOutcomePrompt tells a group's agent how a pipeline it started
+// ended, in its conversation, so its next answer knows what the pipeline
+// did (docs/semantics.md, "An agent's pipeline is told back").
+func PipelineOutcomePrompt(runID, name, state, reason string, completed []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[PIPELINE %s - The pipeline you started, %s, has ended: %s.", runID, name, state)
+	if reason != "" {
+		fmt.Fprintf(&b, " Reason: %s.", reason)
+	}
+	if len(completed) > 0 {
+		fmt.Fprintf(&b, " Stages completed: %s.", strings.Join(completed, ", "))
+	}
+	b.WriteString(" This message was sent automatically, not typed by a person. Tell the chat what it means, briefly.]")
+	return b.String()
+}
