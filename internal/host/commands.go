@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"nanohost/internal/channels"
+	"nanohost/internal/config"
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
@@ -226,4 +227,56 @@ func (h chatCommands) statusText(ctx context.Context, ch channels.Channel, g sto
 		return runlog.Refused(err.Error())
 	}
 	return runlog.RunStatus(st, ch.Capabilities().TypedAnswers, h.runURL(st.Run.ID))
+}
+
+// register runs "/register <chat> <folder> [trigger]" (channels.ParseRegister)
+// typed in the main group's chat; it reports whether in was that command.
+func (h chatCommands) register(ctx context.Context, ch channels.Channel, in channels.Inbound, mayRegister func(ctx context.Context, user, chat string) error) bool {
+	if !channels.IsRegister(in.Text) {
+		return false
+	}
+	t := h.groups
+	g, ok := t.byChatID(in.Chat)
+	reply := func(msg string) {
+		if _, err := ch.Post(ctx, in.Chat, replyThread(in), channels.Message{Text: msg}); err != nil {
+			t.log.Warn("reply to /register", "err", err)
+		}
+	}
+	if !ok || !g.IsMain {
+		reply(runlog.RegisterNotMain)
+		return true
+	}
+	if err := mayRegister(ctx, in.User, in.Chat); err != nil {
+		t.log.Info("/register refused", "channel", ch.Name(), "chat", in.Chat, "user", in.User, "reason", err)
+		tell(ctx, ch, in, runlog.Refused(err.Error()), t.log)
+		return true
+	}
+	rc, ok := channels.ParseRegister(in.Text)
+	if !ok {
+		reply(runlog.RegisterUsage)
+		return true
+	}
+	cg := config.Group{Chat: rc.Chat, Folder: rc.Folder, Name: rc.Folder, Trigger: rc.Trigger}
+	if !strings.Contains(cg.Chat, ":") && ch.Owns(cg.Chat) {
+		cg.Chat = ch.Name() + ":" + cg.Chat
+	}
+	if !strings.Contains(cg.Chat, ":") {
+		reply(runlog.RegisterNotAChannel(cg.Chat))
+		return true
+	}
+	if conflict := t.registerConflict(cg); conflict != "" {
+		reply(runlog.RegisterConflict(conflict))
+		return true
+	}
+	if err := t.save(ctx, cg, false); err != nil {
+		reply(runlog.RegisterFailed(err.Error()))
+		return true
+	}
+	if err := t.reload(ctx); err != nil {
+		reply(runlog.RegisterReloadFailed(err.Error()))
+		return true
+	}
+	t.log.Info("group registered from chat", "folder", cg.Folder, "chat", cg.Chat, "by", in.User)
+	reply(runlog.Registered(cg.Folder, cg.Chat))
+	return true
 }

@@ -16,7 +16,6 @@ import (
 	"nanohost/internal/config"
 	"nanohost/internal/container"
 	"nanohost/internal/ipc"
-	"nanohost/internal/runlog"
 	"nanohost/internal/store"
 )
 
@@ -241,61 +240,6 @@ func triggered(g store.Group, in channels.Inbound) bool {
 	}
 	re, err := regexp.Compile(`(?i)(^|\W)` + regexp.QuoteMeta(strings.TrimPrefix(trig, "@")) + `($|\W)`)
 	return err == nil && re.MatchString(in.Text)
-}
-
-// registerCommand is the main group's admin command.
-var registerCommand = regexp.MustCompile(`^/register\s+(\S+)\s+(\S+)(?:\s+(\S+))?\s*$`)
-
-// handleAdmin runs "/register <chat> <folder> [trigger]" typed in the main
-// group's chat; it reports whether in was an admin command.
-func (t *groupTable) handleAdmin(ctx context.Context, ch channels.Channel, in channels.Inbound, mayRegister func(ctx context.Context, user, chat string) error) bool {
-	text := strings.TrimSpace(in.Text)
-	if !strings.HasPrefix(text, "/register") {
-		return false
-	}
-	g, ok := t.byChatID(in.Chat)
-	reply := func(msg string) {
-		if _, err := ch.Post(ctx, in.Chat, replyThread(in), channels.Message{Text: msg}); err != nil {
-			t.log.Warn("reply to /register", "err", err)
-		}
-	}
-	if !ok || !g.IsMain {
-		reply(runlog.RegisterNotMain)
-		return true
-	}
-	if err := mayRegister(ctx, in.User, in.Chat); err != nil {
-		t.log.Info("/register refused", "channel", ch.Name(), "chat", in.Chat, "user", in.User, "reason", err)
-		tell(ctx, ch, in, runlog.Refused(err.Error()), t.log)
-		return true
-	}
-	m := registerCommand.FindStringSubmatch(text)
-	if m == nil {
-		reply(runlog.RegisterUsage)
-		return true
-	}
-	cg := config.Group{Chat: m[1], Folder: m[2], Name: m[2], Trigger: m[3]}
-	if !strings.Contains(cg.Chat, ":") && ch.Owns(cg.Chat) {
-		cg.Chat = ch.Name() + ":" + cg.Chat
-	}
-	if !strings.Contains(cg.Chat, ":") {
-		reply(runlog.RegisterNotAChannel(cg.Chat))
-		return true
-	}
-	if conflict := t.registerConflict(cg); conflict != "" {
-		reply(runlog.RegisterConflict(conflict))
-		return true
-	}
-	if err := t.save(ctx, cg, false); err != nil {
-		reply(runlog.RegisterFailed(err.Error()))
-		return true
-	}
-	if err := t.reload(ctx); err != nil {
-		reply(runlog.RegisterReloadFailed(err.Error()))
-		return true
-	}
-	t.log.Info("group registered from chat", "folder", cg.Folder, "chat", cg.Chat, "by", in.User)
-	reply(runlog.Registered(cg.Folder, cg.Chat))
-	return true
 }
 
 // replyThread is where a reply to in goes: its thread, or a new thread

@@ -498,7 +498,7 @@ func (h *Host) handleInbound(ctx context.Context, ch channels.Channel, in channe
 			tell(ctx, ch, in, hint, h.log)
 			return
 		}
-		if h.groups.handleAdmin(ctx, ch, in, h.endpoints.registrar(ch.Name())) {
+		if h.commands.register(ctx, ch, in, h.endpoints.registrar(ch.Name())) {
 			return
 		}
 		h.chats.handle(ctx, ch, in)
