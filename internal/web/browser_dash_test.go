@@ -462,8 +462,8 @@ func TestBrowserHighlightsRunsWaitingForYouAndNamesWhoStartedThem(t *testing.T) 
 	if note := evalJS[string](t, ctx, `(document.querySelector('.for-you-note') || {}).textContent || ''`); !strings.Contains(note, "1 run waits for your answer") {
 		t.Errorf("the list's note reads %q; want it to count the run waiting for you", note)
 	}
-	if badge := evalJS[string](t, ctx, `document.querySelector('#runs tr.for-you .badge').textContent`); badge != "waiting for you" {
-		t.Errorf("the highlighted run's badge reads %q", badge)
+	if badges := evalJS[string](t, ctx, `[...document.querySelectorAll('#runs tr.for-you .badge')].map(b => b.textContent).join(' ')`); badges != "waiting for you" {
+		t.Errorf("the highlighted run's badges read %q; want its status and who it waits for", badges)
 	}
 	if bg := evalJS[string](t, ctx, `getComputedStyle(document.querySelector('#runs tr.for-you')).backgroundColor`); bg == evalJS[string](t, ctx, `getComputedStyle(document.querySelector('#runs tr:not(.for-you)')).backgroundColor`) {
 		t.Errorf("the run waiting for you looks like the others (background %s)", bg)
