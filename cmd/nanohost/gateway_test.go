@@ -14,12 +14,12 @@ const modelCall = `busybox wget -q -O- --header "x-api-key: $ANTHROPIC_API_KEY" 
 	`--header "content-type: application/json" --post-data '{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}' ` +
 	`"$ANTHROPIC_BASE_URL/v1/messages" >/dev/null`
 
-// TestGatewayBudgetStopsTheRun: `pipeline run --backend docker` with the
+// TestPipelineRunGatewayBudgetStopsTheRun: `pipeline run --backend docker` with the
 // gateway in front of a fake model API that reports 60 tokens a call; the
 // graph allows 100. The agent's first two calls go through (the second
 // crosses the budget), the third is refused; the run fails with the
 // budget's message, and what it reports spent is what the API reported.
-func TestGatewayBudgetStopsTheRun(t *testing.T) {
+func TestPipelineRunGatewayBudgetStopsTheRun(t *testing.T) {
 	api := modeltest.Start(t)
 	api.Usage = modeltest.Usage{InputTokens: 40, OutputTokens: 20}
 	t.Setenv("ANTHROPIC_API_KEY", api.Key)

@@ -147,6 +147,10 @@ type setup struct {
 	configure func(*config.Config)
 	// image is the agent image ("" for the test image).
 	image string
+	// agent replaces the script agent; gateway puts the model gateway
+	// between the agents and their model API.
+	agent   *container.AgentConfig
+	gateway *container.Gateway
 }
 
 func startEnv(t *testing.T, docker *container.Docker, script any, maxContainers int) *env {
@@ -195,9 +199,13 @@ func start(t *testing.T, docker *container.Docker, s setup) *env {
 	if s.image != "" {
 		image = s.image
 	}
+	agent := container.AgentConfig{Kind: "script", ScriptFile: cfg.Runtime.Script}
+	if s.agent != nil {
+		agent = *s.agent
+	}
 	backend, err := container.NewBackend(container.Config{
 		Runtime: docker, Image: image, HostID: hostID, StateDir: filepath.Join(cfg.DataDir, "state"),
-		Agent:         container.AgentConfig{Kind: "script", ScriptFile: cfg.Runtime.Script},
+		Agent: agent, Gateway: s.gateway,
 		MaxContainers: cfg.Runtime.MaxContainers, Logger: log,
 		Limits:  container.Limits{MemoryBytes: 256 << 20, CPUs: 0.5, Pids: 128},
 		OnEvent: func(e container.Event) { metrics.OnContainerEvent(e); peak.on(e) },
