@@ -72,9 +72,21 @@ type execStore interface {
 	CancelsRequested(ctx context.Context) (map[string]string, error)
 }
 
-// launch executes run in the background: from the start (g set), or from
-// its checkpoint (g nil). askedIn is the thread it was asked from, if any.
+// launch executes run in the background from the start. askedIn is the
+// thread it was asked from, if any.
 func (ex *executor) launch(run Run, g *pipeline.Graph, askedIn string) {
+	ex.launchWith(run, g, nil, askedIn)
+}
+
+// launchFrom executes run in the background from cp, its checkpoint as just
+// read (nobody else executes the run, so it stays so until the engine reads
+// it again under the run's lock): a resume reads it once here, not twice.
+func (ex *executor) launchFrom(run Run, cp *engine.Checkpoint) {
+	ex.launchWith(run, nil, cp, "")
+}
+
+// launchWith executes run from the start (g set) or from its checkpoint cp.
+func (ex *executor) launchWith(run Run, g *pipeline.Graph, cp *engine.Checkpoint, askedIn string) {
 	ctx, cancel := context.WithCancelCause(ex.life)
 	ar := &activeRun{id: run.ID, cancel: cancel, done: make(chan struct{})}
 	ex.mu.Lock()
@@ -111,12 +123,12 @@ func (ex *executor) launch(run Run, g *pipeline.Graph, askedIn string) {
 				ex.logErr("mark run interrupted", run.ID, ex.store.UpdateRunStatus(context.Background(), run.ID, Interrupted))
 			}
 		}()
-		ex.execute(ctx, ar, run, g, askedIn)
+		ex.execute(ctx, ar, run, g, cp, askedIn)
 	}()
 }
 
 // execute runs one run to its end (or its interruption) under a run slot.
-func (ex *executor) execute(ctx context.Context, ar *activeRun, run Run, g *pipeline.Graph, askedIn string) {
+func (ex *executor) execute(ctx context.Context, ar *activeRun, run Run, g *pipeline.Graph, cp *engine.Checkpoint, askedIn string) {
 	slot := &runSlot{slots: ex.slots}
 	if slot.take(ctx) {
 		defer slot.give()
@@ -157,7 +169,7 @@ func (ex *executor) execute(ctx context.Context, ar *activeRun, run Run, g *pipe
 	if askedIn != "" {
 		ex.out.pointFrom(d.thread, askedIn, name, run.ID)
 	}
-	res, err := ex.runEngine(ctx, fresh, g, d, slot)
+	res, err := ex.runEngine(ctx, fresh, g, cp, d, slot)
 	ex.settle(ctx, run, res, err, d)
 }
 
@@ -182,8 +194,9 @@ func cancellation(ctx context.Context) (*engine.Cancellation, bool) {
 	return c, ok
 }
 
-// runEngine runs the engine over the run's own backend.
-func (ex *executor) runEngine(ctx context.Context, run Run, g *pipeline.Graph, d *delivery, slot *runSlot) (*engine.RunResult, error) {
+// runEngine runs the engine over the run's own backend: from the start (g
+// set) or from its checkpoint (cp, read again when nil).
+func (ex *executor) runEngine(ctx context.Context, run Run, g *pipeline.Graph, cp *engine.Checkpoint, d *delivery, slot *runSlot) (*engine.RunResult, error) {
 	backend, err := ex.runtime.ForRun(ctx, run)
 	if err != nil {
 		return nil, fmt.Errorf("prepare the run's agents: %w", err)
@@ -218,17 +231,19 @@ func (ex *executor) runEngine(ctx context.Context, run Run, g *pipeline.Graph, d
 	if g != nil {
 		return eng.Run(ctx, g, []byte(run.SourceDOT), run.FileName)
 	}
-	return ex.resumeEngine(ctx, eng, run, d.ar)
+	return ex.resumeEngine(ctx, eng, run, cp, d.ar)
 }
 
 // resumeEngine continues run from its checkpoint. The graph is loaded here,
 // not by the engine's loader, because the run's goal may have been given
 // when it started rather than written in its source (which is kept as
 // written): the recorded goal is applied again, so $goal expands as it did.
-func (ex *executor) resumeEngine(ctx context.Context, eng *engine.Engine, run Run, ar *activeRun) (*engine.RunResult, error) {
-	cp, err := ex.checkpoint(ctx, run)
-	if err != nil {
-		return nil, err
+func (ex *executor) resumeEngine(ctx context.Context, eng *engine.Engine, run Run, cp *engine.Checkpoint, ar *activeRun) (*engine.RunResult, error) {
+	if cp == nil {
+		var err error
+		if cp, err = ex.checkpoint(ctx, run); err != nil {
+			return nil, err
+		}
 	}
 	ar.setStageRoot(cp.StageRoot)
 	if cp.State == engine.StateSuccess || cp.State == engine.StateFail {
@@ -331,11 +346,11 @@ func (ex *executor) resume(run Run) error {
 		}
 		run = full
 	}
-	_, err := ex.checkpoint(ctx, run)
+	cp, err := ex.checkpoint(ctx, run)
 	switch {
 	case err == nil:
 		ex.log.Info("resuming run from its checkpoint", "run", run.ID, "status", run.Status)
-		ex.launch(run, nil, "")
+		ex.launchFrom(run, cp)
 	case errors.Is(err, fs.ErrNotExist):
 		// It stopped before its first checkpoint: start it again.
 		g, err := ex.loadRunnable(run.GroupFolder, run.FileName, []byte(run.SourceDOT), run.Goal)

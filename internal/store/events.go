@@ -184,27 +184,28 @@ func (s *Store) LastEventSeq(ctx context.Context, runID string) (int64, error) {
 // The watermark only moves forward (an older seq is a no-op), and cannot
 // pass the last stored event: store first, then deliver.
 func (s *Store) SetDelivered(ctx context.Context, runID string, seq int64) error {
-	err := s.write(ctx, func(tx *txn) error {
-		// One statement: the check and the move see the same row.
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET last_delivered_seq =
-			CASE WHEN last_delivered_seq < ? THEN ? ELSE last_delivered_seq END
-			WHERE id = ? AND last_seq >= ?`, seq, seq, runID, seq)
-		if err != nil {
-			return err
+	if s.writer == nil {
+		return ErrReadOnly
+	}
+	// One autocommit statement, not a transaction around it (every
+	// thread's progress comes here): the check and the move see the same
+	// row, and a refusal is explained after it (last_seq only grows).
+	res, err := s.writer.ExecContext(ctx, `UPDATE runs SET last_delivered_seq =
+		CASE WHEN last_delivered_seq < ? THEN ? ELSE last_delivered_seq END
+		WHERE id = ? AND last_seq >= ?`, seq, seq, runID, seq)
+	if err == nil {
+		var n int64
+		if n, err = res.RowsAffected(); err == nil && n != 1 {
+			var last int64
+			err = s.writer.QueryRowContext(ctx, `SELECT last_seq FROM runs WHERE id = ?`, runID).Scan(&last)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				err = fmt.Errorf("run %q: %w", runID, ErrNotFound)
+			case err == nil:
+				err = fmt.Errorf("seq %d is beyond the run's last stored event %d (append events before delivering them)", seq, last)
+			}
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
-		}
-		var last int64
-		err = tx.QueryRowContext(ctx, `SELECT last_seq FROM runs WHERE id = ?`, runID).Scan(&last)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("run %q: %w", runID, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("seq %d is beyond the run's last stored event %d (append events before delivering them)", seq, last)
-	})
+	}
 	if err != nil {
 		return fmt.Errorf("set delivered seq of run %s: %w", runID, err)
 	}

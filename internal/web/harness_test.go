@@ -35,6 +35,12 @@ type engineRuns struct {
 }
 
 func newEngineRuns(t testing.TB, st *store.Store, backend engine.Backend) *engineRuns {
+	return newObservedRuns(t, st, backend, nil)
+}
+
+// newObservedRuns is newEngineRuns whose observe sees every run's events
+// once they are stored.
+func newObservedRuns(t testing.TB, st *store.Store, backend engine.Backend, observe func(runs.Run, engine.Event)) *engineRuns {
 	con := console.New(strings.NewReader(""), io.Discard)
 	service, err := runs.New(runs.Config{
 		Store:    st,
@@ -44,7 +50,7 @@ func newEngineRuns(t testing.TB, st *store.Store, backend engine.Backend) *engin
 		Load: func(_, file string, src []byte, goal string) (*pipeline.Graph, []pipeline.Diagnostic, error) {
 			return frontend.Prepare(file, src, frontend.Options{Goal: goal})
 		},
-		RunsDir: t.TempDir(), Logger: quietLog,
+		RunsDir: t.TempDir(), Logger: quietLog, Observe: observe,
 	})
 	if err != nil {
 		t.Fatal(err)
