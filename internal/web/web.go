@@ -27,7 +27,9 @@ import (
 	"time"
 
 	"nanohost/internal/pipeline"
+	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
+	"nanohost/internal/schedule"
 	"nanohost/internal/store"
 )
 
@@ -129,9 +131,25 @@ type AnswerResult struct {
 	Message string `json:"message,omitempty"`
 }
 
+// History is what the dashboard reads of the store: runs, their events,
+// gates and stage files, the groups, scheduled tasks and webhook
+// deliveries (*store.Store is one). Changes go through Runs.
+type History interface {
+	Capabilities() store.Capabilities
+	GetRun(ctx context.Context, id string) (runs.Run, error)
+	ListRuns(ctx context.Context, f runs.Filter) (runs.Page, error)
+	Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error)
+	RunGates(ctx context.Context, runID string) ([]runs.Gate, error)
+	RunFile(ctx context.Context, runID, path string, limit int64) ([]byte, bool, error)
+	OpenRunJournal(ctx context.Context, runID, owner string) (engine.Journal, error)
+	ListGroups(ctx context.Context) ([]store.Group, error)
+	ListTasks(ctx context.Context, group string) ([]schedule.Task, error)
+	HookDeliveries(ctx context.Context, limit int) ([]store.HookDelivery, error)
+}
+
 // Options configure a Server.
 type Options struct {
-	Store *store.Store
+	Store History
 	// Runs changes runs; nil serves a read-only dashboard (changes answer 503).
 	Runs Runs
 	// Listen is the address the server is bound to; anything but loopback

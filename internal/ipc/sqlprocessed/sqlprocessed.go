@@ -23,7 +23,13 @@ import (
 // watcher records the answer). Sharing one key would let whichever wrote
 // first shadow the other.
 type Store struct {
-	DB *store.Store
+	DB DB
+}
+
+// DB is the store's record of processed requests (*store.Store is one).
+type DB interface {
+	Processed(ctx context.Context, group, requestID string) (rec store.IPCRequest, ok bool, err error)
+	MarkProcessed(ctx context.Context, group, requestID, typ string, response json.RawMessage) (first bool, err error)
 }
 
 // answerKey is the ipc_requests key of the watcher's answer to requestID.
