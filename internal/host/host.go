@@ -207,7 +207,7 @@ func New(opts Options) (*Host, error) {
 		Strict:           strictGroups(cfg),
 		Observe: func(run runs.Run, e engine.Event) {
 			opts.Metrics.observeRun(run, e)
-			h.tellAgent(run, e)
+			tellBack{chats: h.chats, groups: h.groups, endpoints: h.endpoints, life: h.deliveryCtx, log: h.log}.tellAgent(run, e)
 		},
 		Wakeups:  wakes,
 		Keeper:   h.leases,

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -10,24 +11,33 @@ import (
 	"nanohost/internal/runs"
 )
 
+// tellBack is what telling an agent its pipeline's outcome takes.
+type tellBack struct {
+	chats     *chatRouter
+	groups    *groupTable
+	endpoints *endpoints
+	life      context.Context // the host's delivery life
+	log       *slog.Logger
+}
+
 // tellAgent gives a group's agent the outcome of a pipeline it started over
 // IPC when the run ends (succeeded, failed or cancelled; an interruption is
 // not an end): a prompt in the group's conversation, keyed by the run, so
 // it is stored and answered once however many times the end is observed
 // (a replica taking the run over, a restart). Runs started by people, by
 // schedules or webhooks, and a pipeline's child runs are not told back.
-func (h *Host) tellAgent(run runs.Run, e engine.Event) {
+func (tb tellBack) tellAgent(run runs.Run, e engine.Event) {
 	if !e.Ends() || e.Type == engine.EventPipelineInterrupted || run.Parent != "" ||
-		run.StartedBy != agent(run.GroupFolder).User || run.ChatID == "" || h.chats == nil {
+		run.StartedBy != agent(run.GroupFolder).User || run.ChatID == "" || tb.chats == nil {
 		return
 	}
-	g, ok := h.groups.byChatID(run.ChatID)
+	g, ok := tb.groups.byChatID(run.ChatID)
 	if !ok {
 		return
 	}
-	ch, err := h.endpoints.channelFor(run.ChatID)
+	ch, err := tb.endpoints.channelFor(run.ChatID)
 	if err != nil {
-		h.log.Warn("tell the agent its pipeline's outcome", "run", run.ID, "err", err)
+		tb.log.Warn("tell the agent its pipeline's outcome", "run", run.ID, "err", err)
 		return
 	}
 	state := map[engine.EventType]string{engine.EventPipelineCompleted: "succeeded", engine.EventPipelineFailed: "failed",
@@ -39,10 +49,10 @@ func (h *Host) tellAgent(run runs.Run, e engine.Event) {
 	text := runlog.PipelineOutcomePrompt(run.ID, name, state, strings.TrimSpace(e.Message), nil)
 	// Not on the engine's goroutine: the store write and the queue may wait.
 	go func() {
-		ctx, cancel := context.WithTimeout(h.deliveryCtx, time.Minute)
+		ctx, cancel := context.WithTimeout(tb.life, time.Minute)
 		defer cancel()
-		if _, err := h.chats.prompt(ctx, g, ch, run.ChatID, "run-end:"+run.ID, "pipeline:"+run.ID, text); err != nil {
-			h.log.Warn("tell the agent its pipeline's outcome", "run", run.ID, "err", err)
+		if _, err := tb.chats.prompt(ctx, g, ch, run.ChatID, "run-end:"+run.ID, "pipeline:"+run.ID, text); err != nil {
+			tb.log.Warn("tell the agent its pipeline's outcome", "run", run.ID, "err", err)
 		}
 	}()
 }
