@@ -14,7 +14,7 @@ import (
 
 // claudeAgent runs the Claude Code CLI in print mode:
 //
-//	claude -p --output-format json [extra args] [--resume S] [--model M] [--effort=E]
+//	claude -p --output-format json [extra args] [--resume S [--fork-session]] [--model M] [--effort=E]
 //
 // with the prompt on stdin, and reads the single JSON result it prints.
 type claudeAgent struct {
@@ -47,6 +47,9 @@ func (a *claudeAgent) args(req protocol.Request) []string {
 	args := append([]string{"-p", "--output-format", "json"}, a.extraArgs...)
 	if req.SessionID != "" {
 		args = append(args, "--resume", req.SessionID)
+		if req.ForkSession {
+			args = append(args, "--fork-session")
+		}
 	}
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)

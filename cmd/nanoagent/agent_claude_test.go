@@ -98,3 +98,21 @@ func TestClaudeAgentErrors(t *testing.T) {
 		})
 	}
 }
+
+// A fork resumes the chat's session as a new conversation: claude gets
+// --resume S --fork-session and the reply carries the fork's id.
+func TestClaudeAgentForksTheSession(t *testing.T) {
+	bin, dir := fakeClaude(t, `{"type":"result","subtype":"success","result":"hi","session_id":"sess-fork"}`, 0)
+	a := &claudeAgent{bin: bin}
+	rep, err := a.Answer(context.Background(), claudeCall(protocol.Request{DispatchID: 1, Prompt: "x", SessionID: "sess-chat", ForkSession: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, _ := os.ReadFile(filepath.Join(dir, "args"))
+	if want := "-p\n--output-format\njson\n--resume\nsess-chat\n--fork-session\n"; string(args) != want {
+		t.Errorf("claude args:\n%s\nwant:\n%s", args, want)
+	}
+	if rep.sessionID != "sess-fork" {
+		t.Errorf("reply session %q, want the fork's sess-fork", rep.sessionID)
+	}
+}

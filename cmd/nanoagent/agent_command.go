@@ -18,7 +18,7 @@ import (
 // name or a prompt can never inject shell syntax:
 //
 //	NANOAGENT_MODEL, NANOAGENT_PROVIDER, NANOAGENT_REASONING_EFFORT,
-//	NANOAGENT_SESSION_ID, NANOAGENT_EXECUTION,
+//	NANOAGENT_SESSION_ID, NANOAGENT_FORK_SESSION ("1": continue a fork of it), NANOAGENT_EXECUTION,
 //	NANOAGENT_SESSION_FILE (write a session id there to have it reported),
 //	NANOHOST_NODE_ID, NANOHOST_DISPATCH_ID, NANOHOST_OUTCOME_FILE.
 //
@@ -50,6 +50,7 @@ func (a *commandAgent) Answer(ctx context.Context, c call) (reply, error) {
 		"NANOAGENT_PROVIDER="+c.req.Provider,
 		"NANOAGENT_REASONING_EFFORT="+c.req.ReasoningEffort,
 		"NANOAGENT_SESSION_ID="+c.req.SessionID,
+		"NANOAGENT_FORK_SESSION="+map[bool]string{true: "1"}[c.req.ForkSession && c.req.SessionID != ""],
 		"NANOAGENT_EXECUTION="+strconv.Itoa(c.execution),
 		"NANOAGENT_SESSION_FILE="+filepath.Clean(sessionFile.Name()),
 	)

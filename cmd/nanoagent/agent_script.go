@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"nanohost/internal/pipeline/script"
@@ -40,8 +41,8 @@ func parseScriptAgent(data []byte, from string) (agent, error) {
 
 func (a *scriptAgent) Answer(ctx context.Context, c call) (reply, error) {
 	rep := reply{sessionID: c.req.SessionID}
-	if rep.sessionID == "" {
-		rep.sessionID = newSessionID()
+	if rep.sessionID == "" || c.req.ForkSession {
+		rep.sessionID = newSessionID() // a fork is a conversation of its own
 	}
 	resp, ok := a.s.Response(c.req.NodeID, c.execution)
 	if !ok {
@@ -62,7 +63,7 @@ func (a *scriptAgent) Answer(ctx context.Context, c call) (reply, error) {
 		}
 		return rep, err
 	}
-	rep.text = resp.Text
+	rep.text = sessionWords(resp.Text, c.req.SessionID, rep.sessionID)
 	out, err := resp.Outcome()
 	if err != nil {
 		return rep, fmt.Errorf("script: node %s execution %d: %w", c.req.NodeID, c.execution, err)
@@ -103,4 +104,14 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// sessionWords lets a script say which conversation it continued:
+// {{resumed_from}} is the session the request resumed ("none" for a new
+// one) and {{session}} the session the answer belongs to.
+func sessionWords(text, resumedFrom, session string) string {
+	if resumedFrom == "" {
+		resumedFrom = "none"
+	}
+	return strings.NewReplacer("{{resumed_from}}", resumedFrom, "{{session}}", session).Replace(text)
 }

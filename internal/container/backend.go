@@ -56,6 +56,12 @@ type RunEnv struct {
 	Skills string
 	// ExtraMounts are validated mounts (mounts.Policy.Validate) for this run.
 	ExtraMounts []mounts.Mount
+	// ForkSession is the agent session the run continues: a full-fidelity
+	// thread with no session of its own yet starts as a fork of it (the
+	// group's agent's chat, for a pipeline that agent started), not as a new
+	// conversation; the fork's id is recorded as the thread's session. ""
+	// for none.
+	ForkSession string
 }
 
 // SkillsDir is where RunEnv.Skills appears inside a container.
@@ -147,6 +153,18 @@ func (b *Backend) runEnv(runID string) (RunEnv, error) {
 	return env, nil
 }
 
+// forkSource is the agent session a run's new full-fidelity threads fork
+// (RunEnv.ForkSession; a child pipeline's is its parent run's), or "".
+func (b *Backend) forkSource(runID string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	env, ok := b.runs[runID]
+	if !ok {
+		env, _ = b.parentEnv(runID)
+	}
+	return env.ForkSession
+}
+
 // parentEnv is the env of the run whose child pipeline runID is (b.mu held).
 func (b *Backend) parentEnv(runID string) (RunEnv, bool) {
 	for run, env := range b.runs {
@@ -233,6 +251,11 @@ func (b *Backend) runInThread(ctx context.Context, req engine.Request, preq prot
 	}
 	t.loaded = true
 	preq.SessionID = t.sessionID
+	if preq.SessionID == "" {
+		if from := b.forkSource(req.RunID); from != "" {
+			preq.SessionID, preq.ForkSession = from, true
+		}
+	}
 	if t.live != nil && !t.live.alive() {
 		t.live.stop("died while idle")
 		t.live = nil

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,39 @@ type runtime struct {
 	changes    *changes.Tracker
 	workspaces *workspace.Manager // nil: runs work in the group's folder
 	cfg        *config.Config
+	sessions   forkSessions // nil: no run continues an agent's chat
+}
+
+// forkSessions are the agent sessions the store keeps per group.
+type forkSessions interface {
+	GetSession(ctx context.Context, folder, threadKey string) (string, error)
+	SetSession(ctx context.Context, folder, threadKey, sessionID string) error
+}
+
+// forkThreadKey is where the store keeps the chat session a run's
+// full-fidelity stages fork: taken once, so a resumed run (on any replica)
+// forks the same session however the chat went on meanwhile.
+func forkThreadKey(runID string) string { return "fork:" + runID }
+
+// forkSource is the agent session run continues (container.RunEnv.ForkSession):
+// for a pipeline a group's agent started over IPC, its chat's session when
+// the run first started, recorded then; "" for any other run, and for an
+// agent with no conversation yet.
+func (r runtime) forkSource(ctx context.Context, run runs.Run) string {
+	if r.sessions == nil || run.Parent != "" || run.StartedBy != agent(run.GroupFolder).User {
+		return ""
+	}
+	if sid, err := r.sessions.GetSession(ctx, run.GroupFolder, forkThreadKey(run.ID)); err == nil && sid != "" {
+		return sid
+	}
+	sid, err := r.sessions.GetSession(ctx, run.GroupFolder, chatThreadKey)
+	if err != nil || sid == "" {
+		return ""
+	}
+	if err := r.sessions.SetSession(ctx, run.GroupFolder, forkThreadKey(run.ID), sid); err != nil {
+		slog.Warn("record the session a run forks; a resumed run forks the chat's session then", "run", run.ID, "err", err)
+	}
+	return sid
 }
 
 func (r runtime) ForRun(ctx context.Context, run runs.Run) (runs.RunBackend, error) {
@@ -82,6 +116,7 @@ func (r runtime) ForRun(ctx context.Context, run runs.Run) (runs.RunBackend, err
 		return r.onBranch(ctx, run)
 	}
 	env := r.env.of(run.GroupFolder)
+	env.ForkSession = r.forkSource(ctx, run)
 	backend := r.agents.ForRun(run.ID, env)
 	if r.changes == nil {
 		return backend, nil

@@ -195,7 +195,7 @@ func New(opts Options) (*Host, error) {
 	service, err := runs.New(runs.Config{
 		Store:            opts.Store,
 		Threads:          threads,
-		Runtime:          runtime{agents: opts.Agents, env: env, changes: tracker, workspaces: spaces, cfg: cfg},
+		Runtime:          runtime{agents: opts.Agents, env: env, changes: tracker, workspaces: spaces, cfg: cfg, sessions: opts.Store},
 		Policies:         h.endpoints.policies(cfg),
 		Load:             h.frontEnd.load,
 		Identities:       h.frontEnd.identities,

@@ -66,6 +66,7 @@ func (b *branchRun) Close() {
 // onBranch gives a run its branch and working tree, and its agents that tree.
 func (r runtime) onBranch(ctx context.Context, run runs.Run) (runs.RunBackend, error) {
 	env := r.env.of(run.GroupFolder)
+	env.ForkSession = r.forkSource(ctx, run)
 	src := workspace.Source{Name: run.GroupFolder, Folder: env.Workspace}
 	group := groupConfig(r.cfg, run.GroupFolder)
 	if group.Repo != "" {

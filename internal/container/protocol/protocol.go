@@ -88,6 +88,11 @@ type Request struct {
 	ToolHooks *ToolHooks `json:"tool_hooks,omitempty"`
 	// SessionID asks the agent to resume that conversation.
 	SessionID string `json:"session_id,omitempty"`
+	// ForkSession resumes SessionID as a new conversation forked from it
+	// (Claude Code's --fork-session): the agent answers with the fork's
+	// session id and the original conversation is left as it was. A group's
+	// agent's pipeline continues its chat this way (docs/semantics.md).
+	ForkSession bool `json:"fork_session,omitempty"`
 	// Once makes the runner exit after answering this request (a fresh,
 	// single-node container) instead of waiting for follow-ups.
 	Once bool `json:"once,omitempty"`
