@@ -324,10 +324,11 @@ func TestMissedFireRunsOnceAfterDowntime(t *testing.T) {
 	})
 }
 
-// A scheduled prompt fires when due and its reply reaches the chat: in the
-// group's conversation (its session) for context_mode group, in a fresh
-// session for isolated.
-func TestScheduledPromptFiresOnTimeAndReplies(t *testing.T) {
+// The in-process variant of e2e.TestScheduledPromptFiresOnTimeAndReplies
+// (which runs real agent containers): a scheduled prompt fires when due
+// and its reply reaches the chat: in the group's conversation (its
+// session) for context_mode group, in a fresh session for isolated.
+func TestScheduledPromptRepliesInProcess(t *testing.T) {
 	clock := newFakeClock(t0)
 	var mu sync.Mutex
 	var asked []engine.Request

@@ -151,6 +151,9 @@ type setup struct {
 	// between the agents and their model API.
 	agent   *container.AgentConfig
 	gateway *container.Gateway
+	// now, when set, is the scheduler's clock (tests move it and call
+	// host.WakeScheduler).
+	now func() time.Time
 }
 
 func startEnv(t *testing.T, docker *container.Docker, script any, maxContainers int) *env {
@@ -230,7 +233,7 @@ func start(t *testing.T, docker *container.Docker, s setup) *env {
 	}
 	h, err := host.New(host.Options{
 		Config: cfg, Store: st, Agents: host.ContainerAgents(backend), Slots: backend, Endpoints: eps, Docker: docker,
-		Logger: log, Metrics: metrics, Root: repoRoot(t),
+		Logger: log, Metrics: metrics, Root: repoRoot(t), Now: s.now,
 		DeliveryBackoff: report.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond},
 	})
 	if err != nil {
