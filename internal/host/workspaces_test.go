@@ -21,7 +21,9 @@ import (
 func TestFinishedRunsTreeIsRemovedAfterTheRetention(t *testing.T) {
 	var th *testHost
 	th = launch(t, hostSetup{answer: func(_ context.Context, req engine.Request) (engine.Result, error) {
-		os.WriteFile(filepath.Join(th.agents.workspace(req.RunID), "made.txt"), []byte("made\n"), 0o644)
+		if ws := th.agents.workspace(req.RunID); ws != "" { // "" for the chat: no run, no tree
+			os.WriteFile(filepath.Join(ws, "made.txt"), []byte("made\n"), 0o644)
+		}
 		return engine.Result{Text: "done [outcome:success]"}, nil
 	}, configure: func(c *config.Config) { c.Workspaces.Retention = time.Millisecond }})
 	th.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": goalDOT})
@@ -58,7 +60,9 @@ func TestSucceededRunFastForwardsTheGroupsFolder(t *testing.T) {
 	var th *testHost
 	var touchFolder atomic.Bool
 	th = launch(t, hostSetup{answer: func(_ context.Context, req engine.Request) (engine.Result, error) {
-		os.WriteFile(filepath.Join(th.agents.workspace(req.RunID), req.NodeID+".txt"), []byte(req.RunID+"\n"), 0o644)
+		if ws := th.agents.workspace(req.RunID); ws != "" { // "" for the chat: no run, no tree
+			os.WriteFile(filepath.Join(ws, req.NodeID+".txt"), []byte(req.RunID+"\n"), 0o644)
+		}
 		if touchFolder.Load() {
 			os.WriteFile(filepath.Join(th.dir, "data", "groups", "main", "chat.txt"), []byte("the chat agent wrote this\n"), 0o644)
 		}
