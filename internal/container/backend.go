@@ -260,7 +260,7 @@ func (b *Backend) runInThread(ctx context.Context, req engine.Request, preq prot
 		t.live.stop("died while idle")
 		t.live = nil
 	}
-	if t.live != nil && t.wearing != wearing(req) {
+	if t.live != nil && t.wearing != b.cfg.wearing(req) {
 		// Another node's masks (or none): their folders must not reach this
 		// one. The agent session goes on in a new container.
 		t.live.close(true, "the next node wears other masks")
@@ -280,7 +280,7 @@ func (b *Backend) runInThread(ctx context.Context, req engine.Request, preq prot
 		if err != nil {
 			return engine.Result{}, err
 		}
-		t.live, t.wearing = s, wearing(req)
+		t.live, t.wearing = s, b.cfg.wearing(req)
 	}
 	s := t.live
 	res, err := s.await(ctx, preq.DispatchID)

@@ -31,7 +31,13 @@ func (b *Backend) maskMounts(req engine.Request) ([]mounts.Mount, error) {
 
 // wearing is a request's masks, and the provider whose agent the
 // container runs, as one comparable value: a live container serves a
-// thread's next node only when both are the same.
-func wearing(req engine.Request) string {
-	return strings.Join(req.Masks, ",") + "\x00" + strings.ToLower(strings.TrimSpace(req.Provider))
+// thread's next node only when both are the same. Without runtime.agents
+// every provider is served by the one agent, so a node naming another
+// provider still continues the thread's live container.
+func (c *Config) wearing(req engine.Request) string {
+	provider := strings.ToLower(strings.TrimSpace(req.Provider))
+	if len(c.Agents) == 0 {
+		provider = ""
+	}
+	return strings.Join(req.Masks, ",") + "\x00" + provider
 }
