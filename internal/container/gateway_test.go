@@ -79,7 +79,7 @@ find / \( -path /proc -o -path /sys -o -path /dev -o -path /tmp/dump.txt \) -pru
 		// Configured as an agent secret too: with a gateway it stays on the host.
 		c.Secrets = map[string]string{"ANTHROPIC_API_KEY": api.Key, "CLAUDE_CODE_OAUTH_TOKEN": api.Key}
 	})
-	res := h.mustRun(codergenReq("run-key", "leak", "compact"))
+	res := h.mustRun(codergenReq("run-key", "leak", "full")) // full: the container stays for follow-ups, so docker inspect can look at it
 	if !strings.Contains(res.Text, "hello from the model") {
 		t.Fatalf("the call through the gateway failed: %q", res.Text)
 	}
