@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
 
+	"nanohost/internal/bounded"
 	"nanohost/internal/container/protocol"
 )
 
@@ -147,20 +147,12 @@ func (r *runner) answerFile(ctx context.Context, dir string, id int64) error {
 }
 
 func (r *runner) readRequestFile(path string) (protocol.Request, error) {
-	var req protocol.Request
-	f, err := os.Open(path)
+	data, err := bounded.ReadFile(path, maxRequestBytes)
 	if err != nil {
-		return req, err
+		return protocol.Request{}, err
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxRequestBytes+1))
+	req, err := protocol.DecodeInputFile(r.nonce, data)
 	if err != nil {
-		return req, err
-	}
-	if len(data) > maxRequestBytes {
-		return req, fmt.Errorf("request larger than %d bytes", maxRequestBytes)
-	}
-	if req, err = protocol.DecodeInputFile(r.nonce, data); err != nil {
 		return req, err
 	}
 	// Only stdin may carry credentials: a file in a mounted directory is

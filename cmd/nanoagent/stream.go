@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"nanohost/internal/bounded"
 	"nanohost/internal/container/protocol"
 	"nanohost/internal/ipc"
 )
@@ -274,14 +275,7 @@ func readRegular(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is larger than %d bytes", filepath.Base(path), max)
-	}
-	return data, nil
+	return bounded.Read(f, filepath.Base(path), max)
 }
 
 // lockedWriter serialises writes to stdout: results and IPC blocks come

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"nanohost/internal/bounded"
 	"nanohost/internal/pipeline/engine"
 )
 
@@ -130,7 +129,7 @@ func (ex *executor) resumeChild(ctx context.Context, child Run) error {
 func (ex *executor) childSource(group string, req engine.ChildRequest) (string, []byte, error) {
 	name := req.Pipeline
 	if !req.Dynamic && filepath.IsAbs(name) {
-		src, err := readBounded(name, maxChildSource)
+		src, err := bounded.ReadFile(name, maxChildSource)
 		return name, src, err
 	}
 	if ex.findPipeline == nil {
@@ -140,22 +139,6 @@ func (ex *executor) childSource(group string, req engine.ChildRequest) (string, 
 		return "", nil, fmt.Errorf("%q is not a pipeline name (a name known at run time must be a stored pipeline's name)", name)
 	}
 	return ex.findPipeline(group, name)
-}
-
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is over %d bytes", filepath.Base(path), limit)
-	}
-	return data, nil
 }
 
 // awaitChild waits for the child's end. When ctx ends first, the child

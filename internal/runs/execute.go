@@ -287,20 +287,21 @@ func (ex *executor) settle(ctx context.Context, run Run, res *engine.RunResult, 
 		}
 		return
 	}
+	early, cancelledEarly := engine.CancellationOf(ctx)
 	switch {
 	case res != nil && res.Cancelled:
 		ex.finish(bg, run.ID, Cancelled, res.FailureReason, res.Usage)
 		ex.withdrawGates(run.ID)
 		log.Info("run cancelled", "by", res.CancelledBy)
-	case res == nil && err != nil && cancelledBy(ctx) != "":
+	case res == nil && err != nil && cancelledEarly:
 		// Cancelled before the engine got to it (a cancel right after the
 		// run started): it ends cancelled, as the person asked, not
 		// interrupted to be resumed on the next start.
 		if cur, gerr := ex.store.GetRun(bg, run.ID); gerr == nil {
 			run = cur // the events it has so far: the cancel event follows them
 		}
-		ex.logErr("end the run cancelled", run.ID, ex.endCancelled(bg, run, cancelledBy(ctx)))
-		log.Info("run cancelled before it began", "by", cancelledBy(ctx))
+		ex.logErr("end the run cancelled", run.ID, ex.endCancelled(bg, run, early.By))
+		log.Info("run cancelled before it began", "by", early.By)
 	case (res != nil && res.Interrupted) || (err != nil && ctx.Err() != nil):
 		ex.logErr("mark run interrupted", run.ID, ex.store.UpdateRunStatus(bg, run.ID, Interrupted))
 		log.Info("run interrupted; it resumes from its checkpoint on the next start")
@@ -327,15 +328,6 @@ func (ex *executor) settle(ctx context.Context, run Run, res *engine.RunResult, 
 	if d != nil {
 		d.close(ex.closeWait)
 	}
-}
-
-// cancelledBy is who cancelled ctx through engine.Cancel, "" when nobody did.
-func cancelledBy(ctx context.Context) string {
-	var c *engine.Cancellation
-	if errors.As(context.Cause(ctx), &c) {
-		return c.By
-	}
-	return ""
 }
 
 func (ex *executor) finish(ctx context.Context, id string, state State, reason string, usage engine.Usage) {

@@ -656,7 +656,7 @@ func (r *run) stopped(ctx context.Context, at, next string, incoming *pipeline.E
 		r.cfg.Logger.Error("checkpoint on stop", "run_id", r.runID, "err", err)
 	}
 	stop := &stopCause{}
-	if c, ok := cancellation(ctx); ok {
+	if c, ok := CancellationOf(ctx); ok {
 		stop.cancelledBy, stop.cancelled = c.By, true
 	} else if err, ok := waitingForHost(ctx); ok {
 		stop.hostProblem = err.Error()

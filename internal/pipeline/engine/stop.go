@@ -39,8 +39,10 @@ func (c *Cancellation) Error() string {
 // Cancel stops the run behind cancel as cancelled by by (it is not resumed).
 func Cancel(cancel context.CancelCauseFunc, by string) { cancel(&Cancellation{By: by}) }
 
-// cancellation returns the Cancellation that stopped ctx, if one did.
-func cancellation(ctx context.Context) (*Cancellation, bool) {
+// CancellationOf returns the Cancellation that stopped ctx (through
+// Cancel), if one did: the engine and whoever launched the run tell a
+// cancel from a shutdown the same way.
+func CancellationOf(ctx context.Context) (*Cancellation, bool) {
 	var c *Cancellation
 	if errors.As(context.Cause(ctx), &c) {
 		return c, true
