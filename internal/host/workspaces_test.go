@@ -32,9 +32,13 @@ func TestFinishedRunsTreeIsRemovedAfterTheRetention(t *testing.T) {
 		r, err := th.store.GetRun(context.Background(), id)
 		return err == nil && r.Status == runs.Succeeded
 	})
+	branchLine := "Branch nanohost/" + workspace.ShortID(id) + ": 1 commit(s), 1 file (+1 −0)"
 	eventually(t, 10*time.Second, "the thread names the run's branch", func() bool {
-		return strings.Contains(th.screen.String(), "Branch nanohost/"+workspace.ShortID(id)+": 1 commit(s), 1 file (+1 −0)")
+		return strings.Contains(th.screen.String(), branchLine)
 	})
+	if n := strings.Count(th.screen.String(), branchLine); n != 1 {
+		t.Errorf("the thread names the branch %d times, want once:\n%s", n, th.screen.String())
+	}
 	tree := th.agents.workspace(id)
 	if tree == "" {
 		t.Fatal("the run had no tree")

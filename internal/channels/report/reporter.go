@@ -442,8 +442,7 @@ func (r *Reporter) message(ctx context.Context, e engine.Event) (channels.Messag
 	}
 	m := channels.Message{Text: text, Detail: detail, LogRef: r.cfg.LogRef, RunID: r.cfg.RunID, Seq: e.Seq}
 	if r.cfg.EndLinks != nil && (e.Type == engine.EventPipelineCompleted || e.Type == engine.EventPipelineFailed) {
-		m.Links = r.cfg.EndLinks(ctx)
-		m.Text += channels.LinksText(m.Links)
+		m.Links = r.cfg.EndLinks(ctx) // the channel shows them under Text, once
 	}
 	return m, true
 }

@@ -86,6 +86,13 @@ func renderText(m channels.Message) rendered {
 			links = append(links, renderLink(l))
 		}
 		blocks = append(blocks, slackgo.NewContextBlock("", mrkdwn(strings.Join(links, " · "))))
+		// the text alone (a notification, or what is sent if the blocks
+		// are refused) keeps them as plain lines
+		plainText := m.Text
+		if m.Detail != "" {
+			plainText += "\n" + m.Detail
+		}
+		fallback = escapeLimited(plainText+channels.LinksText(m.Links), maxMessageText, note)
 	}
 	return rendered{text: fallback, blocks: blocks}
 }

@@ -137,6 +137,7 @@ func TestRunBranchIsPushedAndAPullRequestOpened(t *testing.T) {
 		t.Errorf("the pull request's body lacks the run's link or commits:\n%s", pr.Body)
 	}
 	e.screen.waitFor(t, "Pull request #1: "+pr.HTMLURL, 1, 10*time.Second)
+	onceEach(t, e.screen.text(), "Branch "+branch+": 1 commit(s), 1 file (+1 −1)", "Pull request #1")
 
 	// GitHub is down: the run succeeds, its branch is pushed, the thread says why there is no pull request
 	gh.FailNext(http.StatusServiceUnavailable)
@@ -147,6 +148,7 @@ func TestRunBranchIsPushedAndAPullRequestOpened(t *testing.T) {
 		t.Errorf("the second run's branch was not pushed: %q", got)
 	}
 	e.screen.waitFor(t, "GitHub refused the pull request (HTTP 503)", 1, 10*time.Second)
+	onceEach(t, e.screen.text(), "Branch "+branch2+": ", "Not done: GitHub refused the pull request (HTTP 503)")
 	if n := len(gh.PullRequests()); n != 1 {
 		t.Errorf("%d pull requests after GitHub's outage, want 1", n)
 	}
@@ -162,4 +164,14 @@ func TestRunBranchIsPushedAndAPullRequestOpened(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// onceEach fails unless each of lines is shown exactly once in text.
+func onceEach(t *testing.T, text string, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if n := strings.Count(text, l); n != 1 {
+			t.Errorf("the thread shows %q %d times, want once:\n%s", l, n, text)
+		}
+	}
 }
