@@ -78,6 +78,19 @@ func (g gateLinks) of(_ context.Context, run runs.Run) []channels.Link {
 	return []channels.Link{link}
 }
 
+// onBranch is the line a run's thread starts with: the branch the run
+// works on and the base it started from ("" before it has one).
+func (g gateLinks) onBranch(_ context.Context, run runs.Run) string {
+	if run.LogsRoot == "" {
+		return ""
+	}
+	ws, err := workspace.ReadSummaryAt(run.LogsRoot)
+	if err != nil {
+		return ""
+	}
+	return runlog.OnBranch(ws.Branch, ws.BaseBranch, run.GroupFolder, ws.Base)
+}
+
 // branchLinks name a run's branch under the message that it ended: its
 // commits and what changed since its base (git workspaces), linked to its
 // changes on the dashboard.

@@ -168,6 +168,7 @@ func New(opts Options) (*Host, error) {
 		threads.GateLinks = gateLinks{cfg: cfg, log: opts.Logger}.of
 	}
 	if spaces != nil {
+		threads.StartText = gateLinks{cfg: cfg, log: opts.Logger}.onBranch
 		threads.EndLinks = gateLinks{cfg: cfg, log: opts.Logger}.branch
 	}
 	threads.RunURL = h.runURL

@@ -76,6 +76,7 @@ func (r runtime) onBranch(ctx context.Context, run runs.Run) (runs.RunBackend, e
 	if err != nil {
 		return nil, err
 	}
+	ws.RecordStart(run.LogsRoot) // the thread's first line names the branch and its base
 	branchEnv := env
 	env.Workspace = ws.Dir
 	backend := r.agents.ForRun(run.ID, env)

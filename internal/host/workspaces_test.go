@@ -2,7 +2,9 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -100,4 +102,77 @@ func TestSucceededRunFastForwardsTheGroupsFolder(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(folder, "b.txt")); string(got) != id+"\n" {
 		t.Errorf("a refused fast-forward wrote b.txt: %q", got)
 	}
+}
+
+// A run's thread starts by naming the branch the run works on and the
+// commit it started from — before any stage has committed — and the
+// dashboard's changes of the run name them too.
+func TestThreadNamesTheBaseBeforeAnyCommit(t *testing.T) {
+	release := make(chan struct{})
+	var th *testHost
+	th = launch(t, hostSetup{answer: func(ctx context.Context, req engine.Request) (engine.Result, error) {
+		if ws := th.agents.workspace(req.RunID); ws != "" { // "" for the chat: no run, no tree
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return engine.Result{}, ctx.Err()
+			}
+			os.WriteFile(filepath.Join(ws, req.NodeID+".txt"), []byte("made\n"), 0o644)
+		}
+		return engine.Result{Text: "done [outcome:success]"}, nil
+	}})
+	if err := os.WriteFile(filepath.Join(th.dir, "data", "groups", "main", "app.txt"), []byte("version 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	th.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": goalDOT})
+	id, _ := th.response(t, "run-1")["run_id"].(string)
+	branch := workspace.BranchPrefix + workspace.ShortID(id)
+	eventually(t, 10*time.Second, "the thread names the run's branch", func() bool {
+		return strings.Contains(th.screen.String(), "On branch "+branch+" from the folder main @ ")
+	})
+	repo := filepath.Join(th.dir, "data", "state", "workspaces", "repos", "main.git")
+	base, head := revParse(t, repo, "refs/nanohost/folder"), revParse(t, repo, "refs/heads/"+branch)
+	if head != base {
+		t.Fatalf("the branch is at %s, not at its base %s: a stage committed before the test looked", head, base)
+	}
+	var thread []string
+	for _, l := range strings.Split(th.screen.String(), "\n") {
+		if strings.HasPrefix(l, "  "+runs.ShortID(id)+" ") {
+			thread = append(thread, l)
+		}
+	}
+	if want := "On branch " + branch + " from the folder main @ " + base[:7]; len(thread) == 0 || !strings.HasSuffix(thread[0], want) {
+		t.Errorf("the thread's first line is not %q:\n%s", want, strings.Join(thread, "\n"))
+	}
+	code, body := get(t, "http://"+th.HTTPAddr()+"/pipelines/"+id+"/changes", "")
+	var set struct {
+		Branch struct {
+			Name, Base string
+			Commits    int
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &set); code != 200 || err != nil || set.Branch.Name != branch || set.Branch.Base != base || set.Branch.Commits != 0 {
+		t.Errorf("the dashboard's changes of the run before any commit: %d %s", code, body)
+	}
+
+	close(release)
+	eventually(t, 10*time.Second, "the run succeeds", func() bool {
+		r, err := th.store.GetRun(context.Background(), id)
+		return err == nil && r.Status == runs.Succeeded
+	})
+	if n := strings.Count(th.screen.String(), "On branch "+branch); n != 1 {
+		t.Errorf("the thread names the branch's base %d times, want once:\n%s", n, th.screen.String())
+	}
+}
+
+// revParse is the commit rev names in the host's repository gitDir.
+func revParse(t *testing.T, gitDir, rev string) string {
+	t.Helper()
+	cmd := exec.Command("git", "--git-dir="+gitDir, "rev-parse", "--verify", rev)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git rev-parse %s: %v", rev, err)
+	}
+	return strings.TrimSpace(string(out))
 }

@@ -7,6 +7,26 @@ import (
 	"nanohost/internal/pipeline/engine"
 )
 
+// OnBranch is the line a run's thread starts with when the run works on a
+// branch of its own: "On branch nanohost/ab12cd34 from main @ 1a2b3c4" —
+// from baseBranch of the group's repository, or, when there is none, from
+// the snapshot of the group's folder.
+func OnBranch(branch, baseBranch, folder, base string) string {
+	from := baseBranch
+	if from == "" {
+		from = "the folder " + folder
+	}
+	return fmt.Sprintf("On branch %s from %s @ %s", branch, from, ShortCommit(base))
+}
+
+// ShortCommit is a commit's hash as people read it (git's seven digits).
+func ShortCommit(hash string) string {
+	if len(hash) > 7 {
+		return hash[:7]
+	}
+	return hash
+}
+
 // Branch is the line naming a run's branch under the message that it
 // ended: "Branch nanohost/…: 2 commit(s), 1 file (+2 −0)".
 func Branch(branch string, commits int, c engine.ChangeCounts) string {

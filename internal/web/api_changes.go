@@ -157,6 +157,12 @@ func (s *Server) serveChangeSet(w http.ResponseWriter, r *http.Request, run runs
 	defer root.Close()
 	set, err := changes.ReadSet(root.FS(), dir, withDiff)
 	if errors.Is(err, changes.ErrNoRecord) {
+		if b := branchOf(root); out.Scope == "run" && b != nil {
+			// on its branch from the start: no stage has committed yet
+			out.Branch, out.Files = b, []fileChangeJSON{}
+			writeJSON(w, http.StatusOK, out)
+			return
+		}
 		s.noRecord(w, run, out.NodeID, missing)
 		return
 	}

@@ -79,6 +79,22 @@ func (run *Run) writeSummary(runDir string, list []changes.Change) error {
 	return writeAtomic(filepath.Join(runDir, SummaryFile), data)
 }
 
+// RecordStart writes the summary of a run that has none yet in its
+// directory runDir: its branch at its base, before any commit, so the
+// thread, the dashboard and `runs show` name the base from the start. A
+// resumed run's summary is left as its last commit wrote it.
+func (run *Run) RecordStart(runDir string) {
+	if runDir == "" {
+		return
+	}
+	if _, err := os.Lstat(filepath.Join(runDir, SummaryFile)); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err := run.writeSummary(runDir, nil); err != nil {
+		run.m.log.Warn("the run's branch summary was not written", "run", run.ID, "err", err)
+	}
+}
+
 // Prune deletes a finished run's branch, its side refs and parallel
 // branches' refs, and its working trees if they are still there. The
 // objects stay until the repository's own garbage collection. It returns

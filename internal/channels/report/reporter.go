@@ -65,6 +65,10 @@ type Config struct {
 	// GateLinks, when set, gives the links shown under each gate prompt,
 	// computed as it is posted (the run's changes since it started).
 	GateLinks func(ctx context.Context) []channels.Link
+	// StartText, when set, gives the message posted under the card when
+	// the run starts ("" for none): the branch it works on and its base,
+	// with the host's git workspaces.
+	StartText func(ctx context.Context) string
 	// EndLinks, when set, gives the links shown under the message that the
 	// run succeeded or failed (its branch, with the host's git workspaces).
 	EndLinks func(ctx context.Context) []channels.Link
@@ -435,6 +439,11 @@ func (r *Reporter) handleEvent(ctx context.Context, e engine.Event) bool {
 func (r *Reporter) message(ctx context.Context, e engine.Event) (channels.Message, bool) {
 	if e.Type == engine.EventCheckpointSaved && r.startNodes[e.NodeID] {
 		return channels.Message{}, false // the checkpoint after the start node tells nothing
+	}
+	if e.Type == engine.EventPipelineStarted && r.cfg.StartText != nil {
+		if text := r.cfg.StartText(ctx); text != "" {
+			return channels.Message{Text: text, LogRef: r.cfg.LogRef, RunID: r.cfg.RunID, Seq: e.Seq}, true
+		}
 	}
 	text, detail, ok := runlog.ThreadMessage(e, r.cfg.Verbosity)
 	if !ok {

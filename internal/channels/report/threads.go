@@ -26,6 +26,9 @@ type Threads struct {
 	// GateLinks, when set, gives the links shown under a run's gate
 	// prompts (see Config.GateLinks); nil for none.
 	GateLinks func(ctx context.Context, run runs.Run) []channels.Link
+	// StartText, when set, gives the message posted when a run starts
+	// (see Config.StartText); nil for none.
+	StartText func(ctx context.Context, run runs.Run) string
 	// EndLinks, when set, gives the links shown under the message that
 	// a run ended (see Config.EndLinks); nil for none.
 	EndLinks func(ctx context.Context, run runs.Run) []channels.Link
@@ -55,6 +58,10 @@ func (t *Threads) Open(_ context.Context, run runs.Run, name string, progress fu
 	if t.GateLinks != nil {
 		links = func(ctx context.Context) []channels.Link { return t.GateLinks(ctx, run) }
 	}
+	var startText func(context.Context) string
+	if t.StartText != nil {
+		startText = func(ctx context.Context) string { return t.StartText(ctx, run) }
+	}
 	var endLinks func(context.Context) []channels.Link
 	if t.EndLinks != nil {
 		endLinks = func(ctx context.Context) []channels.Link { return t.EndLinks(ctx, run) }
@@ -68,7 +75,7 @@ func (t *Threads) Open(_ context.Context, run runs.Run, name string, progress fu
 		RunID: run.ID, Pipeline: name, Goal: run.Goal, Verbosity: verbosity.OrDefault(), LogRef: run.LogsRoot, RunURL: runURL,
 		Resume:     runs.Progress{RootID: run.ThreadTS, LastSeq: run.LastDeliveredSeq},
 		Taken:      run.ThreadTS != "" || run.LastSeq > 0,
-		OnProgress: progress, Events: events, GateLinks: links, EndLinks: endLinks, CardInterval: t.CardInterval, Started: run.StartedAt,
+		OnProgress: progress, Events: events, GateLinks: links, StartText: startText, EndLinks: endLinks, CardInterval: t.CardInterval, Started: run.StartedAt,
 		Logger: log.With("component", "report"),
 	}), nil
 }
