@@ -408,7 +408,9 @@ func (h *Host) Run(ctx context.Context) error {
 
 // shutdown stops taking work, interrupts the runs at a safe point, lets
 // chat delivery post what it can for a short grace, and closes everything.
-func (h *Host) shutdown(srv interface{ Shutdown(context.Context) error }, stopServing context.CancelFunc, wg *sync.WaitGroup) {
+// srv is nil when http.listen is empty: it is a concrete pointer, not an
+// interface, so that nil is seen as nil.
+func (h *Host) shutdown(srv *http.Server, stopServing context.CancelFunc, wg *sync.WaitGroup) {
 	h.log.Info("shutting down: no new work; runs stop at a safe point and resume on the next start")
 	h.mu.Lock()
 	h.stopping = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -181,6 +182,53 @@ func TestPortInUseNamesTheSetting(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "http.listen") || !strings.Contains(err.Error(), "NANOHOST_HTTP_LISTEN") ||
 		!strings.Contains(err.Error(), "the address is in use") {
 		t.Fatalf("Run = %v", err)
+	}
+}
+
+// With http.listen empty the host serves without an HTTP endpoint — it
+// says so to OnReady with no address — and stops cleanly when asked.
+func TestHostWithoutHTTPStopsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Defaults()
+	cfg.DataDir = filepath.Join(dir, "data")
+	cfg.HTTP.Listen = ""
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), cfg.DatabasePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ready := make(chan string, 1)
+	h, err := New(Options{Config: cfg, Store: st, Agents: &fakeAgents{answer: succeed}, Logger: quiet,
+		Endpoints: []Endpoint{{Channel: console.New(inR, io.Discard), Policy: console.Policy()}},
+		OnReady:   func(addr string) { ready <- addr; cancel() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runErr := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("panicked: %v", r)
+			}
+		}()
+		return h.Run(ctx)
+	}()
+	if runErr != nil {
+		t.Fatalf("Run = %v", runErr)
+	}
+	select {
+	case addr := <-ready:
+		if addr != "" {
+			t.Errorf("OnReady got HTTP address %q with http.listen empty", addr)
+		}
+	default:
+		t.Fatal("Run returned without ever serving")
 	}
 }
 
