@@ -12,7 +12,6 @@ import (
 	"nanohost/internal/changes"
 	"nanohost/internal/config"
 	"nanohost/internal/container"
-	"nanohost/internal/ipc"
 	"nanohost/internal/mounts"
 	"nanohost/internal/runs"
 	"nanohost/internal/workspace"
@@ -50,14 +49,14 @@ func (c containerAgents) Conversation(name string, env container.RunEnv, session
 // the skills, and its configured extra mounts (validated against the mount
 // allowlist at start-up).
 type agentEnv struct {
-	groups *groupTable
-	root   string
-	extra  map[string][]mounts.Mount
+	folders groupFolders
+	root    string
+	extra   map[string][]mounts.Mount
 }
 
 func (e agentEnv) of(folder string) container.RunEnv {
-	env := container.RunEnv{Group: folder, Workspace: e.groups.dir(folder), ExtraMounts: e.extra[folder]}
-	if abs, err := filepath.Abs(ipc.GroupDir(ipcRoot(e.groups.cfg), folder)); err == nil {
+	env := container.RunEnv{Group: folder, Workspace: e.folders.dir(folder), ExtraMounts: e.extra[folder]}
+	if abs, err := filepath.Abs(e.folders.ipcDir(folder)); err == nil {
 		env.GroupIPC = abs
 	}
 	if skills, err := filepath.Abs(filepath.Join(e.root, "skills")); err == nil {

@@ -29,7 +29,7 @@ type chatDeps struct {
 	store       *store.Store
 	agents      Agents
 	env         agentEnv
-	groups      *groupTable
+	groups      *groupIndex
 	endpoints   *endpoints
 	metrics     *Metrics
 	log         *slog.Logger
@@ -539,4 +539,28 @@ func orNow(t time.Time) time.Time {
 		return time.Now()
 	}
 	return t
+}
+
+// triggered reports whether in should wake g's agent: a mention when the
+// trigger is "@mention"; the trigger word anywhere in the text otherwise.
+// The console is one person's own terminal, so every message there counts.
+func triggered(g store.Group, in channels.Inbound) bool {
+	if in.Kind == channels.KindMention || in.Channel == "console" {
+		return true
+	}
+	trig := strings.TrimSpace(g.Trigger)
+	if trig == "" || trig == "@mention" {
+		return false
+	}
+	re, err := regexp.Compile(`(?i)(^|\W)` + regexp.QuoteMeta(strings.TrimPrefix(trig, "@")) + `($|\W)`)
+	return err == nil && re.MatchString(in.Text)
+}
+
+// replyThread is where a reply to in goes: its thread, or a new thread
+// under it when it was posted at the top level.
+func replyThread(in channels.Inbound) string {
+	if in.Thread != "" || strings.HasPrefix(in.MsgID, promptKeyPrefix) {
+		return in.Thread // a scheduled prompt is no chat message: its reply stands on its own
+	}
+	return in.MsgID
 }

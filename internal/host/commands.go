@@ -23,7 +23,8 @@ import (
 // the runs service: a small type with only what the commands need.
 type chatCommands struct {
 	runs      *runs.Service
-	groups    *groupTable
+	groups    *groupIndex
+	registrar *groupRegistrar // /register
 	workflows workflows
 	frontEnd  frontEnd
 	tasks     *tasks                    // /schedule
@@ -235,11 +236,10 @@ func (h chatCommands) register(ctx context.Context, ch channels.Channel, in chan
 	if !channels.IsRegister(in.Text) {
 		return false
 	}
-	t := h.groups
-	g, ok := t.byChatID(in.Chat)
+	g, ok := h.groups.byChatID(in.Chat)
 	reply := func(msg string) {
 		if _, err := ch.Post(ctx, in.Chat, replyThread(in), channels.Message{Text: msg}); err != nil {
-			t.log.Warn("reply to /register", "err", err)
+			h.log.Warn("reply to /register", "err", err)
 		}
 	}
 	if !ok || !g.IsMain {
@@ -247,8 +247,8 @@ func (h chatCommands) register(ctx context.Context, ch channels.Channel, in chan
 		return true
 	}
 	if err := mayRegister(ctx, in.User, in.Chat); err != nil {
-		t.log.Info("/register refused", "channel", ch.Name(), "chat", in.Chat, "user", in.User, "reason", err)
-		tell(ctx, ch, in, runlog.Refused(err.Error()), t.log)
+		h.log.Info("/register refused", "channel", ch.Name(), "chat", in.Chat, "user", in.User, "reason", err)
+		tell(ctx, ch, in, runlog.Refused(err.Error()), h.log)
 		return true
 	}
 	rc, ok := channels.ParseRegister(in.Text)
@@ -264,19 +264,19 @@ func (h chatCommands) register(ctx context.Context, ch channels.Channel, in chan
 		reply(runlog.RegisterNotAChannel(cg.Chat))
 		return true
 	}
-	if conflict := t.registerConflict(cg); conflict != "" {
+	if conflict := h.registrar.registerConflict(cg); conflict != "" {
 		reply(runlog.RegisterConflict(conflict))
 		return true
 	}
-	if err := t.save(ctx, cg, false); err != nil {
+	if err := h.registrar.save(ctx, cg, false); err != nil {
 		reply(runlog.RegisterFailed(err.Error()))
 		return true
 	}
-	if err := t.reload(ctx); err != nil {
+	if err := h.registrar.reload(ctx); err != nil {
 		reply(runlog.RegisterReloadFailed(err.Error()))
 		return true
 	}
-	t.log.Info("group registered from chat", "folder", cg.Folder, "chat", cg.Chat, "by", in.User)
+	h.log.Info("group registered from chat", "folder", cg.Folder, "chat", cg.Chat, "by", in.User)
 	reply(runlog.Registered(cg.Folder, cg.Chat))
 	return true
 }

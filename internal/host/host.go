@@ -99,7 +99,9 @@ type Host struct {
 	kube      Pinger
 	onReady   func(httpAddr string)
 	endpoints *endpoints
-	groups    *groupTable
+	groups    *groupIndex
+	folders   groupFolders
+	registrar *groupRegistrar
 	workflows workflows
 	env       agentEnv
 	frontEnd  frontEnd
@@ -145,11 +147,13 @@ func New(opts Options) (*Host, error) {
 	h := &Host{cfg: cfg, store: opts.Store, log: opts.Logger, metrics: opts.Metrics, docker: opts.Docker, kube: opts.Kubernetes, onReady: opts.OnReady}
 	h.deliveryCtx, h.stopDelivery = context.WithCancel(context.Background())
 	h.endpoints = newEndpoints(opts.Endpoints, opts.Metrics, opts.Logger)
-	h.groups = newGroupTable(opts.Store, cfg, h.endpoints.has("console"), opts.Logger)
-	h.workflows = workflows{groups: h.groups, dirs: cfg.Pipelines.Dirs, root: opts.Root}
-	env := agentEnv{groups: h.groups, root: opts.Root, extra: extra}
+	h.groups, h.folders = newGroupIndex(), groupFolders{dataDir: cfg.DataDir, ipcRoot: ipcRoot(cfg)}
+	h.registrar = &groupRegistrar{store: opts.Store, folders: h.folders, index: h.groups,
+		configured: configGroups(cfg.Groups, h.endpoints.has("console"))}
+	h.workflows = workflows{folders: h.folders, dirs: cfg.Pipelines.Dirs, root: opts.Root}
+	env := agentEnv{folders: h.folders, root: opts.Root, extra: extra}
 	h.env = env
-	h.frontEnd = frontEnd{registry: opts.Registry, groups: h.groups, masks: cfg.MaskSet(), pipelineDirs: h.workflows.searched,
+	h.frontEnd = frontEnd{registry: opts.Registry, folders: h.folders, masks: cfg.MaskSet(), pipelineDirs: h.workflows.searched,
 		providers: cfg.Runtime.Providers(), hooks: cfg.Runtime.HookProviders()}
 	spaces, err := newWorkspaces(cfg, opts.Logger)
 	if err != nil {
@@ -233,7 +237,7 @@ func New(opts Options) (*Host, error) {
 		return nil, err
 	}
 	h.hookStarter = hookStarterFor(h.cfg.Webhooks, h.tasks, h.store, h.leases, h.log)
-	h.commands = chatCommands{runs: service, groups: h.groups, workflows: h.workflows, frontEnd: h.frontEnd,
+	h.commands = chatCommands{runs: service, groups: h.groups, registrar: h.registrar, workflows: h.workflows, frontEnd: h.frontEnd,
 		tasks: h.tasks, runURL: h.runURL, log: h.log}
 	opts.Metrics.watchRuns(service)
 	if err := opts.Metrics.watchStore(opts.Store); err != nil {
@@ -329,7 +333,7 @@ func (h *Host) DataDir() string { return h.cfg.DataDir }
 func (h *Host) IPCRoot() string { return ipcRoot(h.cfg) }
 
 // GroupDir is data/groups/<folder>, the group's workspace.
-func (h *Host) GroupDir(folder string) string { return h.groups.dir(folder) }
+func (h *Host) GroupDir(folder string) string { return h.folders.dir(folder) }
 
 // RunsDir is data/runs, where every run's logs root lives.
 func (h *Host) RunsDir() string { return filepath.Join(h.cfg.DataDir, "runs") }
@@ -343,7 +347,7 @@ func (h *Host) Run(ctx context.Context) error {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
-	if err := h.groups.syncFromConfig(ctx); err != nil {
+	if err := h.registrar.syncFromConfig(ctx); err != nil {
 		return err
 	}
 	if h.changes != nil {
@@ -353,8 +357,8 @@ func (h *Host) Run(ctx context.Context) error {
 	leaseLife, stopLeases := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLeases()
 	go h.leases.Run(leaseLife)
-	watcher, err := newIPCWatcher(h.IPCRoot(), ipcHost{runs: h.runs, store: h.store, endpoints: h.endpoints, tasks: h.tasks, log: h.log},
-		h.groups, h.store, h.cfg.IPC, h.metrics)
+	watcher, err := newIPCWatcher(h.IPCRoot(), ipcHost{runs: h.runs, store: h.store, endpoints: h.endpoints, tasks: h.tasks, registrar: h.registrar, log: h.log},
+		h.groups, h.folders, h.store, h.cfg.IPC, h.metrics)
 	if err != nil {
 		return err
 	}

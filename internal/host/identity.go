@@ -22,7 +22,7 @@ const PersonasDir = "personas"
 // file needs no restart) and the configured masks.
 type frontEnd struct {
 	registry *engine.Registry
-	groups   *groupTable
+	folders  groupFolders
 	masks    mask.Set
 	// pipelineDirs are where a group's sub-pipelines (pipeline="name") are
 	// found: its stored pipelines' directories (nil: its workspace).
@@ -35,7 +35,7 @@ type frontEnd struct {
 // identities loads what a group's pipelines may name (runs.Identities). A
 // broken persona file is an error that names it.
 func (f frontEnd) identities(group string) (*persona.Catalog, mask.Set, error) {
-	personas, err := persona.Load(filepath.Join(f.groups.dir(group), PersonasDir))
+	personas, err := persona.Load(filepath.Join(f.folders.dir(group), PersonasDir))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -49,12 +49,12 @@ func (f frontEnd) options(group, goal string) (frontend.Options, error) {
 	if err != nil {
 		return frontend.Options{}, err
 	}
-	pipelineDirs := []string{f.groups.dir(group)}
+	pipelineDirs := []string{f.folders.dir(group)}
 	if f.pipelineDirs != nil {
 		pipelineDirs = f.pipelineDirs(group)
 	}
 	return frontend.Options{KnownTypes: f.registry.KnownTypes(), Goal: goal, Personas: personas, Masks: masks,
-		SchemaDirs: []string{f.groups.dir(group)}, PipelineDirs: pipelineDirs, Agents: &lint.Agents{Providers: f.providers, Hooks: f.hooks}}, nil
+		SchemaDirs: []string{f.folders.dir(group)}, PipelineDirs: pipelineDirs, Agents: &lint.Agents{Providers: f.providers, Hooks: f.hooks}}, nil
 }
 
 // load is the runs service's Loader.

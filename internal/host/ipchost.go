@@ -26,6 +26,7 @@ type ipcHost struct {
 	store     *store.Store
 	endpoints *endpoints
 	tasks     *tasks
+	registrar *groupRegistrar // register_group
 	log       *slog.Logger
 }
 
@@ -133,7 +134,7 @@ func (x ipcHost) SendMessage(ctx context.Context, group, chat, thread, text stri
 
 // newIPCWatcher watches the agents' requests under root (data/ipc) and
 // hands them to host, within the limits of cfg.
-func newIPCWatcher(root string, host ipcHost, groups *groupTable, db *store.Store, cfg config.IPC, m *Metrics) (*ipc.Watcher, error) {
+func newIPCWatcher(root string, host ipcHost, groups *groupIndex, folders groupFolders, db *store.Store, cfg config.IPC, m *Metrics) (*ipc.Watcher, error) {
 	rate := func(n int, per time.Duration) ipc.Rate {
 		if n <= 0 {
 			return ipc.Rate{}
@@ -145,7 +146,7 @@ func newIPCWatcher(root string, host ipcHost, groups *groupTable, db *store.Stor
 		Host:        host,
 		Registry:    groups,
 		Processed:   sqlprocessed.Store{DB: db},
-		Workspace:   groups.dir,
+		Workspace:   folders.dir,
 		Rescan:      cfg.Rescan,
 		Limits:      ipc.Limits{FileBytes: cfg.MaxRequestBytes},
 		StartRate:   rate(cfg.PipelinesPerHour, time.Hour),
@@ -231,14 +232,14 @@ func (x ipcHost) ListTasks(ctx context.Context, actor string) ([]ipc.TaskInfo, e
 // it never makes a group main.
 func (x ipcHost) RegisterGroup(ctx context.Context, actor string, r *ipc.RegisterGroup) error {
 	g := config.Group{Folder: r.Folder, Name: r.Name, Chat: r.Jid, Trigger: r.Trigger}
-	if conflict := x.tasks.groups.registerConflict(g); conflict != "" {
+	if conflict := x.registrar.registerConflict(g); conflict != "" {
 		return &ipc.RejectError{Reason: conflict}
 	}
-	if err := x.tasks.groups.save(ctx, g, false); err != nil {
+	if err := x.registrar.save(ctx, g, false); err != nil {
 		return err
 	}
 	x.log.Info("group registered by the main group's agent", "group", r.Folder, "chat", r.Jid, "by", actor)
-	return x.tasks.groups.reload(ctx)
+	return x.registrar.reload(ctx)
 }
 
 func (x ipcHost) actor(folder string) store.Group {

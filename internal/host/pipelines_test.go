@@ -40,7 +40,7 @@ func typeWarnings(diags []pipeline.Diagnostic) []pipeline.Diagnostic {
 func TestPipelinesAreValidatedAgainstTheEngineRegistry(t *testing.T) {
 	reg := engine.NewRegistry()
 	reg.Register("deploy", deployHandler)
-	withDeploy := frontEnd{registry: reg, groups: newGroupTable(nil, config.Defaults(), false, quiet)}
+	withDeploy := frontEnd{registry: reg, folders: groupFolders{dataDir: config.Defaults().DataDir}}
 	_, diags, err := withDeploy.load("main", "deploy.dot", []byte(deployDOT), "")
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestPipelinesAreValidatedAgainstTheEngineRegistry(t *testing.T) {
 	if w := typeWarnings(diags); len(w) != 0 {
 		t.Errorf("a registered custom type drew warnings: %v", w)
 	}
-	builtin := frontEnd{registry: engine.NewRegistry(), groups: withDeploy.groups}
+	builtin := frontEnd{registry: engine.NewRegistry(), folders: withDeploy.folders}
 	_, diags, _ = builtin.load("main", "deploy.dot", []byte(deployDOT), "")
 	if w := typeWarnings(diags); len(w) != 1 {
 		t.Errorf("an unregistered type drew %v; want one type_known warning", w)

@@ -31,7 +31,7 @@ const endpointSchedule = "schedule"
 type tasks struct {
 	store     *store.Store
 	runs      *runs.Service
-	groups    *groupTable
+	groups    *groupIndex
 	workflows workflows
 	chats     *chatRouter
 	endpoints *endpoints

@@ -14,7 +14,7 @@ import (
 // tellBack is what telling an agent its pipeline's outcome takes.
 type tellBack struct {
 	chats     *chatRouter
-	groups    *groupTable
+	groups    *groupIndex
 	endpoints *endpoints
 	life      context.Context // the host's delivery life
 	log       *slog.Logger

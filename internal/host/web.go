@@ -2,16 +2,11 @@ package host
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
-	"sort"
-	"strings"
 
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/dot"
 	"nanohost/internal/runs"
-	"nanohost/internal/store"
 	"nanohost/internal/web"
 )
 
@@ -44,7 +39,7 @@ func withDashboard(ops, hooks http.Handler, opts web.Options) http.Handler {
 // started from the dashboard goes to the group it names (or the main one).
 type webRuns struct {
 	*runs.Service
-	groups    *groupTable
+	groups    *groupIndex
 	workflows workflows
 	tasks     webTasks
 }
@@ -98,32 +93,4 @@ func (x webRuns) StoredPipelines(_ context.Context, group string) ([]web.StoredP
 		out = append(out, p)
 	}
 	return out, nil
-}
-
-// pick is the named group, or the main one, or the only one.
-func (t *groupTable) pick(folder string) (store.Group, error) {
-	all := t.all()
-	if len(all) == 0 {
-		return store.Group{}, errors.New("no group is registered yet: add one under groups in nanohost.yaml, or register a chat as a group")
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].Folder < all[j].Folder })
-	names := make([]string, len(all))
-	for i, g := range all {
-		names[i] = g.Folder
-	}
-	if folder != "" {
-		if g, ok := t.get(folder); ok {
-			return g, nil
-		}
-		return store.Group{}, fmt.Errorf("no group %q is registered (the groups are %s)", folder, strings.Join(names, ", "))
-	}
-	for _, g := range all {
-		if g.IsMain {
-			return g, nil
-		}
-	}
-	if len(all) == 1 {
-		return all[0], nil
-	}
-	return store.Group{}, fmt.Errorf("say which group to run in (group: one of %s), or mark one group main", strings.Join(names, ", "))
 }

@@ -12,16 +12,16 @@ import (
 
 // workflows finds stored pipelines by name for /pipeline run <name>.
 type workflows struct {
-	groups *groupTable
-	dirs   []string // pipelines.dirs
-	root   string   // where the bundled examples/ and skills/ are
+	folders groupFolders
+	dirs    []string // pipelines.dirs
+	root    string   // where the bundled examples/ and skills/ are
 }
 
 // searched are the directories a group's stored pipelines are looked up
 // in, first to last: the group's workspace, the configured pipeline
 // directories, then the bundled examples/ and skills/attractor/workflows/.
 func (w workflows) searched(folder string) []string {
-	dirs := []string{w.groups.dir(folder)}
+	dirs := []string{w.folders.dir(folder)}
 	dirs = append(dirs, w.dirs...)
 	return append(dirs, filepath.Join(w.root, "examples"), filepath.Join(w.root, "skills", "attractor", "workflows"))
 }
@@ -84,7 +84,7 @@ func (w workflows) read(folder, name string) (file string, src []byte, err error
 func (w workflows) origin(folder, path string) string {
 	dir := filepath.Dir(path)
 	switch dir {
-	case filepath.Clean(w.groups.dir(folder)):
+	case filepath.Clean(w.folders.dir(folder)):
 		return "workspace"
 	case filepath.Join(w.root, "examples"):
 		return "examples"
