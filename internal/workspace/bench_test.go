@@ -12,7 +12,7 @@ import (
 )
 
 // benchFolder is a group folder of n files in 100 directories, ~1 KiB each.
-func benchFolder(b *testing.B, n int) string {
+func benchFolder(b testing.TB, n int) string {
 	b.Helper()
 	dir := b.TempDir()
 	body := make([]byte, 1000)

@@ -226,12 +226,15 @@ func (r *repo) writeFile(w *dirWriter, p string, t object.TreeEntry) (entry, err
 		return entry{}, err
 	}
 	name := path.Base(p)
-	if err := w.clear(dirFD, p, name); err != nil {
-		return entry{}, err
-	}
 	var st unix.Stat_t
 	if t.Mode == filemode.Symlink {
-		if err := unix.Symlinkat(string(data), dirFD, name); err != nil {
+		err := unix.Symlinkat(string(data), dirFD, name)
+		if errors.Is(err, unix.EEXIST) {
+			if err = w.clear(dirFD, p, name); err == nil {
+				err = unix.Symlinkat(string(data), dirFD, name)
+			}
+		}
+		if err != nil {
 			return entry{}, &fs.PathError{Op: "symlink", Path: p, Err: err}
 		}
 		if w.owner.uid >= 0 {
@@ -248,7 +251,15 @@ func (r *repo) writeFile(w *dirWriter, p string, t object.TreeEntry) (entry, err
 	if t.Mode == filemode.Executable {
 		perm = 0o755
 	}
-	fd, err := unix.Openat(dirFD, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	// created, never opened: whatever is in the way (a file, a link an
+	// agent planted, a directory) is removed first
+	const create = unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Openat(dirFD, name, create, perm)
+	if errors.Is(err, unix.EEXIST) {
+		if err = w.clear(dirFD, p, name); err == nil {
+			fd, err = unix.Openat(dirFD, name, create, perm)
+		}
+	}
 	if err != nil {
 		return entry{}, &fs.PathError{Op: "create", Path: p, Err: err}
 	}

@@ -124,9 +124,11 @@ func (m *Manager) fetchBase(ctx context.Context, r *repo, src Source) (plumbing.
 	return h, branch, err
 }
 
-// reindex makes go-git see the packs the git command wrote.
+// reindex makes go-git see the packs the git command wrote (and let go
+// of the ones it removed).
 func (r *repo) reindex() {
 	r.mu.Lock()
+	r.st.ObjectStorage.Close()
 	r.st.ObjectStorage.Reindex()
 	r.mu.Unlock()
 }

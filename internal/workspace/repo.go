@@ -42,7 +42,9 @@ func openRepo(gitDir string) (*repo, error) {
 			return nil, fmt.Errorf("create the repository %s: %w", gitDir, err)
 		}
 	}
-	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(16<<20), filesystem.Options{})
+	// a few packs stay open: go-git otherwise opens and parses the pack
+	// again for every object it reads (a checkout reads thousands)
+	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(16<<20), filesystem.Options{MaxOpenDescriptors: 4})
 	return &repo{gitDir: gitDir, st: st}, nil
 }
 

@@ -313,9 +313,7 @@ func (m *Manager) snapshotFolderLocked(r *repo, src Source) (plumbing.Hash, erro
 		if _, err := r.git(context.Background(), nil, "repack", "-a", "-d", "-q"); err != nil {
 			m.log.Warn("repack the group's repository", "repo", r.gitDir, "err", err)
 		}
-		r.mu.Lock()
-		r.st.ObjectStorage.Reindex()
-		r.mu.Unlock()
+		r.reindex()
 	}
 	return h, saveIndex(ixPath, ix)
 }
