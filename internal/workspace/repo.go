@@ -2,14 +2,17 @@ package workspace
 
 import (
 	"bytes"
+	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -59,23 +62,56 @@ func (r *repo) putObject(t plumbing.ObjectType, h plumbing.Hash, data []byte) er
 	if t == plumbing.TreeObject && r.trees[h] {
 		return nil
 	}
-	if r.st.HasEncodedObject(h) == nil {
-		r.known(t, h)
+	if err := r.writeLoose(t, h, data); err != nil {
+		return err
+	}
+	r.known(t, h)
+	return nil
+}
+
+var zlibWriters = sync.Pool{New: func() any {
+	w, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	return w
+}}
+
+// writeLoose stores an object as git does, a loose file of the zlib of
+// "<type> <size>\0<content>", renamed into place so no reader sees half of
+// one. An object already loose is left alone; one already packed is
+// written again (git keeps either, and a look in the packs would cost more
+// than the write). go-git's own writer costs a compressor's allocation
+// and a dozen file system calls per object.
+func (r *repo) writeLoose(t plumbing.ObjectType, h plumbing.Hash, data []byte) error {
+	hex := h.String()
+	dir := filepath.Join(r.gitDir, "objects", hex[:2])
+	final := filepath.Join(dir, hex[2:])
+	if _, err := os.Lstat(final); err == nil {
 		return nil
 	}
-	o := r.st.NewEncodedObject()
-	o.SetType(t)
-	o.SetSize(int64(len(data)))
-	w, err := o.Writer()
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "tmp_obj_")
 	if err != nil {
 		return err
 	}
-	if _, err := w.Write(data); err != nil {
-		return err
+	zw := zlibWriters.Get().(*zlib.Writer)
+	defer zlibWriters.Put(zw)
+	zw.Reset(f)
+	_, err = fmt.Fprintf(zw, "%s %d\x00", t, len(data))
+	if err == nil {
+		_, err = zw.Write(data)
 	}
-	w.Close()
-	if _, err = r.st.SetEncodedObject(o); err == nil {
-		r.known(t, h)
+	if err == nil {
+		err = zw.Close()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), final)
+	}
+	if err != nil {
+		os.Remove(f.Name())
 	}
 	return err
 }
@@ -90,49 +126,116 @@ func (r *repo) known(t plumbing.ObjectType, h plumbing.Hash) {
 	r.trees[h] = true
 }
 
-// writeTree stores the trees of ix and returns the root's hash.
+// writeTree stores the trees of ix and returns the root's hash. Only the
+// directories whose hash ix.Dirs lacks are hashed and stored (all of them
+// the first time); ix.Dirs then holds every directory's.
 func (r *repo) writeTree(ix *index) (plumbing.Hash, error) {
+	if h, ok := ix.Dirs[""]; ok && r.hasTree(h) {
+		return h, nil
+	}
+	if _, ok := ix.Dirs[""]; ok || ix.Dirs == nil {
+		ix.Dirs = map[string]plumbing.Hash{} // none, or not in this repository: all again
+	}
 	type dir struct {
 		entries []object.TreeEntry
-		subdirs map[string]*dir
+		subdirs []string
 	}
-	root := &dir{subdirs: map[string]*dir{}}
-	var at func(d *dir, parts []string) *dir
-	at = func(d *dir, parts []string) *dir {
-		for _, p := range parts {
-			sub, ok := d.subdirs[p]
-			if !ok {
-				sub = &dir{subdirs: map[string]*dir{}}
-				d.subdirs[p] = sub
-			}
-			d = sub
+	// the directories there are, and the files of those to hash
+	all := map[string]bool{"": true}
+	need := map[string]*dir{}
+	needs := func(d string) *dir {
+		if _, ok := ix.Dirs[d]; ok {
+			return nil
 		}
-		return d
+		nd := need[d]
+		if nd == nil {
+			nd = &dir{}
+			need[d] = nd
+		}
+		return nd
 	}
 	for p, e := range ix.Files {
-		parts := strings.Split(p, "/")
-		d := at(root, parts[:len(parts)-1])
-		d.entries = append(d.entries, object.TreeEntry{Name: parts[len(parts)-1], Mode: e.Mode, Hash: e.Hash})
-	}
-	var write func(d *dir) (plumbing.Hash, error)
-	write = func(d *dir) (plumbing.Hash, error) {
-		for name, sub := range d.subdirs {
-			h, err := write(sub)
-			if err != nil {
-				return h, err
-			}
-			d.entries = append(d.entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
+		d := dirOf(p)
+		for a := d; !all[a]; a = dirOf(a) {
+			all[a] = true
 		}
-		slices.SortFunc(d.entries, func(a, b object.TreeEntry) int { return strings.Compare(sortName(a), sortName(b)) })
-		var buf bytes.Buffer
-		for _, e := range d.entries {
-			fmt.Fprintf(&buf, "%o %s\x00", e.Mode, e.Name)
-			buf.Write(e.Hash[:])
+		if nd := needs(d); nd != nil {
+			nd.entries = append(nd.entries, object.TreeEntry{Name: p[len(d)+len(sep(d)):], Mode: e.Mode, Hash: e.Hash})
 		}
-		h := plumbing.ComputeHash(plumbing.TreeObject, buf.Bytes())
-		return h, r.putObject(plumbing.TreeObject, h, buf.Bytes())
 	}
-	return write(root)
+	for d := range ix.Dirs {
+		if !all[d] {
+			delete(ix.Dirs, d)
+		}
+	}
+	for d := range all {
+		needs(d)
+	}
+	for d := range all {
+		if d == "" {
+			continue
+		}
+		if nd := need[dirOf(d)]; nd != nil {
+			nd.subdirs = append(nd.subdirs, d)
+		}
+	}
+	// deepest first, so a directory's subdirectories are hashed before it
+	order := make([]string, 0, len(need))
+	for d := range need {
+		order = append(order, d)
+	}
+	slices.SortFunc(order, func(a, b string) int { return depth(b) - depth(a) })
+	var buf []byte
+	for _, d := range order {
+		nd := need[d]
+		for _, sub := range nd.subdirs {
+			nd.entries = append(nd.entries, object.TreeEntry{Name: sub[len(d)+len(sep(d)):], Mode: filemode.Dir, Hash: ix.Dirs[sub]})
+		}
+		slices.SortFunc(nd.entries, func(a, b object.TreeEntry) int { return strings.Compare(sortName(a), sortName(b)) })
+		buf = buf[:0]
+		for _, e := range nd.entries {
+			buf = strconv.AppendUint(buf, uint64(e.Mode), 8)
+			buf = append(buf, ' ')
+			buf = append(buf, e.Name...)
+			buf = append(buf, 0)
+			buf = append(buf, e.Hash[:]...)
+		}
+		h := plumbing.ComputeHash(plumbing.TreeObject, buf)
+		if err := r.putObject(plumbing.TreeObject, h, buf); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		ix.Dirs[d] = h
+	}
+	return ix.Dirs[""], nil
+}
+
+// sep is the separator after directory d in its files' paths.
+func sep(d string) string {
+	if d == "" {
+		return ""
+	}
+	return "/"
+}
+
+func depth(d string) int {
+	if d == "" {
+		return 0
+	}
+	return strings.Count(d, "/") + 1
+}
+
+// hasTree says tree h is stored.
+func (r *repo) hasTree(h plumbing.Hash) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.trees[h] {
+		return true
+	}
+	if r.st.HasEncodedObject(h) == nil {
+		r.known(plumbing.TreeObject, h)
+		return true
+	}
+	return false
 }
 
 // sortName is git's tree order: a directory sorts as if its name ended in "/".
@@ -145,30 +248,46 @@ func sortName(e object.TreeEntry) string {
 
 // treeFiles lists the files of a tree by path.
 func (r *repo) treeFiles(tree plumbing.Hash) (map[string]object.TreeEntry, error) {
-	out := map[string]object.TreeEntry{}
-	var walk func(h plumbing.Hash, prefix string) error
-	walk = func(h plumbing.Hash, prefix string) error {
+	files, _, err := r.treeListing(tree)
+	return files, err
+}
+
+// treeListing lists the files of a tree by path, and the hashes of its
+// directories ("" the root) that hold only files (a submodule is no file).
+func (r *repo) treeListing(tree plumbing.Hash) (map[string]object.TreeEntry, map[string]plumbing.Hash, error) {
+	files := map[string]object.TreeEntry{}
+	dirs := map[string]plumbing.Hash{}
+	var walk func(h plumbing.Hash, dir string) (bool, error)
+	walk = func(h plumbing.Hash, dir string) (bool, error) {
 		r.mu.Lock()
 		t, err := object.GetTree(r.st, h)
 		r.mu.Unlock()
 		if err != nil {
-			return err
+			return false, err
 		}
+		onlyFiles := len(t.Entries) > 0 // an empty tree is no directory of files
 		for _, e := range t.Entries {
-			p := prefix + e.Name
+			p := dir + sep(dir) + e.Name
 			switch {
 			case e.Mode == filemode.Dir:
-				if err := walk(e.Hash, p+"/"); err != nil {
-					return err
+				ok, err := walk(e.Hash, p)
+				if err != nil {
+					return false, err
 				}
+				onlyFiles = onlyFiles && ok
 			case e.Mode == filemode.Submodule:
+				onlyFiles = false
 			default:
-				out[p] = e
+				files[p] = e
 			}
 		}
-		return nil
+		if onlyFiles {
+			dirs[dir] = h
+		}
+		return onlyFiles, nil
 	}
-	return out, walk(tree, "")
+	_, err := walk(tree, "")
+	return files, dirs, err
 }
 
 // blob reads a blob's content.
@@ -196,13 +315,13 @@ func (r *repo) commit(h plumbing.Hash) (*object.Commit, error) {
 // writeCommit stores a commit of tree with parents and returns its hash.
 func (r *repo) writeCommit(tree plumbing.Hash, parents []plumbing.Hash, msg string, author object.Signature) (plumbing.Hash, error) {
 	c := &object.Commit{Author: author, Committer: author, Message: msg, TreeHash: tree, ParentHashes: parents}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	o := r.st.NewEncodedObject()
-	if err := c.Encode(o); err != nil {
+	var o plumbing.MemoryObject
+	if err := c.Encode(&o); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return r.st.SetEncodedObject(o)
+	rd, _ := o.Reader()
+	data, _ := io.ReadAll(rd)
+	return o.Hash(), r.putObject(plumbing.CommitObject, o.Hash(), data)
 }
 
 // ref is the commit a reference points at (zero: none).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"strings"
@@ -31,11 +32,37 @@ type entry struct {
 type index struct {
 	Files map[string]entry
 	Taken int64 // ns
+	// Dirs caches the tree hashes of directories of Files ("" the root)
+	// whose files are as they were when the tree was last written or
+	// checked out: writeTree hashes only the directories missing here.
+	Dirs map[string]plumbing.Hash
 
-	stored int // blobs the walk that made it read and stored (not saved)
+	stored int  // blobs the walk that made it read and stored (not saved)
+	restat bool // the walk read or stat'ed something anew: worth saving (not saved)
 }
 
 func newIndex() *index { return &index{Files: map[string]entry{}} }
+
+// dirOf is the directory of slash path p ("" the root).
+func dirOf(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+// invalidate forgets the tree hashes of the directories above p.
+func (ix *index) invalidate(p string) {
+	if ix.Dirs == nil {
+		return
+	}
+	for d := dirOf(p); ; d = dirOf(d) {
+		delete(ix.Dirs, d)
+		if d == "" {
+			return
+		}
+	}
+}
 
 // racyWindow: a file whose ctime is this close to (or after) the moment
 // its stat was taken is read again next time — the kernel's file clock is
@@ -126,6 +153,7 @@ type scanner struct {
 	lim   Limits
 	added int64 // bytes of content read and stored this walk
 	total int64 // bytes of the files recorded so far
+	seen  int   // files recorded that prev has too
 }
 
 // scan walks dir and returns its index, reading only the files whose stat
@@ -139,10 +167,18 @@ func scan(dir string, prev *index, sink blobSink, lim Limits) (*index, error) {
 	if prev == nil {
 		prev = newIndex()
 	}
-	s := &scanner{root: root, prev: prev, next: &index{Files: make(map[string]entry, len(prev.Files)), Taken: time.Now().UnixNano()},
-		sink: sink, lim: lim.withDefaults()}
+	s := &scanner{root: root, prev: prev, next: &index{Files: make(map[string]entry, len(prev.Files)), Taken: time.Now().UnixNano(),
+		Dirs: maps.Clone(prev.Dirs)}, sink: sink, lim: lim.withDefaults()}
 	if err := s.walk("."); err != nil {
 		return nil, err
+	}
+	if s.seen < len(prev.Files) { // some are gone
+		s.next.restat = true
+		for p := range prev.Files {
+			if _, ok := s.next.Files[p]; !ok {
+				s.next.invalidate(p)
+			}
+		}
 	}
 	return s.next, nil
 }
@@ -195,11 +231,25 @@ func (s *scanner) visit(dirFD int, name, p string) error {
 	return nil // FIFOs, sockets, devices: not content
 }
 
-func (s *scanner) record(p string, e entry) error {
+// record adds e at p to the next index; fresh says e was stat'ed or read
+// anew rather than reused from prev.
+func (s *scanner) record(p string, e entry, fresh bool) error {
 	if len(s.next.Files) >= s.lim.MaxFiles {
 		return fmt.Errorf("the workspace has more than %d files: the limit of workspaces.max_files", s.lim.MaxFiles)
 	}
 	s.next.Files[p] = e
+	if !fresh {
+		s.seen++
+	} else {
+		s.next.restat = true
+		old, ok := s.prev.Files[p]
+		if ok {
+			s.seen++
+		}
+		if !ok || old.Mode != e.Mode || old.Hash != e.Hash {
+			s.next.invalidate(p)
+		}
+	}
 	s.total += e.Size
 	if s.total > s.lim.MaxTreeBytes {
 		return &TooLargeError{What: "the run's working tree (at " + p + ")", Bytes: s.total, Limit: s.lim.MaxTreeBytes, Setting: SettingMaxTreeBytes}
@@ -209,7 +259,7 @@ func (s *scanner) record(p string, e entry) error {
 
 func (s *scanner) link(dirFD int, name, p string, st *unix.Stat_t) error {
 	if e, ok := s.prev.reusable(p, st, filemode.Symlink); ok {
-		return s.record(p, e)
+		return s.record(p, e, false)
 	}
 	buf := make([]byte, 4096)
 	n, err := unix.Readlinkat(dirFD, name, buf)
@@ -223,7 +273,7 @@ func (s *scanner) link(dirFD int, name, p string, st *unix.Stat_t) error {
 	if err != nil {
 		return err
 	}
-	return s.record(p, statEntry(filemode.Symlink, h, st))
+	return s.record(p, statEntry(filemode.Symlink, h, st), true)
 }
 
 func (s *scanner) file(dirFD int, name, p string, st *unix.Stat_t) error {
@@ -232,7 +282,7 @@ func (s *scanner) file(dirFD int, name, p string, st *unix.Stat_t) error {
 		mode = filemode.Executable
 	}
 	if e, ok := s.prev.reusable(p, st, mode); ok {
-		return s.record(p, e)
+		return s.record(p, e, false)
 	}
 	if st.Size > s.lim.MaxFileBytes {
 		return &TooLargeError{What: "file " + p, Bytes: st.Size, Limit: s.lim.MaxFileBytes, Setting: SettingMaxFileBytes}
@@ -264,7 +314,7 @@ func (s *scanner) file(dirFD int, name, p string, st *unix.Stat_t) error {
 	if err != nil {
 		return err
 	}
-	return s.record(p, statEntry(mode, h, &ost))
+	return s.record(p, statEntry(mode, h, &ost), true)
 }
 
 func (s *scanner) store(p string, data []byte) (plumbing.Hash, error) {

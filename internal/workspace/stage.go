@@ -123,6 +123,7 @@ func (run *Run) setAside(head plumbing.Hash, kind string, s StageID) (plumbing.R
 		return "", err
 	}
 	if c.TreeHash == tree {
+		run.ix = ix
 		return "", nil
 	}
 	h, err := run.repo.writeCommit(tree, []plumbing.Hash{head}, run.message(s), run.m.signature())

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -297,6 +296,9 @@ func (m *Manager) snapshotFolderLocked(r *repo, src Source) (plumbing.Hash, erro
 			return plumbing.ZeroHash, err
 		}
 		if c.TreeHash == tree {
+			if !ix.restat && prev != nil && prev.Dirs[""] == tree {
+				return last, nil // the folder as it was: the saved index holds
+			}
 			return last, saveIndex(ixPath, ix)
 		}
 		parents = []plumbing.Hash{last}
@@ -365,7 +367,7 @@ func (run *Run) materialize(h plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
-	files, err := run.repo.treeFiles(c.TreeHash)
+	files, dirs, err := run.repo.treeListing(c.TreeHash)
 	if err != nil {
 		return err
 	}
@@ -379,6 +381,7 @@ func (run *Run) materialize(h plumbing.Hash) error {
 	if err != nil {
 		return fmt.Errorf("check out %s into %s: %w", h.String()[:12], run.Dir, err)
 	}
+	ix.Dirs = dirs
 	run.ix = ix
 	return saveIndex(filepath.Join(run.stateDir, "index"), ix)
 }
@@ -409,38 +412,6 @@ func (run *Run) loadState() (runState, error) {
 func writeAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-func loadIndex(path string) (*index, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var ix index
-	if err := gob.NewDecoder(f).Decode(&ix); err != nil {
-		return nil, err
-	}
-	if ix.Files == nil {
-		ix.Files = map[string]entry{}
-	}
-	return &ix, nil
-}
-
-func saveIndex(path string, ix *index) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if err := gob.NewEncoder(f).Encode(ix); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
