@@ -84,36 +84,51 @@ func (r *repo) checkout(dir string, tree map[string]object.TreeEntry, cur *index
 }
 
 // checkoutWorkers write a fresh tree's files at once (the time is in the
-// file system calls, not the CPU).
+// file system calls, not the CPU), each a directory at a time: creating
+// files in one directory takes the kernel's lock on it, which workers in
+// the same directory would spin on.
 const checkoutWorkers = 4
 
 func (r *repo) writeFresh(w *dirWriter, paths []string, tree map[string]object.TreeEntry, next *index) error {
-	for _, p := range paths {
+	var batches [][]string // paths sorted: a directory's files are consecutive
+	for i, p := range paths {
 		if _, err := w.dir(path.Dir(p)); err != nil {
 			return err
 		}
+		if i == 0 || path.Dir(paths[i-1]) != path.Dir(p) {
+			batches = append(batches, nil)
+		}
+		batches[len(batches)-1] = append(batches[len(batches)-1], p)
 	}
 	var mu sync.Mutex
 	var firstErr error
-	work := make(chan string)
+	work := make(chan []string)
 	var wg sync.WaitGroup
 	for range checkoutWorkers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for p := range work {
-				e, err := r.writeFile(w, p, tree[p])
+			for batch := range work {
+				entries := make([]entry, len(batch))
+				var err error
+				for i, p := range batch {
+					if entries[i], err = r.writeFile(w, p, tree[p]); err != nil {
+						break
+					}
+				}
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
-				next.Files[p] = e
+				for i, p := range batch {
+					next.Files[p] = entries[i]
+				}
 				mu.Unlock()
 			}
 		}()
 	}
-	for _, p := range paths {
-		work <- p
+	for _, b := range batches {
+		work <- b
 	}
 	close(work)
 	wg.Wait()
