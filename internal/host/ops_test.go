@@ -157,25 +157,7 @@ func TestPortInUseNamesTheSetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	dir := t.TempDir()
-	cfg := config.Defaults()
-	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.HTTP.Listen = busy.Addr().String()
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(context.Background(), cfg.DatabasePath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	inR, inW := io.Pipe()
-	defer inW.Close()
-	h, err := New(Options{Config: cfg, Store: st, Agents: &fakeAgents{answer: succeed}, Logger: quiet,
-		Endpoints: []Endpoint{{Channel: console.New(inR, io.Discard), Policy: console.Policy()}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := unstartedHost(t, busy.Addr().String(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	err = h.Run(ctx)
@@ -188,29 +170,10 @@ func TestPortInUseNamesTheSetting(t *testing.T) {
 // With http.listen empty the host serves without an HTTP endpoint — it
 // says so to OnReady with no address — and stops cleanly when asked.
 func TestHostWithoutHTTPStopsCleanly(t *testing.T) {
-	dir := t.TempDir()
-	cfg := config.Defaults()
-	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.HTTP.Listen = ""
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(context.Background(), cfg.DatabasePath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	inR, inW := io.Pipe()
-	defer inW.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ready := make(chan string, 1)
-	h, err := New(Options{Config: cfg, Store: st, Agents: &fakeAgents{answer: succeed}, Logger: quiet,
-		Endpoints: []Endpoint{{Channel: console.New(inR, io.Discard), Policy: console.Policy()}},
-		OnReady:   func(addr string) { ready <- addr; cancel() }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := unstartedHost(t, "", func(addr string) { ready <- addr; cancel() })
 	runErr := func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -230,6 +193,31 @@ func TestHostWithoutHTTPStopsCleanly(t *testing.T) {
 	default:
 		t.Fatal("Run returned without ever serving")
 	}
+}
+
+// unstartedHost is a host on its own SQLite file with the console on a
+// pipe and its HTTP endpoint on listen ("" for none), not yet running.
+func unstartedHost(t *testing.T, listen string, onReady func(addr string)) *Host {
+	t.Helper()
+	cfg := config.Defaults()
+	cfg.DataDir = filepath.Join(t.TempDir(), "data")
+	cfg.HTTP.Listen = listen
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), cfg.DatabasePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	inR, inW := io.Pipe()
+	t.Cleanup(func() { inW.Close() })
+	h, err := New(Options{Config: cfg, Store: st, Agents: &fakeAgents{answer: succeed}, Logger: quiet, OnReady: onReady,
+		Endpoints: []Endpoint{{Channel: console.New(inR, io.Discard), Policy: console.Policy()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // pingFunc is a Pinger.
