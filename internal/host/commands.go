@@ -45,7 +45,7 @@ func (h chatCommands) handle(ctx context.Context, ch channels.Channel, in channe
 	private := func(text string) { tell(ctx, ch, in, text, log) }
 	g, ok := h.groups.byChatID(in.Chat)
 	if !ok {
-		private("This chat is not registered with nanohost; the main group can add it with /register " + in.Chat + " <folder>.")
+		private(runlog.NotRegistered(in.Chat))
 		return
 	}
 	switch cmd.Kind {
@@ -264,8 +264,8 @@ func (h chatCommands) register(ctx context.Context, ch channels.Channel, in chan
 		reply(runlog.RegisterNotAChannel(cg.Chat))
 		return true
 	}
-	if conflict := h.registrar.registerConflict(cg); conflict != "" {
-		reply(runlog.RegisterConflict(conflict))
+	if clash, ok := h.registrar.registerConflict(cg); ok {
+		reply(runlog.RegisterConflict(clash))
 		return true
 	}
 	if err := h.registrar.save(ctx, cg, false); err != nil {

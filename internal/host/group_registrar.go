@@ -8,6 +8,7 @@ import (
 
 	"nanohost/internal/config"
 	"nanohost/internal/ipc"
+	"nanohost/internal/runlog"
 	"nanohost/internal/store"
 )
 
@@ -81,25 +82,27 @@ func (r *groupRegistrar) save(ctx context.Context, g config.Group, update bool) 
 	return r.folders.prepare(sg)
 }
 
-// registerConflict says why a /register of g would clash with a group that
-// exists — its chat already has a group, or its folder is taken — or "".
-// It is checked before anything is written, so a refusal changes nothing:
-// registering from chat never renames a chat or moves a group.
-func (r *groupRegistrar) registerConflict(g config.Group) string {
+// registerConflict is why a /register of g would clash with a group that
+// exists — its chat already has a group, or its folder is taken — if it
+// would (runlog words it). It is checked before anything is written, so a
+// refusal changes nothing: registering from chat never renames a chat or
+// moves a group.
+func (r *groupRegistrar) registerConflict(g config.Group) (runlog.RegisterClash, bool) {
+	clash := runlog.RegisterClash{Chat: g.Chat, Folder: g.Folder}
 	if err := ipc.ValidGroupName(g.Folder); err != nil {
-		return err.Error() + "."
+		clash.Invalid = err
+		return clash, true
 	}
 	chat := normalizeChat(g.Chat)
 	if owner, taken := r.index.byChatID(chat); taken {
-		if chat == "console" {
-			return fmt.Sprintf("the console is a single chat, and it already belongs to group %s: a chat belongs to one group. Register a Slack channel (/register slack:<channel id> %s) instead.", owner.Folder, g.Folder)
-		}
-		return fmt.Sprintf("chat %s already belongs to group %s: a chat belongs to one group. Pick another chat, or change group %s in the configuration.", g.Chat, owner.Folder, owner.Folder)
+		clash.ChatOwner, clash.Console = owner.Folder, chat == "console"
+		return clash, true
 	}
 	if existing, taken := r.index.get(g.Folder); taken {
-		return fmt.Sprintf("a group named %s already exists (its chat is %s): choose another folder name.", g.Folder, existing.ChatID)
+		clash.FolderChat = existing.ChatID
+		return clash, true
 	}
-	return ""
+	return runlog.RegisterClash{}, false
 }
 
 // reload prepares the folders of every group the store holds, then makes

@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 
@@ -45,7 +44,7 @@ func answerInThread(ctx context.Context, service *runs.Service, ch channels.Chan
 	q := g.Question()
 	if !q.AcceptsText() {
 		if _, isChoice := q.Option(text); isChoice {
-			tell(ctx, ch, in, "A reply in the thread does not answer this gate; use its buttons.", log)
+			tell(ctx, ch, in, runlog.UseTheButtons, log)
 		}
 		return false
 	}
@@ -92,7 +91,7 @@ func answerTyped(ctx context.Context, service *runs.Service, describe describeRu
 	}
 	g, q := offering[0], offering[0].Question()
 	if q.KeyShared(text) {
-		tell(ctx, ch, in, fmt.Sprintf("%s is the key of more than one choice: type the choice's name.", text), log)
+		tell(ctx, ch, in, runlog.SharedKey(text), log)
 		return true
 	}
 	answer := runs.GateAnswer{RunID: g.RunID, GateID: g.GateID, Nonce: g.Nonce, Choice: text}

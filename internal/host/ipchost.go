@@ -232,8 +232,8 @@ func (x ipcHost) ListTasks(ctx context.Context, actor string) ([]ipc.TaskInfo, e
 // it never makes a group main.
 func (x ipcHost) RegisterGroup(ctx context.Context, actor string, r *ipc.RegisterGroup) error {
 	g := config.Group{Folder: r.Folder, Name: r.Name, Chat: r.Jid, Trigger: r.Trigger}
-	if conflict := x.registrar.registerConflict(g); conflict != "" {
-		return &ipc.RejectError{Reason: conflict}
+	if clash, ok := x.registrar.registerConflict(g); ok {
+		return &ipc.RejectError{Reason: clash.Text()}
 	}
 	if err := x.registrar.save(ctx, g, false); err != nil {
 		return err

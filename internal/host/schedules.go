@@ -436,7 +436,7 @@ func (ts *tasks) listText(list []schedule.Task, now time.Time) string {
 	if len(list) == 0 {
 		return runlog.NoTasks
 	}
-	lines := []string{"Scheduled tasks:"}
+	var lines []string
 	for _, t := range list {
 		next := ""
 		if t.Status == schedule.Active {
@@ -448,19 +448,16 @@ func (ts *tasks) listText(list []schedule.Task, now time.Time) string {
 		}
 		lines = append(lines, runlog.TaskLine(t.ID, runlog.TaskWhat(t.Prompt, t.Pipeline, t.Inputs), whenText(t), state, next))
 	}
-	return strings.Join(lines, "\n")
+	return runlog.TaskList(lines)
 }
 
 // whenText is a task's schedule as people write it in chat.
 func whenText(t schedule.Task) string {
 	switch t.Type {
 	case schedule.Interval:
-		if ms, err := strconv.ParseInt(t.Value, 10, 64); err == nil {
-			return "every " + (time.Duration(ms) * time.Millisecond).String()
-		}
-		return "every " + t.Value
+		return runlog.EveryMS(t.Value)
 	case schedule.Once:
-		return "at " + t.Value
+		return runlog.At(t.Value)
 	}
 	return t.Value
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // Card is a run's status card: the root message of its chat thread, edited
-// in place as the run goes. Apply folds the run's events into it.
+// in place as the run goes. It words where the run is (runs.Where, the fold
+// status and the dashboard show too); Apply folds the run's events into it.
 type Card struct {
 	RunID    string
 	Pipeline string
@@ -31,7 +32,7 @@ type Card struct {
 	// Reason is why the run failed, who cancelled it, or that it resumes.
 	Reason string
 
-	started time.Time
+	where runs.Where
 }
 
 // NewCard is the card of a run that has not told anything yet.
@@ -42,102 +43,83 @@ func NewCard(runID, pipeline, goal string) Card {
 // Since sets when the run began, for a card that will not see its
 // PipelineStarted (a run resumed by a new process): its duration goes on
 // counting from the run's start, not from the resume.
-func (c *Card) Since(t time.Time) {
-	if c.started.IsZero() && !t.IsZero() {
-		c.started = t
-	}
-}
+func (c *Card) Since(t time.Time) { c.where.Since(t) }
 
 // Apply folds e into the card and reports whether what it shows changed.
 // Every event of the run goes through it, in order — a card rebuilt from a
 // replay of stored events is the card the run showed. It also fills in a
 // run duration the event left out (e.Duration).
 func (c *Card) Apply(e *engine.Event) bool {
-	changed := c.apply(e)
-	if !c.started.IsZero() && !e.Time.IsZero() && e.Time.After(c.started) {
-		if e.Ends() {
-			c.Elapsed = e.Duration
-		} else {
-			c.Elapsed = e.Time.Sub(c.started)
-		}
+	if started := c.where.Started; e.Ends() && e.Duration == 0 && !started.IsZero() && !e.Time.IsZero() {
+		e.Duration = e.Time.Sub(started)
 	}
-	return changed
-}
-
-func (c *Card) apply(e *engine.Event) bool {
-	switch e.Type {
-	case engine.EventPipelineStarted, engine.EventPipelineResumed:
-		c.begin(e)
-	case engine.EventStageStarted:
-		if handler(*e) == engine.TypeStart {
-			return false
-		}
-		c.Current, c.Index, c.State = StageName(e.Label, e.NodeID, e.Branch), e.Index, runs.Running
-		if e.Total > 0 {
-			c.Total = e.Total
-		}
-	case engine.EventStageCompleted, engine.EventStageFailed:
+	c.where.Apply(*e)
+	if !cardShows(*e) {
+		c.Elapsed = c.where.Elapsed
+		return false
+	}
+	if e.Type == engine.EventStageCompleted || e.Type == engine.EventStageFailed {
 		if text := strings.TrimSpace(Line(*e)); text != "" {
 			c.LastOutcome = text
 		}
-		if e.Usage != nil {
-			c.CostUSD += e.Usage.CostUSD
-			c.CostUnknown = c.CostUnknown || e.Usage.CostUnknown
-		}
-	case engine.EventInterviewStarted:
-		c.State = runs.Waiting
-		if e.Label != "" {
-			c.Current = e.Label
-		}
-	case engine.EventInterviewCompleted, engine.EventInterviewTimeout:
-		c.State = runs.Running
-	default:
-		if !e.Ends() {
-			return false
-		}
-		c.end(e)
 	}
+	c.word(c.where)
 	return true
 }
 
-func (c *Card) begin(e *engine.Event) {
-	if c.Pipeline == "" {
-		c.Pipeline = e.Label
+// cardShows reports whether e changes what a card shows (besides the
+// time): not every event of a run does.
+func cardShows(e engine.Event) bool {
+	switch e.Type {
+	case engine.EventPipelineStarted, engine.EventPipelineResumed, engine.EventStageCompleted, engine.EventStageFailed,
+		engine.EventInterviewStarted, engine.EventInterviewCompleted, engine.EventInterviewTimeout:
+		return true
+	case engine.EventStageStarted:
+		return handler(e) != engine.TypeStart
 	}
-	if c.Goal == "" && e.Type == engine.EventPipelineStarted {
-		c.Goal = e.Message
-	}
-	if c.started.IsZero() {
-		c.started = e.Time
-	}
-	if e.Total > 0 {
-		c.Total = e.Total
-	}
-	c.State, c.Reason = runs.Running, "" // a resumed run is no longer interrupted
+	return e.Ends()
 }
 
-func (c *Card) end(e *engine.Event) {
-	if e.Duration == 0 && !c.started.IsZero() && !e.Time.IsZero() {
-		e.Duration = e.Time.Sub(c.started)
+// word shows w on the card.
+func (c *Card) word(w runs.Where) {
+	if c.Pipeline == "" {
+		c.Pipeline = w.Pipeline
 	}
-	if e.Usage != nil && (e.Usage.CostUSD > 0 || e.Usage.CostUnknown) {
-		c.CostUSD, c.CostUnknown = e.Usage.CostUSD, e.Usage.CostUnknown
+	if c.Goal == "" {
+		c.Goal = w.Goal
 	}
-	switch e.Type {
-	case engine.EventPipelineInterrupted:
-		c.State, c.Reason = runs.Interrupted, "resumes when the host starts again"
-		if problem := WaitingForHost(*e); problem != "" {
-			c.Reason = "waiting for the host: " + problem
+	if w.State != "" {
+		c.State = w.State
+	}
+	switch {
+	case w.State.Finished():
+		c.Current = ""
+	case w.Step.NodeID != "" || w.Step.Label != "":
+		c.Current, c.Index = StageName(w.Step.Label, w.Step.NodeID, w.Step.Branch), w.Step.Index
+	}
+	if w.Total > 0 {
+		c.Total = w.Total
+	}
+	c.Elapsed = w.Elapsed
+	c.CostUSD, c.CostUnknown = w.Usage.CostUSD, w.Usage.CostUnknown
+	c.Reason = stopReason(w.End)
+}
+
+// stopReason is why a run stopped, as its card says it ("" while it goes
+// on, and for a run that succeeded).
+func stopReason(end *engine.Event) string {
+	switch {
+	case end == nil || end.Type == engine.EventPipelineCompleted:
+		return ""
+	case end.Type == engine.EventPipelineInterrupted:
+		if problem := WaitingForHost(*end); problem != "" {
+			return "waiting for the host: " + problem
 		}
-		return
-	case engine.EventPipelineCompleted:
-		c.State = runs.Succeeded
-	case engine.EventPipelineCancelled:
-		c.State, c.Reason = runs.Cancelled, strings.TrimSpace(byWhom(e.By))
-	default:
-		c.State, c.Reason = runs.Failed, e.Message
+		return "resumes when the host starts again"
+	case end.Type == engine.EventPipelineCancelled:
+		return strings.TrimSpace(byWhom(end.By))
 	}
-	c.Current = ""
+	return end.Message
 }
 
 // Final reports whether the card shows an end (or an interruption): it is

@@ -166,9 +166,10 @@ type Resolution struct {
 	Note string
 }
 
-// ResolutionOf describes how g ended, showing its answerer as by.
-func ResolutionOf(g runs.Gate, by, note string) Resolution {
-	r := Resolution{Question: g.Question(), State: g.Status, By: by, At: g.AnsweredAt, Note: note}
+// ResolutionOf describes how g ended, showing its answerer as by; note is
+// why it was withdrawn, when the usual words do not say it.
+func ResolutionOf(g runs.Gate, by string, note runs.GateNote) Resolution {
+	r := Resolution{Question: g.Question(), State: g.Status, By: by, At: g.AnsweredAt, Note: gateNote(note)}
 	if g.Status == runs.GateAnswered {
 		if g.TextAnswer() {
 			r.Answer = g.Answer
@@ -187,6 +188,19 @@ func ResolutionOf(g runs.Gate, by, note string) Resolution {
 		r.Note = "This prompt is no longer active."
 	}
 	return r
+}
+
+// gateNote words why a posting was withdrawn ("" for the usual words).
+func gateNote(n runs.GateNote) string {
+	switch n {
+	case runs.NoteSuperseded:
+		return "Superseded by a newer prompt below."
+	case runs.NoteCancelled:
+		return "The run was cancelled before anyone answered."
+	case runs.NoteHostStopped:
+		return "The host stopped before anyone answered; the run asks again when it resumes."
+	}
+	return string(n)
 }
 
 // Text says how the gate ended: "✓ Ana chose Approve at 14:03 UTC".

@@ -138,6 +138,15 @@ func RunStatus(st runs.Status, typed bool, link string) string {
 	return text + DashboardLine(link)
 }
 
+// StartedElsewhere tells the conversation a run was asked from that the
+// run's story is in its own thread: a run is always told in one thread.
+func StartedElsewhere(pipeline, runID string) string {
+	if pipeline == "" {
+		pipeline = "the pipeline"
+	}
+	return fmt.Sprintf("Started %s (run %s); its progress is in the run's own thread.", pipeline, runs.ShortID(runID))
+}
+
 // Resuming says a run goes on from its checkpoint (link: its dashboard
 // page, "" for none).
 func Resuming(runID, link string) string {
@@ -153,6 +162,20 @@ func DashboardLine(url string) string {
 	return "\nDashboard: " + url
 }
 
+// NotRegistered answers a command in a chat that is no group's.
+func NotRegistered(chat string) string {
+	return "This chat is not registered with nanohost; the main group can add it with /register " + chat + " <folder>."
+}
+
+// UseTheButtons answers a thread reply that names a choice of a gate
+// answered only by its buttons.
+const UseTheButtons = "A reply in the thread does not answer this gate; use its buttons."
+
+// SharedKey answers a typed answer that is the key of more than one choice.
+func SharedKey(key string) string {
+	return key + " is the key of more than one choice: type the choice's name."
+}
+
 // The replies to /register <chat> <folder> [trigger].
 const (
 	RegisterNotMain = "Only the main group's chat may register groups."
@@ -165,7 +188,36 @@ func RegisterNotAChannel(chat string) string {
 }
 
 // RegisterConflict refuses a registration that clashes with a group.
-func RegisterConflict(why string) string { return Refused("Not registered, nothing changed: " + why) }
+func RegisterConflict(c RegisterClash) string {
+	return Refused("Not registered, nothing changed: " + c.Text())
+}
+
+// RegisterClash is why registering Chat as group Folder would clash with
+// the groups that exist (the host finds it; this words it).
+type RegisterClash struct {
+	Chat, Folder string
+	// Invalid is why Folder is no group name.
+	Invalid error
+	// ChatOwner is the group Chat belongs to already; Console says Chat is
+	// the console, a single chat.
+	ChatOwner string
+	Console   bool
+	// FolderChat is the chat of the group named Folder already.
+	FolderChat string
+}
+
+// Text says why, and what to do instead.
+func (c RegisterClash) Text() string {
+	switch {
+	case c.Invalid != nil:
+		return c.Invalid.Error() + "."
+	case c.ChatOwner != "" && c.Console:
+		return fmt.Sprintf("the console is a single chat, and it already belongs to group %s: a chat belongs to one group. Register a Slack channel (/register slack:<channel id> %s) instead.", c.ChatOwner, c.Folder)
+	case c.ChatOwner != "":
+		return fmt.Sprintf("chat %s already belongs to group %s: a chat belongs to one group. Pick another chat, or change group %s in the configuration.", c.Chat, c.ChatOwner, c.ChatOwner)
+	}
+	return fmt.Sprintf("a group named %s already exists (its chat is %s): choose another folder name.", c.Folder, c.FolderChat)
+}
 
 // RegisterFailed says the registration could not be stored.
 func RegisterFailed(why string) string { return Refused("Could not register the group: " + why) }

@@ -3,6 +3,7 @@ package runlog
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -40,6 +41,23 @@ func TaskLine(id, what, schedule, state, next string) string {
 	}
 	return line
 }
+
+// TaskList is /schedule list's answer: a TaskLine a task.
+func TaskList(lines []string) string {
+	return strings.Join(append([]string{"Scheduled tasks:"}, lines...), "\n")
+}
+
+// EveryMS is an interval schedule (its value in milliseconds) as people
+// write it in chat: "every 5m0s".
+func EveryMS(ms string) string {
+	if n, err := strconv.ParseInt(ms, 10, 64); err == nil {
+		return "every " + (time.Duration(n) * time.Millisecond).String()
+	}
+	return "every " + ms
+}
+
+// At is a one-time schedule as people write it in chat.
+func At(when string) string { return "at " + when }
 
 // TaskWhat says what a task does, in a few words.
 func TaskWhat(prompt, pipeline string, inputs map[string]string) string {

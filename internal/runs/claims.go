@@ -164,13 +164,9 @@ func (o *deliveries) stored(runID string) {
 
 // pointFrom tells the conversation thread a run was asked from where the
 // run's own thread is: a run's story is always told in one thread.
-func (o *deliveries) pointFrom(t Thread, askedIn, name, runID string) {
-	if name == "" {
-		name = "the pipeline"
-	}
-	text := fmt.Sprintf("Started %s (run %s); its progress is in the run's own thread.", name, ShortID(runID))
+func (o *deliveries) pointFrom(t Thread, askedIn, runID string) {
 	o.bg.Go(func() {
-		if err := t.Point(o.life, askedIn, text); err != nil {
+		if err := t.Point(o.life, askedIn); err != nil {
 			o.log.Warn("point the asking thread at the run", "run", runID, "err", err)
 		}
 	})

@@ -167,7 +167,7 @@ func (ex *executor) execute(ctx context.Context, ar *activeRun, run Run, g *pipe
 		return
 	}
 	if askedIn != "" {
-		ex.out.pointFrom(d.thread, askedIn, name, run.ID)
+		ex.out.pointFrom(d.thread, askedIn, run.ID)
 	}
 	res, err := ex.runEngine(ctx, fresh, g, cp, d, slot)
 	ex.settle(ctx, run, res, err, d)
@@ -425,16 +425,12 @@ func (ex *executor) resumeAll(ctx context.Context) error {
 }
 
 // observer keeps the run's state in step with its events once they are
-// stored: the node running now, its stage files for the dashboard, waiting
+// stored: its stage files for the dashboard, waiting
 // or running in the store, and the host's metrics.
 func (ex *executor) observer(ar *activeRun) func(Run, engine.Event) {
 	return func(run Run, e engine.Event) {
 		ctx := context.Background()
 		switch e.Type {
-		case engine.EventStageStarted:
-			if e.Branch == "" {
-				ar.setCurrent(e.NodeID)
-			}
 		case engine.EventStageCompleted:
 			if e.NodeID != "" {
 				ex.keepStageFiles(ctx, run, ar.stageDir(e.NodeID))

@@ -137,7 +137,7 @@ type asker struct {
 	mu    sync.Mutex
 	msgID string // the prompt, once posted
 	final *Gate  // how it ended, once it has
-	note  string
+	note  GateNote
 }
 
 // interviewer asks run's gates in its thread.
@@ -169,7 +169,7 @@ func (gs *gates) ask(ctx context.Context, t Thread, q engine.Question) (engine.A
 		// An earlier posting (before a restart) still shows buttons.
 		stale := *previous
 		stale.Status = GateWithdrawn
-		gs.editPrompt(t, stale, "Superseded by a newer prompt below.")
+		gs.editPrompt(t, stale, NoteSuperseded)
 	}
 	a := &asker{gates: gs, thread: t, gate: stored, wake: make(chan struct{}, 1)}
 	gs.waiting.add(a)
@@ -207,7 +207,7 @@ func (a *asker) post(ctx context.Context) {
 // settled records how the posting ended and edits its prompt, now if it is
 // posted, else as soon as it is. The channel is closed once the edit made
 // now is done (at once when there is none to make now).
-func (a *asker) settled(g Gate, note string) <-chan struct{} {
+func (a *asker) settled(g Gate, note GateNote) <-chan struct{} {
 	a.mu.Lock()
 	a.final, a.note = &g, note
 	msgID := a.msgID
@@ -279,7 +279,7 @@ func (a *asker) told(done <-chan struct{}) {
 
 // close ends the posting as timed_out or withdrawn — unless an answer won
 // the race, which is then the result.
-func (a *asker) close(ctx context.Context, state GateState, note string) (engine.Answer, error) {
+func (a *asker) close(ctx context.Context, state GateState, note GateNote) (engine.Answer, error) {
 	closed, cur, err := a.gates.store.CloseGate(ctx, a.gate.RunID, a.gate.GateID, a.gate.Nonce, state)
 	if err != nil {
 		return engine.Answer{}, fmt.Errorf("close gate %s as %s: %w", a.gate.GateID, state, err)
@@ -295,17 +295,17 @@ func (a *asker) close(ctx context.Context, state GateState, note string) (engine
 	return engine.Answer{Kind: engine.AnswerTimeout}, nil
 }
 
-// stoppedNote says on a withdrawn prompt why its run stopped.
-func stoppedNote(ctx context.Context) string {
+// stoppedNote is why a withdrawn prompt's run stopped.
+func stoppedNote(ctx context.Context) GateNote {
 	if _, ok := cancellation(ctx); ok {
-		return "The run was cancelled before anyone answered."
+		return NoteCancelled
 	}
-	return "The host stopped before anyone answered; the run asks again when it resumes."
+	return NoteHostStopped
 }
 
 // editPrompt edits a settled gate's prompt in the background; the channel
 // is closed once it is done.
-func (gs *gates) editPrompt(t Thread, g Gate, note string) <-chan struct{} {
+func (gs *gates) editPrompt(t Thread, g Gate, note GateNote) <-chan struct{} {
 	if g.MessageTS == "" {
 		return closedChan
 	}

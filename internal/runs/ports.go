@@ -140,11 +140,12 @@ type Thread interface {
 	// returns the prompt's message id.
 	Ask(ctx context.Context, g Gate) (msgID string, err error)
 	// Settle edits the prompt of a settled gate (g.MessageTS) to show how it
-	// ended; note explains a timeout or withdrawal ("" for the usual words).
-	Settle(ctx context.Context, g Gate, note string) error
+	// ended; note says why it was withdrawn when the usual words do not
+	// ("" for them).
+	Settle(ctx context.Context, g Gate, note GateNote) error
 	// Point tells another thread of the run's chat — the conversation the
 	// run was asked from — where the run's own thread is.
-	Point(ctx context.Context, thread, text string) error
+	Point(ctx context.Context, thread string) error
 	// Close delivers what is queued, waiting at most until ctx ends; the
 	// thread keeps trying in the background until the host stops.
 	Close(ctx context.Context) error

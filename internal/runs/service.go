@@ -124,11 +124,10 @@ type Service struct {
 
 // activeRun is a run this process executes.
 type activeRun struct {
-	id      string
-	cancel  context.CancelCauseFunc
-	done    chan struct{}
-	mu      sync.Mutex
-	current string // the node running now (top level)
+	id     string
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	mu     sync.Mutex
 	// stageRoot is where its stages' files are, under its logs root:
 	// "" or restart-N after a loop restart.
 	stageRoot string
@@ -166,12 +165,6 @@ func (a *activeRun) cancelBy(who string) bool {
 	return first
 }
 
-func (a *activeRun) setCurrent(node string) {
-	a.mu.Lock()
-	a.current = node
-	a.mu.Unlock()
-}
-
 func (a *activeRun) setStageRoot(dir string) {
 	a.mu.Lock()
 	a.stageRoot = dir
@@ -185,12 +178,6 @@ func (a *activeRun) stageDir(node string) string {
 		return filepath.Join(a.stageRoot, node)
 	}
 	return node
-}
-
-func (a *activeRun) currentNode() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.current
 }
 
 // New checks cfg and returns a Service. Call Shutdown when done.
@@ -486,26 +473,33 @@ func onTheCommandLine(run Run) error {
 // Status is where a run is.
 type Status struct {
 	Run Run
-	// Current is the node running now, or the one it goes on at.
+	// Where is what the run's events say (the fold its card and the
+	// dashboard show).
+	Where Where
+	// Current is the node running now (Where.Current), or the one it goes
+	// on at (its checkpoint's next node).
 	Current   string
 	Completed []string
 	// Gates are its open gates (a waiting run's questions).
 	Gates []Gate
 }
 
-// Status reports a run.
+// Status reports a run: its record, the fold of its stored events, what its
+// checkpoint completed, and its open gates.
 func (s *Service) Status(ctx context.Context, runID string) (Status, error) {
 	run, err := s.cfg.Store.GetRun(ctx, runID)
 	if err != nil {
 		return Status{}, err
 	}
 	st := Status{Run: run}
-	if cp, err := s.exec.checkpoint(ctx, run); err == nil {
-		st.Completed, st.Current = cp.CompletedNodes, cp.NextNode
+	if st.Where, err = Fold(ctx, s.cfg.Store, runID); err != nil {
+		return Status{}, err
 	}
-	if ar, ok := s.exec.activeRun(runID); ok {
-		if cur := ar.currentNode(); cur != "" {
-			st.Current = cur
+	st.Current = st.Where.Current
+	if cp, err := s.exec.checkpoint(ctx, run); err == nil {
+		st.Completed = cp.CompletedNodes
+		if st.Current == "" && !run.Status.Finished() {
+			st.Current = cp.NextNode
 		}
 	}
 	gates, err := s.cfg.Store.RunGates(ctx, runID)

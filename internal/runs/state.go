@@ -76,6 +76,20 @@ const (
 	GateWithdrawn GateState = "withdrawn"
 )
 
+// GateNote is why a posting was withdrawn, when its prompt says more than
+// the usual words ("" for those); runlog words it.
+type GateNote string
+
+const (
+	// NoteSuperseded: a newer posting of the gate (after a restart) replaced it.
+	NoteSuperseded GateNote = "superseded"
+	// NoteCancelled: the run was cancelled before anyone answered.
+	NoteCancelled GateNote = "cancelled"
+	// NoteHostStopped: the host stopped before anyone answered; the run asks
+	// again when it resumes.
+	NoteHostStopped GateNote = "host_stopped"
+)
+
 // Verbosity is how much of a run is told in its chat thread (host
 // document, "Verbosity Levels"). The zero value means "not given".
 type Verbosity string

@@ -160,7 +160,7 @@ func (s *Server) runDetail(ctx context.Context, run runs.Run) (runDetail, error)
 	}
 	d := runDetail{runJSON: s.runJSON(ctx, run), Current: v.Current, Path: v.Path, Nodes: v.States}
 	if v.Current != "" {
-		d.CurrentLabel = v.CurrentLabel
+		d.CurrentLabel = runlog.StageName(v.CurrentLabel, v.Current, "")
 	}
 	if v.Pipeline != "" {
 		d.Pipeline = v.Pipeline

@@ -68,7 +68,7 @@ func timeline(v *runView, now time.Time) timelinePage {
 		return page
 	}
 	first, last := v.Spans[0].Start, now
-	if v.Ended || len(v.open) == 0 {
+	if v.Ended() || len(v.open) == 0 {
 		last = first
 		for _, sp := range v.Spans {
 			last = latest(last, spanEnd(sp, now))

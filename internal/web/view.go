@@ -40,29 +40,19 @@ type nodeTiming struct {
 	Walker       string           `json:"walker,omitempty"`
 }
 
-// runView is what a run's events say about it: each node's state for the
-// graph, the edges taken, the path of visits, the timeline. It is folded
-// from the event log in seq order, so it can be brought up to date with
-// only the events appended since.
+// runView is what a run's events say about it: where the run is (the one
+// fold every surface shows, runs.Where) and, for the dashboard, each node's
+// state for the graph, the edges taken, the path of visits, the timeline.
+// It is folded from the event log in seq order, so it can be brought up to
+// date with only the events appended since.
 type runView struct {
-	LastSeq  int64
-	Pipeline string
-	States   map[string]string // node id → render state
-	Visits   map[string]int    // StageStarted count per node
-	Timings  map[string]nodeTiming
-	Taken    map[edgeKey]bool
+	runs.Where
+	States  map[string]string // node id → render state
+	Visits  map[string]int    // StageStarted count per node
+	Timings map[string]nodeTiming
+	Taken   map[edgeKey]bool
 	// Path lists the top-level node visits in order.
 	Path []string
-	// Current is the top-level node that started last and has not finished;
-	// CurrentLabel its label, as people read it.
-	Current      string
-	CurrentLabel string
-	// Asking holds the nodes whose human gate is open (parallel branches
-	// may ask at once); the run waits for a person while it is not empty.
-	Asking map[string]bool
-	// Usage sums the stages' usage (the run's record has the total once it ends).
-	Usage engine.Usage
-	Ended bool
 	// switches are WalkerSwitch assignments waiting for their StageStarted.
 	switches map[string]*team.Assignment
 	// Changes is each node's latest WorkspaceChanged summary (its visit's).
@@ -77,17 +67,17 @@ type runView struct {
 
 func newRunView() *runView {
 	return &runView{States: map[string]string{}, Visits: map[string]int{}, Timings: map[string]nodeTiming{}, Taken: map[edgeKey]bool{},
-		Asking: map[string]bool{}, Changes: map[string]*engine.WorkspaceChanges{}, open: map[string]int{}}
+		Changes: map[string]*engine.WorkspaceChanges{}, open: map[string]int{}}
 }
 
 func (v *runView) clone() *runView {
 	c := *v
+	c.Where = v.Where.Clone()
 	c.States = maps.Clone(v.States)
 	c.Visits = maps.Clone(v.Visits)
 	c.Timings = maps.Clone(v.Timings)
 	c.Taken = maps.Clone(v.Taken)
 	c.Path = slices.Clone(v.Path)
-	c.Asking = maps.Clone(v.Asking)
 	c.Changes = maps.Clone(v.Changes)
 	c.switches = maps.Clone(v.switches)
 	c.Spans = make([]visitSpan, len(v.Spans))
@@ -99,20 +89,12 @@ func (v *runView) clone() *runView {
 	return &c
 }
 
-// Waiting reports whether the run waits for a person (a gate is open).
-func (v *runView) Waiting() bool { return len(v.Asking) > 0 }
-
-// apply folds one event into the view.
+// apply folds one event into the view: into where the run is, then into
+// what the dashboard draws of it.
 func (v *runView) apply(e engine.Event) {
-	if e.Seq > v.LastSeq {
-		v.LastSeq = e.Seq
-	}
+	v.Where.Apply(e)
 	switch e.Type {
 	case engine.EventPipelineStarted, engine.EventPipelineResumed:
-		if e.Label != "" {
-			v.Pipeline = e.Label
-		}
-		v.Ended = false
 		if e.Type == engine.EventPipelineResumed {
 			v.Stops = append(v.Stops, newRunStop(e, stopResumed))
 		}
@@ -130,8 +112,6 @@ func (v *runView) apply(e engine.Event) {
 		delete(v.Changes, e.NodeID)
 		if e.Branch == "" {
 			v.Path = append(v.Path, e.NodeID)
-			v.Current = e.NodeID
-			v.CurrentLabel = runlog.StageName(e.Label, e.NodeID, "")
 		}
 	case engine.EventWalkerSwitch:
 		// Held until the visit's StageStarted, which follows it.
@@ -161,11 +141,9 @@ func (v *runView) apply(e engine.Event) {
 	case engine.EventWorkspaceChanged:
 		v.Changes[e.NodeID] = e.Changes
 	case engine.EventInterviewStarted:
-		v.Asking[e.NodeID] = true
 		v.States[e.NodeID] = render.StateWaiting
 		v.askSpan(e, true)
 	case engine.EventInterviewCompleted, engine.EventInterviewTimeout:
-		delete(v.Asking, e.NodeID)
 		if v.States[e.NodeID] == render.StateWaiting {
 			v.States[e.NodeID] = render.StateRunning
 		}
@@ -175,8 +153,6 @@ func (v *runView) apply(e engine.Event) {
 			v.Taken[edgeKey{d.From, d.To}] = true
 		}
 	case engine.EventPipelineCompleted, engine.EventPipelineFailed, engine.EventPipelineCancelled, engine.EventPipelineInterrupted:
-		v.Ended, v.Current = true, ""
-		clear(v.Asking)
 		// A stage still "running" when the run stopped was interrupted.
 		for id, st := range v.States {
 			if st == render.StateRunning || st == render.StateRetrying || st == render.StateWaiting {
@@ -200,12 +176,6 @@ func (v *runView) stageDone(e engine.Event, state string) {
 		t.Attempt = e.Attempt
 	}
 	v.Timings[e.NodeID] = t
-	if e.Usage != nil {
-		v.Usage = v.Usage.Add(*e.Usage)
-	}
-	if e.Branch == "" && v.Current == e.NodeID {
-		v.Current = ""
-	}
 }
 
 // viewCache keeps the folded views of recently seen runs (LRU), so a page

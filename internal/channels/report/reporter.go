@@ -185,7 +185,7 @@ func (r *Reporter) Ask(ctx context.Context, g runs.Gate) (string, error) {
 }
 
 // Settle edits a settled gate's prompt to say how it ended (runs.Thread).
-func (r *Reporter) Settle(ctx context.Context, g runs.Gate, note string) error {
+func (r *Reporter) Settle(ctx context.Context, g runs.Gate, note runs.GateNote) error {
 	if g.MessageTS == "" {
 		return nil
 	}
@@ -196,13 +196,13 @@ func (r *Reporter) Settle(ctx context.Context, g runs.Gate, note string) error {
 	return nil
 }
 
-// Point posts text in another thread of the run's chat, once the run's
-// own thread exists (runs.Thread).
-func (r *Reporter) Point(ctx context.Context, thread, text string) error {
+// Point says in another thread of the run's chat where the run's own
+// thread is, once it exists (runs.Thread).
+func (r *Reporter) Point(ctx context.Context, thread string) error {
 	if _, err := r.Thread(ctx); err != nil {
 		return fmt.Errorf("point thread %s at the run: the run has no thread: %w", thread, err)
 	}
-	m := channels.Message{Text: text}
+	m := channels.Message{Text: runlog.StartedElsewhere(r.cfg.Pipeline, r.cfg.RunID)}
 	if r.cfg.RunURL != "" {
 		m.Links = []channels.Link{{Text: "Dashboard", URL: r.cfg.RunURL}}
 	}
