@@ -14,6 +14,7 @@ import (
 	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 const reworkDOT = `digraph Review {
@@ -47,7 +48,7 @@ func TestRunRecordsWorkspaceChangesAndTheGateLinksThem(t *testing.T) {
 	}
 	th.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": reworkDOT, "verbosity": "verbose"})
 	id, _ := th.response(t, "run-1")["run_id"].(string)
-	eventually(t, 10*time.Second, "the gate prompt with its link", func() bool { return strings.Contains(th.screen.String(), "#changes") })
+	testkit.WaitUntil(t, 10*time.Second, "the gate prompt with its link", func() bool { return strings.Contains(th.screen.String(), "#changes") })
 
 	screen := th.screen.String()
 	if !strings.Contains(screen, "± implement changed 2 files (+4 −1): main.go, notes.txt") {
@@ -71,7 +72,7 @@ func TestRunRecordsWorkspaceChangesAndTheGateLinksThem(t *testing.T) {
 	if _, err := io.WriteString(th.typing, "A\n"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the run succeeds", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the run succeeds", func() bool {
 		r, err := th.store.GetRun(context.Background(), id)
 		return err == nil && r.Status == runs.Succeeded
 	})
@@ -83,7 +84,7 @@ func TestRecordChangesOff(t *testing.T) {
 	th.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": goalDOT})
 	id, _ := th.response(t, "run-1")["run_id"].(string)
 	var run runs.Run
-	eventually(t, 10*time.Second, "the run succeeds", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the run succeeds", func() bool {
 		r, err := th.store.GetRun(context.Background(), id)
 		run = r
 		return err == nil && r.Status == runs.Succeeded

@@ -11,6 +11,7 @@ import (
 	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/store/storetest"
+	"nanohost/internal/testkit"
 )
 
 // Among replicas, a host whose group lease another replica took over
@@ -61,7 +62,7 @@ func TestChatStopsWhenItsGroupLeaseIsTakenAndTakesItBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the host answers, holding the group", func() bool { return botPosts(fake, first) == 1 })
+	testkit.WaitUntil(t, 10*time.Second, "the host answers, holding the group", func() bool { return botPosts(fake, first) == 1 })
 	slow, err := fake.Mention(opsChat, alice, "slow question")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestChatStopsWhenItsGroupLeaseIsTakenAndTakesItBack(t *testing.T) {
 	}
 
 	// B stops renewing (it died): the host takes the group back.
-	eventually(t, 10*time.Second, "the host answers both waiting messages after B's lease expired", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the host answers both waiting messages after B's lease expired", func() bool {
 		return unanswered() == 0 && botPosts(fake, slow) == 1 && botPosts(fake, late) == 1
 	})
 	time.Sleep(300 * time.Millisecond) // room for a second answer, if there were one

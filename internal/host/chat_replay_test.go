@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"nanohost/internal/channels/slacktest"
+	"nanohost/internal/testkit"
 )
 
 // A host that died after posting the agent's answer but before recording
@@ -23,7 +24,7 @@ func TestAnswerPostedBeforeACrashIsNotPostedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the question is answered and recorded", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the question is answered and recorded", func() bool {
 		left, err := th.store.UnprocessedMessages(context.Background())
 		return err == nil && len(left) == 0 && botPosts(fake, q) == 1
 	})
@@ -32,7 +33,7 @@ func TestAnswerPostedBeforeACrashIsNotPostedAgain(t *testing.T) {
 	forgetProcessed(t, url, q) // as if the host died between the post and the record
 
 	again := launch(t, groupsSetup(fake, dir))
-	eventually(t, 10*time.Second, "the message is taken again and recorded", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the message is taken again and recorded", func() bool {
 		left, err := again.store.UnprocessedMessages(context.Background())
 		return err == nil && len(left) == 0
 	})

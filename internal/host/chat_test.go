@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/testkit"
 )
 
 // Messages that arrive while the group's agent works wait for it, then go
@@ -34,7 +35,7 @@ func TestMessagesArrivingWhileTheAgentWorksAreAnsweredInTheirThreads(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the agent works on the first topic", func() bool { return len(th.agents.prompts("chat")) == 1 })
+	testkit.WaitUntil(t, 10*time.Second, "the agent works on the first topic", func() bool { return len(th.agents.prompts("chat")) == 1 })
 	for _, text := range []string{"detail a", "detail b"} {
 		if _, err := fake.Reply(opsChat, first, alice, text); err != nil {
 			t.Fatal(err)
@@ -44,12 +45,12 @@ func TestMessagesArrivingWhileTheAgentWorksAreAnsweredInTheirThreads(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "all three wait, stored", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "all three wait, stored", func() bool {
 		left, err := th.store.UnprocessedMessages(context.Background())
 		return err == nil && len(left) == 4
 	})
 	close(release)
-	eventually(t, 10*time.Second, "everything is answered", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "everything is answered", func() bool {
 		left, err := th.store.UnprocessedMessages(context.Background())
 		return err == nil && len(left) == 0
 	})

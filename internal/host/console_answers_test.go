@@ -12,6 +12,7 @@ import (
 	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 // chatOrSucceed answers the group's chat agent with what it heard and
@@ -53,7 +54,7 @@ func (c consoleSession) shows(want string, count int) {
 func (c consoleSession) waiting(n int) []runs.Run {
 	c.t.Helper()
 	var list []runs.Run
-	eventually(c.t, 10*time.Second, "runs wait at their gates", func() bool {
+	testkit.WaitUntil(c.t, 10*time.Second, "runs wait at their gates", func() bool {
 		page, err := c.th.Runs().List(context.Background(), runs.Filter{Statuses: []runs.State{runs.Waiting}})
 		list = page.Runs
 		return err == nil && len(list) == n
@@ -98,7 +99,7 @@ func TestConsoleAnswersWhichRunWhenSeveralWait(t *testing.T) {
 
 	c.typeLines("/pipeline answer " + first[:4] + " Approve")
 	c.shows("✓ Run "+first+": answered [A] Approve.", 1)
-	eventually(t, 10*time.Second, "the first run succeeds", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the first run succeeds", func() bool {
 		r, err := th.Runs().Find(context.Background(), first, runs.Filter{})
 		return err == nil && r.Status == runs.Succeeded
 	})
@@ -106,7 +107,7 @@ func TestConsoleAnswersWhichRunWhenSeveralWait(t *testing.T) {
 	c.shows("✗ Run "+first+" is not waiting for an answer: it is ✓ succeeded.", 1)
 
 	c.typeLines("R")
-	eventually(t, 10*time.Second, "the second run takes R, the only question left", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the second run takes R, the only question left", func() bool {
 		st, err := th.Runs().Status(context.Background(), pair[1].ID)
 		return err == nil && st.Run.Status == runs.Succeeded
 	})
@@ -147,7 +148,7 @@ func TestConsoleListsStoredPipelinesAndCorrectsNames(t *testing.T) {
 	c.shows("Run "+short+": ⏸ waiting", 1)
 
 	c.typeLines("/pipeline cancel " + short[:4])
-	eventually(t, 10*time.Second, "the run is cancelled by its short id's prefix", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the run is cancelled by its short id's prefix", func() bool {
 		r, err := th.store.GetRun(context.Background(), run.ID)
 		return err == nil && r.Status == runs.Cancelled
 	})

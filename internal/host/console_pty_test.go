@@ -15,6 +15,7 @@ import (
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/ptytest"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 // shipDOT is a pipeline typed on one line at the console.
@@ -95,7 +96,7 @@ func TestConsoleRunsAPipelineWithAGateInATerminal(t *testing.T) {
 		t.Errorf("answering Y must not lead to Fix:\n%s", thread)
 	}
 
-	eventually(t, 10*time.Second, "the typed pipeline's run is recorded as succeeded", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the typed pipeline's run is recorded as succeeded", func() bool {
 		page, err := th.Runs().List(context.Background(), runs.Filter{})
 		return err == nil && len(page.Runs) == 1 && page.Runs[0].Status == runs.Succeeded
 	})
@@ -109,7 +110,7 @@ func TestConsoleIsToldWhoAnsweredFirst(t *testing.T) {
 	th := startTestHost(t, "", succeed)
 	th.writeRequest(t, "tasks", "gate-1", map[string]any{"type": "start_pipeline", "dot": review(""), "chat": "console"})
 	runID, _ := th.response(t, "gate-1")["run_id"].(string)
-	eventually(t, 10*time.Second, "the prompt is at the console", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the prompt is at the console", func() bool {
 		return strings.Contains(th.screen.String(), "❓ Ship the RSI change?")
 	})
 	st, err := th.Runs().Status(context.Background(), runID)
@@ -124,11 +125,11 @@ func TestConsoleIsToldWhoAnsweredFirst(t *testing.T) {
 	if _, err := io.WriteString(th.typing, "A\n"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the console is told who answered first", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the console is told who answered first", func() bool {
 		screen := th.screen.String()
 		return strings.Contains(screen, "Already answered by web:ops: [R] Reject") || strings.Contains(screen, "✓ web:ops chose [R] Reject")
 	})
-	eventually(t, 10*time.Second, "the run takes the dashboard's answer", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the run takes the dashboard's answer", func() bool {
 		r, err := th.store.GetRun(context.Background(), runID)
 		return err == nil && r.Status == runs.Succeeded
 	})

@@ -19,6 +19,7 @@ import (
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 	"nanohost/internal/store/storetest"
+	"nanohost/internal/testkit"
 )
 
 // smallDisk mounts a small tmpfs as dir/data, the host's data directory
@@ -125,11 +126,11 @@ func TestDiskFullInterruptsTheRunOnce(t *testing.T) {
 
 	free()
 	second := launch(t, hostSetup{dir: dir, answer: answer})
-	eventually(t, 20*time.Second, "the resumed run succeeds", func() bool {
+	testkit.WaitUntil(t, 20*time.Second, "the resumed run succeeds", func() bool {
 		r, err := second.store.GetRun(context.Background(), runID)
 		return err == nil && r.Status == runs.Succeeded
 	})
-	eventually(t, 10*time.Second, "the thread tells the end", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the thread tells the end", func() bool {
 		return strings.Contains(second.screen.String(), "Pipeline complete")
 	})
 	if s := second.screen.String(); strings.Contains(s, "Pipeline failed") || strings.Count(s, "Pipeline complete") != 1 {

@@ -15,6 +15,7 @@ import (
 	"nanohost/internal/logtest"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 // Human gates through Slack, on the real host: a run started with
@@ -96,7 +97,7 @@ func (g *slackGates) start(dot string) runs.Run {
 	before := g.runIDs()
 	g.fake.SlashCommand(opsChat, alice, dot)
 	var run runs.Run
-	eventually(g.t, waitLong, "the run has a thread", func() bool {
+	testkit.WaitUntil(g.t, waitLong, "the run has a thread", func() bool {
 		for _, id := range g.runIDs() {
 			if !slices.Contains(before, id) {
 				r, err := g.th.store.GetRun(context.Background(), id)
@@ -196,7 +197,7 @@ func (g *slackGates) ended(run runs.Run) (runs.Run, []string) {
 	g.t.Helper()
 	ctx := context.Background()
 	var r runs.Run
-	eventually(g.t, waitLong, "run "+run.ID+" ends", func() bool {
+	testkit.WaitUntil(g.t, waitLong, "run "+run.ID+" ends", func() bool {
 		var err error
 		r, err = g.th.store.GetRun(ctx, run.ID)
 		return err == nil && r.Status.Finished()
@@ -530,7 +531,7 @@ func TestSlackRateLimitedPromptDoesNotHoldUpTheGate(t *testing.T) {
 	g.fake.RateLimit("chat.postMessage", 3, 3) // the card and the first thread messages wait 3 s each
 	g.fake.SlashCommand(opsChat, alice, review(`timeout="300ms", human.default_choice="Reject"`))
 	var run runs.Run
-	eventually(t, waitLong, "the run ends while Slack holds its posts back", func() bool {
+	testkit.WaitUntil(t, waitLong, "the run ends while Slack holds its posts back", func() bool {
 		page, _ := g.th.Runs().List(context.Background(), runs.Filter{})
 		if len(page.Runs) == 1 && page.Runs[0].Status.Finished() {
 			run = page.Runs[0]
@@ -542,7 +543,7 @@ func TestSlackRateLimitedPromptDoesNotHoldUpTheGate(t *testing.T) {
 		t.Errorf("the gate should have timed out to Reject: %v", nodes)
 	}
 	run, _ = g.th.store.GetRun(context.Background(), run.ID)
-	eventually(t, 20*time.Second, "the thread is posted", func() bool {
+	testkit.WaitUntil(t, 20*time.Second, "the thread is posted", func() bool {
 		r, _ := g.th.store.GetRun(context.Background(), run.ID)
 		run = r
 		return r.ThreadTS != ""
@@ -570,7 +571,7 @@ func TestSlackRefusedPromptLeavesTheGateOpen(t *testing.T) {
 	// At minimal verbosity the next post after the card is the prompt.
 	g.fake.Fail("chat.postMessage", 1000, slacktest.Fault{Error: "restricted_action"})
 	close(release)
-	eventually(t, waitLong, "the gate is open in the store", func() bool {
+	testkit.WaitUntil(t, waitLong, "the gate is open in the store", func() bool {
 		r, err := g.th.store.GetRun(context.Background(), run.ID)
 		return err == nil && r.Status == runs.Waiting
 	})

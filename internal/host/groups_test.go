@@ -14,6 +14,7 @@ import (
 	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/store"
+	"nanohost/internal/testkit"
 )
 
 // The fake workspace of the group tests: an ops channel (the main
@@ -234,11 +235,11 @@ func TestRegisterRefusalsNameTheConflictAndChangeNothing(t *testing.T) {
 		}
 	}
 	typeAt("/register console:lab lab")
-	eventually(t, 10*time.Second, "the refusal is shown", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the refusal is shown", func() bool {
 		return strings.Contains(th.screen.String(), "✗ Not registered, nothing changed: the console is a single chat, and it already belongs to group main")
 	})
 	typeAt("/register slack:C0NEW main")
-	eventually(t, 10*time.Second, "the folder refusal is shown", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the folder refusal is shown", func() bool {
 		return strings.Contains(th.screen.String(), "✗ Not registered, nothing changed: a group named main already exists (its chat is console): choose another folder name.")
 	})
 	if strings.Contains(th.screen.String(), "not found") {

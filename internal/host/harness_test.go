@@ -243,16 +243,11 @@ func launch(t testing.TB, s hostSetup) *testHost {
 		})
 	}
 	t.Cleanup(th.stop)
-	eventually(t, 10*time.Second, "the host serves", func() bool { return h.HTTPAddr() != "" })
+	testkit.WaitUntil(t, 10*time.Second, "the host serves", func() bool { return h.HTTPAddr() != "" })
 	if s.slack != nil {
-		eventually(t, 10*time.Second, "the host is connected to Slack", s.slack.Connected)
+		testkit.WaitUntil(t, 10*time.Second, "the host is connected to Slack", s.slack.Connected)
 	}
 	return th
-}
-
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testkit.WaitUntil(t, timeout, what, cond)
 }
 
 // writeRequest drops an IPC request into the main group's queue as
@@ -291,7 +286,7 @@ func (th *testHost) groupResponse(t *testing.T, group, id string) map[string]any
 	t.Helper()
 	var out map[string]any
 	p := filepath.Join(th.IPCRoot(), group, "responses", id+".json")
-	eventually(t, 10*time.Second, "the response to "+id, func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the response to "+id, func() bool {
 		data, err := os.ReadFile(p)
 		return err == nil && json.Unmarshal(data, &out) == nil
 	})

@@ -15,6 +15,7 @@ import (
 	"nanohost/internal/config"
 	"nanohost/internal/hooks"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 const hookSecret = "s3cret-0123456789abcdef"
@@ -75,7 +76,7 @@ func githubHeaders(body []byte, delivery string) map[string]string {
 func (th *testHost) waitRun(t *testing.T, id string, want runs.State) runs.Run {
 	t.Helper()
 	var run runs.Run
-	eventually(t, 10*time.Second, "run "+id+" is "+string(want), func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "run "+id+" is "+string(want), func() bool {
 		run, _ = th.store.GetRun(context.Background(), id)
 		return run.Status == want
 	})

@@ -14,6 +14,7 @@ import (
 
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/ptytest"
+	"nanohost/internal/testkit"
 )
 
 // hostile is what an agent sends to take over the operator's terminal:
@@ -45,7 +46,7 @@ func TestAgentTextCannotDriveTheTerminal(t *testing.T) {
 	}
 	th.writeRequest(t, "tasks", "hostile-2", map[string]any{"type": "start_pipeline", "chat": "console",
 		"dot": `digraph Hostile { start [shape=Mdiamond]; work [prompt="work"]; exit [shape=Msquare]; start -> work -> exit }`})
-	eventually(t, 15*time.Second, "the message, the chat answer and the failed run are on the terminal", func() bool {
+	testkit.WaitUntil(t, 15*time.Second, "the message, the chat answer and the failed run are on the terminal", func() bool {
 		s := screen.String()
 		return strings.Contains(s, "note ") && strings.Count(s, "answer ") >= 2 && strings.Contains(s, "Pipeline failed")
 	})

@@ -14,6 +14,7 @@ import (
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/mask"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 const identityDOT = `digraph Identity {
@@ -51,7 +52,7 @@ func TestRunsUseTheGroupsPersonasAndTheConfiguredMasks(t *testing.T) {
 		t.Fatalf("start_pipeline: %v", resp)
 	}
 	ctx := context.Background()
-	eventually(t, 10*time.Second, "the run succeeds", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the run succeeds", func() bool {
 		r, err := th.store.GetRun(ctx, runID)
 		return err == nil && r.Status == runs.Succeeded
 	})

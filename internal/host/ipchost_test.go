@@ -10,6 +10,7 @@ import (
 
 	"nanohost/internal/ipc"
 	"nanohost/internal/ipc/sqlprocessed"
+	"nanohost/internal/testkit"
 )
 
 // The answers to agents' IPC requests are kept in the host's SQLite
@@ -22,7 +23,7 @@ func TestAgentRequestAnswersAreKeptInSQLite(t *testing.T) {
 	if resp := first.response(t, "note-1"); resp["status"] != "accepted" {
 		t.Fatalf("send_message: %v", resp)
 	}
-	eventually(t, 5*time.Second, "the message reaches the chat", func() bool {
+	testkit.WaitUntil(t, 5*time.Second, "the message reaches the chat", func() bool {
 		return strings.Contains(first.screen.String(), "build finished")
 	})
 	rec, ok, err := sqlprocessed.Store{DB: first.store}.Lookup(context.Background(), "main", "note-1")

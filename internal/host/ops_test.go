@@ -20,6 +20,7 @@ import (
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
+	"nanohost/internal/testkit"
 )
 
 func get(t *testing.T, url, token string) (int, string) {
@@ -123,7 +124,7 @@ func TestCustomOutcomesShareOneMetricLabel(t *testing.T) {
 	th.writeRequest(t, "tasks", "custom", map[string]any{"type": "start_pipeline", "dot": dot})
 	resp := th.response(t, "custom")
 	runID, _ := resp["run_id"].(string)
-	eventually(t, 10*time.Second, "the run succeeds", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the run succeeds", func() bool {
 		r, err := th.store.GetRun(context.Background(), runID)
 		return err == nil && r.Status == runs.Succeeded
 	})

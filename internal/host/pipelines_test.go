@@ -11,6 +11,7 @@ import (
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 const deployDOT = `digraph Deploy {
@@ -85,7 +86,7 @@ func TestRunGoalGivenAtStartSurvivesResume(t *testing.T) {
 	if resp["status"] != "accepted" || runID == "" {
 		t.Fatalf("start_pipeline: %v", resp)
 	}
-	eventually(t, 10*time.Second, "b is at work", func() bool { return len(first.agents.prompts("b")) == 1 })
+	testkit.WaitUntil(t, 10*time.Second, "b is at work", func() bool { return len(first.agents.prompts("b")) == 1 })
 	if got := first.agents.prompts("a"); len(got) != 1 || got[0] != "Plan: "+goal {
 		t.Errorf("a was prompted %q; want the run's goal expanded", got)
 	}
@@ -93,7 +94,7 @@ func TestRunGoalGivenAtStartSurvivesResume(t *testing.T) {
 
 	second := startTestHost(t, first.dir, succeed)
 	ctx := context.Background()
-	eventually(t, 10*time.Second, "the resumed run succeeds", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the resumed run succeeds", func() bool {
 		r, err := second.store.GetRun(ctx, runID)
 		return err == nil && r.Status == runs.Succeeded
 	})
@@ -129,7 +130,7 @@ func TestShutdownInterruptsRunsAndThreadsSaySo(t *testing.T) {
 	first := startTestHost(t, "", blockAt("b"))
 	first.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": goalDOT})
 	interrupted, _ := first.response(t, "run-1")["run_id"].(string)
-	eventually(t, 10*time.Second, "b is at work", func() bool { return len(first.agents.prompts("b")) == 1 })
+	testkit.WaitUntil(t, 10*time.Second, "b is at work", func() bool { return len(first.agents.prompts("b")) == 1 })
 	first.stop()
 	screen := first.screen.String()
 	if !strings.Contains(screen, "⏸ Run interrupted") || !strings.Contains(screen, "⏸ interrupted — b (2/3)") || strings.Contains(screen, "cancelled") {
@@ -137,16 +138,16 @@ func TestShutdownInterruptsRunsAndThreadsSaySo(t *testing.T) {
 	}
 
 	second := startTestHost(t, first.dir, blockAt("b"))
-	eventually(t, 10*time.Second, "the interrupted run resumes", func() bool { return len(second.agents.prompts("b")) == 1 })
+	testkit.WaitUntil(t, 10*time.Second, "the interrupted run resumes", func() bool { return len(second.agents.prompts("b")) == 1 })
 	if _, err := io.WriteString(second.typing, "/pipeline cancel "+interrupted+"\n"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the run is cancelled", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the run is cancelled", func() bool {
 		r, err := second.store.GetRun(ctx, interrupted)
 		return err == nil && r.Status == runs.Cancelled
 	})
 	// One line says it, and who cancelled: the person at the console.
-	eventually(t, 5*time.Second, "the thread says cancelled, by whom", func() bool {
+	testkit.WaitUntil(t, 5*time.Second, "the thread says cancelled, by whom", func() bool {
 		return strings.Contains(second.screen.String(), "⊘ Pipeline cancelled by you")
 	})
 	if n := linesWith(second.screen.String(), "cancel"); n > 2 {

@@ -12,6 +12,7 @@ import (
 
 	"nanohost/internal/config"
 	"nanohost/internal/schedule"
+	"nanohost/internal/testkit"
 )
 
 var taskIDIn = regexp.MustCompile(`Scheduled (task-[0-9a-f]+)`)
@@ -33,7 +34,7 @@ func TestScheduleCommandsInChat(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out string
-			eventually(t, 10*time.Second, "the console says "+want, func() bool {
+			testkit.WaitUntil(t, 10*time.Second, "the console says "+want, func() bool {
 				out = th.screen.String()[seen:]
 				return strings.Contains(out, want)
 			})

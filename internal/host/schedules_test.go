@@ -18,6 +18,7 @@ import (
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 	"nanohost/internal/schedule"
+	"nanohost/internal/testkit"
 )
 
 // fakeClock is the scheduler's clock in tests: it stands still until moved.
@@ -246,7 +247,7 @@ func TestScheduledPipelineRunsWithInputs(t *testing.T) {
 	clock.Set(t0.Add(time.Hour))
 	th.WakeScheduler()
 	var run runs.Run
-	eventually(t, 10*time.Second, "the scheduled run succeeds", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the scheduled run succeeds", func() bool {
 		got := th.runsOf(t, id)
 		if len(got) == 1 {
 			run, _ = th.store.GetRun(context.Background(), got[0].ID)
@@ -259,7 +260,7 @@ func TestScheduledPipelineRunsWithInputs(t *testing.T) {
 	if deploys, wrong := th.agents.prompts("deploy"), th.agents.prompts("wrong"); len(deploys) != 1 || len(wrong) != 0 {
 		t.Errorf("the run's context did not route on input.ref: deploy asked %d times, wrong %d", len(deploys), len(wrong))
 	}
-	eventually(t, 5*time.Second, "both fires are recorded", func() bool {
+	testkit.WaitUntil(t, 5*time.Second, "both fires are recorded", func() bool {
 		return th.task(t, id).LastRunID == run.ID && th.task(t, broken).LastError != ""
 	})
 	task := th.task(t, id)
@@ -301,7 +302,7 @@ func TestMissedFireRunsOnceAfterDowntime(t *testing.T) {
 
 	clock.Set(t0.Add(3*time.Hour + 30*time.Minute)) // due at 1h, 2h and 3h: all missed
 	second := launch(t, hostSetup{dir: dir, answer: succeed, now: clock.Now})
-	eventually(t, 10*time.Second, "the missed fire runs once at start-up", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the missed fire runs once at start-up", func() bool {
 		return len(second.runsOf(t, ids["once"])) == 1 && second.task(t, ids["skip"]).NextRun.Equal(t0.Add(4*time.Hour))
 	})
 	second.WakeScheduler()
@@ -319,7 +320,7 @@ func TestMissedFireRunsOnceAfterDowntime(t *testing.T) {
 	}
 	clock.Set(t0.Add(4 * time.Hour))
 	second.WakeScheduler()
-	eventually(t, 10*time.Second, "both fire on schedule", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "both fire on schedule", func() bool {
 		return len(second.runsOf(t, ids["once"])) == 2 && len(second.runsOf(t, ids["skip"])) == 1
 	})
 }
@@ -361,7 +362,7 @@ func TestScheduledPromptRepliesInProcess(t *testing.T) {
 	}
 	clock.Set(t0.Add(time.Hour))
 	th.WakeScheduler()
-	eventually(t, 10*time.Second, "both replies reach the chat", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "both replies reach the chat", func() bool {
 		s := th.screen.String()
 		return strings.Contains(s, "Two incidents are open.") && strings.Contains(s, "The build is green.")
 	})
@@ -479,7 +480,7 @@ func TestIsolatedPromptOfAFireDoneAgainIsAnsweredOnce(t *testing.T) {
 	task := th.task(t, "build-check")
 	clock.Set(t0.Add(time.Hour))
 	th.WakeScheduler()
-	eventually(t, 10*time.Second, "the answer is posted and the fire recorded", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the answer is posted and the fire recorded", func() bool {
 		return strings.Contains(th.screen.String(), "The build is green.") && th.task(t, "build-check").Status == schedule.Completed
 	})
 

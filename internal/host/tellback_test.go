@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/testkit"
 )
 
 // A pipeline the group's agent started over IPC is told back into the
@@ -29,7 +30,7 @@ func TestAgentStartedPipelineOutcomeIsToldToTheConversation(t *testing.T) {
 	told := func() []string {
 		return slices.DeleteFunc(h.agents.prompts("chat"), func(p string) bool { return !strings.Contains(p, "[PIPELINE "+runID) })
 	}
-	eventually(t, 10*time.Second, "the agent is told its pipeline's outcome", func() bool { return len(told()) == 1 })
+	testkit.WaitUntil(t, 10*time.Second, "the agent is told its pipeline's outcome", func() bool { return len(told()) == 1 })
 	p := told()[0]
 	for _, want := range []string{"The pipeline you started", "has ended: failed", "the build broke"} {
 		if !strings.Contains(p, want) {

@@ -14,6 +14,7 @@ import (
 	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 	"nanohost/internal/workspace"
 )
 
@@ -30,12 +31,12 @@ func TestFinishedRunsTreeIsRemovedAfterTheRetention(t *testing.T) {
 	}, configure: func(c *config.Config) { c.Workspaces.Retention = time.Millisecond }})
 	th.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": goalDOT})
 	id, _ := th.response(t, "run-1")["run_id"].(string)
-	eventually(t, 10*time.Second, "the run succeeds", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the run succeeds", func() bool {
 		r, err := th.store.GetRun(context.Background(), id)
 		return err == nil && r.Status == runs.Succeeded
 	})
 	branchLine := "Branch nanohost/" + workspace.ShortID(id) + ": 1 commit(s), 1 file (+1 −0)"
-	eventually(t, 10*time.Second, "the thread names the run's branch", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the thread names the run's branch", func() bool {
 		return strings.Contains(th.screen.String(), branchLine)
 	})
 	if n := strings.Count(th.screen.String(), branchLine); n != 1 {
@@ -45,11 +46,11 @@ func TestFinishedRunsTreeIsRemovedAfterTheRetention(t *testing.T) {
 	if tree == "" {
 		t.Fatal("the run had no tree")
 	}
-	eventually(t, 10*time.Second, "the finished run's tree is removed", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the finished run's tree is removed", func() bool {
 		_, err := os.Stat(tree)
 		return os.IsNotExist(err)
 	})
-	eventually(t, 10*time.Second, "/metrics counts no tree left", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "/metrics counts no tree left", func() bool {
 		_, body := get(t, "http://"+th.HTTPAddr()+"/metrics", "")
 		return strings.Contains(body, "nanohost_worktrees 0\n") && strings.Contains(body, "nanohost_worktrees_bytes 0\n")
 	})
@@ -80,14 +81,14 @@ func TestSucceededRunFastForwardsTheGroupsFolder(t *testing.T) {
 	run := func(name string) string {
 		th.writeRequest(t, "tasks", name, map[string]any{"type": "start_pipeline", "dot": goalDOT})
 		id, _ := th.response(t, name)["run_id"].(string)
-		eventually(t, 10*time.Second, "the run succeeds", func() bool {
+		testkit.WaitUntil(t, 10*time.Second, "the run succeeds", func() bool {
 			r, err := th.store.GetRun(context.Background(), id)
 			return err == nil && r.Status == runs.Succeeded
 		})
 		return id
 	}
 	id := run("ff-1")
-	eventually(t, 10*time.Second, "the thread says the folder holds the result", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the thread says the folder holds the result", func() bool {
 		return strings.Contains(th.screen.String(), "The result is now in the folder main (fast-forward)")
 	})
 	if got, _ := os.ReadFile(filepath.Join(folder, "b.txt")); string(got) != id+"\n" {
@@ -96,7 +97,7 @@ func TestSucceededRunFastForwardsTheGroupsFolder(t *testing.T) {
 
 	touchFolder.Store(true)
 	id2 := run("ff-2")
-	eventually(t, 10*time.Second, "the thread says the folder changed", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the thread says the folder changed", func() bool {
 		return strings.Contains(th.screen.String(), "Not done: the folder main changed since the run started: nanohost/"+workspace.ShortID(id2))
 	})
 	if got, _ := os.ReadFile(filepath.Join(folder, "b.txt")); string(got) != id+"\n" {
@@ -127,7 +128,7 @@ func TestThreadNamesTheBaseBeforeAnyCommit(t *testing.T) {
 	th.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": goalDOT})
 	id, _ := th.response(t, "run-1")["run_id"].(string)
 	branch := workspace.BranchPrefix + workspace.ShortID(id)
-	eventually(t, 10*time.Second, "the thread names the run's branch", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the thread names the run's branch", func() bool {
 		return strings.Contains(th.screen.String(), "On branch "+branch+" from the folder main @ ")
 	})
 	repo := filepath.Join(th.dir, "data", "state", "workspaces", "repos", "main.git")
@@ -156,7 +157,7 @@ func TestThreadNamesTheBaseBeforeAnyCommit(t *testing.T) {
 	}
 
 	close(release)
-	eventually(t, 10*time.Second, "the run succeeds", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the run succeeds", func() bool {
 		r, err := th.store.GetRun(context.Background(), id)
 		return err == nil && r.Status == runs.Succeeded
 	})

@@ -101,7 +101,7 @@ func TestCrashBetweenClaimAndHandleIsRecoveredOnce(t *testing.T) {
 	e.submit("team", "crashme", startBody(validDOT))
 
 	child := runChild(t, e, "claim")
-	waitFor(t, "the child to claim the request", func() bool { return e.exists("claimed-marker") })
+	testkit.WaitUntil(t, 10*time.Second, "the child to claim the request", func() bool { return e.exists("claimed-marker") })
 	if err := child.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -213,14 +213,14 @@ func TestShutdownDuringHandlingIsNotCountedAsACrash(t *testing.T) {
 			os.Remove(filepath.Join(e.root, m))
 		}
 		child := runChild(t, e, "hang")
-		waitFor(t, "the child to hand the request to its host", func() bool { return e.exists("handling-marker") })
+		testkit.WaitUntil(t, 10*time.Second, "the child to hand the request to its host", func() bool { return e.exists("handling-marker") })
 		if n := attemptsOf(t, e, "team", "tasks-slow.json"); n != 1 {
 			t.Fatalf("round %d: while the host handles the request the marker counts %d attempts, want 1", round, n)
 		}
 		if err := child.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the attempt to be taken back", func() bool {
+		testkit.WaitUntil(t, 10*time.Second, "the attempt to be taken back", func() bool {
 			return e.exists("stopping-marker") && attemptsOf(t, e, "team", "tasks-slow.json") == 0
 		})
 		_ = child.Process.Kill()
@@ -263,9 +263,4 @@ func TestCrashAfterAnsweringDoesNotActTwice(t *testing.T) {
 	if e.exists(".processing/team/tasks/done.json") {
 		t.Error("the claimed file was not cleaned up")
 	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testkit.WaitUntil(t, 10*time.Second, what, cond)
 }

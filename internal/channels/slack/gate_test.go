@@ -13,6 +13,7 @@ import (
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 // Gates through Slack with the runs service deciding are tested on the
@@ -169,7 +170,7 @@ func (a *asked) wait(t *testing.T) (channels.Inbound, string) {
 	t.Helper()
 	in := a.next(t)
 	var g runs.Gate
-	eventually(t, "the prompt's post returns", func() bool {
+	testkit.WaitUntil(t, waitLong, "the prompt's post returns", func() bool {
 		a.h.mu.Lock()
 		defer a.h.mu.Unlock()
 		g = a.gate

@@ -135,14 +135,8 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		}
 		fake.Close()
 	})
-	eventually(t, "the channel connects to the fake Slack", func() bool { return ch.State().State == channels.Connected })
+	testkit.WaitUntil(t, waitLong, "the channel connects to the fake Slack", func() bool { return ch.State().State == channels.Connected })
 	return h
-}
-
-// eventually polls cond (for state outside the fake, which WaitFor watches).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testkit.WaitUntil(t, waitLong, what, cond)
 }
 
 // deliver is the host: it takes what the channel delivers, as slow as
@@ -163,7 +157,7 @@ func (h *harness) deliver(in channels.Inbound) {
 // waitDelivered waits until n inbound events reached the host.
 func (h *harness) waitDelivered(n int) {
 	h.t.Helper()
-	eventually(h.t, fmt.Sprintf("%d inbound events reach the host", n), func() bool {
+	testkit.WaitUntil(h.t, waitLong, fmt.Sprintf("%d inbound events reach the host", n), func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		total := 0

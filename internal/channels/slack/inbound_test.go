@@ -14,6 +14,7 @@ import (
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 // pastedDOT is a pipeline as Slack delivers it when pasted in a code fence
@@ -178,7 +179,7 @@ func TestEnvelopesPastTheBoundAreLeftToSlack(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, "every command is taken or left to Slack", func() bool {
+	testkit.WaitUntil(t, waitLong, "every command is taken or left to Slack", func() bool {
 		return taken()+len(h.fake.Undelivered()) == 4
 	})
 	if n := taken(); n < 1 || n > 2 {

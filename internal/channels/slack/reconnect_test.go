@@ -14,6 +14,7 @@ import (
 	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/logtest"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/testkit"
 )
 
 // Slack asks for a refresh of the app's connections every few hours (here:
@@ -101,7 +102,7 @@ func TestSlackNoLostCommandsAcrossReconnect(t *testing.T) {
 	if maxOpen > 6 {
 		t.Errorf("up to %d connections open at once; replaced ones must be closed soon (Slack allows 10)", maxOpen)
 	}
-	eventually(t, "two connections are open again", func() bool { return h.ch.State().Open == 2 && h.fake.LiveConnections() == 2 })
+	testkit.WaitUntil(t, waitLong, "two connections are open again", func() bool { return h.ch.State().Open == 2 && h.fake.LiveConnections() == 2 })
 	t.Logf("%d commands, %d clicks, %d refreshes, %d connections opened, at most %d open at once",
 		commands, clicks, refreshes.Load(), h.fake.Connections(), maxOpen)
 
@@ -127,7 +128,7 @@ func TestSlackEventRetriesAreFinite(t *testing.T) {
 	h.nextInbound()
 
 	h.fake.DisableSocketMode()
-	eventually(t, "the channel sees Socket Mode is off", func() bool { return connection(h.ch) == channels.LinkDisabled })
+	testkit.WaitUntil(t, waitLong, "the channel sees Socket Mode is off", func() bool { return connection(h.ch) == channels.LinkDisabled })
 	if _, err := h.fake.Reply(opsChat, root, bob, "typed during a long outage"); err != nil {
 		t.Fatal(err)
 	}
@@ -158,12 +159,12 @@ func TestSlackEventRetriesAreFinite(t *testing.T) {
 	}
 
 	h.fake.EnableSocketMode()
-	eventually(t, "the channel reconnects once Socket Mode is on again", func() bool { return connection(h.ch) == channels.Connected })
+	testkit.WaitUntil(t, waitLong, "the channel reconnects once Socket Mode is on again", func() bool { return connection(h.ch) == channels.Connected })
 	h.noInbound(time.Second) // Slack dropped it: it never comes
 
 	// A shorter outage: a retry finds the channel back.
 	h.fake.DisableSocketMode()
-	eventually(t, "Socket Mode is off again", func() bool { return connection(h.ch) == channels.LinkDisabled })
+	testkit.WaitUntil(t, waitLong, "Socket Mode is off again", func() bool { return connection(h.ch) == channels.LinkDisabled })
 	if _, err := h.fake.Reply(opsChat, root, bob, "typed during a short outage"); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestSlackConnectionProblemsAreNamed(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		eventually(t, "connected after the hello", func() bool { return connection(ch) == channels.Connected })
+		testkit.WaitUntil(t, waitLong, "connected after the hello", func() bool { return connection(ch) == channels.Connected })
 		if fake.Connections() == 0 {
 			t.Error("connected, but Slack never said hello")
 		}
@@ -205,11 +206,11 @@ func TestSlackConnectionProblemsAreNamed(t *testing.T) {
 		fake := slacktest.New()
 		defer fake.Close()
 		ch, run := startChannel(t, fake, logs)
-		eventually(t, "connected", func() bool { return connection(ch) == channels.Connected })
+		testkit.WaitUntil(t, waitLong, "connected", func() bool { return connection(ch) == channels.Connected })
 		fake.DisableSocketMode()
-		eventually(t, "the health state says link_disabled", func() bool { return connection(ch) == channels.LinkDisabled })
+		testkit.WaitUntil(t, waitLong, "the health state says link_disabled", func() bool { return connection(ch) == channels.LinkDisabled })
 		fake.EnableSocketMode()
-		eventually(t, "connected again once Socket Mode is on", func() bool { return connection(ch) == channels.Connected })
+		testkit.WaitUntil(t, waitLong, "connected again once Socket Mode is on", func() bool { return connection(ch) == channels.Connected })
 		run.stop(t)
 		if !strings.Contains(logs.String(), "turn it on under the app's Socket Mode settings") {
 			t.Errorf("the log does not say how to fix link_disabled:\n%s", logs)

@@ -11,6 +11,7 @@ import (
 	"nanohost/internal/channels"
 	"nanohost/internal/channels/slack"
 	"nanohost/internal/store"
+	"nanohost/internal/testkit"
 )
 
 // Two host replicas each hold Socket Mode connections to one workspace.
@@ -35,12 +36,12 @@ func TestSlackReplicasHandleARedeliveredEventOnce(t *testing.T) {
 			}
 			h := newHarness(t, withConfig(func(c *slack.Config) { c.Claim = claim("replica-a") }))
 			b := startSecondReplica(t, h, claim("replica-b"))
-			eventually(t, "both replicas connect", func() bool { return h.fake.LiveConnections() == 4 })
+			testkit.WaitUntil(t, waitLong, "both replicas connect", func() bool { return h.fake.LiveConnections() == 4 })
 
 			if _, err := h.fake.Say(opsChat, alice, "hello"); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the message reaches a replica", func() bool { return len(h.deliveredCounts())+b.total() == 1 })
+			testkit.WaitUntil(t, waitLong, "the message reaches a replica", func() bool { return len(h.deliveredCounts())+b.total() == 1 })
 			eventID := onlyKey(h.deliveredCounts(), b)
 			env := h.fake.EventDeliveries(eventID)[0].EnvelopeID
 			for range 4 { // a retry on each of the four connections in turn
@@ -48,7 +49,7 @@ func TestSlackReplicasHandleARedeliveredEventOnce(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			eventually(t, "every delivery is acknowledged", func() bool {
+			testkit.WaitUntil(t, waitLong, "every delivery is acknowledged", func() bool {
 				ds := h.fake.EventDeliveries(eventID)
 				for _, d := range ds {
 					if d.State != "acked" {
@@ -59,7 +60,7 @@ func TestSlackReplicasHandleARedeliveredEventOnce(t *testing.T) {
 			})
 			want := map[bool]int{true: 1, false: 2}[claimed] // without the claim: once per replica
 			total := func() int { return h.deliveredCounts()[eventID] + b.count(eventID) }
-			eventually(t, "the replicas handle what they took", func() bool { return total() >= want })
+			testkit.WaitUntil(t, waitLong, "the replicas handle what they took", func() bool { return total() >= want })
 			time.Sleep(200 * time.Millisecond) // and nothing more comes
 			if got := total(); got != want {
 				t.Errorf("the event was handled %d times by the two replicas, want %d", got, want)

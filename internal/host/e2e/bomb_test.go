@@ -15,6 +15,7 @@ import (
 
 	"nanohost/internal/pipeline/pipelinetest"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 // idleServeSetup prepares a directory for `nanohost serve` with the console
@@ -61,7 +62,7 @@ func TestExpansionBombOverIPCIsQuarantinedAndTheHostStaysUp(t *testing.T) {
 		t.Errorf("diagnostic %v", d)
 	}
 	quarantined := filepath.Join(data, "ipc", "errors", "main", "tasks-bomb-1.json")
-	waitUntil(t, 10*time.Second, "the bomb is quarantined", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the bomb is quarantined", func() bool {
 		reason, err := os.ReadFile(quarantined + ".reason")
 		return err == nil && strings.HasPrefix(string(reason), "amplification: expanding $goal would make the pipeline 46.6 GiB")
 	})

@@ -17,6 +17,7 @@ import (
 	"nanohost/internal/ptytest"
 	"nanohost/internal/runs"
 	"nanohost/internal/store/storetest"
+	"nanohost/internal/testkit"
 )
 
 // reviewOneLine is a pipeline with a gate, typed on one line.
@@ -119,7 +120,7 @@ func TestConsoleSessionOnARealTerminal(t *testing.T) {
 	}
 	term.waitFor(t, "[Pipeline] Pasted · ", 1, 30*time.Second)
 	term.waitFor(t, "✓ Pipeline complete", 3, 90*time.Second)
-	waitUntil(t, 20*time.Second, "all three runs are recorded as succeeded", func() bool {
+	testkit.WaitUntil(t, 20*time.Second, "all three runs are recorded as succeeded", func() bool {
 		page, err := st.ListRuns(ctx, runs.Filter{Statuses: []runs.State{runs.Succeeded}})
 		return err == nil && len(page.Runs) == 3
 	})

@@ -18,6 +18,7 @@ import (
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
 	"nanohost/internal/store/storetest"
+	"nanohost/internal/testkit"
 )
 
 const slowPipeline = `digraph Slow {
@@ -140,7 +141,7 @@ func checkpointOf(st *store.Store, run runs.Run) (*engine.Checkpoint, error) {
 func readStore(t *testing.T, data string) *store.Store {
 	t.Helper()
 	var st *store.Store
-	waitUntil(t, 20*time.Second, "the database can be read", func() bool {
+	testkit.WaitUntil(t, 20*time.Second, "the database can be read", func() bool {
 		var err error
 		path := filepath.Join(data, "nanohost.db")
 		if u, ok := storetest.PostgresFor(t, filepath.Dir(data)); ok { // the serving host's, as startServe set it
@@ -186,7 +187,7 @@ func TestKilledHostResumesRunWithoutRerunningCompletedStages(t *testing.T) {
 	ctx := context.Background()
 	st := readStore(t, data)
 	var before runs.Run
-	waitUntil(t, 60*time.Second, "stage c runs and everything before it is in Slack", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, "stage c runs and everything before it is in Slack", func() bool {
 		page, err := st.ListRuns(ctx, runs.Filter{})
 		if err != nil || len(page.Runs) != 1 {
 			return false
@@ -206,7 +207,7 @@ func TestKilledHostResumesRunWithoutRerunningCompletedStages(t *testing.T) {
 	second := serve()
 	defer second.terminate(t, false)
 	var after runs.Run
-	waitUntil(t, 90*time.Second, "the resumed run succeeds with every event delivered", func() bool {
+	testkit.WaitUntil(t, 90*time.Second, "the resumed run succeeds with every event delivered", func() bool {
 		var err error
 		after, err = st.GetRun(ctx, before.ID)
 		return err == nil && after.Status == runs.Succeeded && after.LastDeliveredSeq == after.LastSeq

@@ -262,9 +262,9 @@ func start(t *testing.T, docker *container.Docker, s setup) *env {
 		})
 	}
 	t.Cleanup(e.stop)
-	waitUntil(t, 10*time.Second, "the host serves", func() bool { return h.HTTPAddr() != "" })
+	testkit.WaitUntil(t, 10*time.Second, "the host serves", func() bool { return h.HTTPAddr() != "" })
 	if s.slack != nil {
-		waitUntil(t, 10*time.Second, "the host is connected to Slack", s.slack.Connected)
+		testkit.WaitUntil(t, 10*time.Second, "the host is connected to Slack", s.slack.Connected)
 	}
 	return e
 }
@@ -326,11 +326,6 @@ func (e *env) typeLine(s string) {
 	}
 }
 
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testkit.WaitUntil(t, timeout, what, cond)
-}
-
 // writeIPCRequest drops a request into a group's IPC queue the way
 // `nanoagent ipc` does: a temporary name, then a rename.
 func writeIPCRequest(t *testing.T, dataDir, group, queue, id string, req map[string]any) {
@@ -354,7 +349,7 @@ func readResponse(t *testing.T, dataDir, group, id string) map[string]any {
 	t.Helper()
 	p := filepath.Join(dataDir, "ipc", group, "responses", id+".json")
 	var out map[string]any
-	waitUntil(t, 20*time.Second, "the IPC response "+id+" is written", func() bool {
+	testkit.WaitUntil(t, 20*time.Second, "the IPC response "+id+" is written", func() bool {
 		data, err := os.ReadFile(p)
 		return err == nil && json.Unmarshal(data, &out) == nil
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 const oneStage = `digraph Hello { graph [goal="Say hello"]; start [shape=Mdiamond]; ` +
@@ -32,7 +33,7 @@ func TestMissingAgentImageLeavesTheRunWaitingForTheHost(t *testing.T) {
 		t.Fatalf("runs = %+v, %v; want one", list, err)
 	}
 	runID := list.Runs[0].ID
-	waitUntil(t, 10*time.Second, "the run is recorded as interrupted", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the run is recorded as interrupted", func() bool {
 		r, err := e.store.GetRun(ctx, runID)
 		return err == nil && r.Status == runs.Interrupted
 	})
@@ -53,7 +54,7 @@ func TestMissingAgentImageLeavesTheRunWaitingForTheHost(t *testing.T) {
 	}
 	e.typeLine("/pipeline resume " + runs.ShortID(runID))
 	e.screen.waitFor(t, "Pipeline complete", 1, 60*time.Second)
-	waitUntil(t, 10*time.Second, "the run is recorded as succeeded", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the run is recorded as succeeded", func() bool {
 		r, err := e.store.GetRun(ctx, runID)
 		return err == nil && r.Status == runs.Succeeded
 	})

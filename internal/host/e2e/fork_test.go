@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 const forkPipeline = `digraph Fork {
@@ -37,7 +38,7 @@ func TestAgentStartedPipelineContinuesTheAgentsSession(t *testing.T) {
 	e.typeLine("hello agent")
 	e.screen.waitFor(t, "Hello from the chat", 1, 60*time.Second)
 	var chat string
-	waitUntil(t, 10*time.Second, "the chat's session is recorded", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the chat's session is recorded", func() bool {
 		chat, _ = e.store.GetSession(ctx, "main", "")
 		return chat != ""
 	})
@@ -70,7 +71,7 @@ func TestAgentStartedPipelineContinuesTheAgentsSession(t *testing.T) {
 	}
 	e.typeLine("/pipeline run fork")
 	var personRun string
-	waitUntil(t, 30*time.Second, "the person's run is recorded", func() bool {
+	testkit.WaitUntil(t, 30*time.Second, "the person's run is recorded", func() bool {
 		page, err := e.store.ListRuns(ctx, runs.Filter{Group: "main"})
 		if err != nil {
 			return false
@@ -95,7 +96,7 @@ func workReport(t *testing.T, e *env, runID string) (from, session string) {
 	t.Helper()
 	ctx := context.Background()
 	var run runs.Run
-	waitUntil(t, 90*time.Second, "run "+runID+" succeeds", func() bool {
+	testkit.WaitUntil(t, 90*time.Second, "run "+runID+" succeeds", func() bool {
 		r, err := e.store.GetRun(ctx, runID)
 		if err == nil && (r.Status == runs.Failed || r.Status == runs.Cancelled) {
 			t.Fatalf("run %s ended %s: %s", runID, r.Status, r.FailureReason)

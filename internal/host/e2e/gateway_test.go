@@ -13,6 +13,7 @@ import (
 	"nanohost/internal/gateway"
 	"nanohost/internal/gateway/modeltest"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 // modelCall is a shell line calling the Messages API as an SDK does, with
@@ -66,7 +67,7 @@ func TestGatewayBudgetStopsTheRun(t *testing.T) {
 }`)
 	fake.SlashCommand(opsChat, alice, "run budget")
 	run := onlyRun(t, e)
-	waitUntil(t, 90*time.Second, "the run fails with every event delivered", func() bool {
+	testkit.WaitUntil(t, 90*time.Second, "the run fails with every event delivered", func() bool {
 		r, err := e.store.GetRun(context.Background(), run.ID)
 		run = r
 		return err == nil && r.Status.Finished() && r.LastSeq > 0 && r.LastDeliveredSeq == r.LastSeq

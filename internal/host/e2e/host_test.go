@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 const gatePipeline = `digraph Review {
@@ -40,7 +41,7 @@ func TestAgentStartedPipelineWithGateCompletes(t *testing.T) {
 	}
 
 	e.screen.waitFor(t, "❓ Review", 1, 60*time.Second)
-	waitUntil(t, 10*time.Second, "the run waits at its gate", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the run waits at its gate", func() bool {
 		r, err := e.store.GetRun(context.Background(), runID)
 		return err == nil && r.Status == runs.Waiting
 	})
@@ -48,7 +49,7 @@ func TestAgentStartedPipelineWithGateCompletes(t *testing.T) {
 	e.screen.waitFor(t, "Pipeline complete", 1, 60*time.Second)
 
 	ctx := context.Background()
-	waitUntil(t, 10*time.Second, "the run is recorded as succeeded", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the run is recorded as succeeded", func() bool {
 		r, err := e.store.GetRun(ctx, runID)
 		return err == nil && r.Status == runs.Succeeded
 	})
@@ -59,7 +60,7 @@ func TestAgentStartedPipelineWithGateCompletes(t *testing.T) {
 	if run.ThreadTS == "" {
 		t.Errorf("run has no thread recorded")
 	}
-	waitUntil(t, 10*time.Second, "every event is delivered", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "every event is delivered", func() bool {
 		r, _ := e.store.GetRun(ctx, runID)
 		return r.LastSeq > 0 && r.LastDeliveredSeq == r.LastSeq
 	})
@@ -98,7 +99,7 @@ func TestChatReplyAndFollowUpContinueSession(t *testing.T) {
 		t.Errorf("<internal> text reached the chat:\n%s", e.screen.text())
 	}
 	var first string
-	waitUntil(t, 10*time.Second, "the agent session is recorded", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the agent session is recorded", func() bool {
 		first, _ = e.store.GetSession(ctx, "main", "")
 		return first != ""
 	})

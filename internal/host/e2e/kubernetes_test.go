@@ -21,6 +21,7 @@ import (
 	"nanohost/internal/container/containertest"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
+	"nanohost/internal/testkit"
 )
 
 // podAgentCommand is the agents' CLI in the pods: asked to "launch", it
@@ -134,7 +135,7 @@ func TestServeOnKubernetesAgentInAPodStartsARunThroughTheHost(t *testing.T) {
 		t.Fatalf("runs: %+v, %v; want the one the pod's agent started", page, err)
 	}
 	run := page.Runs[0]
-	waitUntil(t, 30*time.Second, "the run is recorded as finished", func() bool {
+	testkit.WaitUntil(t, 30*time.Second, "the run is recorded as finished", func() bool {
 		r, err := st.GetRun(ctx, run.ID)
 		run = r
 		return err == nil && r.Status.Finished()
@@ -187,7 +188,7 @@ func TestServeOnKubernetesAgentInAPodStartsARunThroughTheHost(t *testing.T) {
 	serve.cmd.Wait()
 	again := startServe(t, bin, dir, env, "--config", conf)
 	again.screen.waitFor(t, "nanohost is ready", 1, 60*time.Second)
-	waitUntil(t, time.Minute, "the restarted host removed the dead one's pod "+left, func() bool {
+	testkit.WaitUntil(t, time.Minute, "the restarted host removed the dead one's pod "+left, func() bool {
 		for _, p := range managedPods(t, cs, ns) {
 			if p.Name == left && p.DeletionTimestamp == nil {
 				return false
@@ -197,7 +198,7 @@ func TestServeOnKubernetesAgentInAPodStartsARunThroughTheHost(t *testing.T) {
 	})
 
 	again.terminate(t, true)
-	waitUntil(t, time.Minute, "the stopped host's pods are gone", func() bool { return len(managedPods(t, cs, ns)) == 0 })
+	testkit.WaitUntil(t, time.Minute, "the stopped host's pods are gone", func() bool { return len(managedPods(t, cs, ns)) == 0 })
 	checkLogIsJSON(t, filepath.Join(dir, "serve.log"))
 }
 
@@ -214,7 +215,7 @@ func cancelDeletesTheRunsPods(t *testing.T, serve *serveProcess, st *store.Store
 	}
 	ctx := context.Background()
 	var runID string
-	waitUntil(t, 2*time.Minute, "the slow run's stage has a running pod", func() bool {
+	testkit.WaitUntil(t, 2*time.Minute, "the slow run's stage has a running pod", func() bool {
 		page, err := st.ListRuns(ctx, runs.Filter{})
 		if err != nil {
 			return false
@@ -234,7 +235,7 @@ func cancelDeletesTheRunsPods(t *testing.T, serve *serveProcess, st *store.Store
 	if _, err := fmt.Fprintln(serve.typing, "/pipeline cancel "+runID); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, time.Minute, "the cancelled run's pods are gone", func() bool {
+	testkit.WaitUntil(t, time.Minute, "the cancelled run's pods are gone", func() bool {
 		for _, p := range managedPods(t, cs, ns) {
 			if p.Labels[container.LabelRun] == runID {
 				return false
@@ -242,7 +243,7 @@ func cancelDeletesTheRunsPods(t *testing.T, serve *serveProcess, st *store.Store
 		}
 		return true
 	})
-	waitUntil(t, 30*time.Second, "the run is recorded as cancelled", func() bool {
+	testkit.WaitUntil(t, 30*time.Second, "the run is recorded as cancelled", func() bool {
 		r, err := st.GetRun(ctx, runID)
 		return err == nil && r.Status == runs.Cancelled
 	})

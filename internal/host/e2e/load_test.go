@@ -11,6 +11,7 @@ import (
 	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 const fiveNodes = `digraph Five {
@@ -50,7 +51,7 @@ func TestTwentyConcurrentPipelinesShareFiveContainers(t *testing.T) {
 	}
 	ctx := context.Background()
 	peakRSS, peakQueued, peakRunning, peakActive := int64(0), 0.0, 0.0, 0.0
-	waitUntil(t, 150*time.Second, "all twenty runs succeed with every event delivered", func() bool {
+	testkit.WaitUntil(t, 150*time.Second, "all twenty runs succeed with every event delivered", func() bool {
 		peakRSS = max(peakRSS, rssKB())
 		peakQueued = max(peakQueued, metric(t, e, "nanohost_containers_queued"))
 		peakRunning = max(peakRunning, metric(t, e, "nanohost_containers_running"))
@@ -72,7 +73,7 @@ func TestTwentyConcurrentPipelinesShareFiveContainers(t *testing.T) {
 		t.Errorf("metrics during the load: queued peak %v (want ≥1), containers running peak %v (want 1..5), active runs peak %v (want 5..%d)",
 			peakQueued, peakRunning, peakActive, runCount)
 	}
-	waitUntil(t, 10*time.Second, "the gauges settle", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the gauges settle", func() bool {
 		return metric(t, e, "nanohost_active_runs") == 0 && metric(t, e, "nanohost_containers_queued") == 0
 	})
 	if n := metric(t, e, `nanohost_node_duration_seconds_count{status="success"}`); n < runCount*3 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"nanohost/internal/channels/slacktest"
+	"nanohost/internal/testkit"
 )
 
 // slackServeConfig is a nanohost.yaml for `nanohost serve` against the
@@ -80,7 +81,7 @@ func TestKilledHostAnswersMessagesInFlightOnceAndKeepsTheSession(t *testing.T) {
 	waitSlack(t, fake, 60*time.Second, "the first question is answered", func() bool { return botReplies(fake, answered) == 1 })
 	st := readStore(t, filepath.Join(dir, "data"))
 	var session string
-	waitUntil(t, 10*time.Second, "the agent session is recorded", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the agent session is recorded", func() bool {
 		session, _ = st.GetSession(ctx, "main", "")
 		return session != ""
 	})
@@ -92,7 +93,7 @@ func TestKilledHostAnswersMessagesInFlightOnceAndKeepsTheSession(t *testing.T) {
 	if _, err := fake.Reply(opsChat, inFlight, alice, "and a detail"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 20*time.Second, "both messages are stored, unanswered", func() bool {
+	testkit.WaitUntil(t, 20*time.Second, "both messages are stored, unanswered", func() bool {
 		left, err := st.UnprocessedMessages(ctx)
 		return err == nil && len(left) == 2
 	})
@@ -107,7 +108,7 @@ func TestKilledHostAnswersMessagesInFlightOnceAndKeepsTheSession(t *testing.T) {
 
 	second := serve()
 	defer second.terminate(t, false)
-	waitUntil(t, 60*time.Second, "the restarted host has processed every stored message", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, "the restarted host has processed every stored message", func() bool {
 		left, err := st.UnprocessedMessages(ctx)
 		return err == nil && len(left) == 0
 	})
@@ -158,7 +159,7 @@ func TestKilledHostAnswersConsoleMessageInFlight(t *testing.T) {
 	first.screen.waitFor(t, "Quick answer", 1, 60*time.Second)
 	st := readStore(t, filepath.Join(dir, "data"))
 	type_(first, "second question")
-	waitUntil(t, 20*time.Second, "the second question is stored, unanswered", func() bool {
+	testkit.WaitUntil(t, 20*time.Second, "the second question is stored, unanswered", func() bool {
 		left, err := st.UnprocessedMessages(ctx)
 		return err == nil && len(left) == 1 && left[0].Text == "second question"
 	})
@@ -173,7 +174,7 @@ func TestKilledHostAnswersConsoleMessageInFlight(t *testing.T) {
 
 	second := startServe(t, bin, dir, os.Environ(), "--config", conf)
 	defer second.terminate(t, true)
-	waitUntil(t, 60*time.Second, "the restarted host has answered every stored message", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, "the restarted host has answered every stored message", func() bool {
 		left, err := st.UnprocessedMessages(ctx)
 		return err == nil && len(left) == 0
 	})

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"nanohost/internal/testkit"
 )
 
 // A group's chat conversation belongs to one replica at a time: the holder
@@ -27,7 +29,7 @@ func TestReplicaChatSessionMovesAfterKill(t *testing.T) {
 	}
 	waitSlack(t, rs.fake, 60*time.Second, "replica A answers the first question", func() bool { return botReplies(rs.fake, first) == 1 })
 	var session string
-	waitUntil(t, 10*time.Second, "A's agent session is recorded", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "A's agent session is recorded", func() bool {
 		session, _ = st.GetSession(ctx, "main", "")
 		return session != ""
 	})

@@ -16,6 +16,7 @@ import (
 	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
+	"nanohost/internal/testkit"
 )
 
 // twoSteps is two agent stages, each taking a moment (the script's delay):
@@ -53,7 +54,7 @@ func TestReplicaEventsExactlyOnce(t *testing.T) {
 		}
 		return len(page.Runs)
 	}
-	waitUntil(t, 120*time.Second, "a quarter of the runs end", func() bool { return finished() >= total/4 })
+	testkit.WaitUntil(t, 120*time.Second, "a quarter of the runs end", func() bool { return finished() >= total/4 })
 	if n := finished(); n >= total-2 {
 		t.Fatalf("%d of %d runs ended before the kill; nothing left to take over", n, total)
 	}

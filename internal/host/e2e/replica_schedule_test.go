@@ -14,6 +14,7 @@ import (
 
 	"nanohost/internal/hooks"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 // The exactly-once tests hold the claimant of a fire or a delivery right
@@ -128,7 +129,7 @@ schedules:
 	}
 
 	var claimant *replica
-	waitUntil(t, time.Until(due)+60*time.Second, "a replica claims the fire when it is due", func() bool {
+	testkit.WaitUntil(t, time.Until(due)+60*time.Second, "a replica claims the fire when it is due", func() bool {
 		owner, _ := leaseHolder(db, "fire", "config-nightly@")
 		claimant = rs.started[owner]
 		return claimant != nil
@@ -141,7 +142,7 @@ schedules:
 	release()
 
 	var owner, status, runID string
-	waitUntil(t, 60*time.Second, survivor.id+" takes the fire over and records it", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, survivor.id+" takes the fire over and records it", func() bool {
 		err := db.QueryRow(`SELECT owner, status, run_id FROM schedule_fires WHERE schedule_id = 'config-nightly'`).Scan(&owner, &status, &runID)
 		return err == nil
 	})
@@ -235,7 +236,7 @@ func TestWebhookDeliveryOnceAcrossReplicas(t *testing.T) {
 		status, _, err := deliverTo(a, body, signed)
 		first <- answer{status, err}
 	}()
-	waitUntil(t, 60*time.Second, "A claims the delivery and records it as starting", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, "A claims the delivery and records it as starting", func() bool {
 		owner, _ := leaseHolder(db, "hook", "push/delivery-1")
 		return owner == a.id && countRows(t, db, `SELECT count(*) FROM hook_deliveries WHERE status = 'starting'`) == 1
 	})
@@ -250,7 +251,7 @@ func TestWebhookDeliveryOnceAcrossReplicas(t *testing.T) {
 
 	// Nobody delivers it again: B finishes it by itself.
 	var status, runID string
-	waitUntil(t, 60*time.Second, "B finishes the delivery A left starting", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, "B finishes the delivery A left starting", func() bool {
 		err := db.QueryRow(`SELECT status, run_id FROM hook_deliveries WHERE hook = 'push' AND delivery_id = 'delivery-1'`).Scan(&status, &runID)
 		return err == nil && status != "starting"
 	})

@@ -10,6 +10,7 @@ import (
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
+	"nanohost/internal/testkit"
 )
 
 // reviewPipeline asks one gate, then ships (an agent node) or stops.
@@ -46,7 +47,7 @@ func TestReplicaGateAnsweredElsewhere(t *testing.T) {
 	rs.fake.SlashCommand(opsChat, alice, "run review")
 	st := rs.store()
 	run := onlyRunIn(t, st)
-	waitUntil(t, 60*time.Second, "the run has its thread", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, "the run has its thread", func() bool {
 		run, _ = st.GetRun(context.Background(), run.ID)
 		return run.ThreadTS != ""
 	})
@@ -54,7 +55,7 @@ func TestReplicaGateAnsweredElsewhere(t *testing.T) {
 
 	onlyTo(bConns)
 	click(t, rs.fake, prompt, bob, "Approve")
-	waitUntil(t, 60*time.Second, "the run succeeds", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, "the run succeeds", func() bool {
 		run, _ = st.GetRun(context.Background(), run.ID)
 		return run.Status == runs.Succeeded
 	})
@@ -102,7 +103,7 @@ func logged(r *replica, msg, runID string) bool {
 func onlyRunIn(t *testing.T, st *store.Store) runs.Run {
 	t.Helper()
 	var run runs.Run
-	waitUntil(t, 60*time.Second, "a run is recorded", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, "a run is recorded", func() bool {
 		page, err := st.ListRuns(context.Background(), runs.Filter{})
 		if err != nil || len(page.Runs) == 0 {
 			return false

@@ -19,6 +19,7 @@ import (
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
 	"nanohost/internal/store/storetest"
+	"nanohost/internal/testkit"
 )
 
 // replicas is several real `nanohost serve` processes (the binary built
@@ -107,7 +108,7 @@ func (rs *replicas) start(id string) *replica {
 	env = append(env, rs.env...)
 	r.proc = startServe(t, rs.bin, dir, env, "--config", conf)
 	rs.started[id] = r
-	waitUntil(t, 60*time.Second, "replica "+id+" serves and is connected to Slack", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, "replica "+id+" serves and is connected to Slack", func() bool {
 		h, err := r.healthz()
 		return err == nil && h.Channels["slack"] == "connected"
 	})
@@ -268,7 +269,7 @@ func TestReplicaTakeoverAfterKill(t *testing.T) {
 
 	gateRun, longRun, parRun := a.startOn(t, takeoverGate), a.startOn(t, takeoverLong), a.startOn(t, takeoverParallel)
 	ids := []string{gateRun, longRun, parRun}
-	waitUntil(t, 90*time.Second, "A's three runs are at a gate, mid-stage and mid-block, told in Slack", func() bool {
+	testkit.WaitUntil(t, 90*time.Second, "A's three runs are at a gate, mid-stage and mid-block, told in Slack", func() bool {
 		gates, _ := st.RunGates(ctx, gateRun)
 		return len(gates) == 1 && gates[0].Status == "open" && gates[0].MessageTS != "" &&
 			countEvents(t, st, longRun, "StageStarted", "m_b") == 1 &&
@@ -306,7 +307,7 @@ func TestReplicaTakeoverAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumedAt := map[string]time.Time{}
-	waitUntil(t, 30*time.Second, "B resumes all three runs", func() bool {
+	testkit.WaitUntil(t, 30*time.Second, "B resumes all three runs", func() bool {
 		for _, id := range ids {
 			if _, ok := resumedAt[id]; ok {
 				continue

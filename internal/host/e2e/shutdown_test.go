@@ -20,6 +20,7 @@ import (
 	"nanohost/internal/container"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 // consoleServeConfig is a nanohost.yaml for `nanohost serve` with the
@@ -54,7 +55,7 @@ func TestSIGTERMInterruptsTheRunCleanlyAndTheNextStartResumesIt(t *testing.T) {
 	ctx := context.Background()
 	st := readStore(t, data)
 	var run runs.Run
-	waitUntil(t, 60*time.Second, "stage c is at work", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, "stage c is at work", func() bool {
 		page, err := st.ListRuns(ctx, runs.Filter{})
 		if err != nil || len(page.Runs) != 1 {
 			return false
@@ -98,7 +99,7 @@ func TestSIGTERMInterruptsTheRunCleanlyAndTheNextStartResumesIt(t *testing.T) {
 
 	second := startServe(t, bin, dir, os.Environ(), "--config", conf)
 	defer second.terminate(t, true)
-	waitUntil(t, 60*time.Second, "the resumed run succeeds", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, "the resumed run succeeds", func() bool {
 		r, err := st.GetRun(ctx, run.ID)
 		return err == nil && r.Status == runs.Succeeded && r.LastDeliveredSeq == r.LastSeq
 	})
@@ -236,7 +237,7 @@ func TestSIGTERMAtAGateIsInterruptedEverywhere(t *testing.T) {
 	second := startServe(t, bin, dir, os.Environ(), "--config", conf)
 	defer second.terminate(t, true)
 	second.screen.waitFor(t, "❓ Ship it?", 1, 60*time.Second)
-	waitUntil(t, 20*time.Second, "the resumed run waits at its gate", func() bool {
+	testkit.WaitUntil(t, 20*time.Second, "the resumed run waits at its gate", func() bool {
 		r, err := st.GetRun(ctx, id)
 		return err == nil && r.Status == runs.Waiting
 	})
@@ -249,7 +250,7 @@ func TestSIGTERMAtAGateIsInterruptedEverywhere(t *testing.T) {
 	if _, err := fmt.Fprintln(second.typing, "A"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 60*time.Second, "the resumed run succeeds", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, "the resumed run succeeds", func() bool {
 		r, err := st.GetRun(ctx, id)
 		return err == nil && r.Status == runs.Succeeded
 	})

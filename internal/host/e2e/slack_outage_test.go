@@ -9,6 +9,7 @@ import (
 
 	"nanohost/internal/config"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 // slowSteps makes each of the three steps take a moment, so an outage
@@ -67,7 +68,7 @@ func TestSlackOutageMidRunLosesNoEvent(t *testing.T) {
 	fake.Disconnect()
 	fake.RateLimit("chat.postMessage", 3, 1) // what greets the host when Slack is back
 
-	waitUntil(t, 60*time.Second, "the run finishes while Slack is down", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, "the run finishes while Slack is down", func() bool {
 		r, err := e.store.GetRun(ctx, run.ID)
 		return err == nil && r.Status == runs.Succeeded
 	})
@@ -93,7 +94,7 @@ func TestSlackOutageMidRunLosesNoEvent(t *testing.T) {
 	}
 
 	waitSlack(t, fake, 30*time.Second, "the socket is reconnected", func() bool { return fake.Connections() >= 2 && fake.Connected() })
-	waitUntil(t, 10*time.Second, "/healthz says Slack is connected again", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "/healthz says Slack is connected again", func() bool {
 		code, state := health(t, e)
 		return code == http.StatusOK && state == "connected"
 	})
@@ -122,7 +123,7 @@ func TestSlackDownAtShutdownDeliversOnNextStart(t *testing.T) {
 	run := startRunAndWaitFirstStep(t, first, fake)
 
 	slackAPI.down.Store(true)
-	waitUntil(t, 60*time.Second, "the run finishes while Slack is down", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, "the run finishes while Slack is down", func() bool {
 		r, err := first.store.GetRun(ctx, run.ID)
 		return err == nil && r.Status == runs.Succeeded
 	})

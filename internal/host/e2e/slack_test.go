@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 )
 
 const stepsPipeline = `digraph Steps {
@@ -39,7 +40,7 @@ func writeWorkflow(t *testing.T, e *env, name, src string) {
 func onlyRun(t *testing.T, e *env) runs.Run {
 	t.Helper()
 	var run runs.Run
-	waitUntil(t, 30*time.Second, "a run is recorded with its thread", func() bool {
+	testkit.WaitUntil(t, 30*time.Second, "a run is recorded with its thread", func() bool {
 		page, err := e.store.ListRuns(context.Background(), runs.Filter{})
 		if err != nil || len(page.Runs) != 1 {
 			return false
@@ -54,7 +55,7 @@ func onlyRun(t *testing.T, e *env) runs.Run {
 func waitRunDone(t *testing.T, e *env, runID string, timeout time.Duration) runs.Run {
 	t.Helper()
 	var run runs.Run
-	waitUntil(t, timeout, "run "+runID+" succeeds with every event delivered", func() bool {
+	testkit.WaitUntil(t, timeout, "run "+runID+" succeeds with every event delivered", func() bool {
 		var err error
 		run, err = e.store.GetRun(context.Background(), runID)
 		return err == nil && run.Status == runs.Succeeded && run.LastSeq > 0 && run.LastDeliveredSeq == run.LastSeq
@@ -253,7 +254,7 @@ func TestSlackMentionAndThreadFollowUpContinueOneSession(t *testing.T) {
 	if botTop != 0 {
 		t.Errorf("the bot posted %d top-level messages; replies belong in the thread (and chatter gets none)", botTop)
 	}
-	waitUntil(t, 10*time.Second, "every message is processed", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "every message is processed", func() bool {
 		left, err := e.store.UnprocessedMessages(ctx)
 		return err == nil && len(left) == 0
 	})

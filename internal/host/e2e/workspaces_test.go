@@ -15,6 +15,7 @@ import (
 	"nanohost/internal/changes"
 	"nanohost/internal/config"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 	"nanohost/internal/workspace"
 )
 
@@ -50,7 +51,7 @@ func startRun(t *testing.T, e *env, id, dot string) string {
 func waitEnded(t *testing.T, e *env, id string, want runs.State) runs.Run {
 	t.Helper()
 	var run runs.Run
-	waitUntil(t, 120*time.Second, "run "+id+" ends", func() bool {
+	testkit.WaitUntil(t, 120*time.Second, "run "+id+" ends", func() bool {
 		r, err := e.store.GetRun(context.Background(), id)
 		run = r
 		return err == nil && r.Status.Finished()
@@ -259,7 +260,7 @@ func TestSIGKILLMidStageResumesOnTheLastCommit(t *testing.T) {
 	ctx := context.Background()
 	st := readStore(t, data)
 	var run runs.Run
-	waitUntil(t, 60*time.Second, "stage write has written half its work", func() bool {
+	testkit.WaitUntil(t, 60*time.Second, "stage write has written half its work", func() bool {
 		page, err := st.ListRuns(ctx, runs.Filter{})
 		if err != nil || len(page.Runs) != 1 {
 			return false
@@ -275,7 +276,7 @@ func TestSIGKILLMidStageResumesOnTheLastCommit(t *testing.T) {
 
 	second := startServe(t, bin, dir, os.Environ(), "--config", conf)
 	defer second.terminate(t, true)
-	waitUntil(t, 90*time.Second, "the resumed run succeeds", func() bool {
+	testkit.WaitUntil(t, 90*time.Second, "the resumed run succeeds", func() bool {
 		r, err := st.GetRun(ctx, run.ID)
 		return err == nil && r.Status == runs.Succeeded
 	})
@@ -442,7 +443,7 @@ func TestReplicaTakeoverContinuesTheRunsBranch(t *testing.T) {
 }`
 	id := a.startOn(t, dot)
 	short := workspace.ShortID(id)
-	waitUntil(t, 90*time.Second, "A has committed first and write has written half its work", func() bool {
+	testkit.WaitUntil(t, 90*time.Second, "A has committed first and write has written half its work", func() bool {
 		half, err := os.ReadFile(filepath.Join(a.dir, "data", "worktrees", short, "work.txt"))
 		return err == nil && string(half) == "half\n"
 	})
@@ -454,7 +455,7 @@ func TestReplicaTakeoverContinuesTheRunsBranch(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(a.dir, "data", "worktrees")); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 90*time.Second, "B finishes the run", func() bool {
+	testkit.WaitUntil(t, 90*time.Second, "B finishes the run", func() bool {
 		r, err := st.GetRun(ctx, id)
 		return err == nil && r.Status.Finished()
 	})
