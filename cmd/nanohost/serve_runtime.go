@@ -41,7 +41,7 @@ func openRuntime(ctx context.Context, cfg *config.Config, log *slog.Logger) (age
 		if err != nil {
 			return agentRuntime{}, err
 		}
-		return agentRuntime{Runtime: k, kube: k, close: func() {}}, nil
+		return agentRuntime{Runtime: k, kube: k, close: k.Close}, nil
 	}
 	docker, err := container.NewDocker()
 	if err != nil {
@@ -83,7 +83,7 @@ func kubernetesRuntime(cfg *config.Config, log *slog.Logger) (*container.Kuberne
 		Namespace: namespace, PullPolicy: corev1.PullPolicy(k.ImagePullPolicy),
 		NodeSelector: k.NodeSelector, Tolerations: tolerations,
 		CPURequest: k.CPURequest, MemoryRequest: k.MemoryRequest, ServiceAccount: k.ServiceAccount,
-		Volumes: volumes, StartTimeout: k.StartTimeout, Logger: log,
+		Volumes: volumes, StartTimeout: k.StartTimeout, WarmPods: k.WarmPods, WarmIdle: k.WarmIdle, Logger: log,
 	})
 }
 

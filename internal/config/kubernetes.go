@@ -45,6 +45,13 @@ type Kubernetes struct {
 	WorkspaceHostRoot string `yaml:"workspace_host_root"`
 	// StartTimeout bounds scheduling and starting a pod (default 5m).
 	StartTimeout time.Duration `yaml:"start_timeout"`
+	// WarmPods is how many pods wait, started and holding nothing secret,
+	// for the next agent of the same pod shape (the same group, image and
+	// limits); 0 (the default) starts every pod when it is needed.
+	// WarmIdle is how long an unclaimed one waits before it is deleted
+	// (default 10m). docs/kubernetes.md, "Warm pods".
+	WarmPods int           `yaml:"warm_pods"`
+	WarmIdle time.Duration `yaml:"warm_idle"`
 }
 
 // Toleration lets the agent pods onto tainted nodes.
@@ -108,6 +115,12 @@ func (c *Config) checkKubernetes() []Problem {
 	}
 	if k.StartTimeout < 0 {
 		add(true, "start_timeout", "is negative", "set it to 5m (the default), or more on a cluster that scales up nodes")
+	}
+	if k.WarmPods < 0 {
+		add(true, "warm_pods", "is negative", "set it to 0 (no warm pods, the default) or 1 (one per group's agent shape)")
+	}
+	if k.WarmIdle < 0 {
+		add(true, "warm_idle", "is negative", "set it to 10m (the default), or remove it")
 	}
 	ps = append(ps, c.checkWorkspaceClaim()...)
 	if c.lines["runtime.pids"] > 0 {

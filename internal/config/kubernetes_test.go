@@ -31,6 +31,8 @@ runtime:
     service_account: Not_A_Name
     workspace_claim: groups
     start_timeout: -1s
+    warm_pods: -1
+    warm_idle: -5m
 `), 0o600)
 	t.Setenv("ANTHROPIC_API_KEY", "sk-test")
 	c, err := Load("")
@@ -55,6 +57,8 @@ runtime:
 		"runtime.kubernetes.service_account":                   `"Not_A_Name" is not a service account name`,
 		"runtime.kubernetes.workspace_host_root":               "is empty but workspace_claim is set",
 		"runtime.kubernetes.start_timeout":                     "is negative",
+		"runtime.kubernetes.warm_pods":                         "is negative",
+		"runtime.kubernetes.warm_idle":                         "is negative",
 	} {
 		p, ok := got[field]
 		if !ok || !strings.Contains(p.Message, want) || !p.Blocking || p.Fix == "" {

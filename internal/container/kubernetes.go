@@ -32,8 +32,9 @@ import (
 // transport: see Remote), exit code and OOMKilled from the pod status by a
 // watch, the log for a bounded tail, and delete for both kill and remove.
 type Kubernetes struct {
-	cfg KubernetesConfig
-	log *slog.Logger
+	cfg  KubernetesConfig
+	log  *slog.Logger
+	warm *warmPool
 }
 
 // KubernetesConfig configures the Kubernetes runtime.
@@ -62,6 +63,15 @@ type KubernetesConfig struct {
 	Volumes VolumeMapping
 	// StartTimeout bounds scheduling and starting a pod (default 5m).
 	StartTimeout time.Duration
+	// WarmPods is how many started pods wait, per pod shape, for the next
+	// agent container of that shape (0: none; docs/kubernetes.md, "Warm
+	// pods"). WarmIdle is how long one waits unclaimed before it is
+	// deleted (default 10m).
+	WarmPods int
+	WarmIdle time.Duration
+	// OnPodStart, when set, is told how long each Start took and where the
+	// time went (benchmarks; the same is logged at debug level).
+	OnPodStart func(PodStart)
 	// Source says where the client's configuration came from (messages).
 	Source string
 	Logger *slog.Logger
@@ -84,6 +94,7 @@ const (
 	DefaultCPURequest          = "100m"
 	DefaultMemoryRequest       = "256Mi"
 	DefaultPodStartTimeout     = 5 * time.Minute
+	DefaultWarmIdle            = 10 * time.Minute
 )
 
 // NewKubernetes checks the configuration and returns the runtime.
@@ -113,11 +124,23 @@ func NewKubernetes(cfg KubernetesConfig) (*Kubernetes, error) {
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = DefaultPodStartTimeout
 	}
+	if cfg.WarmPods < 0 {
+		return nil, fmt.Errorf("kubernetes runtime: %d warm pods: want 0 or more", cfg.WarmPods)
+	}
+	if cfg.WarmIdle <= 0 {
+		cfg.WarmIdle = DefaultWarmIdle
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Kubernetes{cfg: cfg, log: cfg.Logger.With("component", "kubernetes")}, nil
+	k := &Kubernetes{cfg: cfg, log: cfg.Logger.With("component", "kubernetes")}
+	k.warm = newWarmPool(k, cfg.WarmPods, cfg.WarmIdle)
+	return k, nil
 }
+
+// Close deletes the warm pods (and stops making more). The pods of
+// running containers are the Backend's to remove.
+func (k *Kubernetes) Close() { k.warm.close() }
 
 // Capabilities: a pod may run on any node (Remote), so nothing of the
 // host's is mounted but the volumes VolumeMapping provides.
@@ -141,13 +164,31 @@ type podsAPI = interface {
 }
 
 // Start creates the pod, waits for its container to run and attaches to
-// its stdio. A container without stdin waits (gateScript) until the attach
-// stream exists, then gets a newline and EOF.
-func (k *Kubernetes) Start(ctx context.Context, spec Spec) (*Handle, error) {
+// its stdio — or, for an agent container whose shape has a warm pod
+// ready, claims that pod and attaches to it. A container without stdin
+// waits (gateScript) until the attach stream exists, then gets a newline
+// and EOF.
+func (k *Kubernetes) Start(ctx context.Context, spec Spec) (_ *Handle, err error) {
 	pod, err := k.podFor(spec)
 	if err != nil {
 		return nil, fmt.Errorf("pod for %s: %w", spec.Name, err)
 	}
+	began := time.Now()
+	if spec.Stdin && k.warm.size > 0 {
+		// Only an agent's runner waits for its first request (on stdin)
+		// before it does anything: only its pod can start ahead of time.
+		shape := podShape(pod)
+		if h, ok := k.claimWarm(ctx, shape, began); ok {
+			k.warm.fill(shape, pod)
+			return h, nil
+		}
+		defer func() {
+			if err == nil {
+				k.warm.fill(shape, pod)
+			}
+		}()
+	}
+	trace := PodStart{}
 	created, err := k.pods().Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		if _, unreachable := errors.AsType[net.Error](err); unreachable && ctx.Err() == nil {
@@ -156,15 +197,24 @@ func (k *Kubernetes) Start(ctx context.Context, spec Spec) (*Handle, error) {
 		return nil, fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
 	name := created.Name
-	if err := k.waitRunning(ctx, name, spec.Image); err != nil {
+	trace.Pod, trace.Created = name, time.Since(began)
+	if err := k.waitRunning(ctx, name, spec.Image, &trace, began); err != nil {
 		k.removeQuietly(name)
 		return nil, err
 	}
-	h, err := k.attach(name)
+	h, connected, err := k.attach(name)
 	if err != nil {
 		k.removeQuietly(name)
 		return nil, err
 	}
+	// An attach that fails (the container already gone) shows as its
+	// stdout ending: the caller then learns how it ended from Wait.
+	select {
+	case <-connected:
+	case <-ctx.Done():
+	}
+	trace.Attached = time.Since(began)
+	k.traced(trace)
 	if !spec.Stdin {
 		_, err := h.Stdin.Write([]byte("\n"))
 		if err == nil {
@@ -180,13 +230,72 @@ func (k *Kubernetes) Start(ctx context.Context, spec Spec) (*Handle, error) {
 	return h, nil
 }
 
+// claimWarm attaches to a warm pod of the shape, if one is ready. The pod
+// is the claimer's alone from then on: it is never handed out again.
+func (k *Kubernetes) claimWarm(ctx context.Context, shape string, began time.Time) (*Handle, bool) {
+	name, ok := k.warm.take(shape)
+	if !ok {
+		return nil, false
+	}
+	h, connected, err := k.attach(name)
+	if err == nil {
+		// A pod that died while it waited (its node went away, an
+		// eviction) is no use: find out now, not from a silent stream.
+		select {
+		case err = <-connected:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			h.Close()
+		}
+	}
+	if err != nil {
+		k.log.Warn("a warm pod could not be claimed; starting a new one", "pod", name, "err", err)
+		k.removeQuietly(name)
+		return nil, false
+	}
+	k.traced(PodStart{Pod: name, Warm: true, Attached: time.Since(began)})
+	return h, true
+}
+
+// PodStart is where the time of one Start went, each phase measured from
+// the start (as this process saw the watch events, so Scheduled and
+// Running include the API server's and the kubelet's delays in telling).
+type PodStart struct {
+	Pod string
+	// Warm: a warm pod was claimed (only Attached is set).
+	Warm bool
+	// Created: the API server accepted the pod. Scheduled: it was bound
+	// to a node. Running: its container's state was running. Attached:
+	// its stdio was connected.
+	Created, Scheduled, Running, Attached time.Duration
+}
+
+func (k *Kubernetes) traced(t PodStart) {
+	k.log.Debug("pod started", "pod", t.Pod, "warm", t.Warm, "created", t.Created, "scheduled", t.Scheduled,
+		"running", t.Running, "attached", t.Attached)
+	if k.cfg.OnPodStart != nil {
+		k.cfg.OnPodStart(t)
+	}
+}
+
 // waitRunning watches the pod until its container runs. A missing image,
 // a container that cannot be created, or a pod still unscheduled after
 // StartTimeout is an error that says why.
-func (k *Kubernetes) waitRunning(ctx context.Context, name, image string) error {
+func (k *Kubernetes) waitRunning(ctx context.Context, name, image string, trace *PodStart, began time.Time) error {
 	wctx, cancel := context.WithTimeout(ctx, k.cfg.StartTimeout)
 	defer cancel()
-	err := k.watchPod(wctx, name, func(p *corev1.Pod) (bool, error) { return podStarted(p, image) })
+	err := k.watchPod(wctx, name, func(p *corev1.Pod) (bool, error) {
+		if trace.Scheduled == 0 && p.Spec.NodeName != "" {
+			trace.Scheduled = time.Since(began)
+		}
+		started, err := podStarted(p, image)
+		if started {
+			trace.Running = time.Since(began)
+		}
+		return started, err
+	})
 	switch {
 	case err == nil || wctx.Err() == nil:
 		return err
@@ -311,10 +420,11 @@ func (k *Kubernetes) follow(ctx context.Context, w watch.Interface, name string,
 }
 
 // attach connects to the container's stdin, stdout and stderr (WebSocket,
-// or SPDY on an older API server).
-func (k *Kubernetes) attach(name string) (*Handle, error) {
+// or SPDY on an older API server) in the background; connected then says
+// whether the streams exist (nil) or why they never will.
+func (k *Kubernetes) attach(name string) (_ *Handle, connected <-chan error, _ error) {
 	if k.cfg.REST == nil {
-		return nil, fmt.Errorf("attach pod %s: no REST configuration to attach with", name)
+		return nil, nil, fmt.Errorf("attach pod %s: no REST configuration to attach with", name)
 	}
 	req := k.cfg.Client.CoreV1().RESTClient().Post().Namespace(k.cfg.Namespace).Resource("pods").Name(name).
 		SubResource("attach").VersionedParams(&corev1.PodAttachOptions{
@@ -322,27 +432,30 @@ func (k *Kubernetes) attach(name string) (*Handle, error) {
 	}, scheme.ParameterCodec)
 	ws, err := remotecommand.NewWebSocketExecutor(k.cfg.REST, "GET", req.URL().String())
 	if err != nil {
-		return nil, fmt.Errorf("attach pod %s: %w", name, err)
+		return nil, nil, fmt.Errorf("attach pod %s: %w", name, err)
 	}
 	spdy, err := remotecommand.NewSPDYExecutor(k.cfg.REST, "POST", req.URL())
 	if err != nil {
-		return nil, fmt.Errorf("attach pod %s: %w", name, err)
+		return nil, nil, fmt.Errorf("attach pod %s: %w", name, err)
 	}
 	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
 		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("attach pod %s: %w", name, err)
+		return nil, nil, fmt.Errorf("attach pod %s: %w", name, err)
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	errR, errW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan error, 1)
+	stdin := &endOnClose{r: inR, connected: ready}
 	go func() {
-		err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: endOnClose{inR}, Stdout: outW, Stderr: errW})
+		err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: outW, Stderr: errW})
 		if err != nil && ctx.Err() == nil {
 			k.log.Debug("attach stream ended", "pod", name, "err", err)
 		}
+		stdin.once.Do(func() { ready <- fmt.Errorf("attach pod %s: %w", name, nonEmptyErr(err)) })
 		// Writers to a stream that is gone must not block forever.
 		inR.CloseWithError(errors.New("the pod's attach stream has ended"))
 		outW.Close()
@@ -350,16 +463,29 @@ func (k *Kubernetes) attach(name string) (*Handle, error) {
 	}()
 	var once sync.Once
 	return &Handle{ID: name, Name: name, Stdin: inW, Stdout: outR, Stderr: errR,
-		close: func() { once.Do(func() { cancel(); inW.Close() }) }}, nil
+		close: func() { once.Do(func() { cancel(); inW.Close() }) }}, ready, nil
+}
+
+func nonEmptyErr(err error) error {
+	if err == nil {
+		return errors.New("the stream ended at once")
+	}
+	return err
 }
 
 // endOnClose is the attach stream's stdin: once the stream is over (and
 // the pipe closed so that writers fail), client-go's stdin copier, which
 // may still be reading, sees the end of its input rather than an error it
-// would print to stderr.
-type endOnClose struct{ r *io.PipeReader }
+// would print to stderr. Its first read says the stream is connected:
+// client-go reads stdin only once the streams exist.
+type endOnClose struct {
+	r         *io.PipeReader
+	once      sync.Once
+	connected chan<- error
+}
 
-func (e endOnClose) Read(p []byte) (int, error) {
+func (e *endOnClose) Read(p []byte) (int, error) {
+	e.once.Do(func() { e.connected <- nil })
 	n, err := e.r.Read(p)
 	if errors.Is(err, io.ErrClosedPipe) {
 		err = io.EOF
