@@ -43,15 +43,14 @@ func (o *deliveries) open(ctx context.Context, run Run, ar *activeRun, name stri
 	if err := o.claim(ctx, run.ID, wait); err != nil {
 		return nil, err
 	}
-	if run.LastSeq > 0 {
-		// Re-read the watermark now that no other deliverer moves it.
-		fresh, err := o.store.GetRun(ctx, run.ID)
-		if err != nil {
-			o.release(run.ID)
-			return nil, err
-		}
-		run.ThreadTS, run.LastSeq, run.LastDeliveredSeq = fresh.ThreadTS, fresh.LastSeq, fresh.LastDeliveredSeq
+	// Re-read the run as stored — its thread and watermark too — now that
+	// no other deliverer moves them.
+	fresh, err := o.store.GetRun(ctx, run.ID)
+	if err != nil {
+		o.release(run.ID)
+		return nil, err
 	}
+	run = fresh
 	d := &delivery{out: o, observe: observe, run: run, ar: ar, seq: run.LastSeq, rootID: run.ThreadTS}
 	events := func(ctx context.Context, after int64) ([]engine.Event, error) {
 		return o.store.Events(ctx, run.ID, after, 0)

@@ -152,16 +152,13 @@ func (ex *executor) execute(ctx context.Context, ar *activeRun, run Run, g *pipe
 		return
 	}
 	ex.logErr("mark run running", run.ID, ex.store.UpdateRunStatus(bg, run.ID, Running))
-	fresh, err := ex.store.GetRun(bg, run.ID) // its thread and delivery progress, as stored
-	if err != nil {
-		ex.settle(ctx, run, nil, err, nil)
-		return
-	}
 	name := ""
 	if g != nil {
 		name = g.Label()
 	}
-	d, err := ex.out.open(ctx, fresh, ar, name, true, ex.observer(ar))
+	// The run as stored (its thread and delivery progress) is read once
+	// its delivery is claimed (open), not here as well.
+	d, err := ex.out.open(ctx, run, ar, name, true, ex.observer(ar))
 	if err != nil {
 		ex.settle(ctx, run, nil, err, nil)
 		return
@@ -169,7 +166,7 @@ func (ex *executor) execute(ctx context.Context, ar *activeRun, run Run, g *pipe
 	if askedIn != "" {
 		ex.out.pointFrom(d.thread, askedIn, run.ID)
 	}
-	res, err := ex.runEngine(ctx, fresh, g, cp, d, slot)
+	res, err := ex.runEngine(ctx, d.run, g, cp, d, slot)
 	ex.settle(ctx, run, res, err, d)
 }
 

@@ -56,7 +56,14 @@ func (s *Store) insertEvents(ctx context.Context, events []engine.Event, payload
 		return 0, ErrReadOnly
 	}
 	if len(events) == 1 {
-		return s.insertEvent(ctx, s.writer, events[0], payloads[0])
+		// An event of one run among many moving at once: it shares the
+		// next commit with theirs (groupcommit.go).
+		inserted := 0
+		err := s.writeShared(func(db dbtx) (err error) {
+			inserted, err = s.insertEvent(ctx, db, events[0], payloads[0])
+			return err
+		}, false)
+		return inserted, err
 	}
 	inserted := 0
 	err := s.write(ctx, func(tx *txn) error {
@@ -187,25 +194,29 @@ func (s *Store) SetDelivered(ctx context.Context, runID string, seq int64) error
 	if s.writer == nil {
 		return ErrReadOnly
 	}
-	// One autocommit statement, not a transaction around it (every
-	// thread's progress comes here): the check and the move see the same
-	// row, and a refusal is explained after it (last_seq only grows).
-	res, err := s.writer.ExecContext(ctx, `UPDATE runs SET last_delivered_seq =
-		CASE WHEN last_delivered_seq < ? THEN ? ELSE last_delivered_seq END
-		WHERE id = ? AND last_seq >= ?`, seq, seq, runID, seq)
-	if err == nil {
-		var n int64
-		if n, err = res.RowsAffected(); err == nil && n != 1 {
-			var last int64
-			err = s.writer.QueryRowContext(ctx, `SELECT last_seq FROM runs WHERE id = ?`, runID).Scan(&last)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				err = fmt.Errorf("run %q: %w", runID, ErrNotFound)
-			case err == nil:
-				err = fmt.Errorf("seq %d is beyond the run's last stored event %d (append events before delivering them)", seq, last)
-			}
+	// One statement, in a commit shared with the other runs' small writes
+	// (every thread's progress comes here): the check and the move see the
+	// same row, and a refusal is explained after it (last_seq only grows).
+	err := s.writeShared(func(db dbtx) error {
+		res, err := db.ExecContext(ctx, `UPDATE runs SET last_delivered_seq =
+			CASE WHEN last_delivered_seq < ? THEN ? ELSE last_delivered_seq END
+			WHERE id = ? AND last_seq >= ?`, seq, seq, runID, seq)
+		if err != nil {
+			return err
 		}
-	}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		var last int64
+		err = db.QueryRowContext(ctx, `SELECT last_seq FROM runs WHERE id = ?`, runID).Scan(&last)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("run %q: %w", runID, ErrNotFound)
+		case err == nil:
+			return fmt.Errorf("seq %d is beyond the run's last stored event %d (append events before delivering them)", seq, last)
+		}
+		return err
+	}, false)
 	if err != nil {
 		return fmt.Errorf("set delivered seq of run %s: %w", runID, err)
 	}

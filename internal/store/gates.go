@@ -35,7 +35,10 @@ func (s *Store) OpenGate(ctx context.Context, g runs.Gate) (stored runs.Gate, pr
 	if err != nil {
 		return runs.Gate{}, nil, fmt.Errorf("open gate %s/%s: encode choices: %w", g.RunID, g.GateID, err)
 	}
-	err = s.write(ctx, func(tx *txn) error {
+	// In a commit shared with other runs' small writes (a resume asks many
+	// gates at once).
+	err = s.writeShared(func(tx dbtx) error {
+		stored, previous = runs.Gate{}, nil // run again alone if its batch failed
 		// Locked until the posting is replaced: an answer to the old
 		// posting waits, then finds the new nonce and is refused as stale.
 		old, err := s.getGate(ctx, tx, g.RunID, g.GateID, s.b.forUpdate())
@@ -65,7 +68,7 @@ func (s *Store) OpenGate(ctx context.Context, g runs.Gate) (stored runs.Gate, pr
 		}
 		stored, err = s.getGate(ctx, tx, g.RunID, g.GateID, "")
 		return err
-	})
+	}, true)
 	if err != nil {
 		return runs.Gate{}, nil, fmt.Errorf("open gate %s/%s: %w", g.RunID, g.GateID, err)
 	}
@@ -168,8 +171,8 @@ func (s *Store) WithdrawOpenGates(ctx context.Context, runID string) (int, error
 // gate, so a reply or button click on that message finds it. A posting
 // replaced meanwhile is left alone (ErrNotFound).
 func (s *Store) SetGateMessage(ctx context.Context, runID, gateID, nonce, messageTS string) error {
-	err := s.write(ctx, func(tx *txn) error {
-		res, err := tx.ExecContext(ctx, `UPDATE gates SET message_ts = ? WHERE run_id = ? AND gate_id = ? AND nonce = ?`,
+	err := s.writeShared(func(db dbtx) error {
+		res, err := db.ExecContext(ctx, `UPDATE gates SET message_ts = ? WHERE run_id = ? AND gate_id = ? AND nonce = ?`,
 			messageTS, runID, gateID, nonce)
 		if err != nil {
 			return err
@@ -178,7 +181,7 @@ func (s *Store) SetGateMessage(ctx context.Context, runID, gateID, nonce, messag
 			return err
 		}
 		return gateNotFound(runID, gateID)
-	})
+	}, false)
 	if err != nil {
 		return fmt.Errorf("set message of gate %s/%s: %w", runID, gateID, err)
 	}

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -220,6 +222,21 @@ func (s *Store) LeaseOwners(ctx context.Context) (map[string]string, error) {
 		return nil, fmt.Errorf("lease owners: %w", err)
 	}
 	return out, nil
+}
+
+// fillOwner sets the Owner of run when a replica drives it: its own lease
+// only (reading every run's, as fillOwners does, made each GetRun cost in
+// proportion to the runs in flight).
+func (s *Store) fillOwner(ctx context.Context, run *runs.Run) error {
+	if !s.Capabilities().Replicas || run.Status.Finished() {
+		return nil
+	}
+	err := s.reader.QueryRowContext(ctx, `SELECT owner FROM leases
+		WHERE kind = 'run' AND key = ? AND expires_at >= now()`, run.ID).Scan(&run.Owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	return err
 }
 
 // fillOwners sets the Owner of each of list that a replica drives.

@@ -88,16 +88,19 @@ func (s *Store) UpdateRunStatus(ctx context.Context, id string, status runs.Stat
 		return ErrReadOnly
 	}
 	now := encTime(time.Now())
-	// One autocommit statement, not a transaction around it (a resume of
-	// a thousand runs makes two of these per run): a final status is
-	// final, so why none changed can be read after it.
-	res, err := s.writer.ExecContext(ctx, `UPDATE runs SET status = ?,
-		started_at = CASE WHEN ? = 'running' THEN coalesce(started_at, ?) ELSE started_at END
-		WHERE id = ? AND status NOT IN ('succeeded', 'failed', 'cancelled')`,
-		status, status, now, id)
-	if err == nil {
-		err = explainNoRunChange(ctx, s.writer, res, id)
-	}
+	// One statement, in a commit shared with the other runs' small writes
+	// (a resume of a thousand runs makes two of these per run): a final
+	// status is final, so why none changed can be read after it.
+	err := s.writeShared(func(db dbtx) error {
+		res, err := db.ExecContext(ctx, `UPDATE runs SET status = ?,
+			started_at = CASE WHEN ? = 'running' THEN coalesce(started_at, ?) ELSE started_at END
+			WHERE id = ? AND status NOT IN ('succeeded', 'failed', 'cancelled')`,
+			status, status, now, id)
+		if err != nil {
+			return err
+		}
+		return explainNoRunChange(ctx, db, res, id)
+	}, false)
 	if err != nil {
 		return fmt.Errorf("update run %s to %s: %w", id, status, err)
 	}
@@ -133,13 +136,13 @@ func (s *Store) FinishRun(ctx context.Context, id string, status runs.State, rea
 // SetRunThread records the root message of the run's chat thread, known
 // once the host has posted the run's first message.
 func (s *Store) SetRunThread(ctx context.Context, id, threadTS string) error {
-	err := s.write(ctx, func(tx *txn) error {
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET thread_ts = ? WHERE id = ?`, threadTS, id)
+	err := s.writeShared(func(db dbtx) error {
+		res, err := db.ExecContext(ctx, `UPDATE runs SET thread_ts = ? WHERE id = ?`, threadTS, id)
 		if err != nil {
 			return err
 		}
 		return requireOneRow(res, "run", id)
-	})
+	}, false)
 	if err != nil {
 		return fmt.Errorf("set thread of run %s: %w", id, err)
 	}
@@ -204,11 +207,10 @@ func (s *Store) GetRun(ctx context.Context, id string) (runs.Run, error) {
 		return runs.Run{}, fmt.Errorf("get run %s: %w", id, err)
 	}
 	r.SourceDOT = dot
-	one := []runs.Run{r}
-	if err := s.fillOwners(ctx, one); err != nil {
+	if err := s.fillOwner(ctx, &r); err != nil {
 		return runs.Run{}, fmt.Errorf("get run %s: %w", id, err)
 	}
-	return one[0], nil
+	return r, nil
 }
 
 // RunByThread returns the newest run whose thread is threadTS in chatID:

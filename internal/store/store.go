@@ -50,6 +50,8 @@ type Store struct {
 	replica string
 	// pg is set on PostgreSQL: its notifications and leases.
 	pg *pgExtras
+	// shared queues the small writes that go in one commit (groupcommit.go).
+	shared sharedWrites
 }
 
 // Open opens the store at dsn and migrates it to the latest schema:

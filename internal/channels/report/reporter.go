@@ -112,6 +112,11 @@ type Reporter struct {
 	// held is set when a thread message could not be posted: no later
 	// event is posted or checkpointed (the card is still kept up to date).
 	held bool
+	// progressDue is set when events the thread shows nothing for moved
+	// the progress: it is recorded once the reporter has nothing more to
+	// do for now, not once per event (a resume of many runs made a store
+	// write per run and event of it).
+	progressDue bool
 }
 
 // item is a queued event, or a message to post in the thread in order.
@@ -305,6 +310,7 @@ func (r *Reporter) run(ctx context.Context) {
 		if len(items) > 0 || r.behind.Load() {
 			continue
 		}
+		r.recordProgress()
 		if r.isClosing() && r.queue.Len() == 0 {
 			r.flushCard(ctx)
 			return
@@ -412,7 +418,8 @@ func (r *Reporter) handleEvent(ctx context.Context, e engine.Event) bool {
 	if r.held {
 		return true // left for the next reporter
 	}
-	if m, ok := r.message(ctx, e); ok {
+	m, post := r.message(ctx, e)
+	if post {
 		if _, err := r.postThread(ctx, m); err != nil {
 			// The channel retried what can be retried. Posting what
 			// follows would tell the story out of order, and moving the
@@ -428,11 +435,24 @@ func (r *Reporter) handleEvent(ctx context.Context, e engine.Event) bool {
 	if e.Seq > 0 {
 		r.mu.Lock()
 		r.cp.LastSeq = e.Seq
-		cp := r.cp
 		r.mu.Unlock()
-		r.progressed(cp)
+		// What was posted is recorded at once: after a crash at most the
+		// first message past the record may have landed (Config.Taken).
+		// A silent event may wait: replaying it posts nothing.
+		r.progressDue = true
+		if post {
+			r.recordProgress()
+		}
 	}
 	return true
+}
+
+// recordProgress hands the progress to OnProgress, if it moved since.
+func (r *Reporter) recordProgress() {
+	if r.progressDue {
+		r.progressDue = false
+		r.progressed(r.Progress())
+	}
 }
 
 // message is the thread message for e, if the thread shows it.

@@ -60,6 +60,11 @@ type fileJournal struct {
 	buf   []byte   // lines not written yet
 	timer *time.Timer
 	armed bool
+	// opened is the snapshot as read when the journal was opened, handed
+	// to the first replay rather than read and decoded again (a resume of
+	// many runs spent a tenth of its time decoding snapshots); nil once
+	// used, or once a newer one is written.
+	opened *Checkpoint
 }
 
 // readOnlyJournal reads the journal in root without taking it over.
@@ -85,13 +90,24 @@ func openFileJournal(root string, durable bool) (_ *fileJournal, err error) {
 		return nil, fmt.Errorf("open the run's journal: %w", err)
 	}
 	j := &fileJournal{root: root, durable: durable, f: f, fd: int(f.Fd())}
-	start := j.replayStart(f)
+	if cp, err := readSnapshot(root); err == nil {
+		j.opened = cp
+	}
+	var offset int64
+	if j.opened != nil {
+		offset = j.opened.JournalOffset
+	}
+	start := replayStart(f, offset)
 	end, err := scanJournal(io.NewSectionReader(f, start, 1<<62), start, false, nil)
 	if err != nil {
 		return nil, fmt.Errorf("journal %s: %w", path, err)
 	}
-	if err := f.Truncate(end); err != nil {
-		return nil, fmt.Errorf("cut the torn end off %s: %w", path, err)
+	// Cut only when there is a torn end (truncating costs even when it
+	// changes nothing).
+	if fi, err := f.Stat(); err != nil || fi.Size() != end {
+		if err := f.Truncate(end); err != nil {
+			return nil, fmt.Errorf("cut the torn end off %s: %w", path, err)
+		}
 	}
 	if _, err := f.Seek(end, io.SeekStart); err != nil {
 		return nil, err
@@ -106,16 +122,15 @@ func openFileJournal(root string, durable bool) (_ *fileJournal, err error) {
 // replayStart is where the records after the snapshot begin: its
 // journal_offset when that is a line start within f, else 0 (the commits
 // the snapshot holds are then skipped by their seq).
-func (j *fileJournal) replayStart(f *os.File) int64 {
-	cp, err := readSnapshot(j.root)
-	if err != nil || cp.JournalOffset <= 0 {
+func replayStart(f *os.File, offset int64) int64 {
+	if offset <= 0 {
 		return 0
 	}
 	var b [1]byte
-	if _, err := f.ReadAt(b[:], cp.JournalOffset-1); err != nil || b[0] != '\n' {
+	if _, err := f.ReadAt(b[:], offset-1); err != nil || b[0] != '\n' {
 		return 0
 	}
-	return cp.JournalOffset
+	return offset
 }
 
 // Append writes rec (see Journal). Events wait in memory for the next
@@ -216,6 +231,7 @@ func fdatasync(fd int) error {
 // commit, which is where the journal as written ends (the tracer appends a
 // snapshot right after a commit, before any other event).
 func (j *fileJournal) snapshot(cp *Checkpoint) error {
+	j.opened = nil
 	cp.JournalOffset, cp.GraphDOT = j.end, ""
 	data, err := json.Marshal(cp)
 	if err != nil {
@@ -250,10 +266,17 @@ func (j *fileJournal) Replay(fn func(Record) error) error {
 // nothing carry only their seq and time (enough to rebuild the state, and
 // much cheaper on a long journal).
 func (j *fileJournal) replay(full bool, fn func(Record) error) error {
-	cp, err := readSnapshot(j.root)
-	if err != nil {
-		return err
+	j.mu.Lock()
+	cp := j.opened
+	j.opened = nil
+	j.mu.Unlock()
+	var err error
+	if cp == nil {
+		if cp, err = readSnapshot(j.root); err != nil {
+			return err
+		}
 	}
+	offset := cp.JournalOffset // before fn, which owns cp from then on
 	if err := fn(Record{Snapshot: cp}); err != nil {
 		return err
 	}
@@ -266,7 +289,7 @@ func (j *fileJournal) replay(full bool, fn func(Record) error) error {
 		}
 		defer f.Close()
 	}
-	start := j.replayStart(f)
+	start := replayStart(f, offset)
 	size := int64(1 << 62)
 	if j.f != nil {
 		size = j.end - start
@@ -284,11 +307,21 @@ func (j *fileJournal) replay(full bool, fn func(Record) error) error {
 // context anyone meant).
 const maxJournalLine = 16 << 20
 
+// journalReaders are the buffers journals are read through: each is 64 KiB,
+// and a resume reads every run's journal more than once (a new one for each
+// read was two thirds of what a resume of many runs allocated).
+var journalReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
 // scanJournal reads the lines of r, which starts at offset base of the
 // file, calling fn (when not nil) with each that counts, and returns the
 // offset just after the last of them: where a torn tail begins.
 func scanJournal(r io.Reader, base int64, full bool, fn func(Record) error) (end int64, err error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := journalReaders.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() {
+		br.Reset(nil)
+		journalReaders.Put(br)
+	}()
 	end = base
 	off := base
 	torn := int64(-1) // offset of the first line that did not count

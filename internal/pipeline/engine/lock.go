@@ -72,11 +72,26 @@ func lockRunDir(root string) (*runLock, error) {
 		}
 		return nil, fmt.Errorf("lock the run directory %s: %w", root, err)
 	}
-	// Say who holds it, for the error the next one gets.
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
+	sayHolder(f)
 	return &runLock{f: f}, nil
+}
+
+// holderWidth is the size of the lock file's record of its holder: a pid
+// padded to it overwrites any record written before, so the file is
+// truncated only when it holds something longer (truncating on every lock
+// cost a resume of many runs a twentieth of its CPU).
+const holderWidth = 16
+
+// sayHolder records this process as the lock's holder, for the error the
+// next one to try it gets.
+func sayHolder(f *os.File) {
+	rec := []byte(fmt.Sprintf("%-*d\n", holderWidth-1, os.Getpid()))
+	if _, err := f.WriteAt(rec, 0); err != nil {
+		return
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > holderWidth {
+		_ = f.Truncate(holderWidth)
+	}
 }
 
 // readHolder is "pid N" from the lock file, or a vaguer phrase while the
