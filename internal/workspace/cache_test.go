@@ -238,3 +238,25 @@ func TestIndexReadsBackAsWritten(t *testing.T) {
 		t.Fatal("a cut index was read")
 	}
 }
+
+// The directories where runs' trees and the host's repositories are made
+// are marked as tops of hierarchies (chattr +T), where the file system
+// knows the flag: ext4 then gives each tree fresh inodes instead of
+// searching past those of the trees just removed.
+func TestTreesAndStateAreTopsOfHierarchies(t *testing.T) {
+	m := newManager(t)
+	for _, dir := range []string{m.opts.TreesDir, m.opts.StateDir} {
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+		unix.Close(fd)
+		if err != nil {
+			t.Skipf("%s: the file system keeps no inode flags: %v", dir, err)
+		}
+		if flags&fsTopdirFlag == 0 {
+			t.Errorf("%s is not marked +T (flags %#x)", dir, flags)
+		}
+	}
+}

@@ -135,6 +135,27 @@ func (r *repo) writeFresh(w *dirWriter, paths []string, tree map[string]object.T
 	return firstErr
 }
 
+// fsTopdirFlag is FS_TOPDIR_FL of linux/fs.h (chattr +T).
+const fsTopdirFlag = 0x00020000
+
+// spread marks dir, where runs' trees (or the host's repositories and
+// runs' state) are made, as the top of directory hierarchies (chattr +T),
+// so ext4 places each one in a block group of its own rather than where
+// the ones before it were removed: without a journal, ext4 checks every
+// inode freed in the last minutes one by one before it gives out another
+// (recently_deleted), which made creating a tree's files cost ten times
+// the CPU in perf. File systems without the flag leave it be.
+func spread(dir string) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	if flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS); err == nil && flags&fsTopdirFlag == 0 {
+		unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags|fsTopdirFlag))
+	}
+}
+
 // processUmask is the umask, read once at start-up (reading it means
 // setting it, which is only safe before other goroutines create files).
 var processUmask = func() uint32 {
@@ -278,10 +299,9 @@ func (r *repo) writeFile(w *dirWriter, p string, t object.TreeEntry) (entry, err
 	if err != nil {
 		return entry{}, &fs.PathError{Op: "create", Path: p, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	if _, err := f.Write(data); err != nil {
-		return entry{}, err
+	defer unix.Close(fd) // raw: an *os.File asks the kernel for the fd's flags first
+	if err := writeAll(fd, data); err != nil {
+		return entry{}, &fs.PathError{Op: "write", Path: p, Err: err}
 	}
 	if perm&processUmask != 0 { // the umask took some away
 		if err := unix.Fchmod(fd, perm); err != nil {
@@ -297,6 +317,20 @@ func (r *repo) writeFile(w *dirWriter, p string, t object.TreeEntry) (entry, err
 		return entry{}, err
 	}
 	return statEntry(t.Mode, t.Hash, &st), nil
+}
+
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
 }
 
 // removeEmptyParents removes the directories above p that are left empty.

@@ -77,6 +77,7 @@ func New(opts Options) (*Manager, error) {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}
+		spread(d)
 	}
 	return &Manager{opts: opts, log: opts.Logger.With("component", "workspace"), repos: map[string]*repo{}}, nil
 }
