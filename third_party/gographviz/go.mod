@@ -1,0 +1,3 @@
+module github.com/awalterschulze/gographviz
+
+go 1.18
