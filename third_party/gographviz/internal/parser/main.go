@@ -12,7 +12,7 @@
 //See the License for the specific language governing permissions and
 //limitations under the License.
 
-//A parser for the DOT grammar.
+// A parser for the DOT grammar.
 package parser
 
 import (
@@ -25,14 +25,14 @@ import (
 	"github.com/awalterschulze/gographviz/internal/lexer"
 )
 
-//Parses a DOT string and outputs the
-//abstract syntax tree representing the graph.
+// Parses a DOT string and outputs the
+// abstract syntax tree representing the graph.
 func ParseString(dotString string) (*ast.Graph, error) {
 	return ParseBytes([]byte(dotString))
 }
 
-//Parses the bytes representing a DOT string
-//and outputs the abstract syntax tree representing the graph.
+// Parses the bytes representing a DOT string
+// and outputs the abstract syntax tree representing the graph.
 func ParseBytes(dotBytes []byte) (*ast.Graph, error) {
 	lex := lexer.NewLexer(dotBytes)
 	parser := NewParser()
@@ -47,8 +47,8 @@ func ParseBytes(dotBytes []byte) (*ast.Graph, error) {
 	return g, nil
 }
 
-//Parses a reader which contains a DOT string
-//and outputs the abstract syntax tree representing the graph.
+// Parses a reader which contains a DOT string
+// and outputs the abstract syntax tree representing the graph.
 func Parse(r io.Reader) (*ast.Graph, error) {
 	bytes, err := ioutil.ReadAll(r)
 	if err != nil {
@@ -57,8 +57,8 @@ func Parse(r io.Reader) (*ast.Graph, error) {
 	return ParseBytes(bytes)
 }
 
-//Parses a file which contains a DOT string
-//and outputs the abstract syntax tree representing the graph.
+// Parses a file which contains a DOT string
+// and outputs the abstract syntax tree representing the graph.
 func ParseFile(filename string) (*ast.Graph, error) {
 	f, err := os.Open(filename)
 	if err != nil {

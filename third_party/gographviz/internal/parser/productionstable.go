@@ -21,7 +21,7 @@ type (
 
 var productionsTable = ProdTab{
 	ProdTabEntry{
-		String: `S' : DotGraph	<<  >>`,
+		String:     `S' : DotGraph	<<  >>`,
 		Id:         "S'",
 		NTType:     0,
 		Index:      0,
@@ -31,7 +31,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : graphx "{" "}"	<< ast.NewGraph(ast.GRAPH, ast.FALSE, nil, nil) >>`,
+		String:     `DotGraph : graphx "{" "}"	<< ast.NewGraph(ast.GRAPH, ast.FALSE, nil, nil) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      1,
@@ -41,7 +41,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : strict graphx "{" "}"	<< ast.NewGraph(ast.GRAPH, ast.TRUE, nil, nil) >>`,
+		String:     `DotGraph : strict graphx "{" "}"	<< ast.NewGraph(ast.GRAPH, ast.TRUE, nil, nil) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      2,
@@ -51,7 +51,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : graphx Id "{" "}"	<< ast.NewGraph(ast.GRAPH, ast.FALSE, X[1], nil) >>`,
+		String:     `DotGraph : graphx Id "{" "}"	<< ast.NewGraph(ast.GRAPH, ast.FALSE, X[1], nil) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      3,
@@ -61,7 +61,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : strict graphx Id "{" "}"	<< ast.NewGraph(ast.GRAPH, ast.TRUE, X[2], nil) >>`,
+		String:     `DotGraph : strict graphx Id "{" "}"	<< ast.NewGraph(ast.GRAPH, ast.TRUE, X[2], nil) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      4,
@@ -71,7 +71,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : graphx "{" StmtList "}"	<< ast.NewGraph(ast.GRAPH, ast.FALSE, nil, X[2]) >>`,
+		String:     `DotGraph : graphx "{" StmtList "}"	<< ast.NewGraph(ast.GRAPH, ast.FALSE, nil, X[2]) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      5,
@@ -81,7 +81,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : graphx Id "{" StmtList "}"	<< ast.NewGraph(ast.GRAPH, ast.FALSE, X[1], X[3]) >>`,
+		String:     `DotGraph : graphx Id "{" StmtList "}"	<< ast.NewGraph(ast.GRAPH, ast.FALSE, X[1], X[3]) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      6,
@@ -91,7 +91,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : strict graphx "{" StmtList "}"	<< ast.NewGraph(ast.GRAPH, ast.TRUE, nil, X[3]) >>`,
+		String:     `DotGraph : strict graphx "{" StmtList "}"	<< ast.NewGraph(ast.GRAPH, ast.TRUE, nil, X[3]) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      7,
@@ -101,7 +101,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : strict graphx Id "{" StmtList "}"	<< ast.NewGraph(ast.GRAPH, ast.TRUE, X[2], X[4]) >>`,
+		String:     `DotGraph : strict graphx Id "{" StmtList "}"	<< ast.NewGraph(ast.GRAPH, ast.TRUE, X[2], X[4]) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      8,
@@ -111,7 +111,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : digraph "{" "}"	<< ast.NewGraph(ast.DIGRAPH, ast.FALSE, nil, nil) >>`,
+		String:     `DotGraph : digraph "{" "}"	<< ast.NewGraph(ast.DIGRAPH, ast.FALSE, nil, nil) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      9,
@@ -121,7 +121,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : strict digraph "{" "}"	<< ast.NewGraph(ast.DIGRAPH, ast.TRUE, nil, nil) >>`,
+		String:     `DotGraph : strict digraph "{" "}"	<< ast.NewGraph(ast.DIGRAPH, ast.TRUE, nil, nil) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      10,
@@ -131,7 +131,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : digraph Id "{" "}"	<< ast.NewGraph(ast.DIGRAPH, ast.FALSE, X[1], nil) >>`,
+		String:     `DotGraph : digraph Id "{" "}"	<< ast.NewGraph(ast.DIGRAPH, ast.FALSE, X[1], nil) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      11,
@@ -141,7 +141,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : strict digraph Id "{" "}"	<< ast.NewGraph(ast.DIGRAPH, ast.TRUE, X[2], nil) >>`,
+		String:     `DotGraph : strict digraph Id "{" "}"	<< ast.NewGraph(ast.DIGRAPH, ast.TRUE, X[2], nil) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      12,
@@ -151,7 +151,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : digraph "{" StmtList "}"	<< ast.NewGraph(ast.DIGRAPH, ast.FALSE, nil, X[2]) >>`,
+		String:     `DotGraph : digraph "{" StmtList "}"	<< ast.NewGraph(ast.DIGRAPH, ast.FALSE, nil, X[2]) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      13,
@@ -161,7 +161,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : digraph Id "{" StmtList "}"	<< ast.NewGraph(ast.DIGRAPH, ast.FALSE, X[1], X[3]) >>`,
+		String:     `DotGraph : digraph Id "{" StmtList "}"	<< ast.NewGraph(ast.DIGRAPH, ast.FALSE, X[1], X[3]) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      14,
@@ -171,7 +171,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : strict digraph "{" StmtList "}"	<< ast.NewGraph(ast.DIGRAPH, ast.TRUE, nil, X[3]) >>`,
+		String:     `DotGraph : strict digraph "{" StmtList "}"	<< ast.NewGraph(ast.DIGRAPH, ast.TRUE, nil, X[3]) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      15,
@@ -181,7 +181,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `DotGraph : strict digraph Id "{" StmtList "}"	<< ast.NewGraph(ast.DIGRAPH, ast.TRUE, X[2], X[4]) >>`,
+		String:     `DotGraph : strict digraph Id "{" StmtList "}"	<< ast.NewGraph(ast.DIGRAPH, ast.TRUE, X[2], X[4]) >>`,
 		Id:         "DotGraph",
 		NTType:     1,
 		Index:      16,
@@ -191,7 +191,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `StmtList : Stmt1	<< ast.NewStmtList(X[0]) >>`,
+		String:     `StmtList : Stmt1	<< ast.NewStmtList(X[0]) >>`,
 		Id:         "StmtList",
 		NTType:     2,
 		Index:      17,
@@ -201,7 +201,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `StmtList : StmtList Stmt1	<< ast.AppendStmtList(X[0], X[1]) >>`,
+		String:     `StmtList : StmtList Stmt1	<< ast.AppendStmtList(X[0], X[1]) >>`,
 		Id:         "StmtList",
 		NTType:     2,
 		Index:      18,
@@ -211,7 +211,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `Stmt1 : Stmt	<< X[0], nil >>`,
+		String:     `Stmt1 : Stmt	<< X[0], nil >>`,
 		Id:         "Stmt1",
 		NTType:     3,
 		Index:      19,
@@ -221,7 +221,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `Stmt1 : Stmt ";"	<< X[0], nil >>`,
+		String:     `Stmt1 : Stmt ";"	<< X[0], nil >>`,
 		Id:         "Stmt1",
 		NTType:     3,
 		Index:      20,
@@ -231,7 +231,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `Stmt : Id "=" Id	<< ast.NewAttr(X[0], X[2]) >>`,
+		String:     `Stmt : Id "=" Id	<< ast.NewAttr(X[0], X[2]) >>`,
 		Id:         "Stmt",
 		NTType:     4,
 		Index:      21,
@@ -241,7 +241,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `Stmt : NodeStmt	<< X[0], nil >>`,
+		String:     `Stmt : NodeStmt	<< X[0], nil >>`,
 		Id:         "Stmt",
 		NTType:     4,
 		Index:      22,
@@ -251,7 +251,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `Stmt : EdgeStmt	<< X[0], nil >>`,
+		String:     `Stmt : EdgeStmt	<< X[0], nil >>`,
 		Id:         "Stmt",
 		NTType:     4,
 		Index:      23,
@@ -261,7 +261,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `Stmt : AttrStmt	<< X[0], nil >>`,
+		String:     `Stmt : AttrStmt	<< X[0], nil >>`,
 		Id:         "Stmt",
 		NTType:     4,
 		Index:      24,
@@ -271,7 +271,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `Stmt : SubGraphStmt	<< X[0], nil >>`,
+		String:     `Stmt : SubGraphStmt	<< X[0], nil >>`,
 		Id:         "Stmt",
 		NTType:     4,
 		Index:      25,
@@ -281,7 +281,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `AttrStmt : graphx AttrList	<< ast.NewGraphAttrs(X[1]) >>`,
+		String:     `AttrStmt : graphx AttrList	<< ast.NewGraphAttrs(X[1]) >>`,
 		Id:         "AttrStmt",
 		NTType:     5,
 		Index:      26,
@@ -291,7 +291,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `AttrStmt : node AttrList	<< ast.NewNodeAttrs(X[1]) >>`,
+		String:     `AttrStmt : node AttrList	<< ast.NewNodeAttrs(X[1]) >>`,
 		Id:         "AttrStmt",
 		NTType:     5,
 		Index:      27,
@@ -301,7 +301,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `AttrStmt : edge AttrList	<< ast.NewEdgeAttrs(X[1]) >>`,
+		String:     `AttrStmt : edge AttrList	<< ast.NewEdgeAttrs(X[1]) >>`,
 		Id:         "AttrStmt",
 		NTType:     5,
 		Index:      28,
@@ -311,7 +311,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `AttrList : "[" "]"	<< ast.NewAttrList(nil) >>`,
+		String:     `AttrList : "[" "]"	<< ast.NewAttrList(nil) >>`,
 		Id:         "AttrList",
 		NTType:     6,
 		Index:      29,
@@ -321,7 +321,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `AttrList : "[" AList "]"	<< ast.NewAttrList(X[1]) >>`,
+		String:     `AttrList : "[" AList "]"	<< ast.NewAttrList(X[1]) >>`,
 		Id:         "AttrList",
 		NTType:     6,
 		Index:      30,
@@ -331,7 +331,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `AttrList : AttrList "[" "]"	<< ast.AppendAttrList(X[0], nil) >>`,
+		String:     `AttrList : AttrList "[" "]"	<< ast.AppendAttrList(X[0], nil) >>`,
 		Id:         "AttrList",
 		NTType:     6,
 		Index:      31,
@@ -341,7 +341,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `AttrList : AttrList "[" AList "]"	<< ast.AppendAttrList(X[0], X[2]) >>`,
+		String:     `AttrList : AttrList "[" AList "]"	<< ast.AppendAttrList(X[0], X[2]) >>`,
 		Id:         "AttrList",
 		NTType:     6,
 		Index:      32,
@@ -351,7 +351,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `AList : Attr	<< ast.NewAList(X[0]) >>`,
+		String:     `AList : Attr	<< ast.NewAList(X[0]) >>`,
 		Id:         "AList",
 		NTType:     7,
 		Index:      33,
@@ -361,7 +361,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `AList : AList Attr	<< ast.AppendAList(X[0], X[1]) >>`,
+		String:     `AList : AList Attr	<< ast.AppendAList(X[0], X[1]) >>`,
 		Id:         "AList",
 		NTType:     7,
 		Index:      34,
@@ -371,7 +371,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `AList : AList "," Attr	<< ast.AppendAList(X[0], X[2]) >>`,
+		String:     `AList : AList "," Attr	<< ast.AppendAList(X[0], X[2]) >>`,
 		Id:         "AList",
 		NTType:     7,
 		Index:      35,
@@ -381,7 +381,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `Attr : Id	<< ast.NewAttr(X[0], nil) >>`,
+		String:     `Attr : Id	<< ast.NewAttr(X[0], nil) >>`,
 		Id:         "Attr",
 		NTType:     8,
 		Index:      36,
@@ -391,7 +391,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `Attr : Id "=" Id	<< ast.NewAttr(X[0], X[2]) >>`,
+		String:     `Attr : Id "=" Id	<< ast.NewAttr(X[0], X[2]) >>`,
 		Id:         "Attr",
 		NTType:     8,
 		Index:      37,
@@ -401,7 +401,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `EdgeStmt : NodeId EdgeRHS	<< ast.NewEdgeStmt(X[0], X[1], nil) >>`,
+		String:     `EdgeStmt : NodeId EdgeRHS	<< ast.NewEdgeStmt(X[0], X[1], nil) >>`,
 		Id:         "EdgeStmt",
 		NTType:     9,
 		Index:      38,
@@ -411,7 +411,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `EdgeStmt : NodeId EdgeRHS AttrList	<< ast.NewEdgeStmt(X[0], X[1], X[2]) >>`,
+		String:     `EdgeStmt : NodeId EdgeRHS AttrList	<< ast.NewEdgeStmt(X[0], X[1], X[2]) >>`,
 		Id:         "EdgeStmt",
 		NTType:     9,
 		Index:      39,
@@ -421,7 +421,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `EdgeStmt : SubGraphStmt EdgeRHS	<< ast.NewEdgeStmt(X[0], X[1], nil) >>`,
+		String:     `EdgeStmt : SubGraphStmt EdgeRHS	<< ast.NewEdgeStmt(X[0], X[1], nil) >>`,
 		Id:         "EdgeStmt",
 		NTType:     9,
 		Index:      40,
@@ -431,7 +431,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `EdgeStmt : SubGraphStmt EdgeRHS AttrList	<< ast.NewEdgeStmt(X[0], X[1], X[2]) >>`,
+		String:     `EdgeStmt : SubGraphStmt EdgeRHS AttrList	<< ast.NewEdgeStmt(X[0], X[1], X[2]) >>`,
 		Id:         "EdgeStmt",
 		NTType:     9,
 		Index:      41,
@@ -441,7 +441,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `EdgeRHS : EdgeOp NodeId	<< ast.NewEdgeRHS(X[0], X[1]) >>`,
+		String:     `EdgeRHS : EdgeOp NodeId	<< ast.NewEdgeRHS(X[0], X[1]) >>`,
 		Id:         "EdgeRHS",
 		NTType:     10,
 		Index:      42,
@@ -451,7 +451,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `EdgeRHS : EdgeOp SubGraphStmt	<< ast.NewEdgeRHS(X[0], X[1]) >>`,
+		String:     `EdgeRHS : EdgeOp SubGraphStmt	<< ast.NewEdgeRHS(X[0], X[1]) >>`,
 		Id:         "EdgeRHS",
 		NTType:     10,
 		Index:      43,
@@ -461,7 +461,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `EdgeRHS : EdgeRHS EdgeOp NodeId	<< ast.AppendEdgeRHS(X[0], X[1], X[2]) >>`,
+		String:     `EdgeRHS : EdgeRHS EdgeOp NodeId	<< ast.AppendEdgeRHS(X[0], X[1], X[2]) >>`,
 		Id:         "EdgeRHS",
 		NTType:     10,
 		Index:      44,
@@ -471,7 +471,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `EdgeRHS : EdgeRHS EdgeOp SubGraphStmt	<< ast.AppendEdgeRHS(X[0], X[1], X[2]) >>`,
+		String:     `EdgeRHS : EdgeRHS EdgeOp SubGraphStmt	<< ast.AppendEdgeRHS(X[0], X[1], X[2]) >>`,
 		Id:         "EdgeRHS",
 		NTType:     10,
 		Index:      45,
@@ -481,7 +481,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `NodeStmt : NodeId	<< ast.NewNodeStmt(X[0], nil) >>`,
+		String:     `NodeStmt : NodeId	<< ast.NewNodeStmt(X[0], nil) >>`,
 		Id:         "NodeStmt",
 		NTType:     11,
 		Index:      46,
@@ -491,7 +491,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `NodeStmt : NodeId AttrList	<< ast.NewNodeStmt(X[0], X[1]) >>`,
+		String:     `NodeStmt : NodeId AttrList	<< ast.NewNodeStmt(X[0], X[1]) >>`,
 		Id:         "NodeStmt",
 		NTType:     11,
 		Index:      47,
@@ -501,7 +501,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `NodeId : Id	<< ast.NewNodeID(X[0], nil) >>`,
+		String:     `NodeId : Id	<< ast.NewNodeID(X[0], nil) >>`,
 		Id:         "NodeId",
 		NTType:     12,
 		Index:      48,
@@ -511,7 +511,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `NodeId : Id Port	<< ast.NewNodeID(X[0], X[1]) >>`,
+		String:     `NodeId : Id Port	<< ast.NewNodeID(X[0], X[1]) >>`,
 		Id:         "NodeId",
 		NTType:     12,
 		Index:      49,
@@ -521,7 +521,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `Port : ":" Id	<< ast.NewPort(X[1], nil), nil >>`,
+		String:     `Port : ":" Id	<< ast.NewPort(X[1], nil), nil >>`,
 		Id:         "Port",
 		NTType:     13,
 		Index:      50,
@@ -531,7 +531,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `Port : ":" Id ":" Id	<< ast.NewPort(X[1], X[3]), nil >>`,
+		String:     `Port : ":" Id ":" Id	<< ast.NewPort(X[1], X[3]), nil >>`,
 		Id:         "Port",
 		NTType:     13,
 		Index:      51,
@@ -541,7 +541,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `SubGraphStmt : "{" StmtList "}"	<< ast.NewSubGraph(nil, X[1]) >>`,
+		String:     `SubGraphStmt : "{" StmtList "}"	<< ast.NewSubGraph(nil, X[1]) >>`,
 		Id:         "SubGraphStmt",
 		NTType:     14,
 		Index:      52,
@@ -551,7 +551,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `SubGraphStmt : subgraph "{" StmtList "}"	<< ast.NewSubGraph(nil, X[2]) >>`,
+		String:     `SubGraphStmt : subgraph "{" StmtList "}"	<< ast.NewSubGraph(nil, X[2]) >>`,
 		Id:         "SubGraphStmt",
 		NTType:     14,
 		Index:      53,
@@ -561,7 +561,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `SubGraphStmt : subgraph Id "{" StmtList "}"	<< ast.NewSubGraph(X[1], X[3]) >>`,
+		String:     `SubGraphStmt : subgraph Id "{" StmtList "}"	<< ast.NewSubGraph(X[1], X[3]) >>`,
 		Id:         "SubGraphStmt",
 		NTType:     14,
 		Index:      54,
@@ -571,7 +571,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `SubGraphStmt : subgraph "{" "}"	<< ast.NewSubGraph(nil, nil) >>`,
+		String:     `SubGraphStmt : subgraph "{" "}"	<< ast.NewSubGraph(nil, nil) >>`,
 		Id:         "SubGraphStmt",
 		NTType:     14,
 		Index:      55,
@@ -581,7 +581,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `SubGraphStmt : subgraph Id "{" "}"	<< ast.NewSubGraph(X[1], nil) >>`,
+		String:     `SubGraphStmt : subgraph Id "{" "}"	<< ast.NewSubGraph(X[1], nil) >>`,
 		Id:         "SubGraphStmt",
 		NTType:     14,
 		Index:      56,
@@ -591,7 +591,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `EdgeOp : "->"	<< ast.DIRECTED, nil >>`,
+		String:     `EdgeOp : "->"	<< ast.DIRECTED, nil >>`,
 		Id:         "EdgeOp",
 		NTType:     15,
 		Index:      57,
@@ -601,7 +601,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `EdgeOp : "--"	<< ast.UNDIRECTED, nil >>`,
+		String:     `EdgeOp : "--"	<< ast.UNDIRECTED, nil >>`,
 		Id:         "EdgeOp",
 		NTType:     15,
 		Index:      58,
@@ -611,7 +611,7 @@ var productionsTable = ProdTab{
 		},
 	},
 	ProdTabEntry{
-		String: `Id : id	<< ast.NewID(X[0]) >>`,
+		String:     `Id : id	<< ast.NewID(X[0]) >>`,
 		Id:         "Id",
 		NTType:     16,
 		Index:      59,
