@@ -11,6 +11,7 @@ require (
 	github.com/go-git/go-billy/v5 v5.9.2
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/goccy/go-graphviz v0.2.10
+	github.com/google/go-github/v75 v75.0.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/robfig/cron/v3 v3.0.1
@@ -50,7 +51,6 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/golang/groupcache v0.0.0-20241129210726-2c02b8208cf8 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
-	github.com/google/go-github/v75 v75.0.0 // indirect
 	github.com/google/go-querystring v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
@@ -141,3 +141,7 @@ replace github.com/alecthomas/chroma/v2 => ./third_party/chroma
 // A fork of jsonschema v6.0.3 that compiles the drafts' meta-schemas on the
 // first NewCompiler, not in package init: see third_party/README.md.
 replace github.com/santhosh-tekuri/jsonschema/v6 => ./third_party/jsonschema
+
+// A fork of gographviz v2.0.3 whose parser decodes its LR tables on the first
+// parse, not in package init: see third_party/README.md.
+replace github.com/awalterschulze/gographviz => ./third_party/gographviz

@@ -22,6 +22,9 @@ import (
 func TestCommandsThatDoNotRenderPayNothingAtStart(t *testing.T) {
 	heavy := []string{"github.com/goccy/go-graphviz/internal/wasm", "github.com/alecthomas/chroma/v2/lexers",
 		"github.com/santhosh-tekuri/jsonschema/v6"}
+	// Forked to have no init at all, so it is absent from the trace when all is well.
+	heavy = append(heavy, "github.com/awalterschulze/gographviz/internal/parser")
+	const withInit = 3
 	demo := filepath.Join("..", "..", "examples", "demo.dot")
 	for _, args := range [][]string{{"--help"}, {"pipeline", "validate", demo}, {"pipeline", "parse", demo}} {
 		cache := t.TempDir()
@@ -48,8 +51,8 @@ func TestCommandsThatDoNotRenderPayNothingAtStart(t *testing.T) {
 				}
 			}
 		}
-		if seen != len(heavy) {
-			t.Errorf("nanohost %v: found %d of %v in the init trace (renamed? then update this test)", args, seen, heavy)
+		if seen < withInit {
+			t.Errorf("nanohost %v: found %d of %v in the init trace (renamed? then update this test)", args, seen, heavy[:withInit])
 		}
 		if _, err := os.Stat(filepath.Join(cache, "nanohost", "graphviz")); !os.IsNotExist(err) {
 			t.Errorf("nanohost %v made Graphviz's compiled-code cache (%v): it compiled Graphviz", args, err)
@@ -98,8 +101,8 @@ func TestLeanFrontStartsLikeAGoCLIAndHandsTheRestOver(t *testing.T) {
 			total += b
 		}
 	}
-	if total > 1<<20 {
-		t.Errorf("the lean front's packages allocate %d bytes at start, want at most 1 MiB (the full binary: ~4 MB)", total)
+	if total > 256<<10 {
+		t.Errorf("the lean front's packages allocate %d bytes at start, want at most 256 KiB (~130 KiB: compile regexps and build tables on first use, not in package init; the full binary: ~4 MB)", total)
 	}
 
 	// Beside the full binary, it answers as the full binary does.

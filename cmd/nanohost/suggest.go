@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -70,11 +71,13 @@ func commandNames(cmd *cobra.Command) []string {
 	return names
 }
 
-var unknownFlag = regexp.MustCompile(`^unknown (?:shorthand )?flag: '?-{1,2}([^' ]+)'?`)
+var unknownFlag = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^unknown (?:shorthand )?flag: '?-{1,2}([^' ]+)'?`)
+})
 
 // suggestFlag adds the near flag to an unknown flag's error, and exits 2.
 func suggestFlag(cmd *cobra.Command, err error) error {
-	m := unknownFlag.FindStringSubmatch(err.Error())
+	m := unknownFlag().FindStringSubmatch(err.Error())
 	if m == nil {
 		return exitCode(2, fmt.Errorf("%w (see `%s --help`)", err, cmd.CommandPath()))
 	}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // RequiredInputs are the inputs a pipeline declares it needs, in the order
@@ -28,7 +29,8 @@ type Input struct {
 	Key, Value string
 }
 
-var inputKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,63}$`)
+// Compiled on first use: a package-level regexp is compiled by every command at start, `--help` included.
+var inputKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,63}$`) })
 
 // ParseInputs reads a sub-pipeline node's inputs="key=${value},key2=text":
 // pairs separated by commas (a comma inside ${…} belongs to the reference),
@@ -46,7 +48,7 @@ func ParseInputs(s string) ([]Input, error) {
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("%q has no =: write key=value", part)
-		case !inputKeyRE.MatchString(k):
+		case !inputKeyRE().MatchString(k):
 			return nil, fmt.Errorf("%q is not an input name (letters, digits, _ . -, starting with a letter)", k)
 		case slices.ContainsFunc(out, func(in Input) bool { return in.Key == k }):
 			return nil, fmt.Errorf("input %s is given twice", k)

@@ -179,7 +179,7 @@ func optionList(opts []Option) string {
 // NormalizeLabelDisplay strips a label's accelerator prefix but keeps its case.
 func NormalizeLabelDisplay(label string) string {
 	s := strings.TrimSpace(label)
-	for _, re := range acceleratorPatterns {
+	for _, re := range acceleratorPatterns() {
 		if loc := re.FindStringIndex(s); loc != nil {
 			return strings.TrimSpace(s[loc[1]:])
 		}

@@ -282,19 +282,20 @@ func weightRule(edges []*pipeline.Edge) string {
 }
 
 // Accelerator prefixes: "[K] Label", "K) Label", "K - Label".
-var (
-	bracketKey = regexp.MustCompile(`^\[([^\]\s]+)\]\s*`)
-	parenKey   = regexp.MustCompile(`^([A-Za-z0-9])\)\s*`)
-	dashKey    = regexp.MustCompile(`^([A-Za-z0-9])\s+-\s+`)
-
-	acceleratorPatterns = []*regexp.Regexp{bracketKey, parenKey, dashKey}
-)
+// Compiled on first use, not by every command at start.
+var acceleratorPatterns = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`^\[([^\]\s]+)\]\s*`),
+		regexp.MustCompile(`^([A-Za-z0-9])\)\s*`),
+		regexp.MustCompile(`^([A-Za-z0-9])\s+-\s+`),
+	}
+})
 
 // NormalizeLabel lowercases and trims a label and strips its accelerator
 // prefix, so "[A] Approve", "A) Approve" and " approve " all compare equal.
 func NormalizeLabel(s string) string {
 	s = strings.TrimSpace(s)
-	for _, re := range acceleratorPatterns {
+	for _, re := range acceleratorPatterns() {
 		if loc := re.FindStringIndex(s); loc != nil {
 			s = s[loc[1]:]
 			break
@@ -307,7 +308,7 @@ func NormalizeLabel(s string) string {
 // "[K] …", "K) …" or "K - …", else the label's first character, upper-cased.
 func AcceleratorKey(label string) string {
 	label = strings.TrimSpace(label)
-	for _, re := range acceleratorPatterns {
+	for _, re := range acceleratorPatterns() {
 		if m := re.FindStringSubmatch(label); m != nil {
 			return strings.ToUpper(m[1])
 		}

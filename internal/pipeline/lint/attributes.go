@@ -2,6 +2,7 @@ package lint
 
 import (
 	"slices"
+	"sync"
 
 	"nanohost/internal/pipeline/fidelity"
 	"nanohost/internal/pipeline/lint/didyoumean"
@@ -213,7 +214,9 @@ type attrIndex struct {
 	guess   map[Scope]*didyoumean.Index
 }
 
-var index = buildIndex()
+// index is built on first use, not at start: every command of the binary
+// (`--help` included) would pay for it.
+var index = sync.OnceValue(buildIndex)
 
 func buildIndex() attrIndex {
 	ix := attrIndex{byScope: map[Scope]map[string]*Attribute{}, keys: map[Scope][]string{}, guess: map[Scope]*didyoumean.Index{}}
@@ -236,10 +239,10 @@ func buildIndex() attrIndex {
 }
 
 // Lookup returns the attribute for key in scope, or nil if the pipeline does not know it.
-func Lookup(scope Scope, key string) *Attribute { return index.byScope[scope][key] }
+func Lookup(scope Scope, key string) *Attribute { return index().byScope[scope][key] }
 
 // KnownKeys returns the spec (non-Graphviz) keys valid in scope.
-func KnownKeys(scope Scope) []string { return slices.Clone(index.keys[scope]) }
+func KnownKeys(scope Scope) []string { return slices.Clone(index().keys[scope]) }
 
 // otherScope returns the scope key belongs to when it is not valid in scope.
 func otherScope(scope Scope, key string) (Scope, bool) {

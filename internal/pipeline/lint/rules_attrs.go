@@ -149,7 +149,7 @@ func (s *sink) add(d pipeline.Diagnostic) { s.found = append(s.found, keyedDiag{
 // allocation each, three rules over a big graph).
 type scoped struct {
 	scope Scope
-	known map[string]*Attribute // index.byScope[scope], looked up once per map
+	known map[string]*Attribute // index().byScope[scope], looked up once per map
 	attrs pipeline.Attrs
 	c     *checker
 	g     *pipeline.Graph
@@ -186,12 +186,12 @@ func (c *checker) eachAttr(g *pipeline.Graph, f func(s scoped, key, value string
 			out = append(out, kd.d)
 		}
 	}
-	visit(scoped{scope: GraphScope, known: index.byScope[GraphScope], attrs: g.Attrs, c: c, g: g})
+	visit(scoped{scope: GraphScope, known: index().byScope[GraphScope], attrs: g.Attrs, c: c, g: g})
 	for _, n := range g.Nodes {
-		visit(scoped{scope: NodeScope, known: index.byScope[NodeScope], attrs: n.Attrs, c: c, g: g, n: n})
+		visit(scoped{scope: NodeScope, known: index().byScope[NodeScope], attrs: n.Attrs, c: c, g: g, n: n})
 	}
 	for _, e := range g.Edges {
-		visit(scoped{scope: EdgeScope, known: index.byScope[EdgeScope], attrs: e.Attrs, c: c, g: g, e: e})
+		visit(scoped{scope: EdgeScope, known: index().byScope[EdgeScope], attrs: e.Attrs, c: c, g: g, e: e})
 	}
 	return out
 }
@@ -355,7 +355,7 @@ func judgeKey(scope Scope, key string) keyVerdict {
 		return keyVerdict{fmt.Sprintf("move %s to the %s it is meant for", key, other),
 			fmt.Sprintf("%s is %s attribute; on a %s it has no effect", key, withArticle(other), scope), true}
 	}
-	if guess := index.guess[scope].Closest(key); guess != "" {
+	if guess := index().guess[scope].Closest(key); guess != "" {
 		return keyVerdict{fmt.Sprintf("did you mean %s?", guess), fmt.Sprintf("unknown %s attribute %q", scope, key), true}
 	}
 	return keyVerdict{}

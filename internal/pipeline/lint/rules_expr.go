@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/cond"
@@ -243,7 +244,9 @@ var engineKeys = []string{
 }
 
 // contextTag is a [context:key=value] tag a prompt asks its agent for.
-var contextTag = regexp.MustCompile(`\[context:\s*([A-Za-z_][A-Za-z0-9_.\-]*)\s*=`)
+var contextTag = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\[context:\s*([A-Za-z_][A-Za-z0-9_.\-]*)\s*=`)
+})
 
 // conditionKey: a condition reading a key nothing sets — no stage (by its
 // output schema or the [context:…] tags its prompt asks for), no input,
@@ -298,7 +301,7 @@ func setKeys(g *pipeline.Graph) map[string]bool {
 		}
 	}
 	for _, n := range g.Nodes {
-		for _, m := range contextTag.FindAllStringSubmatch(n.Attrs["prompt"], -1) {
+		for _, m := range contextTag().FindAllStringSubmatch(n.Attrs["prompt"], -1) {
 			known[m[1]] = true
 		}
 		if s := nodeSchema(n); s != nil {

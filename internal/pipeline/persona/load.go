@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"gopkg.in/yaml.v3"
@@ -137,7 +138,7 @@ func readAffinity(v any, errs []error) (map[string]float64, []error) {
 	out := make(map[string]float64, len(m))
 	for _, step := range slices.Sorted(maps.Keys(m)) {
 		key := strings.ToLower(strings.TrimSpace(step))
-		if !stepRE.MatchString(key) {
+		if !stepRE().MatchString(key) {
 			errs = append(errs, fmt.Errorf("affinity step %q: name a step as nodes do (a node id or its step attribute: letters, digits and _)", step))
 			continue
 		}
@@ -160,7 +161,8 @@ func readAffinity(v any, errs []error) (map[string]float64, []error) {
 	return out, errs
 }
 
-var stepRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,63}$`)
+// Compiled on first use, as nameRE is: not by every command at start.
+var stepRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_][a-z0-9_]{0,63}$`) })
 
 // check says what is wrong with a persona, and how to fix it.
 func (p *Persona) check() error {

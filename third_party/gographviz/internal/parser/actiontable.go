@@ -18,7 +18,7 @@ type (
 
 var actionTab = actionTable{}
 
-func init() {
+func loadActionTable() {
 	tab := []struct {
 		CanRecover bool
 		Actions    []struct {

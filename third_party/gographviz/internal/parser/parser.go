@@ -98,6 +98,7 @@ type Scanner interface {
 }
 
 func NewParser() *Parser {
+	loadTables()
 	p := &Parser{stack: newStack()}
 	p.Reset()
 	return p
