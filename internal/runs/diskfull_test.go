@@ -3,19 +3,14 @@ package runs_test
 import (
 	"context"
 	"errors"
-	"io"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"nanohost/internal/channels"
 	"nanohost/internal/channels/console"
-	"nanohost/internal/channels/report"
-	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
-	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/runs"
+	"nanohost/internal/runs/runstest"
 	"nanohost/internal/store/storetest"
 )
 
@@ -57,20 +52,9 @@ func (fillingRun) Close() {}
 func TestStoreWriteFailureInterruptsTheRun(t *testing.T) {
 	st := openStore(t, storetest.URL(t, t.TempDir()))
 	var full atomic.Bool
-	service, err := runs.New(runs.Config{
-		Store:    fullStore{st, &full},
-		Threads:  &report.Threads{Channels: []channels.Channel{console.New(strings.NewReader(""), io.Discard)}, Life: t.Context(), Logger: quiet},
-		Runtime:  fillingRuntime{&full},
-		Policies: runs.Policies{"console": console.Policy()},
-		Load: func(_, file string, src []byte, goal string) (*pipeline.Graph, []pipeline.Diagnostic, error) {
-			return frontend.Prepare(file, src, frontend.Options{Goal: goal})
-		},
-		RunsDir: t.TempDir(), GatePoll: 50 * time.Millisecond, Logger: quiet,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { service.Shutdown(10 * time.Second) })
+	cfg := runstest.Config(t, fullStore{st, &full})
+	cfg.Runtime, cfg.Policies, cfg.GatePoll = fillingRuntime{&full}, runs.Policies{"console": console.Policy()}, 50*time.Millisecond
+	service := runstest.New(t, cfg)
 	run, _, err := service.Start(context.Background(), runs.StartRequest{Group: "main", Chat: console.Chat, File: "d.dot",
 		Source: []byte(`digraph D { start [shape=Mdiamond]; a [prompt="a"]; b [prompt="b"]; exit [shape=Msquare]; start -> a -> b -> exit }`)}, chat)
 	if err != nil {

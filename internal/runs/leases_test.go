@@ -13,6 +13,7 @@ import (
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
 	"nanohost/internal/store/storetest"
+	"nanohost/internal/testkit"
 )
 
 // leaseTTL is short here: a takeover waits for a lease to run out.
@@ -40,18 +41,24 @@ func startAtGateOn(t *testing.T, svc *runs.Service, st *store.Store) (runs.Run, 
 // awaitGate waits until run has an open gate and returns it.
 func awaitGate(t *testing.T, st *store.Store, runID string) runs.Gate {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	return awaitGateWhere(t, st, runID, func(runs.Gate) bool { return true })
+}
+
+// awaitGateWhere waits until run has an open gate for which ok holds.
+func awaitGateWhere(t *testing.T, st *store.Store, runID string, ok func(runs.Gate) bool) runs.Gate {
+	t.Helper()
+	var open runs.Gate
+	testkit.WaitUntil(t, 10*time.Second, "run "+runID+" asks a gate", func() bool {
 		gates, _ := st.RunGates(context.Background(), runID)
 		for _, g := range gates {
-			if g.Status == runs.GateOpen {
-				return g
+			if g.Status == runs.GateOpen && ok(g) {
+				open = g
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("run %s asked no gate", runID)
-	return runs.Gate{}
+		return false
+	})
+	return open
 }
 
 // A replica that stops lets its runs go: another replica claims them at
@@ -83,17 +90,7 @@ func TestReplicaStoppingHandsItsRunsOver(t *testing.T) {
 	if err := os.RemoveAll(run.LogsRoot); err != nil {
 		t.Fatal(err)
 	}
-	var again runs.Gate
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		again = awaitGate(t, stB, run.ID)
-		if again.Nonce != first.Nonce {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("B never asked the gate again")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	again := awaitGateWhere(t, stB, run.ID, func(g runs.Gate) bool { return g.Nonce != first.Nonce })
 	t.Logf("B asked the gate again %s after A stopped", time.Since(stopped).Round(time.Millisecond))
 	if time.Since(stopped) > leaseTTL {
 		t.Errorf("B took %s to take over a run A let go; it should not wait for the lease to expire", time.Since(stopped))
@@ -130,14 +127,8 @@ func TestReplicaThatLostItsLeaseWritesNothingMore(t *testing.T) {
 	if _, err := conn.Exec(ctx, `UPDATE leases SET owner = 'B' WHERE kind = 'run' AND key = $1`, run.ID); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(leaseTTL)
-	for a.Active() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("A still drives the run %s after B took its lease", leaseTTL)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond) // anything A would still write, written
+	testkit.WaitUntil(t, leaseTTL, "A stops driving the run B took the lease of", func() bool { return a.Active() == 0 })
+	a.Shutdown(10 * time.Second) // what A still did in the background is over: anything it would write, written
 	after, _ := stA.GetRun(ctx, run.ID)
 	if after.LastSeq != before.LastSeq || after.Status != before.Status {
 		t.Errorf("A wrote after losing the lease: seq %d → %d, status %s → %s", before.LastSeq, after.LastSeq, before.Status, after.Status)
@@ -172,12 +163,10 @@ func TestStageFilesAreKeptInTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	var done runs.Run
-	for deadline := time.Now().Add(20 * time.Second); !done.Status.Finished(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s did not end: %s", run.ID, done.Status)
-		}
+	testkit.WaitUntil(t, 20*time.Second, "run "+run.ID+" ends", func() bool {
 		done, _ = st.GetRun(ctx, run.ID)
-	}
+		return done.Status.Finished()
+	})
 	for _, path := range []string{"work/prompt.md", "restart-1/work/prompt.md"} {
 		data, _, err := st.RunFile(ctx, run.ID, path, 1<<20)
 		if err != nil || !strings.Contains(string(data), "do the work") {

@@ -2,6 +2,7 @@ package runs_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"slices"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
 	"nanohost/internal/store/storetest"
+	"nanohost/internal/testkit"
 )
 
 // Two runs services sharing one PostgreSQL, as two host replicas do: what
@@ -50,15 +52,16 @@ func (r *replicas) startAtGate(t testing.TB) (runs.Run, runs.Gate) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if st, err := r.b.Status(context.Background(), run.ID); err == nil && len(st.Gates) > 0 {
-			return run, st.Gates[0]
+	var g runs.Gate
+	testkit.WaitUntil(t, 10*time.Second, "run "+run.ID+" asks a gate", func() bool {
+		st, err := r.b.Status(context.Background(), run.ID)
+		if err != nil || len(st.Gates) == 0 {
+			return false
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	t.Fatalf("run %s asked no gate", run.ID)
-	return runs.Run{}, runs.Gate{}
+		g = st.Gates[0]
+		return true
+	})
+	return run, g
 }
 
 // observer records when A's runs' events were stored.
@@ -157,8 +160,12 @@ func TestCancelThroughAnotherReplicaStopsTheRun(t *testing.T) {
 func TestWakesSurviveALostConnection(t *testing.T) {
 	r := newReplicas(t)
 	run, g := r.startAtGate(t)
-	killListeners(t, r.url)
-	time.Sleep(300 * time.Millisecond) // the listeners notice and reconnect (100 ms backoff)
+	killed := killListeners(t, r.url)
+	// The listeners notice and reconnect (100 ms backoff): new sessions
+	// listen, which the database shows but does not announce.
+	testkit.WaitUntil(t, 10*time.Second, "both replicas listen again on new connections", func() bool {
+		return len(slices.DeleteFunc(listenerPIDs(t, r.url), func(pid int) bool { return slices.Contains(killed, pid) })) == 2
+	})
 	asked := time.Now()
 	if _, err := r.b.Answer(context.Background(), runs.GateAnswer{RunID: run.ID, GateID: g.GateID, Option: 1}, web); err != nil {
 		t.Fatal(err)
@@ -167,9 +174,13 @@ func TestWakesSurviveALostConnection(t *testing.T) {
 	t.Logf("after a reconnect, answer through B → A's run went on after %s", woke.Sub(asked))
 }
 
-// killListeners ends the server side of the listeners of the database at
-// dsn (its schema's channel).
-func killListeners(t testing.TB, dsn string) {
+// listeners are the sessions listening on the channel of the schema of
+// the database at dsn.
+const listeners = `FROM pg_stat_activity WHERE query = 'LISTEN "nanohost.' || $1 || '"'`
+
+// listenerPIDs are the server processes of the listeners of the database
+// at dsn (its schema's channel).
+func listenerPIDs(t testing.TB, dsn string) []int {
 	t.Helper()
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -180,38 +191,49 @@ func killListeners(t testing.TB, dsn string) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	schema := u.Query().Get("search_path")
+	rows, err := conn.Query(context.Background(), `SELECT pid `+listeners, u.Query().Get("search_path"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pids
+}
+
+// killListeners ends the server side of the listeners of the database at
+// dsn (its schema's channel) and returns their pids.
+func killListeners(t testing.TB, dsn string) []int {
+	t.Helper()
 	// The listeners connect in the background: wait until both listen.
-	const listeners = `FROM pg_stat_activity WHERE query = 'LISTEN "nanohost.' || $1 || '"'`
-	deadline := time.Now().Add(10 * time.Second)
-	for n := 0; n < 2; {
-		if err := conn.QueryRow(context.Background(), `SELECT count(*) `+listeners, schema).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d listeners on the database, want the 2 replicas'", n)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var pids []int
+	testkit.WaitUntil(t, 10*time.Second, "the 2 replicas listen on the database", func() bool {
+		pids = listenerPIDs(t, dsn)
+		return len(pids) == 2
+	})
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var n int
-	if err := conn.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) `+listeners, schema).Scan(&n); err != nil || n != 2 {
-		t.Fatalf("ended %d listeners (%v), want the 2 replicas'", n, err)
+	defer conn.Close(context.Background())
+	for _, pid := range pids {
+		if _, err := conn.Exec(context.Background(), `SELECT pg_terminate_backend($1)`, pid); err != nil {
+			t.Fatalf("end listener %d: %v", pid, err)
+		}
 	}
+	return pids
 }
 
 func waitRunState(t testing.TB, st *store.Store, runID string, want runs.State) runs.Run {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r, err := st.GetRun(context.Background(), runID)
-		if err == nil && r.Status == want {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s is %s (%v), want %s", runID, r.Status, err, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var r runs.Run
+	testkit.WaitUntil(t, 10*time.Second, fmt.Sprintf("run %s is %s", runID, want), func() bool {
+		var err error
+		r, err = st.GetRun(context.Background(), runID)
+		return err == nil && r.Status == want
+	})
+	return r
 }
 
 // BenchmarkAnswerElsewhereWakesDriver measures how long after an answer

@@ -4,24 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"nanohost/internal/channels"
 	"nanohost/internal/channels/console"
-	"nanohost/internal/channels/report"
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
-	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/pipeline/script"
 	"nanohost/internal/runs"
+	"nanohost/internal/runs/runstest"
 	"nanohost/internal/store"
 	"nanohost/internal/store/storetest"
+	"nanohost/internal/testkit"
 )
 
 // The service on real parts: a SQLite store, the engine over the script
@@ -73,7 +70,7 @@ type serviceOptions struct {
 	// sharing st: runs are driven by their lease holder, for leaseTTL.
 	replica  string
 	leaseTTL time.Duration
-	// runtime runs the nodes (nil: simulated, keeping no stage files).
+	// runtime runs the nodes (nil: runstest.Sim, keeping no stage files).
 	runtime runs.Runtime
 	// maxConcurrent is Config.MaxConcurrent (0: the default).
 	maxConcurrent int
@@ -83,46 +80,23 @@ type serviceOptions struct {
 
 func newService(t testing.TB, st *store.Store, o serviceOptions) *runs.Service {
 	t.Helper()
-	if o.policies == nil {
-		o.policies = runs.Policies{"web": runs.Operators{}, "console": console.Policy()}
+	cfg := runstest.Config(t, st)
+	if o.policies != nil {
+		cfg.Policies = o.policies
 	}
-	if o.runtime == nil {
-		o.runtime = simRuntime{}
+	if o.runtime != nil {
+		cfg.Runtime = o.runtime
 	}
-	var leases runs.Leases
-	var journals runs.Journals
 	if o.replica != "" {
-		leases, journals = st, st
+		cfg.Leases, cfg.Journals = st, st
 	}
-	service, err := runs.New(runs.Config{
-		Store:    st,
-		Threads:  &report.Threads{Channels: []channels.Channel{console.New(strings.NewReader(""), io.Discard)}, Life: t.Context(), Logger: quiet},
-		Runtime:  o.runtime,
-		Policies: o.policies,
-		Load: func(_, file string, src []byte, goal string) (*pipeline.Graph, []pipeline.Diagnostic, error) {
-			return frontend.Prepare(file, src, frontend.Options{Goal: goal, PipelineDirs: o.pipelineDirs})
-		},
-		RunsDir: t.TempDir(), GatePoll: o.poll, Wakeups: o.wakeups, Observe: o.observe, Logger: quiet,
-		Leases: leases, Journals: journals, Replica: o.replica, LeaseTTL: o.leaseTTL,
-		MaxConcurrent: o.maxConcurrent,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { service.Shutdown(10 * time.Second) })
-	return service
+	cfg.Load = runstest.Loader(o.pipelineDirs)
+	cfg.GatePoll, cfg.Wakeups, cfg.Observe = o.poll, o.wakeups, o.observe
+	cfg.Replica, cfg.LeaseTTL, cfg.MaxConcurrent = o.replica, o.leaseTTL, o.maxConcurrent
+	return runstest.New(t, cfg)
 }
 
-var quiet = slog.New(slog.DiscardHandler)
-
-// simRuntime runs every node on the simulation backend (all succeed).
-type simRuntime struct{}
-
-func (simRuntime) ForRun(context.Context, runs.Run) (runs.RunBackend, error) { return simRun{}, nil }
-
-type simRun struct{ script.Sim }
-
-func (simRun) Close() {}
+var quiet = runstest.Quiet
 
 // scriptRuntime runs every node on a script that answers success: a real
 // (not simulated) backend, so stages keep their files.
@@ -161,31 +135,27 @@ func (f *fixture) start(dot string) (runs.Run, runs.Gate) {
 
 func (f *fixture) gate(runID string) runs.Gate {
 	f.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var g runs.Gate
+	testkit.WaitUntil(f.t, 10*time.Second, "run "+runID+" asks a gate", func() bool {
 		st, err := f.service.Status(context.Background(), runID)
-		if err == nil && len(st.Gates) > 0 {
-			return st.Gates[0]
+		if err != nil || len(st.Gates) == 0 {
+			return false
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	f.t.Fatalf("run %s asked no gate", runID)
-	return runs.Gate{}
+		g = st.Gates[0]
+		return true
+	})
+	return g
 }
 
 func (f *fixture) waitState(runID string, want runs.State) runs.Run {
 	f.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r, err := f.st.GetRun(context.Background(), runID)
-		if err == nil && r.Status == want {
-			return r
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("run %s is %s (%v), want %s", runID, r.Status, err, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var r runs.Run
+	testkit.WaitUntil(f.t, 10*time.Second, fmt.Sprintf("run %s is %s", runID, want), func() bool {
+		var err error
+		r, err = f.st.GetRun(context.Background(), runID)
+		return err == nil && r.Status == want
+	})
+	return r
 }
 
 // Every refusal of an answer is typed, so every surface can say why: no

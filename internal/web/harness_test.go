@@ -2,25 +2,26 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"nanohost/internal/channels"
 	"nanohost/internal/channels/console"
-	"nanohost/internal/channels/report"
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/engine"
-	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/pipeline/script"
 	"nanohost/internal/runs"
+	"nanohost/internal/runs/runstest"
 	"nanohost/internal/store"
 	"nanohost/internal/store/storetest"
+	"nanohost/internal/testkit"
 	"nanohost/internal/web"
 )
 
@@ -41,32 +42,12 @@ func newEngineRuns(t testing.TB, st *store.Store, backend engine.Backend) *engin
 // newObservedRuns is newEngineRuns whose observe sees every run's events
 // once they are stored.
 func newObservedRuns(t testing.TB, st *store.Store, backend engine.Backend, observe func(runs.Run, engine.Event)) *engineRuns {
-	con := console.New(strings.NewReader(""), io.Discard)
-	service, err := runs.New(runs.Config{
-		Store:    st,
-		Threads:  &report.Threads{Channels: []channels.Channel{con}, Life: t.Context(), Logger: quietLog},
-		Runtime:  scriptRuntime{backend},
-		Policies: runs.Policies{"web": runs.Operators{}, "console": console.Policy()},
-		Load: func(_, file string, src []byte, goal string) (*pipeline.Graph, []pipeline.Diagnostic, error) {
-			return frontend.Prepare(file, src, frontend.Options{Goal: goal})
-		},
-		RunsDir: t.TempDir(), Logger: quietLog, Observe: observe,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { service.Shutdown(10 * time.Second) })
-	return &engineRuns{service}
+	cfg := runstest.Config(t, st)
+	cfg.Runtime, cfg.Observe = runstest.On(backend), observe
+	return &engineRuns{runstest.New(t, cfg)}
 }
 
-var quietLog = slog.New(slog.DiscardHandler)
-
-// scriptRuntime runs every run's nodes on one script backend.
-type scriptRuntime struct{ backend engine.Backend }
-
-func (r scriptRuntime) ForRun(context.Context, runs.Run) (runs.RunBackend, error) {
-	return noClose{r.backend}, nil
-}
+var quietLog = runstest.Quiet
 
 type noClose struct{ engine.Backend }
 
@@ -161,22 +142,15 @@ var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request
 // waitStatus polls the store until the run reaches one of the statuses.
 func (f *fixture) waitStatus(id string, want ...runs.State) runs.Run {
 	f.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		run, err := f.st.GetRun(context.Background(), id)
-		if err != nil {
+	var run runs.Run
+	testkit.WaitUntil(f.t, 20*time.Second, fmt.Sprintf("run %s is one of %v", id, want), func() bool {
+		var err error
+		if run, err = f.st.GetRun(context.Background(), id); err != nil {
 			f.t.Fatal(err)
 		}
-		for _, w := range want {
-			if run.Status == w {
-				return run
-			}
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("run %s is %s after 20s, want %v", id, run.Status, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return slices.Contains(want, run.Status)
+	})
+	return run
 }
 
 // waitGate polls until the run has an open gate and returns it.
@@ -188,21 +162,21 @@ func (f *fixture) waitGate(id string) runs.Gate {
 // waitGateWhere polls until the run has an open gate for which ok holds.
 func (f *fixture) waitGateWhere(id string, ok func(runs.Gate) bool) runs.Gate {
 	f.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	var open runs.Gate
+	testkit.WaitUntil(f.t, 20*time.Second, "run "+id+" asks a (new) question", func() bool {
 		gates, err := f.st.RunGates(context.Background(), id)
 		if err != nil {
 			f.t.Fatal(err)
 		}
 		for _, g := range gates {
 			if g.Status == runs.GateOpen && ok(g) {
-				return g
+				open = g
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	f.t.Fatalf("run %s asked no (new) question within 20s", id)
-	return runs.Gate{}
+		return false
+	})
+	return open
 }
 
 // appendEvent stores a bare event of the given type for node "plan".
