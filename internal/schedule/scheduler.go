@@ -41,10 +41,11 @@ type Scheduler struct {
 	cfg   Config
 	log   *slog.Logger
 	wake  chan struct{}
+	looks chan chan []<-chan struct{} // Look's requests: the fires in progress, to wait for
 	slots chan struct{}
 
 	mu       sync.Mutex
-	inFlight map[string]bool // task ids being fired here
+	inFlight map[string]chan struct{} // task ids being fired here; each closed when its fire is over
 	wg       sync.WaitGroup
 }
 
@@ -74,8 +75,8 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Scheduler{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1),
-		slots: make(chan struct{}, cfg.Parallel), inFlight: map[string]bool{}}, nil
+	return &Scheduler{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), looks: make(chan chan []<-chan struct{}),
+		slots: make(chan struct{}, cfg.Parallel), inFlight: map[string]chan struct{}{}}, nil
 }
 
 // Wake makes the scheduler look for due tasks now (a task was made or
@@ -87,6 +88,45 @@ func (s *Scheduler) Wake() {
 	}
 }
 
+// Look makes the running scheduler look for due tasks now, as Wake does,
+// and returns once it has looked and every fire in progress then (started
+// by this look or before) is over and recorded. A test that moved the
+// clock knows then that nothing (more) was due, rather than waiting for a
+// fire that should not come.
+func (s *Scheduler) Look(ctx context.Context) error {
+	reply := make(chan []<-chan struct{}, 1)
+	select {
+	case s.looks <- reply:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	var fires []<-chan struct{}
+	select {
+	case fires = <-reply:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for _, done := range fires {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// inProgress are the fires in progress here, each closed once over.
+func (s *Scheduler) inProgress() []<-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]<-chan struct{}, 0, len(s.inFlight))
+	for _, done := range s.inFlight {
+		out = append(out, done)
+	}
+	return out
+}
+
 // Run fires due tasks until ctx ends, then waits for the fires in
 // progress (each sees ctx end).
 func (s *Scheduler) Run(ctx context.Context) {
@@ -94,13 +134,18 @@ func (s *Scheduler) Run(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
+		var reply chan []<-chan struct{}
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
 		case <-s.wake:
+		case reply = <-s.looks:
 		}
 		s.Tick(ctx)
+		if reply != nil {
+			reply <- s.inProgress()
+		}
 		timer.Reset(s.sleep(ctx))
 	}
 }
@@ -190,16 +235,19 @@ func (s *Scheduler) Tick(ctx context.Context) {
 func (s *Scheduler) begin(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inFlight[id] {
+	if _, ok := s.inFlight[id]; ok {
 		return false
 	}
-	s.inFlight[id] = true
+	s.inFlight[id] = make(chan struct{})
 	return true
 }
 
 func (s *Scheduler) end(id string) {
 	s.mu.Lock()
-	delete(s.inFlight, id)
+	if done, ok := s.inFlight[id]; ok {
+		close(done)
+		delete(s.inFlight, id)
+	}
 	s.mu.Unlock()
 }
 

@@ -4,9 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"nanohost/internal/channels"
 	"nanohost/internal/channels/slack"
@@ -35,6 +35,8 @@ func TestSlackReplicasHandleARedeliveredEventOnce(t *testing.T) {
 				return func(ctx context.Context, key string) (bool, error) { return st.ClaimInbound(ctx, key, replica) }
 			}
 			h := newHarness(t, withConfig(func(c *slack.Config) { c.Claim = claim("replica-a") }))
+			testkit.WaitUntil(t, waitLong, "replica A connects", func() bool { return h.fake.LiveConnections() == 2 })
+			aConns := h.fake.ConnectionNumbers()
 			b := startSecondReplica(t, h, claim("replica-b"))
 			testkit.WaitUntil(t, waitLong, "both replicas connect", func() bool { return h.fake.LiveConnections() == 4 })
 
@@ -61,11 +63,41 @@ func TestSlackReplicasHandleARedeliveredEventOnce(t *testing.T) {
 			want := map[bool]int{true: 1, false: 2}[claimed] // without the claim: once per replica
 			total := func() int { return h.deliveredCounts()[eventID] + b.count(eventID) }
 			testkit.WaitUntil(t, waitLong, "the replicas handle what they took", func() bool { return total() >= want })
-			time.Sleep(200 * time.Millisecond) // and nothing more comes
+			barrier(t, h, aConns, b) // and nothing more comes
 			if got := total(); got != want {
 				t.Errorf("the event was handled %d times by the two replicas, want %d", got, want)
 			}
 		})
+	}
+}
+
+// barrier hands each replica a message of its own, on its own
+// connections, and waits until it reaches the replica's host: a replica
+// hands its envelopes over one at a time, in order, so by then it has
+// handled every envelope it took before.
+func barrier(t *testing.T, h *harness, aConns []int, b *secondReplica) {
+	t.Helper()
+	aTotal := func() int {
+		n := 0
+		for _, c := range h.deliveredCounts() {
+			n += c
+		}
+		return n
+	}
+	isA := func(n int) bool { return slices.Contains(aConns, n) }
+	isB := func(n int) bool { return !isA(n) }
+	defer h.fake.Route(nil)
+	for _, r := range []struct {
+		name  string
+		conns func(int) bool
+		total func() int
+	}{{"A", isA, aTotal}, {"B", isB, b.total}} {
+		before := r.total()
+		h.fake.Route(r.conns)
+		if _, err := h.fake.Say(opsChat, alice, "barrier for "+r.name); err != nil {
+			t.Fatal(err)
+		}
+		testkit.WaitUntil(t, waitLong, "replica "+r.name+" hands its barrier over", func() bool { return r.total() > before })
 	}
 }
 

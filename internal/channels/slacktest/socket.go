@@ -670,6 +670,31 @@ func (s *Server) Mention(channel, user, text string) (ts string, err error) {
 	return m.TS, nil
 }
 
+// Barrier is how a test knows nothing more will come of the messages said
+// in channel before it: it mentions the bot there as user and waits, for at
+// most timeout, until the bot answers in that mention's thread. An app that
+// takes a channel's messages in order and answers each before the next (as
+// nanohost answers a group's) has by then done everything it will for the
+// earlier ones. It returns the mention's ts (its thread holds the answer).
+func (s *Server) Barrier(channel, user string, timeout time.Duration) (string, error) {
+	ts, err := s.Mention(channel, user, "barrier")
+	if err != nil {
+		return "", err
+	}
+	answered := func() bool {
+		for _, m := range s.Thread(channel, ts) {
+			if m.FromBot() {
+				return true
+			}
+		}
+		return false
+	}
+	if !s.WaitFor(timeout, answered) {
+		return ts, fmt.Errorf("slacktest: the bot did not answer the barrier in %s within %s", channel, timeout)
+	}
+	return ts, nil
+}
+
 // SlashCommand sends "/pipeline text" as typed by user in channel and
 // returns the envelope id. If no connection takes it, Slack tells the user
 // dispatch_failed (see Undelivered).
