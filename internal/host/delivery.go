@@ -48,10 +48,18 @@ const deliveryTimeout = 5 * time.Minute
 // Conclude implements engine.Concluder: once the run has succeeded, its
 // branch is delivered as its group says, and what happened is recorded in
 // its summary (workspace.json), which the message that it ended shows.
+// A host that died before the run's end was told leaves its delivery to
+// the next start (or the replica taking the run over), which concludes
+// the run again: each step is idempotent — the push is of the same commit,
+// a pull request already open is reused, a folder already fast-forwarded
+// is recognised — and a delivery recorded already is not done again.
 func (b *branchRun) Conclude(ctx context.Context, runID, runDir string) []string {
 	d, g := b.deliver, b.deliver.group
 	if !g.Push && g.Merge == "" {
 		return nil
+	}
+	if s, err := workspace.ReadSummaryAt(runDir); err == nil && s.Delivery != nil {
+		return nil // delivered before the host died; the end message shows what became of it
 	}
 	ctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
 	defer cancel()

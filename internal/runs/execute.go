@@ -244,10 +244,7 @@ func (ex *executor) resumeEngine(ctx context.Context, eng *engine.Engine, run Ru
 	}
 	ar.setStageRoot(cp.StageRoot)
 	if cp.State == engine.StateSuccess || cp.State == engine.StateFail {
-		// It reached its end, and its host died before recording so: the
-		// end it reached is its outcome (nothing is left to run).
-		ex.log.Info("run had ended before its host could record it; recording its end", "run", run.ID, "state", cp.State)
-		return &engine.RunResult{RunID: run.ID, Status: cp.State, FailureReason: cp.FailureReason, LogsRoot: run.LogsRoot, Usage: run.Usage}, nil
+		return ex.endReached(ctx, eng, run, cp), nil
 	}
 	if err := ex.prepareRunDir(run); err != nil {
 		return nil, err
@@ -257,6 +254,51 @@ func (ex *executor) resumeEngine(ctx context.Context, eng *engine.Engine, run Ru
 		return nil, fmt.Errorf("load the pipeline of run %s: %w", run.ID, err)
 	}
 	return eng.ResumeGraph(ctx, g, []byte(cp.GraphDOT), run.LogsRoot)
+}
+
+// endReached ends a run that reached its end (nothing is left to run)
+// before its host died. Unless its event log tells that end already, the
+// engine tells it now as the run would have: a success is concluded first
+// — its branch delivered (engine.Concluder) — so what the dead host was
+// about to deliver is delivered once, by the process that took the run.
+func (ex *executor) endReached(ctx context.Context, eng *engine.Engine, run Run, cp *engine.Checkpoint) *engine.RunResult {
+	told, err := ex.endTold(ctx, run)
+	if err == nil && !told {
+		var res *engine.RunResult
+		if res, err = ex.tellEnd(ctx, eng, run, cp); err == nil {
+			ex.log.Info("run had ended before its host could tell it; told its end", "run", run.ID, "state", cp.State)
+			return res
+		}
+	}
+	if err != nil {
+		ex.log.Warn("the end of a run its host could not record is recorded without telling it", "run", run.ID, "err", err)
+	}
+	ex.log.Info("run had ended before its host could record it; recording its end", "run", run.ID, "state", cp.State)
+	return &engine.RunResult{RunID: run.ID, Status: cp.State, FailureReason: cp.FailureReason, LogsRoot: run.LogsRoot, Usage: run.Usage}
+}
+
+// endTold reports whether run's event log ends with its end.
+func (ex *executor) endTold(ctx context.Context, run Run) (bool, error) {
+	if run.LastSeq == 0 {
+		return false, nil
+	}
+	last, err := ex.store.Events(ctx, run.ID, run.LastSeq-1, 1)
+	if err != nil {
+		return false, fmt.Errorf("read the run's last event: %w", err)
+	}
+	return len(last) == 1 && last[0].Ends(), nil
+}
+
+// tellEnd has the engine tell the end run's journal recorded.
+func (ex *executor) tellEnd(ctx context.Context, eng *engine.Engine, run Run, cp *engine.Checkpoint) (*engine.RunResult, error) {
+	if err := ex.prepareRunDir(run); err != nil {
+		return nil, err
+	}
+	g, err := ex.loadRunnable(run.GroupFolder, cp.GraphFile, []byte(cp.GraphDOT), run.Goal)
+	if err != nil {
+		return nil, fmt.Errorf("load the pipeline of run %s: %w", run.ID, err)
+	}
+	return eng.TellEnd(ctx, g, []byte(cp.GraphDOT), run.LogsRoot)
 }
 
 // loadRunnable loads a graph that must run: lint errors are an error.

@@ -171,7 +171,8 @@ func (e *NotFastForwardError) Error() string {
 // FastForward makes the group's folder hold the run's result when the
 // folder still holds the run's base (nothing changed it since the run
 // started): the branch's head is checked out into it, through an os.Root,
-// and becomes the folder's snapshot. Otherwise it returns a
+// and becomes the folder's snapshot. A folder that holds the head already
+// is left as it is: done again, it does nothing. Otherwise it returns a
 // *NotFastForwardError and changes nothing.
 func (run *Run) FastForward(ctx context.Context, src Source) error {
 	if run.remote != "" || src.GitDir != "" {
@@ -191,11 +192,11 @@ func (run *Run) FastForward(ctx context.Context, src Source) error {
 	if err != nil {
 		return err
 	}
+	if now == head {
+		return nil // nothing to deliver, or fast-forwarded already (by a host that died before recording it)
+	}
 	if now != run.Base {
 		return &NotFastForwardError{Folder: src.Name, Branch: run.Branch}
-	}
-	if head == run.Base {
-		return nil
 	}
 	c, err := r.commit(head)
 	if err != nil {

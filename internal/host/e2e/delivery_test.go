@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -10,12 +12,15 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"nanohost/internal/config"
+	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pullrequest/githubtest"
 	"nanohost/internal/runs"
+	"nanohost/internal/testkit"
 	"nanohost/internal/workspace"
 )
 
@@ -24,14 +29,23 @@ import (
 // (basic auth, any user); denied counts the requests it refused.
 func gitServer(t *testing.T, root, token string) (srv *httptest.Server, denied *atomic.Int64) {
 	t.Helper()
+	h, rejected := gitHandler(t, root, token)
+	srv = httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, rejected
+}
+
+// gitHandler is gitServer's handler.
+func gitHandler(t *testing.T, root, token string) (http.Handler, *atomic.Int64) {
+	t.Helper()
 	backend := "/usr/lib/git-core/git-http-backend"
 	if _, err := os.Stat(backend); err != nil {
 		t.Fatalf("git http-backend: %v (Debian's git package ships it)", err)
 	}
-	denied = &atomic.Int64{}
+	denied := &atomic.Int64{}
 	h := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + root}}
 	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+token))
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != want {
 			denied.Add(1)
 			w.Header().Set("WWW-Authenticate", `Basic realm="GitHub"`)
@@ -39,9 +53,38 @@ func gitServer(t *testing.T, root, token string) (srv *httptest.Server, denied *
 			return
 		}
 		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, denied
+	}), denied
+}
+
+// seedRepo is a bare repository acme/app.git under a new directory
+// (returned as repos), pushable over HTTP, whose main branch has app.txt
+// saying "version 1".
+func seedRepo(t *testing.T) (repos, bare string) {
+	t.Helper()
+	repos = t.TempDir()
+	bare = filepath.Join(repos, "acme", "app.git")
+	seed := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "--bare", "-b", "main", bare},
+		{"--git-dir=" + bare, "config", "http.receivepack", "true"},
+		{"init", "-q", "-b", "main", seed},
+		{"-C", seed, "-c", "user.name=dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "start"},
+	} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	os.WriteFile(filepath.Join(seed, "app.txt"), []byte("version 1\n"), 0o644)
+	for _, args := range [][]string{
+		{"-C", seed, "add", "app.txt"},
+		{"-C", seed, "-c", "user.name=dev", "-c", "user.email=dev@example.com", "commit", "-q", "-m", "app"},
+		{"-C", seed, "push", "-q", bare, "main"},
+	} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return repos, bare
 }
 
 // bareBranches answers the fake GitHub from the bare repository pushed to.
@@ -74,29 +117,7 @@ func (b bareBranches) Ahead(base, head string) bool {
 func TestRunBranchIsPushedAndAPullRequestOpened(t *testing.T) {
 	docker := requireDocker(t)
 	const token = "ghs_e2eToken0123456789"
-	repos := t.TempDir()
-	bare := filepath.Join(repos, "acme", "app.git")
-	seed := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "--bare", "-b", "main", bare},
-		{"--git-dir=" + bare, "config", "http.receivepack", "true"},
-		{"init", "-q", "-b", "main", seed},
-		{"-C", seed, "-c", "user.name=dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "start"},
-	} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	os.WriteFile(filepath.Join(seed, "app.txt"), []byte("version 1\n"), 0o644)
-	for _, args := range [][]string{
-		{"-C", seed, "add", "app.txt"},
-		{"-C", seed, "-c", "user.name=dev", "-c", "user.email=dev@example.com", "commit", "-q", "-m", "app"},
-		{"-C", seed, "push", "-q", bare, "main"},
-	} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	repos, bare := seedRepo(t)
 	gitSrv, denied := gitServer(t, repos, token)
 	gh := githubtest.New(t, "acme", "app", token, bareBranches{t, bare})
 
@@ -109,13 +130,7 @@ func TestRunBranchIsPushedAndAPullRequestOpened(t *testing.T) {
 			Repo: gitSrv.URL + "/acme/app.git", RepoToken: token, Push: true,
 			PullRequest: &config.PullRequest{APIURL: gh.URL}}}
 	}})
-	dot := `digraph Feature {
-    goal="Bump the version"
-    start [shape=Mdiamond]
-    bump  [shape=parallelogram, label="Bump", tool_command="grep -q 'version 1' app.txt && echo 'version 2' > app.txt"]
-    exit  [shape=Msquare]
-    start -> bump -> exit
-}`
+	dot := bumpDOT
 	id := startRun(t, e, "push-1", dot)
 	waitEnded(t, e, id, runs.Succeeded)
 	branch := workspace.BranchPrefix + workspace.ShortID(id)
@@ -164,6 +179,114 @@ func TestRunBranchIsPushedAndAPullRequestOpened(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// bumpDOT bumps the version in app.txt of seedRepo's repository.
+const bumpDOT = `digraph Feature {
+    goal="Bump the version"
+    start [shape=Mdiamond]
+    bump  [shape=parallelogram, label="Bump", tool_command="grep -q 'version 1' app.txt && echo 'version 2' > app.txt"]
+    exit  [shape=Msquare]
+    start -> bump -> exit
+}`
+
+// `nanohost serve` is SIGKILLed when a run has succeeded — its success
+// recorded in its journal — and the host is pushing its branch (the git
+// server has the push's first request): the delivery is not lost. The
+// next start completes it — the branch pushed, one pull request opened —
+// and the thread gets the run's end with its delivery lines once.
+func TestDeliveryCompletesAfterACrash(t *testing.T) {
+	t.Parallel()
+	requireDocker(t)
+	bin := nanohostBinary(t)
+	const token = "ghs_e2eCrashToken0123456789"
+	repos, bare := seedRepo(t)
+	backend, _ := gitHandler(t, repos, token)
+	pushing, killed := make(chan struct{}), make(chan struct{})
+	var pushes atomic.Int64
+	gitSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("service") == "git-receive-pack" && pushes.Add(1) == 1 {
+			close(pushing) // the host pushes: the test kills it now
+			<-killed
+			http.Error(w, "the host is gone", http.StatusServiceUnavailable)
+			return
+		}
+		backend.ServeHTTP(w, r)
+	}))
+	t.Cleanup(gitSrv.Close)
+	gh := githubtest.New(t, "acme", "app", token, bareBranches{t, bare})
+
+	dir := t.TempDir()
+	script := writeScript(t, dir, map[string]any{"default": "[outcome:success]"})
+	conf := consoleServeConfig(t, dir, script)
+	group := fmt.Sprintf("groups:\n  - {folder: main, chat: \"console:main\", main: true, repo: %q, repo_token: \"${E2E_REPO_TOKEN}\", push: true, pull_request: {api_url: %q}}\n",
+		gitSrv.URL+"/acme/app.git", gh.URL)
+	f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = f.WriteString(group)
+		f.Close()
+	}
+	data := filepath.Join(dir, "data")
+	if err == nil {
+		err = os.MkdirAll(filepath.Join(data, "groups", "main"), 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(data, "groups", "main", "bump.dot"), []byte(bumpDOT), 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "E2E_REPO_TOKEN="+token)
+
+	first := startServe(t, bin, dir, env, "--config", conf)
+	first.screen.waitFor(t, "nanohost is ready", 1, 30*time.Second)
+	if _, err := fmt.Fprintln(first.typing, "/pipeline run bump"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-pushing:
+	case <-time.After(120 * time.Second):
+		t.Fatalf("the host never pushed; it shows:\n%s", first.screen.text())
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+	close(killed)
+
+	ctx := context.Background()
+	st := readStore(t, data)
+	page, err := st.ListRuns(ctx, runs.Filter{})
+	if err != nil || len(page.Runs) != 1 {
+		t.Fatalf("runs: %+v %v", page.Runs, err)
+	}
+	run := page.Runs[0]
+	branch := workspace.BranchPrefix + workspace.ShortID(run.ID)
+	if cp, err := checkpointOf(st, run); err != nil || cp.State != engine.StateSuccess || run.Status.Finished() {
+		t.Fatalf("when the host was killed the run was %s with its journal at %+v (%v); want its success recorded in the journal only", run.Status, cp, err)
+	}
+	if len(gh.PullRequests()) != 0 || (bareBranches{t, bare}).Commit(branch) != "" {
+		t.Fatal("the branch was delivered before the host was killed")
+	}
+
+	second := startServe(t, bin, dir, env, "--config", conf)
+	defer second.terminate(t, true)
+	testkit.WaitUntil(t, 90*time.Second, "the run is recorded as succeeded", func() bool {
+		r, err := st.GetRun(ctx, run.ID)
+		return err == nil && r.Status == runs.Succeeded
+	})
+	if got := git(t, bare, "show", branch+":app.txt"); got != "version 2\n" {
+		t.Errorf("the branch pushed after the restart has app.txt %q", got)
+	}
+	prs := gh.PullRequests()
+	if len(prs) != 1 || prs[0].Head != branch || prs[0].Base != "main" {
+		t.Fatalf("pull requests opened: %+v, want one from %s into main", prs, branch)
+	}
+	second.screen.waitFor(t, "Pull request #1: "+prs[0].HTMLURL, 1, 30*time.Second)
+	onceEach(t, first.screen.text()+"\n"+second.screen.text(), "Branch "+branch+": 1 commit(s), 1 file (+1 −1)", "Pull request #1")
+	if n := pushes.Load(); n < 2 {
+		t.Errorf("%d pushes, want the one cut off and the one after the restart", n)
+	}
 }
 
 // onceEach fails unless each of lines is shown exactly once in text.

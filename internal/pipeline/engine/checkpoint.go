@@ -190,6 +190,9 @@ func StateOf(j Journal) (*Checkpoint, error) {
 	return st.cp, nil
 }
 
+// ended reports whether the run reached its end (succeeded or failed).
+func (cp *Checkpoint) ended() bool { return cp.State == StateSuccess || cp.State == StateFail }
+
 // withSource fills in cp.GraphDOT from the run's SourceFile.
 func withSource(logsRoot string, cp *Checkpoint) (*Checkpoint, error) {
 	if cp.GraphDOT != "" {

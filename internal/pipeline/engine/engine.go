@@ -191,11 +191,48 @@ func (e *Engine) ResumeGraph(ctx context.Context, g *pipeline.Graph, source []by
 }
 
 func (e *Engine) resume(ctx context.Context, g *pipeline.Graph, source []byte, logsRoot string, st journalState, j Journal, lock *runLock) (*RunResult, error) {
+	if cp := st.cp; cp.ended() {
+		closeJournal(j)
+		lock.release()
+		return nil, &EndedError{RunID: cp.RunID, Dir: logsRoot, State: cp.State, Reason: cp.FailureReason}
+	}
 	r, err := e.restoreRun(g, source, logsRoot, st, j, lock)
 	if err != nil {
 		return nil, err
 	}
 	return r.resume(ctx, st.cp), nil
+}
+
+// TellEnd tells the end of the run in logsRoot whose journal recorded it
+// (succeeded or failed) but whose process died before telling it — the
+// caller's event log lacks the end: a success is concluded (Concluder:
+// the backend's work, idempotent, done again) and the end event emitted,
+// as the run would have. A run that has not ended is refused (resume it).
+func (e *Engine) TellEnd(ctx context.Context, g *pipeline.Graph, source []byte, logsRoot string) (*RunResult, error) {
+	lock, j, st, err := e.lockAndLoad(logsRoot)
+	if err != nil {
+		return nil, err
+	}
+	if cp := st.cp; !cp.ended() {
+		closeJournal(j)
+		lock.release()
+		return nil, fmt.Errorf("run %s in %s has not ended (state %s): resume it", cp.RunID, logsRoot, cp.State)
+	}
+	r, err := e.restoreRun(g, source, logsRoot, st, j, lock)
+	if err != nil {
+		return nil, err
+	}
+	return r.endRecorded(st.cp), nil
+}
+
+// EndedError refuses to resume a run that has ended: there is nothing
+// left to run.
+type EndedError struct {
+	RunID, Dir, State, Reason string
+}
+
+func (e *EndedError) Error() string {
+	return fmt.Sprintf("run %s in %s already finished with status %s%s; nothing to resume", e.RunID, e.Dir, e.State, reasonSuffix(e.Reason))
 }
 
 // lockAndLoad takes the lock of the run in root, opens its journal and

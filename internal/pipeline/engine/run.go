@@ -187,15 +187,11 @@ func (e *Engine) restoreRun(g *pipeline.Graph, source []byte, root string, st jo
 		}
 	}()
 	cp := st.cp
-	switch cp.State {
-	case StateSuccess, StateFail:
-		return nil, fmt.Errorf("run %s in %s already finished with status %s%s; nothing to resume", cp.RunID, root, cp.State, reasonSuffix(cp.FailureReason))
-	}
 	sum := sha256.Sum256(source)
 	if got := hex.EncodeToString(sum[:]); got != cp.GraphSHA256 {
 		return nil, fmt.Errorf("checkpoint in %s was written for a different graph (sha256 %.12s…, this graph %.12s…): resume with the pipeline file the run started from, or start a new run", root, cp.GraphSHA256, got)
 	}
-	if cp.NextNode == "" || g.Node(cp.NextNode) == nil {
+	if !cp.ended() && (cp.NextNode == "" || g.Node(cp.NextNode) == nil) {
 		return nil, fmt.Errorf("checkpoint in %s names next node %q, which the graph does not have", root, cp.NextNode)
 	}
 	r, err := e.baseRun(g, source, cp.GraphFile, cp.RunID, root)
@@ -620,12 +616,29 @@ func (r *run) succeed(at string) *RunResult {
 	if err != nil {
 		return r.unrecorded(err)
 	}
+	r.conclude(at)
+	return r.finish(StateSuccess, "", nil)
+}
+
+// conclude has the backend do its work for a run that succeeded at node
+// at (Concluder), after the success is recorded and before it is told.
+func (r *run) conclude(at string) {
 	if c, ok := r.cfg.Backend.(Concluder); ok {
 		for _, w := range c.Conclude(context.Background(), r.runID, r.root) {
 			r.emit(Event{Type: EventWarning, NodeID: at, Message: w})
 		}
 	}
-	return r.finish(StateSuccess, "", nil)
+}
+
+// endRecorded tells the end the run's journal recorded (cp's state,
+// success or fail) and its process died before telling: a success is
+// concluded first — the backend's work, done again, must be idempotent.
+func (r *run) endRecorded(cp *Checkpoint) *RunResult {
+	if cp.State == StateSuccess {
+		r.conclude(cp.CurrentNode)
+		return r.finish(StateSuccess, "", nil)
+	}
+	return r.finish(StateFail, cp.FailureReason, nil)
 }
 
 // fail finishes the run with reason; at is the last completed node.
