@@ -36,6 +36,11 @@ type backend interface {
 	// forUpdate is the suffix that locks the rows a SELECT reads until the
 	// transaction ends ("" where a write transaction already excludes others).
 	forUpdate() string
+	// groupCommits says whether small writes share commits (groupcommit.go):
+	// where one connection writes (SQLite) they queue for it anyway; where
+	// a pool writes in parallel (PostgreSQL, whose server groups its WAL
+	// flushes itself) sharing would only put them in a line.
+	groupCommits() bool
 	// noLimit is the LIMIT argument that means "all rows".
 	noLimit() any
 	// leaseNow is the database's clock as leases.expires_at holds it, and

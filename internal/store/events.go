@@ -59,7 +59,7 @@ func (s *Store) insertEvents(ctx context.Context, events []engine.Event, payload
 		// An event of one run among many moving at once: it shares the
 		// next commit with theirs (groupcommit.go).
 		inserted := 0
-		err := s.writeShared(func(db dbtx) (err error) {
+		err := s.writeShared(ctx, func(db dbtx) (err error) {
 			inserted, err = s.insertEvent(ctx, db, events[0], payloads[0])
 			return err
 		}, false)
@@ -197,7 +197,7 @@ func (s *Store) SetDelivered(ctx context.Context, runID string, seq int64) error
 	// One statement, in a commit shared with the other runs' small writes
 	// (every thread's progress comes here): the check and the move see the
 	// same row, and a refusal is explained after it (last_seq only grows).
-	err := s.writeShared(func(db dbtx) error {
+	err := s.writeShared(ctx, func(db dbtx) error {
 		res, err := db.ExecContext(ctx, `UPDATE runs SET last_delivered_seq =
 			CASE WHEN last_delivered_seq < ? THEN ? ELSE last_delivered_seq END
 			WHERE id = ? AND last_seq >= ?`, seq, seq, runID, seq)

@@ -37,7 +37,7 @@ func (s *Store) OpenGate(ctx context.Context, g runs.Gate) (stored runs.Gate, pr
 	}
 	// In a commit shared with other runs' small writes (a resume asks many
 	// gates at once).
-	err = s.writeShared(func(tx dbtx) error {
+	err = s.writeShared(ctx, func(tx dbtx) error {
 		stored, previous = runs.Gate{}, nil // run again alone if its batch failed
 		// Locked until the posting is replaced: an answer to the old
 		// posting waits, then finds the new nonce and is refused as stale.
@@ -171,7 +171,7 @@ func (s *Store) WithdrawOpenGates(ctx context.Context, runID string) (int, error
 // gate, so a reply or button click on that message finds it. A posting
 // replaced meanwhile is left alone (ErrNotFound).
 func (s *Store) SetGateMessage(ctx context.Context, runID, gateID, nonce, messageTS string) error {
-	err := s.writeShared(func(db dbtx) error {
+	err := s.writeShared(ctx, func(db dbtx) error {
 		res, err := db.ExecContext(ctx, `UPDATE gates SET message_ts = ? WHERE run_id = ? AND gate_id = ? AND nonce = ?`,
 			messageTS, runID, gateID, nonce)
 		if err != nil {

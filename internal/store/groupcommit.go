@@ -17,7 +17,8 @@ var DebugBatches, DebugOps atomic.Int64
 // Made through writeShared, the writes that arrive while a commit is under
 // way wait for it and then go together in the next one: a lone write is
 // not delayed at all, and under load one commit carries many. Each caller
-// still gets its own result, after its write is committed.
+// still gets its own result, after its write is committed. On PostgreSQL
+// each write commits on its own connection, in parallel (backend.groupCommits).
 
 // sharedWrites is the queue of writes waiting for the next shared commit.
 type sharedWrites struct {
@@ -52,11 +53,14 @@ type dbtx interface {
 // writeShared runs fn in a commit shared with the writes that queued
 // while the previous commit was made (see above). needTx says fn makes more
 // than one statement that must commit together.
-func (s *Store) writeShared(fn func(db dbtx) error, needTx bool) error {
+func (s *Store) writeShared(ctx context.Context, fn func(db dbtx) error, needTx bool) error {
 	if s.writer == nil {
 		return ErrReadOnly
 	}
 	w := &sharedWrite{fn: fn, needTx: needTx, done: make(chan sharedResult, 1)}
+	if !s.b.groupCommits() {
+		return s.writeAlone(ctx, w)
+	}
 	q := &s.shared
 	q.mu.Lock()
 	q.pending = append(q.pending, w)

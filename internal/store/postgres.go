@@ -46,6 +46,7 @@ func (postgresBackend) name() string             { return "postgres" }
 func (postgresBackend) shared() bool             { return true }
 func (b postgresBackend) rebind(q string) string { return b.placeholders.rebind(q) }
 func (postgresBackend) forUpdate() string        { return " FOR UPDATE" }
+func (postgresBackend) groupCommits() bool       { return false }
 func (postgresBackend) noLimit() any             { return nil } // LIMIT NULL: all rows
 func (postgresBackend) leaseNow() string         { return `now()` }
 func (postgresBackend) leaseExpiry() string      { return `now() + ? * interval '1 millisecond'` }

@@ -91,7 +91,7 @@ func (s *Store) UpdateRunStatus(ctx context.Context, id string, status runs.Stat
 	// One statement, in a commit shared with the other runs' small writes
 	// (a resume of a thousand runs makes two of these per run): a final
 	// status is final, so why none changed can be read after it.
-	err := s.writeShared(func(db dbtx) error {
+	err := s.writeShared(ctx, func(db dbtx) error {
 		res, err := db.ExecContext(ctx, `UPDATE runs SET status = ?,
 			started_at = CASE WHEN ? = 'running' THEN coalesce(started_at, ?) ELSE started_at END
 			WHERE id = ? AND status NOT IN ('succeeded', 'failed', 'cancelled')`,
@@ -136,7 +136,7 @@ func (s *Store) FinishRun(ctx context.Context, id string, status runs.State, rea
 // SetRunThread records the root message of the run's chat thread, known
 // once the host has posted the run's first message.
 func (s *Store) SetRunThread(ctx context.Context, id, threadTS string) error {
-	err := s.writeShared(func(db dbtx) error {
+	err := s.writeShared(ctx, func(db dbtx) error {
 		res, err := db.ExecContext(ctx, `UPDATE runs SET thread_ts = ? WHERE id = ?`, threadTS, id)
 		if err != nil {
 			return err

@@ -66,6 +66,7 @@ func (sqliteBackend) name() string           { return "sqlite" }
 func (sqliteBackend) shared() bool           { return false }
 func (sqliteBackend) rebind(q string) string { return q }
 func (sqliteBackend) forUpdate() string      { return "" } // the write transaction holds the database
+func (sqliteBackend) groupCommits() bool     { return true }
 func (sqliteBackend) noLimit() any           { return -1 }
 
 // sqliteNowMillis is SQLite's clock in milliseconds since 1970.
