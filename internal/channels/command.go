@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"nanohost/internal/pipeline/lint/didyoumean"
+	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 )
 
@@ -78,23 +79,6 @@ func ParseAny(text string) (Command, error) {
 	}
 	return ParseCommand(text)
 }
-
-// HelpText is the /pipeline usage, shown by `/pipeline help` and after a
-// command that does not parse.
-const HelpText = "Usage:\n" +
-	"  /pipeline <DOT>                     run the pipeline pasted inline (code fences are fine; on the console\n" +
-	"                                      paste it over as many lines as it takes: it runs at its closing } or ```)\n" +
-	"  /pipeline run <name> [key=value…] [goal…]\n" +
-	"                                      run a stored pipeline, with inputs (input.<key>) and optionally a new goal\n" +
-	"  /pipeline list                      list the stored pipelines and the recent runs\n" +
-	"  /pipeline status [run]              show a run's state and the question it waits on (or the recent runs)\n" +
-	"  /pipeline answer <run> <choice>     answer a run's question: a choice's key or name, or your text\n" +
-	"  /pipeline cancel <run>              cancel a run\n" +
-	"  /pipeline resume <run>              resume an interrupted run from its checkpoint\n" +
-	"  /pipeline validate <DOT>            check a pipeline without running it\n" +
-	"  /pipeline help                      show this help\n" +
-	"A run is named by its short id (the 3f9a1c in \"[Pipeline] Demo · 3f9a1c\") or the start of it.\n" +
-	"Add --verbosity minimal|standard|verbose anywhere to choose how much is posted to the run's thread."
 
 var subcommands = []string{"run", "list", "status", "answer", "cancel", "resume", "validate", "help"}
 
@@ -317,14 +301,13 @@ func MistypedCommand(text string) string {
 	}
 	name := strings.ToLower(word[1:])
 	if name == "help" {
-		return "The host's commands are /pipeline … (and /register in the main group). " + HelpText
+		return runlog.CommandsHelp()
 	}
 	if sub, ok := bareSubcommands[name]; ok {
-		return fmt.Sprintf("%s is not a command — did you mean %s? (/pipeline help lists the commands)", word,
-			shortCommand("/pipeline "+sub+" "+rest, sub))
+		return runlog.NotACommand(word, shortCommand("/pipeline "+sub+" "+rest, sub))
 	}
 	if didyoumean.Closest(word, []string{"/pipeline"}) == "" {
-		return fmt.Sprintf("%s is not a command (/pipeline help lists the commands; a message for the agent does not start with /)", word)
+		return runlog.NotACommand(word, "")
 	}
 	fixed := strings.TrimSpace("/pipeline " + rest)
 	if _, err := ParseCommand(fixed); err != nil {
@@ -333,7 +316,7 @@ func MistypedCommand(text string) string {
 		sub, _ := cutWord(rest)
 		fixed = shortCommand(fixed, sub)
 	}
-	return fmt.Sprintf("%s is not a command — did you mean %s? (/pipeline help lists the commands)", word, fixed)
+	return runlog.NotACommand(word, fixed)
 }
 
 // slashWord is a message's first word that looks like a command.

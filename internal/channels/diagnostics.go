@@ -66,7 +66,7 @@ func ReplyDiagnostics(ctx context.Context, ch Channel, chat, user, file string, 
 
 // ReplyCommandError tells user why their command did not parse, with the usage.
 func ReplyCommandError(ctx context.Context, ch Channel, chat, user string, err error) error {
-	text := runlog.Refused(fmt.Sprintf("%v\n\n%s", err, HelpText))
+	text := runlog.Refused(fmt.Sprintf("%v\n\n%s", err, runlog.PipelineHelp))
 	if perr := ch.Ephemeral(ctx, chat, "", user, text); perr != nil {
 		return fmt.Errorf("reply command error to %s in %s: %w", user, chat, perr)
 	}

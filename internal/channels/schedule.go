@@ -22,14 +22,6 @@ type ScheduleCommand struct {
 	Inputs   map[string]string
 }
 
-// ScheduleHelp is the /schedule usage.
-const ScheduleHelp = "Usage:\n" +
-	"  /schedule <when> <prompt…>                       ask the agent on a schedule (its answer is posted here)\n" +
-	"  /schedule <when> pipeline <name> [key=value…]    run a stored pipeline on a schedule, with inputs\n" +
-	"  /schedule list                                   list this chat's scheduled tasks\n" +
-	"  /schedule pause|resume|cancel <id>               pause, resume or remove a task\n" +
-	"<when> is a cron expression (0 9 * * 1-5, @daily), every 30m, or at 2026-12-01 09:00 — in the host's time zone."
-
 // ParseSchedule parses the text of a /schedule command (with or without
 // the leading "/schedule").
 func ParseSchedule(text string) (ScheduleCommand, error) {

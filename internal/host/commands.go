@@ -50,7 +50,7 @@ func (h chatCommands) handle(ctx context.Context, ch channels.Channel, in channe
 	}
 	switch cmd.Kind {
 	case channels.CmdHelp:
-		private(channels.HelpText)
+		private(runlog.PipelineHelp)
 	case channels.CmdRunDOT, channels.CmdRunNamed:
 		h.commandRun(ctx, ch, in, g, cmd, private)
 	case channels.CmdSchedule:

@@ -176,6 +176,18 @@ func SharedKey(key string) string {
 	return key + " is the key of more than one choice: type the choice's name."
 }
 
+// NotEnabledHere answers a command in a Slack channel outside
+// slack.policy.channels.
+func NotEnabledHere(channelID string) string {
+	return "nanohost is not enabled in this channel. An admin can add its id (" + channelID + ") to slack.policy.channels."
+}
+
+// The dashboard's sign-in refusals.
+const (
+	LoginUnreadable = "The form could not be read; try again."
+	LoginWrongToken = "That token is not the host's http.token."
+)
+
 // The replies to /register <chat> <folder> [trigger].
 const (
 	RegisterNotMain = "Only the main group's chat may register groups."

@@ -367,13 +367,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil {
-		s.renderLogin(w, r, http.StatusBadRequest, "The form could not be read; try again.")
+		s.renderLogin(w, r, http.StatusBadRequest, runlog.LoginUnreadable)
 		return
 	}
 	if !s.auth.tokenMatches(r.PostFormValue("token")) {
 		s.log.Warn("web login refused: wrong token", "remote", r.RemoteAddr)
 		time.Sleep(300 * time.Millisecond) // slow down guessing
-		s.renderLogin(w, r, http.StatusUnauthorized, "That token is not the host's http.token.")
+		s.renderLogin(w, r, http.StatusUnauthorized, runlog.LoginWrongToken)
 		return
 	}
 	name := cleanUserName(r.PostFormValue("name"))

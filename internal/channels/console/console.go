@@ -154,9 +154,9 @@ func (c *Console) interpret(line string) (channels.Inbound, bool) {
 	base := channels.Inbound{Channel: c.Name(), Chat: Chat, User: User, Text: text}
 	if strings.HasPrefix(text, "/pipeline") || strings.HasPrefix(text, "/schedule") {
 		cmd, err := channels.ParseAny(text)
-		help := channels.HelpText
+		help := runlog.PipelineHelp
 		if strings.HasPrefix(text, "/schedule") {
-			help = channels.ScheduleHelp
+			help = runlog.ScheduleHelp
 		}
 		switch {
 		case err != nil:
@@ -343,7 +343,7 @@ func truncate(s, logRef string) string {
 	if len(s) <= maxDetail {
 		return s
 	}
-	where := "the run's logs"
+	where := runlog.TheRunsLogs
 	if logRef != "" {
 		where = logRef
 	}
@@ -351,7 +351,7 @@ func truncate(s, logRef string) string {
 	for cut > 0 && !utf8RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + "\n… (truncated; the full text is in " + where + ")"
+	return s[:cut] + runlog.TruncatedNote(where)
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -6,6 +6,8 @@ import (
 	"unicode/utf16"
 
 	"github.com/slack-go/slack/slackutilsx"
+
+	"nanohost/internal/runlog"
 )
 
 // broadcastWords are the bare words some clients turn into pings; a word
@@ -137,9 +139,9 @@ func plainLimited(s string, limit int) string {
 
 // truncationNote tells people where the rest of a cut text is.
 func truncationNote(logRef string) string {
-	where := "the run's logs"
+	where := runlog.TheRunsLogs
 	if logRef != "" {
-		where = "the run's logs (" + logRef + ")"
+		where += " (" + logRef + ")"
 	}
-	return "\n… (truncated; the full text is in " + escapeMrkdwn(where) + ")"
+	return runlog.TruncatedNote(escapeMrkdwn(where))
 }

@@ -104,31 +104,21 @@ func quoteLines(escaped string) string {
 
 func renderCard(c runlog.Card, links []channels.Link) rendered {
 	blocks := []slackgo.Block{slackgo.NewHeaderBlock(plain(c.Title(), maxHeaderText))}
-	if c.Goal != "" {
-		blocks = append(blocks, section(escapeLimited("Goal: "+c.Goal, maxSectionText, "…")))
+	if goal := c.GoalLine(); goal != "" {
+		blocks = append(blocks, section(escapeLimited(goal, maxSectionText, "…")))
 	}
-	fields := []*slackgo.TextBlockObject{mrkdwn("*Status*\n" + escapeMrkdwn(runlog.StateText(c.State)))}
-	if c.Current != "" {
-		fields = append(fields, mrkdwn("*Stage*\n"+escapeLimited(runlog.Progress(c.Current, c.Index, c.Total), maxFieldText-20, "…")))
-	}
-	fields = append(fields, mrkdwn("*Elapsed*\n"+runlog.Duration(c.Elapsed)))
-	if c.LastOutcome != "" {
-		fields = append(fields, mrkdwn("*Last*\n"+escapeLimited(c.LastOutcome, maxFieldText-20, "…")))
-	}
-	if cost := c.Cost(); cost != "" {
-		fields = append(fields, mrkdwn("*Cost*\n"+cost))
-	}
-	if c.Reason != "" {
-		fields = append(fields, mrkdwn("*Reason*\n"+escapeLimited(c.Reason, maxFieldText-20, "…")))
+	var fields []*slackgo.TextBlockObject
+	for _, f := range c.Fields() {
+		fields = append(fields, mrkdwn("*"+f.Title+"*\n"+escapeLimited(f.Text, maxFieldText-20, "…")))
 	}
 	blocks = append(blocks, slackgo.NewSectionBlock(nil, fields, nil))
-	footer := "run `" + escapeMrkdwn(runs.ShortID(c.RunID)) + "`"
+	footer := runlog.RunRef("`" + escapeMrkdwn(runs.ShortID(c.RunID)) + "`")
 	for _, l := range links {
 		if l.URL != "" {
 			footer += " · " + renderLink(l)
 		}
 	}
-	blocks = append(blocks, slackgo.NewContextBlock("", mrkdwn(footer+" · details in this thread")))
+	blocks = append(blocks, slackgo.NewContextBlock("", mrkdwn(footer+" · "+runlog.CardFooter)))
 	return rendered{text: escapeLimited(c.Text(), maxMessageText, "…"), blocks: blocks}
 }
 
@@ -217,12 +207,12 @@ func promptButtons(p runs.Gate, choices []int, page, label int) []slackgo.Block 
 		o := p.Choices[i]
 		text := runlog.OptionText(o.Label, o.Key)
 		if strings.TrimSpace(text) == "" {
-			text = fmt.Sprintf("Choice %d", i+1)
+			text = runlog.ChoiceN(i + 1)
 		}
 		if label < minLabel { // the least text: the key, or the position
 			text = o.Key
 			if text == "" {
-				text = fmt.Sprintf("Choice %d", i+1)
+				text = runlog.ChoiceN(i + 1)
 			}
 		}
 		buttons = append(buttons, slackgo.NewButtonBlockElement(gateActionPrefix+p.Nonce+"."+strconv.Itoa(i),
@@ -272,17 +262,17 @@ func promptNotes(q engine.Question, links []channels.Link) string {
 		}
 	}
 	if freeform != "" || (buttons == 0 && q.AcceptsText()) {
-		hint := "Reply in this thread with text to answer"
+		label := ""
 		if freeform != "" {
-			hint += " *" + escapeLimited(freeform, 200, "…") + "*"
+			label = "*" + escapeLimited(freeform, 200, "…") + "*"
 		}
-		notes = append(notes, hint+".")
+		notes = append(notes, runlog.ReplyToAnswer(label))
 	}
 	if q.TimeoutSeconds > 0 {
-		notes = append(notes, "Times out in "+runlog.Duration(time.Duration(q.TimeoutSeconds*float64(time.Second)))+".")
+		notes = append(notes, runlog.TimesOutIn(time.Duration(q.TimeoutSeconds*float64(time.Second))))
 	}
 	if q.Approvers != "" {
-		notes = append(notes, "Approvers: "+renderPrincipals(q.Approvers, maxNoteText-600)+".")
+		notes = append(notes, runlog.Approvers(renderPrincipals(q.Approvers, maxNoteText-600)))
 	}
 	for _, l := range links {
 		notes = append(notes, renderLink(l))
@@ -320,7 +310,7 @@ func renderPrincipals(list string, limit int) string {
 			shown = mention(cutRunes(p, 80))
 		}
 		if used+textLen(shown)+2 > limit-20 {
-			out = append(out, fmt.Sprintf("and %d more", len(parts)-i))
+			out = append(out, runlog.AndMore(len(parts)-i))
 			break
 		}
 		used += textLen(shown) + 2
@@ -341,11 +331,11 @@ func renderResolution(r runlog.Resolution) rendered {
 		case r.Answer != "":
 			what += ": " + escapeLimited(r.Answer, maxSectionText-400, "…")
 		}
-		outcome = runlog.Done(fmt.Sprintf("%s chose %s · %s", mention(r.By), what, r.At.UTC().Format("2006-01-02 15:04 UTC")))
+		outcome = runlog.Chose(mention(r.By), what, r.At)
 	case runs.GateTimedOut:
-		outcome = "⌛ Timed out. " + escapeLimited(r.Note, 1000, "…")
+		outcome = runlog.TimedOut(escapeLimited(r.Note, 1000, "…"))
 	default:
-		outcome = "⊘ " + escapeLimited(r.Note, 1000, "…")
+		outcome = runlog.Withdrawn(escapeLimited(r.Note, 1000, "…"))
 	}
 	blocks := []slackgo.Block{
 		section(escapeLimited("❓ "+q.Text, maxSectionText, "…")),
@@ -357,7 +347,7 @@ func renderResolution(r runlog.Resolution) rendered {
 // renderSettledPage replaces a follow-up page of a settled prompt's
 // buttons.
 func renderSettledPage() rendered {
-	text := "These choices belong to the prompt above, which is settled."
+	text := runlog.SettledChoices
 	return fit(rendered{text: text, blocks: []slackgo.Block{slackgo.NewContextBlock("", mrkdwn(text))}})
 }
 

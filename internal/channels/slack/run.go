@@ -319,11 +319,11 @@ func (c *Channel) fromInteraction(ctx context.Context, cb slackgo.InteractionCal
 // the command goes on (authorization, then the host).
 func (c *Channel) slashReply(cmd slackgo.SlashCommand) (reply string, parsed channels.Command, done bool) {
 	if !c.auth.chatAllowed(cmd.ChannelID) {
-		return fmt.Sprintf("nanohost is not enabled in this channel. An admin can add its id (%s) to slack.policy.channels.", cmd.ChannelID), parsed, true
+		return runlog.NotEnabledHere(cmd.ChannelID), parsed, true
 	}
-	text, help := cmd.Text, channels.HelpText
+	text, help := cmd.Text, runlog.PipelineHelp
 	if cmd.Command == "/schedule" {
-		text, help = "/schedule "+cmd.Text, channels.ScheduleHelp
+		text, help = "/schedule "+cmd.Text, runlog.ScheduleHelp
 	}
 	parsed, err := channels.ParseAny(text)
 	switch {
