@@ -19,7 +19,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"nanohost/internal/changes"
 	"nanohost/internal/config"
 	"nanohost/internal/container"
 	"nanohost/internal/gateway"
@@ -51,7 +50,10 @@ func init() {
 		fs.StringArray("mount", nil, "extra read-only mount HOST[:NAME][:ro|rw] under /workspace/extra, checked against the allowlist (repeatable)")
 		fs.String("mount-allowlist", mounts.DefaultAllowlistPath(), "mount allowlist file")
 		fs.StringArray("secret-env", []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"}, "host environment variable handed to the agent process (never to the container's environment; repeatable)")
-		fs.Bool("record-changes", true, "record what each stage changed in the workspace: changes.json and changes.diff in its stage directory (--backend docker, kubernetes)")
+		fs.Bool("fast-forward", true, "write a succeeded run's result into a plain --workspace folder when nothing else changed it since the run started (--backend docker, kubernetes; a repository's checkout is never written)")
+		// Every run records its changes now: they are its branch's commits.
+		fs.Bool("record-changes", true, "")
+		_ = fs.MarkDeprecated("record-changes", "a run's changes are the commits of its branch and are always recorded")
 	})
 	backendFactories["docker"] = newDockerBackend
 	backendDefaultLogs["docker"] = dockerDefaultLogs
@@ -196,33 +198,23 @@ func newPipelineContainerBackend(o backendOptions, runtime func(context.Context)
 	if _, err := b.CleanupOrphans(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "warning: cleaning up containers of a crashed earlier run:", err)
 	}
-	if gitDir := gitDirOf(workspace); gitDir != "" {
-		// a repository: the run works on its own branch in its own tree
-		ws, err := openRunBranch(ctx, stateDir, o.RunID, workspace, gitDir)
-		if err != nil {
-			b.Close()
-			stopGateway()
-			return nil, err
-		}
-		run := b.ForRun(o.RunID, container.RunEnv{Workspace: ws.Dir, ExtraMounts: extra})
-		committing := ws.Wrap(run).WithBranches(func(branch, dir string) engine.Backend {
-			return b.ForRun(o.RunID+"."+gitws.BranchKey(branch), container.RunEnv{Workspace: dir, ExtraMounts: extra})
-		})
-		return branchRunBackend{Backend: committing, containerRunBackend: containerRunBackend{Backend: committing, run: run, all: b, branch: ws, stopGateway: stopGateway}}, nil
-	}
-	run := b.ForRun(o.RunID, container.RunEnv{Workspace: workspace, ExtraMounts: extra})
-	rb := containerRunBackend{Backend: run, run: run, all: b, stopGateway: stopGateway}
-	if record, _ := fs.GetBool("record-changes"); !record {
-		return rb, nil
-	}
-	tracker, err := changes.NewTracker(changes.Options{StateDir: stateDir})
+	// The run works on its own branch in its own tree: in DIR's repository
+	// when DIR is one, else in a repository kept for the folder.
+	ws, src, err := openRunBranch(ctx, stateDir, o.RunID, workspace)
 	if err != nil {
 		b.Close()
 		stopGateway()
 		return nil, err
 	}
-	rb.Backend = tracker.Wrap(run, workspace)
-	return rb, nil
+	run := b.ForRun(o.RunID, container.RunEnv{Workspace: ws.Dir, ExtraMounts: extra})
+	committing := ws.Wrap(run).WithBranches(func(branch, dir string) engine.Backend {
+		return b.ForRun(o.RunID+"."+gitws.BranchKey(branch), container.RunEnv{Workspace: dir, ExtraMounts: extra})
+	})
+	folder := &folderResult{}
+	if src.GitDir == "" {
+		folder.src, folder.on = src, fastForwardFlag(fs)
+	}
+	return branchRunBackend{Backend: committing, containerRunBackend: containerRunBackend{Backend: committing, run: run, all: b, branch: ws, folder: folder, stopGateway: stopGateway}}, nil
 }
 
 // agentImage is the image the run's containers use: --image, checked
@@ -249,15 +241,15 @@ func agentImage(ctx context.Context, rt container.Runtime, fs *pflag.FlagSet, ag
 	return "", fmt.Errorf("%w: %s (--image; %s)", container.ErrImageNotFound, image, container.ImageFix(image))
 }
 
-// containerRunBackend is the run's backend (recording each stage's
-// workspace changes unless --record-changes=false); closing it ends the
-// run's sessions, then the whole backend (the process is done with its
-// runtime).
+// containerRunBackend is the run's backend, committing each stage on the
+// run's branch; closing it ends the run's sessions, then the whole backend
+// (the process is done with its runtime).
 type containerRunBackend struct {
 	engine.Backend
 	run         *container.RunBackend
 	all         *container.Backend
-	branch      *gitws.Run // nil: the run works in the workspace itself
+	branch      *gitws.Run
+	folder      *folderResult
 	stopGateway func()
 }
 

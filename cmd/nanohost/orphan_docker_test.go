@@ -18,20 +18,24 @@ import (
 // TestKilledCLIRunsOrphanIsStoppedBeforeTheRerun: `pipeline run --backend
 // docker` is SIGKILLed while its stage's container works (it would write
 // late.txt 4 s on); `pipeline resume` stops that orphan before its own
-// stage runs, so the orphan's late write never reaches the workspace the
-// rerun works in; the resume leaves no container and no state/ipc/<run>
-// directory behind. (Real Docker.)
+// stage runs, so the orphan's late write never reaches the run's working
+// tree the rerun works in (nor the folder); the resume leaves no container
+// and no state/ipc/<run> directory behind. (Real Docker.)
 func TestKilledCLIRunsOrphanIsStoppedBeforeTheRerun(t *testing.T) {
 	containertest.Require(t)
 	state, ws, dir := t.TempDir(), containertest.Workspace(t), t.TempDir()
+	// The rerun knows it is one by a marker in a mounted folder: the run's
+	// tree is reset to its branch before the rerun, whatever was written.
+	markers := containertest.Workspace(t)
+	allow := writeFile(t, dir, "allow.json", `{"allowed_roots": [{"path": "`+markers+`"}]}`)
 	dot := writeFile(t, dir, "slow.dot", `digraph Slow { start [shape=Mdiamond]; work [prompt="work"]; exit [shape=Msquare]; start -> work -> exit }`)
 	logs := filepath.Join(dir, "run")
 	// The first run's stage marks that it started, then writes late; the
 	// rerun's (the test leaves a marker first) answers at once.
-	agent := `cat >/dev/null; if [ -e /workspace/group/rerun ]; then echo rerun done; exit 0; fi; ` +
+	agent := `cat >/dev/null; if [ -e /workspace/extra/markers/rerun ]; then echo rerun done; exit 0; fi; ` +
 		`touch /workspace/group/started; sleep 4; echo late > /workspace/group/late.txt; echo first done`
 	flags := []string{"--backend", "docker", "--image", containertest.Image, "--agent", "command", "--agent-command", agent,
-		"--workspace", ws, "--state-dir", state, "--network", "none"}
+		"--workspace", ws, "--state-dir", state, "--network", "none", "--mount", markers + ":markers:ro", "--mount-allowlist", allow}
 
 	first := exec.Command(nanohostBin, append([]string{"pipeline", "run", dot, "--logs", logs}, flags...)...)
 	var firstOut strings.Builder
@@ -39,10 +43,12 @@ func TestKilledCLIRunsOrphanIsStoppedBeforeTheRerun(t *testing.T) {
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
-	started := filepath.Join(ws, "started")
+	// the run works in its own tree under the state directory
 	deadline := time.Now().Add(30 * time.Second)
+	var tree string
 	for {
-		if _, err := os.Stat(started); err == nil {
+		if found, _ := filepath.Glob(filepath.Join(state, "worktrees", "*", "started")); len(found) == 1 {
+			tree = filepath.Dir(found[0])
 			break
 		}
 		if time.Now().After(deadline) {
@@ -65,7 +71,7 @@ func TestKilledCLIRunsOrphanIsStoppedBeforeTheRerun(t *testing.T) {
 	if out, _ := exec.Command("docker", "ps", "-q", "--filter", label).Output(); strings.TrimSpace(string(out)) == "" {
 		t.Fatal("no container outlived the killed run: nothing to test")
 	}
-	if err := os.WriteFile(filepath.Join(ws, "rerun"), nil, 0o666); err != nil {
+	if err := os.WriteFile(filepath.Join(markers, "rerun"), nil, 0o666); err != nil {
 		t.Fatal(err)
 	}
 
@@ -80,10 +86,12 @@ func TestKilledCLIRunsOrphanIsStoppedBeforeTheRerun(t *testing.T) {
 		t.Errorf("containers left after the resume: %q", out)
 	}
 	// The orphan is gone; wait out the time it would have written at, then
-	// look: nothing it did after the kill reached the workspace.
+	// look: nothing it did after the kill reached the run's tree or the folder.
 	time.Sleep(time.Until(lateAt.Add(500 * time.Millisecond)))
-	if _, err := os.Stat(filepath.Join(ws, "late.txt")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the killed run's container wrote late.txt after the kill (stat: %v)", err)
+	for _, d := range []string{tree, ws} {
+		if _, err := os.Stat(filepath.Join(d, "late.txt")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the killed run's container wrote late.txt into %s after the kill (stat: %v)", d, err)
+		}
 	}
 	if entries, err := os.ReadDir(filepath.Join(state, "ipc")); err == nil && len(entries) > 0 {
 		var names []string

@@ -2,23 +2,32 @@
 
 package main
 
-// `pipeline run --workspace DIR` with DIR a git repository: the run works
-// on its own branch nanohost/<run> in a working tree of its own
-// (internal/workspace), so two commands on one repository never see each
-// other's edits; DIR's own files and checkout are left alone.
+// `pipeline run --workspace DIR`: the run works on its own branch
+// nanohost/<run> in a working tree of its own (internal/workspace), so two
+// commands on one folder never see each other's edits. With DIR a git
+// repository the branch is made in it and DIR's own files and checkout are
+// left alone; with DIR a plain folder the branch is in a repository nanohost
+// keeps for the folder under the state directory, and a succeeded run's
+// result is written back into DIR when nothing else changed it meanwhile
+// (--fast-forward).
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/pflag"
+
 	gitws "nanohost/internal/workspace"
 )
 
 // gitDirOf is DIR/.git when it is a repository's directory ("" otherwise:
-// a plain folder, or a linked worktree's .git file, works in place).
+// a plain folder, or a linked worktree's .git file, is snapshotted).
 func gitDirOf(dir string) string {
 	gitDir := filepath.Join(dir, ".git")
 	if fi, err := os.Lstat(filepath.Join(gitDir, "HEAD")); err == nil && fi.Mode().IsRegular() {
@@ -29,18 +38,87 @@ func gitDirOf(dir string) string {
 	return ""
 }
 
-// openRunBranch gives the run its branch in gitDir (the base is its HEAD)
-// and its working tree under the state directory, outside the repository.
-func openRunBranch(ctx context.Context, stateDir, runID, dir, gitDir string) (*gitws.Run, error) {
+// folderSource is where a plain folder's runs start from: a snapshot of it
+// in the repository kept for it, STATE/workspaces/repos/<name>-<hash>.git,
+// keyed by its real path so that two folders of one name keep apart.
+func folderSource(dir string) (gitws.Source, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return gitws.Source{}, err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return gitws.Source{Name: filepath.Base(abs) + "-" + hex.EncodeToString(sum[:6]), Folder: abs}, nil
+}
+
+// openRunBranch gives the run its branch and its working tree under the
+// state directory: in dir's repository (the base is its HEAD), or for a
+// plain folder in the repository kept for it (the base is the folder's
+// snapshot as the run starts).
+func openRunBranch(ctx context.Context, stateDir, runID, dir string) (*gitws.Run, gitws.Source, error) {
 	m, err := gitws.New(gitws.Options{StateDir: filepath.Join(stateDir, "workspaces"), TreesDir: filepath.Join(stateDir, "worktrees")})
 	if err != nil {
-		return nil, err
+		return nil, gitws.Source{}, err
 	}
-	ws, err := m.Open(ctx, runID, gitws.Source{Name: filepath.Base(dir), Folder: dir, GitDir: gitDir})
+	src := gitws.Source{Name: filepath.Base(dir), Folder: dir, GitDir: gitDirOf(dir)}
+	if src.GitDir == "" {
+		if src, err = folderSource(dir); err != nil {
+			return nil, src, err
+		}
+	}
+	ws, err := m.Open(ctx, runID, src)
 	if err != nil {
-		return nil, fmt.Errorf("--workspace %s: %w", dir, err)
+		return nil, src, fmt.Errorf("--workspace %s: %w", dir, err)
 	}
-	return ws, nil
+	return ws, src, nil
+}
+
+// fastForwardFlag is --fast-forward (false where the flag is not defined).
+func fastForwardFlag(fs *pflag.FlagSet) bool {
+	on, err := fs.GetBool("fast-forward")
+	return err == nil && on
+}
+
+// folderResult is what became of a plain folder's succeeded run: written
+// into the folder, or kept on the branch and why.
+type folderResult struct {
+	src gitws.Source // zero: DIR is a repository, never written
+	on  bool         // --fast-forward
+
+	fastForwarded bool
+	problem       string
+}
+
+// Conclude implements engine.Concluder: a succeeded run on a plain folder
+// is written into it when the folder still holds the run's base; else the
+// folder is left alone, a warning says why, and the result stays on the
+// branch. What happened is recorded in the run's workspace.json.
+func (d containerRunBackend) Conclude(ctx context.Context, runID, runDir string) []string {
+	f := d.folder
+	if f == nil || !f.on || f.src.Folder == "" {
+		return nil
+	}
+	head, err := d.branch.Head()
+	if err != nil || head == d.branch.Base {
+		return nil // nothing to write
+	}
+	var out gitws.Delivery
+	if err := d.branch.FastForward(ctx, f.src); err != nil {
+		f.problem = err.Error()
+		var nff *gitws.NotFastForwardError
+		if errors.As(err, &nff) {
+			f.problem = fmt.Sprintf("%s changed since the run started, so the result stays on %s", f.src.Folder, d.branch.Branch)
+		}
+		out.Problems = []string{f.problem}
+	} else {
+		f.fastForwarded, out.FastForwarded = true, true
+	}
+	if err := d.branch.RecordDelivery(runDir, out); err != nil {
+		out.Problems = append(out.Problems, "record what the run delivered: "+err.Error())
+	}
+	return out.Problems
 }
 
 // branched is a run backend working on a branch.
@@ -53,6 +131,15 @@ type branchJSON struct {
 	Commits []string `json:"commits"`
 	// Tree is the run's working tree (removed by housekeeping).
 	Tree string `json:"tree"`
+	// GitDir is the repository holding the branch: DIR's own, or the one
+	// kept for a plain folder.
+	GitDir string `json:"git_dir"`
+	// Folder is the plain folder the run started from ("" for a
+	// repository); FastForwarded says the result was written into it, and
+	// NotFastForwarded why it was not.
+	Folder           string `json:"folder,omitempty"`
+	FastForwarded    bool   `json:"fast_forwarded,omitempty"`
+	NotFastForwarded string `json:"not_fast_forwarded,omitempty"`
 }
 
 // branchOf describes the branch of backend's run (nil: none).
@@ -62,7 +149,10 @@ func branchOf(backend runBackend) *branchJSON {
 		return nil
 	}
 	ws := b.Branch()
-	out := &branchJSON{Branch: ws.Branch, Base: ws.Base.String(), Commits: []string{}, Tree: ws.Dir}
+	out := &branchJSON{Branch: ws.Branch, Base: ws.Base.String(), Commits: []string{}, Tree: ws.Dir, GitDir: ws.GitDir()}
+	if f := backendFolder(backend); f != nil && f.src.Folder != "" {
+		out.Folder, out.FastForwarded, out.NotFastForwarded = f.src.Folder, f.fastForwarded, f.problem
+	}
 	if commits, err := ws.Commits(); err == nil {
 		for _, c := range commits {
 			out.Commits = append(out.Commits, c.Hash.String())
@@ -71,7 +161,27 @@ func branchOf(backend runBackend) *branchJSON {
 	return out
 }
 
+// backendFolder is the plain folder's result of backend's run (nil: none).
+func backendFolder(backend runBackend) *folderResult {
+	if d, ok := backend.(interface{ folderOf() *folderResult }); ok {
+		return d.folderOf()
+	}
+	return nil
+}
+
+func (d containerRunBackend) folderOf() *folderResult { return d.folder }
+
 // printBranch tells where the run's work is.
 func printBranch(w io.Writer, b *branchJSON) {
-	fmt.Fprintf(w, "branch %s: %d commit(s) on %.12s (git log -p %s)\n", b.Branch, len(b.Commits), b.Base, b.Branch)
+	show := "git log -p " + b.Branch
+	if b.Folder != "" {
+		show = "git --git-dir=" + b.GitDir + " log -p " + b.Branch
+	}
+	fmt.Fprintf(w, "branch %s: %d commit(s) on %.12s (%s)\n", b.Branch, len(b.Commits), b.Base, show)
+	switch {
+	case b.FastForwarded:
+		fmt.Fprintf(w, "the result is now in %s\n", b.Folder)
+	case b.NotFastForwarded != "":
+		fmt.Fprintf(w, "not written into the folder: %s\n", b.NotFastForwarded)
+	}
 }

@@ -134,3 +134,79 @@ func TestRunsPruneDeletesFinishedRunsBranches(t *testing.T) {
 		t.Errorf("the repository's HEAD moved: %q", head)
 	}
 }
+
+// Two `pipeline run --workspace DIR` on one plain folder at once (each
+// stage waits until both are at work, so both started from the same
+// folder) each work on their own branch, in the repository nanohost keeps
+// for the folder under the state directory: each branch has only its own
+// line on the folder's snapshot, --json names the branch, base, commits and
+// that repository. The run that succeeds first writes its result into the
+// folder; the other finds the folder changed, leaves it alone and says so.
+func TestPipelineRunOnAPlainFolderWorksOnItsOwnBranch(t *testing.T) {
+	containertest.Require(t)
+	folder := containertest.Workspace(t)
+	writeFile(t, folder, "shared.txt", "base\n")
+	meet := containertest.Workspace(t) // where each run's stage says it is at work
+	state, dir := t.TempDir(), t.TempDir()
+	allow := writeFile(t, dir, "allow.json", `{"allowed_roots": [{"path": "`+meet+`", "read_write": true}]}`)
+	var wg sync.WaitGroup
+	results := map[string]cliResult{}
+	var mu sync.Mutex
+	for _, word := range []string{"alpha", "beta"} {
+		dot := writeFile(t, dir, word+".dot", `digraph Append {
+    start [shape=Mdiamond]
+    add   [shape=parallelogram, label="Add a line", tool_command="echo `+word+` >> shared.txt && touch /workspace/extra/sync/`+word+` && for i in $(seq 600); do [ -e /workspace/extra/sync/alpha ] && [ -e /workspace/extra/sync/beta ] && exit 0; sleep 0.2; done; exit 1"]
+    exit  [shape=Msquare]
+    start -> add -> exit
+}`)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := runNanohost(t, "", "pipeline", "run", dot, "--backend", "docker", "--image", containertest.Image,
+				"--workspace", folder, "--state-dir", state, "--network", "none", "--logs", filepath.Join(dir, word+"-run"),
+				"--mount", meet+":sync:rw", "--mount-allowlist", allow, "--json")
+			mu.Lock()
+			results[word] = r
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	var written []string
+	for word, r := range results {
+		if r.code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", word, r.code, r.stdout, r.stderr)
+		}
+		var res struct {
+			Branch           string   `json:"branch"`
+			Base             string   `json:"base"`
+			Commits          []string `json:"commits"`
+			GitDir           string   `json:"git_dir"`
+			FastForwarded    bool     `json:"fast_forwarded"`
+			NotFastForwarded string   `json:"not_fast_forwarded"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(res.Branch, "nanohost/") || len(res.Commits) != 1 || !strings.HasPrefix(res.GitDir, state+string(filepath.Separator)) {
+			t.Fatalf("%s: --json gives branch %q commits %v git_dir %q; want a nanohost/ branch with one commit in a repository under %s", word, res.Branch, res.Commits, res.GitDir, state)
+		}
+		if got := gitIn(t, dir, "--git-dir="+res.GitDir, "show", res.Base+":shared.txt"); got != "base\n" {
+			t.Errorf("%s's base has shared.txt %q; want the folder as both runs started", word, got)
+		}
+		if got := gitIn(t, dir, "--git-dir="+res.GitDir, "show", res.Branch+":shared.txt"); got != "base\n"+word+"\n" {
+			t.Errorf("%s's branch has shared.txt %q; want only its own line", word, got)
+		}
+		switch {
+		case res.FastForwarded:
+			written = append(written, word)
+		case !strings.Contains(res.NotFastForwarded, "changed since the run started"):
+			t.Errorf("%s: neither written into the folder nor said why: %q", word, res.NotFastForwarded)
+		}
+	}
+	if len(written) != 1 {
+		t.Fatalf("runs whose result was written into the folder: %v; want exactly one", written)
+	}
+	if got, _ := os.ReadFile(filepath.Join(folder, "shared.txt")); string(got) != "base\n"+written[0]+"\n" {
+		t.Errorf("the folder's shared.txt is %q; want %s's result", got, written[0])
+	}
+}
