@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"nanohost/internal/changes"
 	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
@@ -49,21 +48,17 @@ func assertNothingDrivesTheTerminal(t *testing.T, what, out string) {
 func hostileRunDB(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	ws := filepath.Join(dir, "data", "groups", "main")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
+	folder := filepath.Join(dir, "data", "groups", "main")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tracker, err := changes.NewTracker(changes.Options{StateDir: filepath.Join(dir, "data", "state")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tracker.Close()
-	backend := tracker.Wrap(engine.BackendFunc(func(context.Context, engine.Request) (engine.Result, error) {
-		if err := os.WriteFile(filepath.Join(ws, "x"+hostile), []byte("line "+hostile+"\n"), 0o644); err != nil {
+	ws, tree := openTestBranch(t, dir, "run-hostile", folder)
+	backend := ws.Wrap(engine.BackendFunc(func(context.Context, engine.Request) (engine.Result, error) {
+		if err := os.WriteFile(filepath.Join(tree, "x"+hostile), []byte("line "+hostile+"\n"), 0o644); err != nil {
 			t.Error(err)
 		}
 		return engine.Result{Text: hostile + " [outcome:success]"}, nil
-	}), ws)
+	}))
 	src := []byte("digraph Hostile {\n start [shape=Mdiamond]\n work [label=\"" + hostile + "\", prompt=\"work\"]\n" +
 		" exit [shape=Msquare]\n start -> work -> exit\n}\n")
 	g, _, err := frontend.Prepare("hostile.dot", src, frontend.Options{})

@@ -211,6 +211,15 @@ colour off). With --json only the result is printed:
    "attempts": {node: n}, "completed_nodes": [...], "context": {...},
    "logs_root", "usage": {...}}
 
+With --backend docker (or kubernetes) the agents work on the run's own branch
+nanohost/<run>, in a working tree under the state directory, a commit per
+stage that changed files. A git repository as --workspace gets the branch
+itself and its checkout is never touched; a plain folder's history is kept in
+a repository of nanohost's under the state directory, and a succeeded run's
+result is written back into the folder when nothing else changed it
+meanwhile (--fast-forward). --json then adds "branch", "base", "commits",
+"tree" and "git_dir" (docs/workspaces.md).
+
 Ctrl-C stops the run at once, keeping its checkpoint for 'nanohost pipeline resume'.
 
 Where the run is recorded: always in its run directory (--logs). With
@@ -465,7 +474,7 @@ func newInterviewer(cmd *cobra.Command, f *runFlags) (engine.Interviewer, error)
 type resultJSON struct {
 	*engine.RunResult
 	Duration *struct{} `json:"duration_ns,omitempty"` // hides RunResult.Duration: not in the contract
-	// the run's branch, when its workspace is a repository
+	// the run's branch (--backend docker, kubernetes: every run has one)
 	*branchJSON
 }
 

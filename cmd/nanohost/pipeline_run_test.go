@@ -34,6 +34,15 @@ type runResult struct {
 	Cancelled      bool           `json:"cancelled"`
 	CancelledBy    string         `json:"cancelled_by"`
 	Interrupted    bool           `json:"interrupted"`
+	// the run's branch (--backend docker, kubernetes)
+	Branch           string   `json:"branch"`
+	Base             string   `json:"base"`
+	Commits          []string `json:"commits"`
+	Tree             string   `json:"tree"`
+	GitDir           string   `json:"git_dir"`
+	Folder           string   `json:"folder"`
+	FastForwarded    bool     `json:"fast_forwarded"`
+	NotFastForwarded string   `json:"not_fast_forwarded"`
 }
 
 func decodeRun(t *testing.T, r cliResult) runResult {

@@ -18,11 +18,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"nanohost/internal/changes"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
+	gitws "nanohost/internal/workspace"
 )
 
 // changesView is `runs show --changes --json`.
@@ -31,7 +31,7 @@ type changesView struct {
 	NodeID  string              `json:"node_id,omitempty"`
 	Visit   int                 `json:"visit,omitempty"`
 	Summary engine.ChangeCounts `json:"summary"`
-	Changes []changes.Change    `json:"changes"`
+	Changes []gitws.Change      `json:"changes"`
 	// Stages lists, for the run's record, what each stage visit changed.
 	Stages []stageChanges `json:"stages,omitempty"`
 	Diff   string         `json:"diff"`
@@ -59,15 +59,15 @@ func showChanges(ctx context.Context, w io.Writer, st *store.Store, id, node str
 	}
 	defer root.Close()
 	view := changesView{RunID: id, NodeID: node}
-	dir := changes.RunDir
+	dir := gitws.RunDir
 	if node != "" {
 		dir = stageDir(run, node)
 		if v := runsFlags.visit; v > 0 {
-			dir, view.Visit = path.Join(dir, changes.VisitDir(v)), v
+			dir, view.Visit = path.Join(dir, gitws.VisitDir(v)), v
 		}
 	}
-	set, err := changes.ReadSet(root.FS(), dir, true)
-	if errors.Is(err, changes.ErrNoRecord) {
+	set, err := gitws.ReadSet(root.FS(), dir, true)
+	if errors.Is(err, gitws.ErrNoRecord) {
 		return exitCode(exitRunsFailed, noRecordError(run, node))
 	}
 	if err != nil {
@@ -76,7 +76,7 @@ func showChanges(ctx context.Context, w io.Writer, st *store.Store, id, node str
 	if view.Visit == 0 {
 		view.Visit = set.Visit
 	}
-	view.Summary, view.Changes, view.Diff = changes.Summary(set.Changes), set.Changes, string(set.Diff)
+	view.Summary, view.Changes, view.Diff = gitws.CountChanges(set.Changes), set.Changes, string(set.Diff)
 	if node == "" {
 		events, err := st.Events(ctx, id, 0, 0)
 		if err != nil {
@@ -89,7 +89,7 @@ func showChanges(ctx context.Context, w io.Writer, st *store.Store, id, node str
 	}
 	writeChanges(w, view, useColor(w))
 	if node != "" {
-		if earlier := changes.EarlierVisits(root.FS(), stageDir(run, node)); len(earlier) > 0 && runsFlags.visit == 0 {
+		if earlier := gitws.EarlierVisits(root.FS(), stageDir(run, node)); len(earlier) > 0 && runsFlags.visit == 0 {
 			fmt.Fprintf(w, "\n(earlier visits of %s have records too: --visit %s)\n", node, joinInts(earlier))
 		}
 	}
@@ -130,7 +130,7 @@ func stagesChanged(events []engine.Event) []stageChanges {
 	return out
 }
 
-var changeMarks = map[string]string{changes.Added: "A", changes.Modified: "M", changes.Deleted: "D"}
+var changeMarks = map[string]string{gitws.Added: "A", gitws.Modified: "M", gitws.Deleted: "D"}
 
 // writeChanges prints a change record: the summary, the files, which stage
 // changed what (a run's record), and the diff, coloured on a terminal.

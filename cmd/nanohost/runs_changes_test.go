@@ -8,41 +8,52 @@ import (
 	"strings"
 	"testing"
 
-	"nanohost/internal/changes"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pipeline/frontend"
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
+	gitws "nanohost/internal/workspace"
 )
+
+// openTestBranch gives run runID its branch and working tree over the group
+// folder folder, as the host does, in dir's data/state.
+func openTestBranch(t *testing.T, dir, runID, folder string) (*gitws.Run, string) {
+	t.Helper()
+	m, err := gitws.New(gitws.Options{StateDir: filepath.Join(dir, "data", "state", "workspaces"), TreesDir: filepath.Join(dir, "data", "worktrees")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := m.Open(context.Background(), runID, gitws.Source{Name: "main", Folder: folder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws, ws.Dir
+}
 
 // changesDB is a host's database and run directory after a run whose
 // implement stage changed the workspace twice (it was sent back once).
 func changesDB(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	ws := filepath.Join(dir, "data", "groups", "main")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
+	folder := filepath.Join(dir, "data", "groups", "main")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(ws, "README.md"), []byte("# App\n"), 0o644)
-	tracker, err := changes.NewTracker(changes.Options{StateDir: filepath.Join(dir, "data", "state")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tracker.Close()
+	os.WriteFile(filepath.Join(folder, "README.md"), []byte("# App\n"), 0o644)
+	ws, tree := openTestBranch(t, dir, "run-changes", folder)
 	visits := 0
-	backend := tracker.Wrap(engine.BackendFunc(func(_ context.Context, req engine.Request) (engine.Result, error) {
+	backend := ws.Wrap(engine.BackendFunc(func(_ context.Context, req engine.Request) (engine.Result, error) {
 		if req.NodeID == "implement" {
 			visits++
 			if visits == 1 {
-				os.WriteFile(filepath.Join(ws, "app.go"), []byte("package app\n\nfunc Run() {}\n"), 0o644)
-				os.WriteFile(filepath.Join(ws, "README.md"), []byte("# App\n\nRuns.\n"), 0o644)
+				os.WriteFile(filepath.Join(tree, "app.go"), []byte("package app\n\nfunc Run() {}\n"), 0o644)
+				os.WriteFile(filepath.Join(tree, "README.md"), []byte("# App\n\nRuns.\n"), 0o644)
 				return engine.Result{Text: "first try [context:again=yes] [outcome:success]"}, nil
 			}
-			os.WriteFile(filepath.Join(ws, "app.go"), []byte("package app\n\nfunc Run() error { return nil }\n"), 0o644)
+			os.WriteFile(filepath.Join(tree, "app.go"), []byte("package app\n\nfunc Run() error { return nil }\n"), 0o644)
 		}
 		return engine.Result{Text: "ok [context:again=no] [outcome:success]"}, nil
-	}), ws)
+	}))
 	src := []byte(`digraph Twice {
 		start [shape=Mdiamond]
 		implement [prompt="implement"]
@@ -112,9 +123,9 @@ func TestRunsShowChanges(t *testing.T) {
 	}
 	r = runNanohostIn(t, dir, "runs", "show", "run-changes", "--changes", "implement", "--visit", "1", "--json")
 	var v struct {
-		Visit   int              `json:"visit"`
-		Changes []changes.Change `json:"changes"`
-		Diff    string           `json:"diff"`
+		Visit   int            `json:"visit"`
+		Changes []gitws.Change `json:"changes"`
+		Diff    string         `json:"diff"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Visit != 1 || len(v.Changes) != 2 || !strings.Contains(v.Diff, "+Runs.\n") {
 		t.Errorf("--visit 1 --json: %v %+v\n%s", err, v, r.stdout)

@@ -91,6 +91,7 @@ func (c *Config) check() []Problem {
 	ps = append(ps, c.checkSlack()...)
 	ps = append(ps, c.checkGroups()...)
 	ps = append(ps, c.checkWorkspacesDir()...)
+	ps = append(ps, c.checkInPlace()...)
 	ps = append(ps, c.checkSchedules()...)
 	_, maskProblems := c.MaskMounts()
 	ps = append(ps, maskProblems...)
@@ -386,6 +387,25 @@ func (c *Config) checkGroupRepo(field string, g Group) []Problem {
 
 // checkWorkspacesDir refuses a workspaces.dir agents could write: the
 // host's repositories must be outside every mounted folder.
+// checkInPlace says plainly what runs without git workspaces lose, and
+// that pipelines.record_changes no longer does anything
+// (docs/workspaces.md, "Without git workspaces").
+func (c *Config) checkInPlace() []Problem {
+	var ps []Problem
+	if !c.Workspaces.Git {
+		ps = append(ps, Problem{"workspaces.git", "is false: runs work in the groups' folders themselves, with no isolation " +
+			"(runs of one group, and parallel branches, edit the same files at once; a retry starts from what the failed attempt left) " +
+			"and no record of what they changed (no branch, no commits, no \"what changed\" in the thread, dashboard or runs show --changes)",
+			"remove workspaces.git: false, unless a folder is too large to check out per run (docs/workspaces.md)", false})
+	}
+	const rc = "pipelines.record_changes"
+	if c.lines[rc] > 0 || c.fromEnv[rc] != "" {
+		ps = append(ps, Problem{rc, "no longer does anything: a run's changes are the commits of its branch (workspaces.git), and without git workspaces nothing is recorded",
+			"remove pipelines.record_changes", false})
+	}
+	return ps
+}
+
 func (c *Config) checkWorkspacesDir() []Problem {
 	d := c.Workspaces.Dir
 	if d == "" {

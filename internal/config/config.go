@@ -191,9 +191,10 @@ type Pipelines struct {
 	MaxConcurrentRuns int    `yaml:"max_concurrent_runs"`
 	// Dirs holds bundled workflows (`/pipeline run <name>` looks here after the group workspace).
 	Dirs []string `yaml:"dirs"`
-	// RecordChanges records what each agent and tool stage changed in the
-	// group's workspace (changes.json and changes.diff per stage; on by
-	// default).
+	// RecordChanges is read so that older files still load; it does
+	// nothing (config check says so): a run's changes are the commits of its
+	// branch (workspaces.git), and with git workspaces off nothing is
+	// recorded.
 	RecordChanges bool `yaml:"record_changes"`
 	// Strict refuses to start a pipeline with lint warnings (a misspelt
 	// attribute, a condition key nothing sets), as `pipeline validate
@@ -206,7 +207,8 @@ type Pipelines struct {
 type Workspaces struct {
 	// Git gives every run a branch nanohost/<run> in a repository the host
 	// keeps per group, and a working tree of its own, with a commit per
-	// stage (default on). Off, runs work in the group's folder itself.
+	// stage (default on). Off, runs work in the group's folder itself, with
+	// no isolation and no record of what they changed (config check warns).
 	Git         bool   `yaml:"git"`
 	AuthorName  string `yaml:"author_name"`
 	AuthorEmail string `yaml:"author_email"`

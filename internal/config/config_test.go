@@ -450,3 +450,48 @@ func TestStoreAndReplicaSettings(t *testing.T) {
 		}
 	}
 }
+
+// workspaces.git: false still loads and starts, but check says plainly what
+// runs lose without it; pipelines.record_changes, which an older file may
+// hold, loads too and check says it does nothing now. Neither blocks.
+func TestCheckSaysWhatRunsWithoutGitWorkspacesLose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nanohost.yaml")
+	os.WriteFile(path, []byte(`pipelines:
+  record_changes: false
+workspaces:
+  git: false
+groups:
+  - folder: main
+    chat: "console:main"
+    main: true
+`), 0o600)
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Problem{}
+	for _, p := range c.Check() {
+		got[p.Field] = p
+	}
+	for field, want := range map[string][]string{
+		"workspaces.git":           {"no isolation", "no record of what they changed", "remove workspaces.git: false"},
+		"pipelines.record_changes": {"no longer does anything", "remove pipelines.record_changes"},
+	} {
+		p, ok := got[field]
+		if !ok {
+			t.Errorf("no warning for %s: %v", field, c.Check())
+			continue
+		}
+		if p.Blocking {
+			t.Errorf("%s blocks the host: %+v", field, p)
+		}
+		for _, w := range want {
+			if !strings.Contains(p.Message+" "+p.Fix, w) {
+				t.Errorf("%s: %q does not say %q", field, c.Explain(p), w)
+			}
+		}
+	}
+	if d := Defaults(); len(d.checkInPlace()) != 0 {
+		t.Errorf("the defaults warn: %v", d.checkInPlace())
+	}
+}

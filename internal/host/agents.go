@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"nanohost/internal/changes"
 	"nanohost/internal/config"
 	"nanohost/internal/container"
 	"nanohost/internal/mounts"
@@ -67,13 +66,12 @@ func (e agentEnv) of(folder string) container.RunEnv {
 	return env
 }
 
-// runtime binds runs to their group's containers (runs.Runtime), recording
-// what each stage changes in the workspace when changes is set.
+// runtime binds runs to their group's containers (runs.Runtime), each run
+// on its own branch and working tree (workspaces.git).
 type runtime struct {
 	agents     Agents
 	env        agentEnv
-	changes    *changes.Tracker
-	workspaces *workspace.Manager // nil: runs work in the group's folder
+	workspaces *workspace.Manager // nil: runs work in the group's folder, unrecorded
 	cfg        *config.Config
 	sessions   forkSessions // nil: no run continues an agent's chat
 }
@@ -116,11 +114,7 @@ func (r runtime) ForRun(ctx context.Context, run runs.Run) (runs.RunBackend, err
 	}
 	env := r.env.of(run.GroupFolder)
 	env.ForkSession = r.forkSource(ctx, run)
-	backend := r.agents.ForRun(run.ID, env)
-	if r.changes == nil {
-		return backend, nil
-	}
-	return recordedRun{Backend: r.changes.Wrap(backend, env.Workspace), run: backend, tracker: r.changes, runID: run.ID}, nil
+	return r.agents.ForRun(run.ID, env), nil
 }
 
 func ipcRoot(cfg *config.Config) string { return filepath.Join(cfg.DataDir, "ipc") }

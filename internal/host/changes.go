@@ -6,9 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"path/filepath"
 
-	"nanohost/internal/changes"
 	"nanohost/internal/channels"
 	"nanohost/internal/config"
 	"nanohost/internal/runlog"
@@ -16,34 +14,8 @@ import (
 	"nanohost/internal/workspace"
 )
 
-// Workspace change records (internal/changes): every agent and tool stage
-// of a run records what it changed in its group's workspace, unless
-// pipelines.record_changes is off.
-
-// newChangeTracker is the host's tracker, with its snapshots in the state
-// directory (data/state, outside every mounted folder); nil when off. The
-// host closes it when it stops.
-func newChangeTracker(cfg *config.Config, log *slog.Logger) (*changes.Tracker, error) {
-	if !cfg.Pipelines.RecordChanges {
-		return nil, nil
-	}
-	return changes.NewTracker(changes.Options{StateDir: filepath.Join(cfg.DataDir, "state"), Logger: log})
-}
-
-// recordedRun is a run's backend recording each stage's changes in the
-// run's workspace; closing it also forgets the run's record (it stays on
-// disk).
-type recordedRun struct {
-	*changes.Backend
-	run     runs.RunBackend
-	tracker *changes.Tracker
-	runID   string
-}
-
-func (r recordedRun) Close() {
-	r.run.Close()
-	r.tracker.Forget(r.runID)
-}
+// What a run changed is the commits of its branch (internal/workspace):
+// each stage's change record and the run's are derived from them.
 
 // gateLinks link a run's gate prompts to its changes since it started on
 // the dashboard, once its stages changed something.
@@ -61,9 +33,9 @@ func (g gateLinks) of(_ context.Context, run runs.Run) []channels.Link {
 		return nil
 	}
 	defer root.Close()
-	set, err := changes.ReadSet(root.FS(), changes.RunDir, false)
+	set, err := workspace.ReadSet(root.FS(), workspace.RunDir, false)
 	if err != nil {
-		if !errors.Is(err, changes.ErrNoRecord) {
+		if !errors.Is(err, workspace.ErrNoRecord) {
 			g.log.Warn("read the run's workspace changes for its gate", "run", run.ID, "err", err)
 		}
 		return nil
@@ -71,7 +43,7 @@ func (g gateLinks) of(_ context.Context, run runs.Run) []channels.Link {
 	if len(set.Changes) == 0 {
 		return nil
 	}
-	link := channels.Link{Text: "Changes since the run started: " + runlog.ChangeCounts(changes.Summary(set.Changes))}
+	link := channels.Link{Text: "Changes since the run started: " + runlog.ChangeCounts(workspace.CountChanges(set.Changes))}
 	if base := g.cfg.DashboardURL(); base != "" {
 		link.URL = base + "/runs/" + url.PathEscape(run.ID) + "#changes"
 	}

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"nanohost/internal/changes"
 	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 	"nanohost/internal/testkit"
+	"nanohost/internal/workspace"
 )
 
 const reworkDOT = `digraph Review {
@@ -62,11 +62,11 @@ func TestRunRecordsWorkspaceChangesAndTheGateLinksThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := os.ReadFile(filepath.Join(run.LogsRoot, "implement", changes.ListFile))
+	list, err := os.ReadFile(filepath.Join(run.LogsRoot, "implement", workspace.ListFile))
 	if err != nil || !regexp.MustCompile(`"path": "main.go",\s+"change": "added"`).Match(list) {
 		t.Errorf("implement's changes.json: %s %v", list, err)
 	}
-	if diff, _ := os.ReadFile(filepath.Join(run.LogsRoot, "implement", changes.DiffFile)); !strings.Contains(string(diff), "-old notes\n+new notes\n") {
+	if diff, _ := os.ReadFile(filepath.Join(run.LogsRoot, "implement", workspace.DiffFile)); !strings.Contains(string(diff), "-old notes\n+new notes\n") {
 		t.Errorf("implement's changes.diff:\n%s", diff)
 	}
 	if _, err := io.WriteString(th.typing, "A\n"); err != nil {
@@ -78,9 +78,19 @@ func TestRunRecordsWorkspaceChangesAndTheGateLinksThem(t *testing.T) {
 	})
 }
 
-// With git workspaces and pipelines.record_changes off, stages record nothing.
-func TestRecordChangesOff(t *testing.T) {
-	th := launch(t, hostSetup{answer: succeed, configure: func(c *config.Config) { c.Pipelines.RecordChanges, c.Workspaces.Git = false, false }})
+// Without git workspaces (workspaces.git: false) a run works in the group's
+// folder itself, on no branch, and nothing records what its stages changed:
+// no stage's change record, no run record, no branch under the message that
+// it ended.
+func TestWithoutGitWorkspacesRunsWorkInTheFolderUnrecorded(t *testing.T) {
+	dir := t.TempDir()
+	var th *testHost
+	th = launch(t, hostSetup{dir: dir, answer: func(_ context.Context, req engine.Request) (engine.Result, error) {
+		if req.NodeID == "a" {
+			os.WriteFile(filepath.Join(th.agents.workspace(req.RunID), "made.txt"), []byte("made\n"), 0o644)
+		}
+		return engine.Result{Text: "done [outcome:success]"}, nil
+	}, configure: func(c *config.Config) { c.Workspaces.Git = false }})
 	th.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": goalDOT})
 	id, _ := th.response(t, "run-1")["run_id"].(string)
 	var run runs.Run
@@ -89,7 +99,15 @@ func TestRecordChangesOff(t *testing.T) {
 		run = r
 		return err == nil && r.Status == runs.Succeeded
 	})
-	if _, err := os.Stat(filepath.Join(run.LogsRoot, "a", changes.ListFile)); err == nil {
-		t.Error("a stage recorded its changes with pipelines.record_changes off")
+	if got, err := os.ReadFile(filepath.Join(dir, "data", "groups", "main", "made.txt")); err != nil || string(got) != "made\n" {
+		t.Errorf("the stage did not work in the group's folder: %q %v", got, err)
+	}
+	for _, p := range []string{filepath.Join("a", workspace.ListFile), filepath.Join(workspace.RunDir, workspace.ListFile), workspace.SummaryFile} {
+		if _, err := os.Stat(filepath.Join(run.LogsRoot, p)); err == nil {
+			t.Errorf("%s recorded without git workspaces", p)
+		}
+	}
+	if strings.Contains(th.screen.String(), "Branch nanohost/") {
+		t.Errorf("the thread names a branch without git workspaces:\n%s", th.screen.String())
 	}
 }

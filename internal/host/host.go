@@ -19,7 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"nanohost/internal/changes"
 	"nanohost/internal/channels"
 	"nanohost/internal/channels/report"
 	"nanohost/internal/config"
@@ -109,7 +108,6 @@ type Host struct {
 	chats     *chatRouter
 	commands  chatCommands       // what /pipeline commands typed in chat do
 	leases    *lease.Keeper      // renewed from Run until the host stops
-	changes   *changes.Tracker   // nil: pipelines.record_changes is off
 	spaces    *workspace.Manager // nil: workspaces.git is off
 	tasks     *tasks
 	scheduler *schedule.Scheduler
@@ -159,19 +157,11 @@ func New(opts Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	var tracker *changes.Tracker
-	if spaces == nil {
-		if tracker, err = newChangeTracker(cfg, opts.Logger); err != nil {
-			return nil, err
-		}
-	}
-	h.changes, h.spaces = tracker, spaces
+	h.spaces = spaces
 	threads := &report.Threads{Channels: h.endpoints.channels(), Life: h.deliveryCtx, Backoff: opts.DeliveryBackoff,
 		Verbosity: defaultVerbosity(cfg), Logger: opts.Logger}
-	if tracker != nil || spaces != nil {
-		threads.GateLinks = gateLinks{cfg: cfg, log: opts.Logger}.of
-	}
 	if spaces != nil {
+		threads.GateLinks = gateLinks{cfg: cfg, log: opts.Logger}.of
 		threads.StartText = gateLinks{cfg: cfg, log: opts.Logger}.onBranch
 		threads.EndLinks = gateLinks{cfg: cfg, log: opts.Logger}.branch
 	}
@@ -200,7 +190,7 @@ func New(opts Options) (*Host, error) {
 	service, err := runs.New(runs.Config{
 		Store:            opts.Store,
 		Threads:          threads,
-		Runtime:          runtime{agents: opts.Agents, env: env, changes: tracker, workspaces: spaces, cfg: cfg, sessions: opts.Store},
+		Runtime:          runtime{agents: opts.Agents, env: env, workspaces: spaces, cfg: cfg, sessions: opts.Store},
 		Policies:         h.endpoints.policies(cfg),
 		Load:             h.frontEnd.load,
 		Identities:       h.frontEnd.identities,
@@ -349,9 +339,6 @@ func (h *Host) Run(ctx context.Context) error {
 	}
 	if err := h.registrar.syncFromConfig(ctx); err != nil {
 		return err
-	}
-	if h.changes != nil {
-		defer h.changes.Close()
 	}
 	defer h.stopDelivery()
 	leaseLife, stopLeases := context.WithCancel(context.WithoutCancel(ctx))

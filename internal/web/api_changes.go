@@ -11,17 +11,17 @@ import (
 	"slices"
 	"strconv"
 
-	"nanohost/internal/changes"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
 	"nanohost/internal/workspace"
 )
 
-// What stages changed in the workspace (internal/changes): a node's latest
-// visit (or an earlier one), and the run's changes since it started.
+// What stages changed in the workspace (the records internal/workspace
+// derives from the run's commits): a node's latest visit (or an earlier
+// one), and the run's changes since it started.
 
 // changeFiles are the record files served raw.
-var changeFiles = []string{changes.ListFile, changes.DiffFile}
+var changeFiles = []string{workspace.ListFile, workspace.DiffFile}
 
 // changeSetJSON is GET /pipelines/{id}/changes and
 // GET /pipelines/{id}/nodes/{node}/changes.
@@ -78,7 +78,7 @@ func branchOf(root *os.Root) *branchJSON {
 }
 
 type fileChangeJSON struct {
-	changes.Change
+	workspace.Change
 	// Header and Hunks are the file's diff (absent with ?diff=0).
 	Header []string   `json:"header,omitempty"`
 	Hunks  []hunkJSON `json:"hunks,omitempty"`
@@ -107,8 +107,8 @@ func (s *Server) getRunChanges(w http.ResponseWriter, r *http.Request) {
 	}
 	base := "/pipelines/" + run.ID + "/changes/"
 	out := changeSetJSON{RunID: run.ID, Scope: "run", Raw: map[string]string{
-		changes.ListFile: base + changes.ListFile, changes.DiffFile: base + changes.DiffFile}}
-	s.serveChangeSet(w, r, run, changes.RunDir, out, "no stage of run %[1]s has recorded a change yet")
+		workspace.ListFile: base + workspace.ListFile, workspace.DiffFile: base + workspace.DiffFile}}
+	s.serveChangeSet(w, r, run, workspace.RunDir, out, "no stage of run %[1]s has recorded a change yet")
 }
 
 func (s *Server) getNodeChanges(w http.ResponseWriter, r *http.Request) {
@@ -120,7 +120,7 @@ func (s *Server) getNodeChanges(w http.ResponseWriter, r *http.Request) {
 	dir := stageDir
 	out := changeSetJSON{RunID: run.ID, NodeID: n.ID, Scope: "node", Raw: map[string]string{}}
 	if root, err := openLogs(run); err == nil {
-		out.EarlierVisits = changes.EarlierVisits(root.FS(), stageDir)
+		out.EarlierVisits = workspace.EarlierVisits(root.FS(), stageDir)
 		root.Close()
 	}
 	if q := r.URL.Query().Get("visit"); q != "" {
@@ -130,12 +130,12 @@ func (s *Server) getNodeChanges(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if slices.Contains(out.EarlierVisits, visit) {
-			dir, out.Visit = path.Join(stageDir, changes.VisitDir(visit)), visit
+			dir, out.Visit = path.Join(stageDir, workspace.VisitDir(visit)), visit
 		}
 	}
 	if dir == stageDir {
 		base := "/pipelines/" + run.ID + "/nodes/" + n.ID + "/"
-		out.Raw = map[string]string{changes.ListFile: base + changes.ListFile, changes.DiffFile: base + changes.DiffFile}
+		out.Raw = map[string]string{workspace.ListFile: base + workspace.ListFile, workspace.DiffFile: base + workspace.DiffFile}
 		if v, err := s.viewOf(r.Context(), run); err == nil {
 			if c := v.Changes[n.ID]; c != nil {
 				out.Overlapped = c.Overlapped
@@ -155,8 +155,8 @@ func (s *Server) serveChangeSet(w http.ResponseWriter, r *http.Request, run runs
 		return
 	}
 	defer root.Close()
-	set, err := changes.ReadSet(root.FS(), dir, withDiff)
-	if errors.Is(err, changes.ErrNoRecord) {
+	set, err := workspace.ReadSet(root.FS(), dir, withDiff)
+	if errors.Is(err, workspace.ErrNoRecord) {
 		if b := branchOf(root); out.Scope == "run" && b != nil {
 			// on its branch from the start: no stage has committed yet
 			out.Branch, out.Files = b, []fileChangeJSON{}
@@ -176,14 +176,14 @@ func (s *Server) serveChangeSet(w http.ResponseWriter, r *http.Request, run runs
 	if out.Scope == "run" {
 		out.Branch = branchOf(root)
 	}
-	out.Summary = changes.Summary(set.Changes)
+	out.Summary = workspace.CountChanges(set.Changes)
 	hl := &highlighter{budget: maxHighlight}
 	out.Files = make([]fileChangeJSON, 0, len(set.Changes))
 	for _, c := range set.Changes {
 		f := fileChangeJSON{Change: c}
-		out.Truncated = out.Truncated || c.NoDiff == changes.NoDiffStageLimit || c.DiffTruncated
+		out.Truncated = out.Truncated || c.NoDiff == workspace.NoDiffStageLimit || c.DiffTruncated
 		if withDiff {
-			fd := changes.ParseSection(set.Section(c))
+			fd := ParseSection(set.Section(c))
 			f.Header, f.Hunks = fd.Header, hunksJSON(fd)
 			for i := range f.Hunks {
 				hl.hunk(c.Path, f.Hunks[i].Lines)
@@ -196,7 +196,7 @@ func (s *Server) serveChangeSet(w http.ResponseWriter, r *http.Request, run runs
 
 func (s *Server) noRecord(w http.ResponseWriter, run runs.Run, node, format string) {
 	writeError(w, http.StatusNotFound, fmt.Sprintf(format, run.ID, node),
-		"records are written when an agent or tool stage finishes (pipelines.record_changes)")
+		"records are written from the commit of each agent or tool stage that changed files (with workspaces.git; without it runs are not recorded)")
 }
 
 // getRunChangeFile serves the run's changes.json or changes.diff raw.
@@ -205,7 +205,7 @@ func (s *Server) getRunChangeFile(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.serveRecordFile(w, run, path.Join(changes.RunDir, r.PathValue("file")), r.PathValue("file"), run.ID+"-")
+	s.serveRecordFile(w, run, path.Join(workspace.RunDir, r.PathValue("file")), r.PathValue("file"), run.ID+"-")
 }
 
 // serveRecordFile serves one record file raw, never sniffed into HTML.
@@ -234,11 +234,11 @@ func (s *Server) nodeChanges(run runs.Run, node string, v *runView) *nodeChanges
 		return nil
 	}
 	defer root.Close()
-	set, err := changes.ReadSet(root.FS(), filepath.ToSlash(s.stageDir(run, node)), false)
+	set, err := workspace.ReadSet(root.FS(), filepath.ToSlash(s.stageDir(run, node)), false)
 	if err != nil {
 		return nil
 	}
-	out := &nodeChangesJSON{Visit: set.Visit, Summary: changes.Summary(set.Changes),
+	out := &nodeChangesJSON{Visit: set.Visit, Summary: workspace.CountChanges(set.Changes),
 		Link: "/pipelines/" + run.ID + "/nodes/" + node + "/changes"}
 	if c := v.Changes[node]; c != nil {
 		out.Overlapped = c.Overlapped

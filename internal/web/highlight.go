@@ -5,8 +5,6 @@ import (
 
 	"github.com/alecthomas/chroma/v2"
 	"github.com/alecthomas/chroma/v2/lexers"
-
-	"nanohost/internal/changes"
 )
 
 // Syntax highlighting of diffs, on the server with chroma (the pure-Go
@@ -152,7 +150,7 @@ type hunkJSON struct {
 }
 
 // hunksJSON turns a parsed diff section into the API's hunks.
-func hunksJSON(fd changes.FileDiff) []hunkJSON {
+func hunksJSON(fd FileDiff) []hunkJSON {
 	out := make([]hunkJSON, 0, len(fd.Hunks))
 	for _, h := range fd.Hunks {
 		hj := hunkJSON{OldStart: h.OldStart, OldLines: h.OldLines, NewStart: h.NewStart, NewLines: h.NewLines,

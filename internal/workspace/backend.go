@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"nanohost/internal/changes"
 	"nanohost/internal/pipeline/agenttext"
 	"nanohost/internal/pipeline/engine"
 )
@@ -132,7 +131,7 @@ func succeeded(req engine.Request, res engine.Result) bool {
 // (base to head) where the dashboard, the thread and the CLI read them.
 func (b *Backend) record(ctx context.Context, req engine.Request, ws *Run, c Commit) *engine.WorkspaceChanges {
 	ctx = context.WithoutCancel(ctx)
-	var list []changes.Change
+	var list []Change
 	var diff []byte
 	var err error
 	if !c.Hash.IsZero() {
@@ -140,7 +139,7 @@ func (b *Backend) record(ctx context.Context, req engine.Request, ws *Run, c Com
 			return &engine.WorkspaceChanges{Error: err.Error()}
 		}
 	}
-	if err := changes.WriteVisitSet(req.StageDir, req.Visit, list, diff); err != nil {
+	if err := WriteVisitSet(req.StageDir, req.Visit, list, diff); err != nil {
 		return &engine.WorkspaceChanges{Error: fmt.Sprintf("write the change record: %v", err)}
 	}
 	if c.Hash.IsZero() || ws != b.run {
@@ -171,7 +170,7 @@ func (b *Backend) recordRun(ctx context.Context, runDir string, head plumbing.Ha
 	}
 	runList, runDiff, err := b.run.Diff(ctx, b.run.Base, head)
 	if err == nil {
-		err = writeRecord(filepath.Join(runDir, changes.RunDir), runList, runDiff)
+		err = writeRecord(filepath.Join(runDir, RunDir), runList, runDiff)
 	}
 	if err == nil {
 		err = b.run.writeSummary(runDir, runList)

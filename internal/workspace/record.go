@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"nanohost/internal/changes"
 	"nanohost/internal/pipeline/engine"
 )
 
@@ -18,7 +17,7 @@ const maxDiff = 8 << 20
 
 // Diff is the change set between two commits, as git diff-tree tells it:
 // the files, and git's unified diff, one section per file.
-func (run *Run) Diff(ctx context.Context, from, to plumbing.Hash) ([]changes.Change, []byte, error) {
+func (run *Run) Diff(ctx context.Context, from, to plumbing.Hash) ([]Change, []byte, error) {
 	raw, err := run.repo.git(ctx, nil, "diff-tree", "-r", "-z", "--no-renames", "--raw", "--no-abbrev", from.String(), to.String())
 	if err != nil {
 		return nil, nil, err
@@ -33,7 +32,7 @@ func (run *Run) Diff(ctx context.Context, from, to plumbing.Hash) ([]changes.Cha
 	for i := range list {
 		c := &list[i]
 		c.Bytes = run.size(c.newHash)
-		if c.Change.Change == changes.Modified {
+		if c.Change.Change == Modified {
 			c.OldBytes = run.size(c.oldHash)
 		}
 		if i >= len(sections) {
@@ -42,16 +41,16 @@ func (run *Run) Diff(ctx context.Context, from, to plumbing.Hash) ([]changes.Cha
 		sec := sections[i]
 		c.LinesAdded, c.LinesDeleted, c.Binary = countLines(sec)
 		if c.Binary {
-			c.NoDiff = changes.NoDiffBinary
+			c.NoDiff = NoDiffBinary
 		}
 		if len(diff)+len(sec) > maxDiff {
-			c.NoDiff = changes.NoDiffStageLimit
+			c.NoDiff = NoDiffStageLimit
 			continue
 		}
 		c.DiffOffset, c.DiffBytes = int64(len(diff)), int64(len(sec))
 		diff = append(diff, sec...)
 	}
-	out := make([]changes.Change, len(list))
+	out := make([]Change, len(list))
 	for i, c := range list {
 		out[i] = c.Change
 	}
@@ -59,7 +58,7 @@ func (run *Run) Diff(ctx context.Context, from, to plumbing.Hash) ([]changes.Cha
 }
 
 type rawChange struct {
-	changes.Change
+	Change
 	oldHash, newHash plumbing.Hash
 }
 
@@ -72,15 +71,15 @@ func parseRaw(raw []byte) []rawChange {
 		if len(meta) < 5 {
 			break
 		}
-		c := rawChange{Change: changes.Change{Path: string(fields[i+1])}, oldHash: plumbing.NewHash(meta[2]), newHash: plumbing.NewHash(meta[3])}
+		c := rawChange{Change: Change{Path: string(fields[i+1])}, oldHash: plumbing.NewHash(meta[2]), newHash: plumbing.NewHash(meta[3])}
 		c.Kind, c.Mode = kindOf(meta[1]), meta[1]
 		switch meta[4] {
 		case "A":
-			c.Change.Change = changes.Added
+			c.Change.Change = Added
 		case "D":
-			c.Change.Change, c.Kind, c.Mode = changes.Deleted, kindOf(meta[0]), meta[0]
+			c.Change.Change, c.Kind, c.Mode = Deleted, kindOf(meta[0]), meta[0]
 		default:
-			c.Change.Change = changes.Modified
+			c.Change.Change = Modified
 			if meta[0] != meta[1] {
 				c.OldMode = meta[0]
 				if kindOf(meta[0]) != c.Kind {
@@ -160,8 +159,8 @@ func countLines(sec []byte) (added, deleted int, binary bool) {
 }
 
 // summary is the engine's view of a change list.
-func summary(list []changes.Change) *engine.WorkspaceChanges {
-	w := &engine.WorkspaceChanges{ChangeCounts: changes.Summary(list)}
+func summary(list []Change) *engine.WorkspaceChanges {
+	w := &engine.WorkspaceChanges{ChangeCounts: CountChanges(list)}
 	for _, c := range list {
 		if len(w.Paths) == 8 {
 			break
@@ -169,7 +168,7 @@ func summary(list []changes.Change) *engine.WorkspaceChanges {
 		w.Paths = append(w.Paths, c.Path)
 	}
 	for _, c := range list {
-		if c.NoDiff == changes.NoDiffStageLimit {
+		if c.NoDiff == NoDiffStageLimit {
 			w.Truncated = true
 		}
 	}
@@ -178,8 +177,8 @@ func summary(list []changes.Change) *engine.WorkspaceChanges {
 
 // writeRecord writes a change set where the surfaces read it (changes.json
 // and changes.diff in dir).
-func writeRecord(dir string, list []changes.Change, diff []byte) error {
-	if err := changes.WriteSet(dir, list, diff); err != nil {
+func writeRecord(dir string, list []Change, diff []byte) error {
+	if err := WriteSet(dir, list, diff); err != nil {
 		return fmt.Errorf("write the change record: %w", err)
 	}
 	return nil

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"nanohost/internal/changes"
 	"nanohost/internal/pipeline/engine"
 )
 
@@ -50,7 +49,7 @@ func ReadSummary(fsys fs.FS) (Summary, error) {
 
 // writeSummary records the run's branch in its directory, with the
 // diffstat of the base to its head.
-func (run *Run) writeSummary(runDir string, list []changes.Change) error {
+func (run *Run) writeSummary(runDir string, list []Change) error {
 	if runDir == "" {
 		return nil
 	}
@@ -63,7 +62,7 @@ func (run *Run) writeSummary(runDir string, list []changes.Change) error {
 		return err
 	}
 	s := Summary{Branch: run.Branch, Base: run.Base.String(), BaseBranch: run.baseBranch, Head: head.String(), Commits: len(commits),
-		Repository: run.repo.gitDir, Trees: []string{run.Dir}, ChangeCounts: changes.Summary(list)}
+		Repository: run.repo.gitDir, Trees: []string{run.Dir}, ChangeCounts: CountChanges(list)}
 	run.bmu.Lock()
 	for _, b := range run.branches {
 		s.Trees = append(s.Trees, b.Dir)

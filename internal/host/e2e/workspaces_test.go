@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"nanohost/internal/changes"
 	"nanohost/internal/config"
 	"nanohost/internal/runs"
 	"nanohost/internal/testkit"
@@ -120,7 +119,7 @@ func TestHostileGitFilesNeverRun(t *testing.T) {
 		t.Errorf(".gitattributes recorded as %q", got)
 	}
 	// the run's record (what the dashboard and runs show read) was made by diffing, with nothing run either
-	if set, err := changes.ReadSet(os.DirFS(run.LogsRoot), "plant", true); err != nil || len(set.Changes) == 0 {
+	if set, err := workspace.ReadSet(os.DirFS(run.LogsRoot), "plant", true); err != nil || len(set.Changes) == 0 {
 		t.Errorf("plant's change record: %v %v", set, err)
 	}
 	if _, err := os.Stat(marker); err == nil {
@@ -217,7 +216,7 @@ func TestStageCommitsAreTheRunsHistory(t *testing.T) {
 	if n := countEvents(t, e.store, id, "StageRetrying", "think"); n != 1 {
 		t.Errorf("think was retried %d times; want 1", n)
 	}
-	if set, err := changes.ReadSet(os.DirFS(run.LogsRoot), "idle", false); err != nil || len(set.Changes) != 0 {
+	if set, err := workspace.ReadSet(os.DirFS(run.LogsRoot), "idle", false); err != nil || len(set.Changes) != 0 {
 		t.Errorf("idle's record: %v %v; want an empty one", set.Changes, err)
 	}
 	out, err := exec.Command(nanohostBinary(t), "runs", "show", id, "--db", string(e.cfg.StoreURL())).Output()

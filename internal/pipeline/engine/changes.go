@@ -2,7 +2,7 @@ package engine
 
 // WorkspaceChanges summarises what one visit of a node changed in the
 // workspace: the files added, modified and deleted, and the lines its text
-// diffs add and remove. A backend that records changes (internal/changes)
+// diffs add and remove. A backend that commits stages (internal/workspace)
 // sets it on Result; the engine reports it in a WorkspaceChanged event. The
 // full record — every path and the unified diff — is in the stage
 // directory (changes.json, changes.diff).
@@ -11,8 +11,9 @@ type WorkspaceChanges struct {
 	// Paths are the first few changed paths, in path order.
 	Paths []string `json:"paths,omitempty"`
 	// Overlapped names the stages that ran on the same workspace at some
-	// time during this one: their changes are in this change set too (the
-	// workspace cannot tell who wrote a file).
+	// time during this one: their changes are in this change set too. Only
+	// events recorded before git workspaces have it (stages then shared
+	// a folder); a stage's commit holds only its own changes.
 	Overlapped []StageRef `json:"overlapped,omitempty"`
 	// Truncated: the diff was cut at its per-file or per-stage bound.
 	Truncated bool `json:"truncated,omitempty"`

@@ -1,127 +1,13 @@
-package changes
+package web
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"path"
-	"slices"
 	"strconv"
 	"strings"
-
-	"nanohost/internal/pipeline/engine"
 )
 
-// What the surfaces (dashboard, CLI, chat) read back from a change record.
-
-// Bounds on a record read back: what the host writes stays well inside.
-const (
-	maxListFile = 32 << 20
-	maxDiffFile = 64 << 20
-)
-
-// Set is a change record read back: the list, and the diff when asked for.
-type Set struct {
-	Changes []Change
-	Diff    []byte
-	// Visit is the node visit a stage's record is of (0 when unknown, and
-	// for a run's record).
-	Visit int
-}
-
-// ErrNoRecord says a stage or run has no change record (it ran no agent or
-// tool, ran before changes were recorded, or has not finished yet).
-var ErrNoRecord = errors.New("no change record")
-
-// ReadSet reads the change record in dir of fsys (a stage directory, or
-// RunDir for a run's changes since it started). It never follows a name out
-// of fsys when fsys is an os.Root's.
-func ReadSet(fsys fs.FS, dir string, withDiff bool) (Set, error) {
-	data, err := readFS(fsys, path.Join(dir, ListFile), maxListFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Set{}, ErrNoRecord
-	}
-	if err != nil {
-		return Set{}, err
-	}
-	var s Set
-	if err := json.Unmarshal(data, &s.Changes); err != nil {
-		return Set{}, fmt.Errorf("%s: %w", ListFile, err)
-	}
-	if s.Changes == nil {
-		s.Changes = []Change{}
-	}
-	if withDiff {
-		s.Diff, err = readFS(fsys, path.Join(dir, DiffFile), maxDiffFile)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return Set{}, err
-		}
-	}
-	var vs visitState
-	if data, err := readFS(fsys, path.Join(dir, visitFile), maxStateFile); err == nil && json.Unmarshal(data, &vs) == nil {
-		s.Visit = vs.Visit
-	}
-	return s, nil
-}
-
-// EarlierVisits lists the visits whose records a stage directory keeps in
-// VisitDir(n) (a node visited again), in order.
-func EarlierVisits(fsys fs.FS, stageDir string) []int {
-	entries, err := fs.ReadDir(fsys, stageDir)
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range entries {
-		n, ok := strings.CutPrefix(e.Name(), "visit-")
-		if v, err := strconv.Atoi(n); ok && err == nil && v > 0 && e.IsDir() {
-			out = append(out, v)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func readFS(fsys fs.FS, name string, limit int64) ([]byte, error) {
-	f, err := fsys.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readRegular(f, name, limit)
-}
-
-// Section is a change's part of the diff ("" when it has none or the
-// offsets do not fit the diff).
-func (s Set) Section(c Change) []byte {
-	end := c.DiffOffset + c.DiffBytes
-	if c.DiffBytes <= 0 || c.DiffOffset < 0 || end < c.DiffOffset || end > int64(len(s.Diff)) {
-		return nil
-	}
-	return s.Diff[c.DiffOffset:end]
-}
-
-// Summary counts a change list the way a stage's WorkspaceChanged event
-// does (without the overlaps, which only the event knows).
-func Summary(list []Change) engine.ChangeCounts {
-	var t engine.ChangeCounts
-	for _, c := range list {
-		t.Files++
-		switch c.Change {
-		case Added:
-			t.Added++
-		case Deleted:
-			t.Deleted++
-		default:
-			t.Modified++
-		}
-		t.LinesAdded += c.LinesAdded
-		t.LinesDeleted += c.LinesDeleted
-	}
-	return t
-}
+// A change record's diff section, parsed for the dashboard's view: git's
+// unified diff of one file, read back into hunks and numbered lines.
 
 // FileDiff is one file's section of a diff, parsed.
 type FileDiff struct {
