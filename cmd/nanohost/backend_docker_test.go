@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"nanohost/internal/container/containertest"
 	"nanohost/internal/pipeline/engine"
@@ -244,5 +246,27 @@ func TestDockerBackendMountsAMasksFolderForItsNodeOnly(t *testing.T) {
 	r, _ = dockerRun(t, dot, "--script", s, "--masks", outside, "--mount-allowlist", allow, "--logs", filepath.Join(dir, "run2"), "--json")
 	if r.code != 2 || !strings.Contains(r.stderr, "mask recall: mounts[0]") || !strings.Contains(r.stderr, "not under an allowed root") {
 		t.Errorf("refused mask folder: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// A relative --logs works with --backend docker: the stage's artifacts are
+// bound from the run directory, and Docker refuses a relative bind (the
+// stage used to retry that refusal until its attempts ran out).
+func TestDockerRunTakesARelativeLogsDirectory(t *testing.T) {
+	containertest.Require(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "tool.dot", `digraph T { start [shape=Mdiamond]; probe [shape=parallelogram, tool_command="echo probing"]; done [shape=Msquare]; start -> probe -> done }`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nanohostBin, "pipeline", "run", "tool.dot", "--backend", "docker", "--image", containertest.Image,
+		"--workspace", containertest.Workspace(t), "--state-dir", t.TempDir(), "--network", "none", "--logs", "run", "--json")
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if out, err := cmd.Output(); err != nil {
+		t.Fatalf("pipeline run --logs run: %v\n%s%s", err, out, stderr.String())
+	}
+	if out, _ := os.ReadFile(filepath.Join(dir, "run", "probe", "stdout.txt")); string(out) != "probing\n" {
+		t.Errorf("run/probe/stdout.txt = %q", out)
 	}
 }

@@ -339,7 +339,14 @@ func (id identities) loadGraph(file string, src []byte) (*pipeline.Graph, error)
 // execute builds the engine from the flags, runs start and reports; with
 // --data it records the run (record: what is known of it) in that store.
 func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string, record runs.Run, start func(context.Context, *engine.Engine) (*engine.RunResult, error)) error {
-	backend, err := newBackend(cmd, f, ids, runID, logs)
+	// The engine and the backend get the run directory absolute: a
+	// container backend binds the stage's artifacts from it, and Docker
+	// refuses a relative bind (the stage retried until its attempts ran out).
+	root, err := filepath.Abs(logs)
+	if err != nil {
+		return exitCode(exitInvalid, err)
+	}
+	backend, err := newBackend(cmd, f, ids, runID, root)
 	if err != nil {
 		return exitCode(exitInvalid, err)
 	}
@@ -370,7 +377,7 @@ func execute(cmd *cobra.Command, f *runFlags, ids identities, runID, logs string
 	eng := engine.New(engine.Config{
 		Backend: backend, Interviewer: iv, Observers: observers, Loader: ids.loadGraph,
 		Personas: ids.personas, Masks: ids.masks,
-		LogsRoot: logs, RunID: runID, NoBackoff: f.noBackoff,
+		LogsRoot: root, RunID: runID, NoBackoff: f.noBackoff,
 		// The sim backend pretends: no agent runs, no typed output comes
 		// back, so the engine must not ask for one (nor write stage files).
 		Simulated: backendName(f) == "sim",
