@@ -48,9 +48,9 @@ func TestRunRecordsWorkspaceChangesAndTheGateLinksThem(t *testing.T) {
 	}
 	th.writeRequest(t, "tasks", "run-1", map[string]any{"type": "start_pipeline", "dot": reworkDOT, "verbosity": "verbose"})
 	id, _ := th.response(t, "run-1")["run_id"].(string)
-	testkit.WaitUntil(t, 10*time.Second, "the gate prompt with its link", func() bool { return strings.Contains(th.screen.String(), "#changes") })
+	testkit.WaitUntil(t, 10*time.Second, "the gate prompt with its link", func() bool { return strings.Contains(th.screen.Text(), "#changes") })
 
-	screen := th.screen.String()
+	screen := th.screen.Text()
 	if !strings.Contains(screen, "± implement changed 2 files (+4 −1): main.go, notes.txt") {
 		t.Errorf("the verbose thread does not say what implement changed:\n%s", screen)
 	}
@@ -107,7 +107,7 @@ func TestWithoutGitWorkspacesRunsWorkInTheFolderUnrecorded(t *testing.T) {
 			t.Errorf("%s recorded without git workspaces", p)
 		}
 	}
-	if strings.Contains(th.screen.String(), "Branch nanohost/") {
-		t.Errorf("the thread names a branch without git workspaces:\n%s", th.screen.String())
+	if strings.Contains(th.screen.Text(), "Branch nanohost/") {
+		t.Errorf("the thread names a branch without git workspaces:\n%s", th.screen.Text())
 	}
 }

@@ -88,7 +88,9 @@ func TestChatStopsWhenItsGroupLeaseIsTakenAndTakesItBack(t *testing.T) {
 	testkit.WaitUntil(t, 10*time.Second, "the host answers both waiting messages after B's lease expired", func() bool {
 		return unanswered() == 0 && botPosts(fake, slow) == 1 && botPosts(fake, late) == 1
 	})
-	time.Sleep(300 * time.Millisecond) // room for a second answer, if there were one
+	if _, err := fake.Barrier(opsChat, alice, 10*time.Second); err != nil { // a second answer would have come by now
+		t.Fatal(err)
+	}
 	if a, b, c := botPosts(fake, first), botPosts(fake, slow), botPosts(fake, late); a != 1 || b != 1 || c != 1 {
 		t.Errorf("answers per question: %d, %d, %d; want one each", a, b, c)
 	}

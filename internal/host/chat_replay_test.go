@@ -40,7 +40,9 @@ func TestAnswerPostedBeforeACrashIsNotPostedAgain(t *testing.T) {
 	if n := len(again.agents.prompts("chat")); n != 1 {
 		t.Fatalf("the agent was asked %d times after the restart, want once (the message was left unanswered)", n)
 	}
-	time.Sleep(200 * time.Millisecond) // room for a second post, if there were one
+	if _, err := fake.Barrier(opsChat, alice, 10*time.Second); err != nil { // a second post would have come by now
+		t.Fatal(err)
+	}
 	if n := botPosts(fake, q); n != 1 {
 		t.Errorf("the question has %d answers in its thread, want 1", n)
 	}

@@ -42,9 +42,9 @@ func (c consoleSession) typeLines(text string) {
 func (c consoleSession) shows(want string, count int) {
 	c.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(c.th.screen.String(), want) < count {
+	for strings.Count(c.th.screen.Text(), want) < count {
 		if time.Now().After(deadline) {
-			c.t.Fatalf("the console never showed %q %d time(s); it showed:\n%s", want, count, c.th.screen.String())
+			c.t.Fatalf("the console never showed %q %d time(s); it showed:\n%s", want, count, c.th.screen.Text())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -176,7 +176,7 @@ func TestThreadTellsTheChoiceBeforeWhereItLeads(t *testing.T) {
 		c.shows("Answer: type A or R", 1)
 		c.typeLines("A")
 		c.shows("✓ Pipeline complete", 1)
-		screen := th.screen.String()
+		screen := th.screen.Text()
 		chose, routed, next := strings.Index(screen, "you chose [A] Approve"), strings.Index(screen, "review → ship"), strings.Index(screen, "→ Ship (")
 		if chose < 0 || routed < 0 || next < 0 || chose > routed || routed > next {
 			t.Fatalf("try %d: the thread does not read choice, route, next stage in order:\n%s", i, screen)
@@ -230,7 +230,7 @@ func TestPastedPipelinesAreListedByTheirDigraphName(t *testing.T) {
 	if err != nil || len(page.Runs) != 1 || page.Runs[0].FileName != "Typo.dot" {
 		t.Errorf("runs = %+v, %v; want one recorded as Typo.dot", page.Runs, err)
 	}
-	if strings.Contains(th.screen.String(), "pipeline.dot") {
-		t.Errorf("the console names the pasted pipeline pipeline.dot:\n%s", th.screen.String())
+	if strings.Contains(th.screen.Text(), "pipeline.dot") {
+		t.Errorf("the console names the pasted pipeline pipeline.dot:\n%s", th.screen.Text())
 	}
 }

@@ -111,7 +111,7 @@ func TestConsoleIsToldWhoAnsweredFirst(t *testing.T) {
 	th.writeRequest(t, "tasks", "gate-1", map[string]any{"type": "start_pipeline", "dot": review(""), "chat": "console"})
 	runID, _ := th.response(t, "gate-1")["run_id"].(string)
 	testkit.WaitUntil(t, 10*time.Second, "the prompt is at the console", func() bool {
-		return strings.Contains(th.screen.String(), "❓ Ship the RSI change?")
+		return strings.Contains(th.screen.Text(), "❓ Ship the RSI change?")
 	})
 	st, err := th.Runs().Status(context.Background(), runID)
 	if err != nil || len(st.Gates) != 1 {
@@ -126,7 +126,7 @@ func TestConsoleIsToldWhoAnsweredFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.WaitUntil(t, 10*time.Second, "the console is told who answered first", func() bool {
-		screen := th.screen.String()
+		screen := th.screen.Text()
 		return strings.Contains(screen, "Already answered by web:ops: [R] Reject") || strings.Contains(screen, "✓ web:ops chose [R] Reject")
 	})
 	testkit.WaitUntil(t, 10*time.Second, "the run takes the dashboard's answer", func() bool {

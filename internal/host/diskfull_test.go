@@ -108,13 +108,13 @@ func TestDiskFullInterruptsTheRunOnce(t *testing.T) {
 	free := fill(t, data)
 	close(release)
 	deadline := time.Now().Add(15 * time.Second)
-	for th.runs.Active() != 0 || !strings.Contains(th.screen.String(), "cannot record the run's progress") {
+	for th.runs.Active() != 0 || !strings.Contains(th.screen.Text(), "cannot record the run's progress") {
 		if time.Now().After(deadline) {
-			t.Fatalf("the run did not stop saying why (%d active); the console showed:\n%s", th.runs.Active(), th.screen.String())
+			t.Fatalf("the run did not stop saying why (%d active); the console showed:\n%s", th.runs.Active(), th.screen.Text())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	first := th.screen.String()
+	first := th.screen.Text()
 	if strings.Contains(first, "Pipeline failed") || strings.Contains(first, "✗ failed") || strings.Contains(first, "Pipeline complete") {
 		t.Errorf("a run that could not record its progress ended otherwise than interrupted:\n%s", first)
 	}
@@ -131,12 +131,12 @@ func TestDiskFullInterruptsTheRunOnce(t *testing.T) {
 		return err == nil && r.Status == runs.Succeeded
 	})
 	testkit.WaitUntil(t, 10*time.Second, "the thread tells the end", func() bool {
-		return strings.Contains(second.screen.String(), "Pipeline complete")
+		return strings.Contains(second.screen.Text(), "Pipeline complete")
 	})
-	if s := second.screen.String(); strings.Contains(s, "Pipeline failed") || strings.Count(s, "Pipeline complete") != 1 {
+	if s := second.screen.Text(); strings.Contains(s, "Pipeline failed") || strings.Count(s, "Pipeline complete") != 1 {
 		t.Errorf("the resume tells another ending, or this one twice:\n%s", s)
 	}
-	t.Logf("after it, the console showed:\n%s", second.screen.String())
+	t.Logf("after it, the console showed:\n%s", second.screen.Text())
 	events, err := second.store.Events(context.Background(), runID, 0, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -215,10 +215,10 @@ func (g *slackGates) ended(run runs.Run) (runs.Run, []string) {
 	return r, nodes
 }
 
-// open asserts the run still waits at its gate.
+// open asserts the run still waits at its gate, once what could have
+// moved it on was handled (the caller waited for its refusal).
 func (g *slackGates) open(run runs.Run) {
 	g.t.Helper()
-	time.Sleep(200 * time.Millisecond)
 	r, err := g.th.store.GetRun(context.Background(), run.ID)
 	if err != nil || r.Status != runs.Waiting {
 		g.t.Fatalf("run %s is %s (%v); want it still waiting at its gate", run.ID, r.Status, err)
@@ -575,7 +575,11 @@ func TestSlackRefusedPromptLeavesTheGateOpen(t *testing.T) {
 		r, err := g.th.store.GetRun(context.Background(), run.ID)
 		return err == nil && r.Status == runs.Waiting
 	})
-	g.open(run)
+	refused := g.fake.Calls("chat.postMessage")
+	testkit.WaitUntil(t, waitLong, "the thread tries the refused prompt twice more", func() bool {
+		return g.fake.Calls("chat.postMessage") >= refused+2
+	})
+	g.open(run) // refused twice more, the run still waits
 	for _, m := range g.fake.Thread(opsChat, run.ThreadTS) {
 		if strings.Contains(m.Text, "❓") {
 			t.Fatalf("a prompt was posted though Slack refused it: %+v", m)

@@ -111,9 +111,12 @@ func TestGroupsFromConfigAndRegisteredFromTheMainChat(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitBot(t, fake, newChat, "answer from web")
-	time.Sleep(300 * time.Millisecond) // room for an answer to the other message, if there were one
-	if n := len(fake.BotMessages(newChat)); n != 1 {
-		t.Errorf("the bot posted %d messages in the new group's channel, want the one answer: %v", n, fake.BotMessages(newChat))
+	// An answer to the other message would have come by the barrier's.
+	if _, err := fake.Barrier(newChat, alice, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fake.BotMessages(newChat)); n != 2 {
+		t.Errorf("the bot posted %d messages in the new group's channel, want the one answer and the barrier's: %v", n, fake.BotMessages(newChat))
 	}
 	if errs := fake.ProtocolErrors(); len(errs) > 0 {
 		t.Errorf("Slack protocol errors: %v", errs)
@@ -236,14 +239,14 @@ func TestRegisterRefusalsNameTheConflictAndChangeNothing(t *testing.T) {
 	}
 	typeAt("/register console:lab lab")
 	testkit.WaitUntil(t, 10*time.Second, "the refusal is shown", func() bool {
-		return strings.Contains(th.screen.String(), "✗ Not registered, nothing changed: the console is a single chat, and it already belongs to group main")
+		return strings.Contains(th.screen.Text(), "✗ Not registered, nothing changed: the console is a single chat, and it already belongs to group main")
 	})
 	typeAt("/register slack:C0NEW main")
 	testkit.WaitUntil(t, 10*time.Second, "the folder refusal is shown", func() bool {
-		return strings.Contains(th.screen.String(), "✗ Not registered, nothing changed: a group named main already exists (its chat is console): choose another folder name.")
+		return strings.Contains(th.screen.Text(), "✗ Not registered, nothing changed: a group named main already exists (its chat is console): choose another folder name.")
 	})
-	if strings.Contains(th.screen.String(), "not found") {
-		t.Errorf("a refusal still says 'not found':\n%s", th.screen.String())
+	if strings.Contains(th.screen.Text(), "not found") {
+		t.Errorf("a refusal still says 'not found':\n%s", th.screen.Text())
 	}
 	after, err := th.store.GetChat(ctx, "console")
 	if err != nil || after.Name != before.Name || after.GroupFolder != "main" {

@@ -1,14 +1,10 @@
 package host
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,11 +15,10 @@ import (
 	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/config"
 	"nanohost/internal/container"
+	"nanohost/internal/host/hosttest"
 	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/runs"
-	"nanohost/internal/store"
 	"nanohost/internal/store/storetest"
-	"nanohost/internal/testkit"
 )
 
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
@@ -117,17 +112,9 @@ type testHost struct {
 	dir    string
 	agents *fakeAgents
 	typing *io.PipeWriter
-	screen *lines
+	screen *hosttest.Screen
 	stop   func()
 }
-
-// lines collects what the console prints.
-type lines struct {
-	mu   sync.Mutex
-	text strings.Builder
-}
-
-func (l *lines) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.text.String() }
 
 // startTestHost starts a host in dir ("" for a new one) with the console
 // on pipes.
@@ -155,98 +142,45 @@ type hostSetup struct {
 	now func() time.Time
 }
 
+// launch starts the host s describes on hosttest's parts (the harness the
+// end-to-end tests share), with fake agents.
 func launch(t testing.TB, s hostSetup) *testHost {
 	t.Helper()
 	if s.dir == "" {
 		s.dir = t.TempDir()
 	}
-	cfg := config.Defaults()
-	cfg.DataDir = filepath.Join(s.dir, "data")
-	cfg.HTTP.Listen = "127.0.0.1:0"
-	cfg.IPC.Rescan = 100 * time.Millisecond
-	if s.slack != nil {
-		cfg.Slack = config.Slack{BotToken: config.Secret(s.slack.BotToken), AppToken: config.Secret(s.slack.AppToken), APIURL: s.slack.APIURL()}
-		cfg.Console.Enabled = "false"
-	}
-	if s.configure != nil {
-		s.configure(cfg)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if u, ok := storetest.PostgresFor(t, s.dir); ok {
-		cfg.Store.URL = config.Secret(u)
-	}
-	st, err := store.Open(ctx, cfg.StoreURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	th := &testHost{dir: s.dir, agents: &fakeAgents{answer: s.answer}, screen: &lines{}}
+	cfg := hosttest.Config(t, s.dir, s.slack, 100*time.Millisecond, s.configure)
+	st := hosttest.OpenStore(t, cfg)
+	th := &testHost{dir: s.dir, agents: &fakeAgents{answer: s.answer}, screen: &hosttest.Screen{}}
 	log := quiet
 	if s.logger != nil {
 		log = s.logger
 	}
-	var eps []Endpoint
+	var ep Endpoint
 	closeChans := func() {}
-	if s.slack != nil {
-		p := cfg.Slack.Policy
-		ch, err := slack.New(slack.Config{
-			BotToken: cfg.Slack.BotToken.Reveal(), AppToken: cfg.Slack.AppToken.Reveal(), APIURL: cfg.Slack.APIURL,
-			Policy: slack.Policy{Channels: p.Channels, Starters: p.Starters, Approvers: p.Approvers, PreventSelfApproval: p.PreventSelfApproval},
-			Send: slack.SendConfig{PerSecond: 100, Burst: 50, MethodRates: slack.ScaledMethodRates(100),
-				InitialBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond},
-			Logger: log,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		eps, closeChans = append(eps, Endpoint{Channel: ch, Policy: ch.Policy(), MayRegister: ch.MayRegister}), ch.Close
-	} else if s.terminal != nil {
-		eps = append(eps, Endpoint{Channel: console.New(s.terminal, s.terminal), Policy: console.Policy(),
-			MayRegister: func(context.Context, string, string) error { return nil }})
-	} else {
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		go func() {
-			sc := bufio.NewScanner(outR)
-			for sc.Scan() {
-				th.screen.mu.Lock()
-				th.screen.text.WriteString(sc.Text() + "\n")
-				th.screen.mu.Unlock()
-			}
-		}()
-		eps = append(eps, Endpoint{Channel: console.New(inR, outW), Policy: console.Policy(),
-			MayRegister: func(context.Context, string, string) error { return nil }})
-		th.typing = inW
-		closeChans = func() { inW.Close(); outW.Close() }
+	switch {
+	case s.slack != nil:
+		ch := hosttest.SlackChannel(t, cfg, slack.SendConfig{PerSecond: 100, Burst: 50, MethodRates: slack.ScaledMethodRates(100),
+			InitialBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}, log)
+		ep, closeChans = Endpoint{Channel: ch, Policy: ch.Policy(), MayRegister: ch.MayRegister}, ch.Close
+	case s.terminal != nil:
+		ep = Endpoint{Channel: console.New(s.terminal, s.terminal), Policy: console.Policy(),
+			MayRegister: func(context.Context, string, string) error { return nil }}
+	default:
+		con := hosttest.NewConsole()
+		ep = Endpoint{Channel: con.Channel, Policy: console.Policy(),
+			MayRegister: func(context.Context, string, string) error { return nil }}
+		th.typing, th.screen, closeChans = con.Typing, con.Screen, con.Close
 	}
 	h, err := New(Options{
-		Config: cfg, Store: st, Agents: th.agents, Endpoints: eps, Kubernetes: s.kube, Now: s.now,
+		Config: cfg, Store: st, Agents: th.agents, Endpoints: []Endpoint{ep}, Kubernetes: s.kube, Now: s.now,
 		Logger: log, DeliveryBackoff: report.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	th.Host = h
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	var once sync.Once
-	th.stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("host.Run: %v", err)
-			}
-			closeChans()
-			st.Close()
-		})
-	}
-	t.Cleanup(th.stop)
-	testkit.WaitUntil(t, 10*time.Second, "the host serves", func() bool { return h.HTTPAddr() != "" })
-	if s.slack != nil {
-		testkit.WaitUntil(t, 10*time.Second, "the host is connected to Slack", s.slack.Connected)
-	}
+	th.stop = hosttest.Serve(t, h, s.slack, func() { closeChans(); st.Close() })
 	return th
 }
 
@@ -260,19 +194,7 @@ func (th *testHost) writeRequest(t *testing.T, queue, id string, req map[string]
 // writeGroupRequest drops an IPC request into group's queue.
 func (th *testHost) writeGroupRequest(t *testing.T, group, queue, id string, req map[string]any) {
 	t.Helper()
-	req["v"], req["request_id"] = 1, id
-	data, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(th.IPCRoot(), group, queue)
-	tmp := filepath.Join(dir, "."+id+".tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, id+".json")); err != nil {
-		t.Fatal(err)
-	}
+	hosttest.WriteRequest(t, th.IPCRoot(), group, queue, id, req)
 }
 
 // response waits for the IPC response to the main group's request id.
@@ -284,13 +206,7 @@ func (th *testHost) response(t *testing.T, id string) map[string]any {
 // groupResponse waits for the IPC response to group's request id.
 func (th *testHost) groupResponse(t *testing.T, group, id string) map[string]any {
 	t.Helper()
-	var out map[string]any
-	p := filepath.Join(th.IPCRoot(), group, "responses", id+".json")
-	testkit.WaitUntil(t, 10*time.Second, "the response to "+id, func() bool {
-		data, err := os.ReadFile(p)
-		return err == nil && json.Unmarshal(data, &out) == nil
-	})
-	return out
+	return hosttest.Response(t, th.IPCRoot(), group, id, 10*time.Second)
 }
 
 // quiet keeps the host's expected errors out of the test output.

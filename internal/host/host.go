@@ -72,7 +72,7 @@ type Options struct {
 	// endpoint — dashboard, /healthz, /metrics — or "" when it is off.
 	OnReady func(httpAddr string)
 	// Now is the scheduler's clock (default time.Now): tests move it and
-	// call WakeScheduler.
+	// call WakeScheduler or LookForDueTasks.
 	Now func() time.Time
 }
 
@@ -309,6 +309,12 @@ func (h *Host) WebRuns() web.Runs {
 // WakeScheduler makes the scheduler look for due tasks now (tests move
 // the clock given as Options.Now, then wake it).
 func (h *Host) WakeScheduler() { h.scheduler.Wake() }
+
+// LookForDueTasks makes the scheduler look for due tasks now and returns
+// once it has and every fire it started is recorded: a test that moved
+// the clock then knows nothing (more) was due, without waiting for a fire
+// that should not come.
+func (h *Host) LookForDueTasks(ctx context.Context) error { return h.scheduler.Look(ctx) }
 
 // Metrics exposes the host's Prometheus collectors (tests read them).
 func (h *Host) Metrics() *Metrics { return h.metrics }

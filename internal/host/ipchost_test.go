@@ -24,7 +24,7 @@ func TestAgentRequestAnswersAreKeptInSQLite(t *testing.T) {
 		t.Fatalf("send_message: %v", resp)
 	}
 	testkit.WaitUntil(t, 5*time.Second, "the message reaches the chat", func() bool {
-		return strings.Contains(first.screen.String(), "build finished")
+		return strings.Contains(first.screen.Text(), "build finished")
 	})
 	rec, ok, err := sqlprocessed.Store{DB: first.store}.Lookup(context.Background(), "main", "note-1")
 	if err != nil || !ok || rec.Status != ipc.Accepted {
@@ -41,8 +41,14 @@ func TestAgentRequestAnswersAreKeptInSQLite(t *testing.T) {
 	if resp := second.response(t, "note-1"); resp["status"] != "accepted" {
 		t.Fatalf("the request offered again: %v", resp)
 	}
-	time.Sleep(300 * time.Millisecond) // room for a second post, if there were one
-	if strings.Contains(second.screen.String(), "build finished") {
-		t.Errorf("the message was posted again after the restart:\n%s", second.screen.String())
+	// A request's post is made before its answer is written, and the
+	// console prints in order: a second post would show before this one.
+	second.writeRequest(t, "messages", "barrier", map[string]any{"type": "send_message", "text": "barrier"})
+	second.response(t, "barrier")
+	testkit.WaitUntil(t, 5*time.Second, "the barrier reaches the chat", func() bool {
+		return strings.Contains(second.screen.Text(), "barrier")
+	})
+	if strings.Contains(second.screen.Text(), "build finished") {
+		t.Errorf("the message was posted again after the restart:\n%s", second.screen.Text())
 	}
 }

@@ -132,7 +132,7 @@ func TestShutdownInterruptsRunsAndThreadsSaySo(t *testing.T) {
 	interrupted, _ := first.response(t, "run-1")["run_id"].(string)
 	testkit.WaitUntil(t, 10*time.Second, "b is at work", func() bool { return len(first.agents.prompts("b")) == 1 })
 	first.stop()
-	screen := first.screen.String()
+	screen := first.screen.Text()
 	if !strings.Contains(screen, "⏸ Run interrupted") || !strings.Contains(screen, "⏸ interrupted — b (2/3)") || strings.Contains(screen, "cancelled") {
 		t.Errorf("the thread of a run stopped by shutdown should say interrupted (and where), never cancelled:\n%s", screen)
 	}
@@ -148,13 +148,13 @@ func TestShutdownInterruptsRunsAndThreadsSaySo(t *testing.T) {
 	})
 	// One line says it, and who cancelled: the person at the console.
 	testkit.WaitUntil(t, 5*time.Second, "the thread says cancelled, by whom", func() bool {
-		return strings.Contains(second.screen.String(), "⊘ Pipeline cancelled by you")
+		return strings.Contains(second.screen.Text(), "⊘ Pipeline cancelled by you")
 	})
-	if n := linesWith(second.screen.String(), "cancel"); n > 2 {
-		t.Errorf("a cancel printed %d lines mentioning it; want the run's one line (and its card):\n%s", n, second.screen.String())
+	if n := linesWith(second.screen.Text(), "cancel"); n > 2 {
+		t.Errorf("a cancel printed %d lines mentioning it; want the run's one line (and its card):\n%s", n, second.screen.Text())
 	}
-	if strings.Contains(second.screen.String(), "Run interrupted") {
-		t.Errorf("a run a person cancelled is shown as interrupted:\n%s", second.screen.String())
+	if strings.Contains(second.screen.Text(), "Run interrupted") {
+		t.Errorf("a run a person cancelled is shown as interrupted:\n%s", second.screen.Text())
 	}
 }
 

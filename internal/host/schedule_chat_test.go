@@ -35,10 +35,10 @@ func TestScheduleCommandsInChat(t *testing.T) {
 			}
 			var out string
 			testkit.WaitUntil(t, 10*time.Second, "the console says "+want, func() bool {
-				out = th.screen.String()[seen:]
+				out = th.screen.Text()[seen:]
 				return strings.Contains(out, want)
 			})
-			seen = len(th.screen.String())
+			seen = len(th.screen.Text())
 			return out
 		}
 		out := say("/schedule every 30m check the build", "Scheduled task-")

@@ -239,8 +239,9 @@ func TestScheduledPipelineRunsWithInputs(t *testing.T) {
 	broken := th.response(t, "sched-broken")["task"].(map[string]any)["id"].(string)
 
 	clock.Set(t0.Add(59 * time.Minute))
-	th.WakeScheduler()
-	time.Sleep(200 * time.Millisecond) // nothing is due: nothing may start
+	if err := th.LookForDueTasks(t.Context()); err != nil { // nothing is due: nothing may start
+		t.Fatal(err)
+	}
 	if got := th.runsOf(t, id); len(got) != 0 {
 		t.Fatalf("a run started before its time: %+v", got)
 	}
@@ -305,8 +306,9 @@ func TestMissedFireRunsOnceAfterDowntime(t *testing.T) {
 	testkit.WaitUntil(t, 10*time.Second, "the missed fire runs once at start-up", func() bool {
 		return len(second.runsOf(t, ids["once"])) == 1 && second.task(t, ids["skip"]).NextRun.Equal(t0.Add(4*time.Hour))
 	})
-	second.WakeScheduler()
-	time.Sleep(200 * time.Millisecond) // a second look finds nothing more due
+	if err := second.LookForDueTasks(t.Context()); err != nil { // a second look finds nothing more due
+		t.Fatal(err)
+	}
 	if n := len(second.runsOf(t, ids["once"])); n != 1 {
 		t.Fatalf("%d runs after the downtime, want 1", n)
 	}
@@ -352,8 +354,9 @@ func TestScheduledPromptRepliesInProcess(t *testing.T) {
 		}
 	}
 	clock.Set(t0.Add(59 * time.Minute))
-	th.WakeScheduler()
-	time.Sleep(200 * time.Millisecond)
+	if err := th.LookForDueTasks(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	mu.Lock()
 	early := len(asked)
 	mu.Unlock()
@@ -363,7 +366,7 @@ func TestScheduledPromptRepliesInProcess(t *testing.T) {
 	clock.Set(t0.Add(time.Hour))
 	th.WakeScheduler()
 	testkit.WaitUntil(t, 10*time.Second, "both replies reach the chat", func() bool {
-		s := th.screen.String()
+		s := th.screen.Text()
 		return strings.Contains(s, "Two incidents are open.") && strings.Contains(s, "The build is green.")
 	})
 	mu.Lock()
@@ -481,7 +484,7 @@ func TestIsolatedPromptOfAFireDoneAgainIsAnsweredOnce(t *testing.T) {
 	clock.Set(t0.Add(time.Hour))
 	th.WakeScheduler()
 	testkit.WaitUntil(t, 10*time.Second, "the answer is posted and the fire recorded", func() bool {
-		return strings.Contains(th.screen.String(), "The build is green.") && th.task(t, "build-check").Status == schedule.Completed
+		return strings.Contains(th.screen.Text(), "The build is green.") && th.task(t, "build-check").Status == schedule.Completed
 	})
 
 	res, err := th.tasks.Fire(context.Background(), schedule.Fire{Task: task, Due: task.NextRun})
@@ -499,8 +502,8 @@ func TestIsolatedPromptOfAFireDoneAgainIsAnsweredOnce(t *testing.T) {
 	if id := asked[0].RunID; id == "chat-main" || !strings.HasPrefix(id, "chat-main-build-check") {
 		t.Errorf("the isolated prompt ran in %s, not a session of its task's own", id)
 	}
-	if n := strings.Count(th.screen.String(), "The build is green."); n != 1 {
-		t.Errorf("the answer is shown %d times, want once:\n%s", n, th.screen.String())
+	if n := strings.Count(th.screen.Text(), "The build is green."); n != 1 {
+		t.Errorf("the answer is shown %d times, want once:\n%s", n, th.screen.Text())
 	}
 	if sid, _ := th.store.GetSession(context.Background(), "main", chatThreadKey); sid == "sess-isolated" {
 		t.Error("the isolated session became the group's conversation's session")

@@ -37,10 +37,10 @@ func TestFinishedRunsTreeIsRemovedAfterTheRetention(t *testing.T) {
 	})
 	branchLine := "Branch nanohost/" + workspace.ShortID(id) + ": 1 commit(s), 1 file (+1 −0)"
 	testkit.WaitUntil(t, 10*time.Second, "the thread names the run's branch", func() bool {
-		return strings.Contains(th.screen.String(), branchLine)
+		return strings.Contains(th.screen.Text(), branchLine)
 	})
-	if n := strings.Count(th.screen.String(), branchLine); n != 1 {
-		t.Errorf("the thread names the branch %d times, want once:\n%s", n, th.screen.String())
+	if n := strings.Count(th.screen.Text(), branchLine); n != 1 {
+		t.Errorf("the thread names the branch %d times, want once:\n%s", n, th.screen.Text())
 	}
 	tree := th.agents.workspace(id)
 	if tree == "" {
@@ -89,7 +89,7 @@ func TestSucceededRunFastForwardsTheGroupsFolder(t *testing.T) {
 	}
 	id := run("ff-1")
 	testkit.WaitUntil(t, 10*time.Second, "the thread says the folder holds the result", func() bool {
-		return strings.Contains(th.screen.String(), "The result is now in the folder main (fast-forward)")
+		return strings.Contains(th.screen.Text(), "The result is now in the folder main (fast-forward)")
 	})
 	if got, _ := os.ReadFile(filepath.Join(folder, "b.txt")); string(got) != id+"\n" {
 		t.Errorf("b.txt in the group's folder: %q", got)
@@ -98,7 +98,7 @@ func TestSucceededRunFastForwardsTheGroupsFolder(t *testing.T) {
 	touchFolder.Store(true)
 	id2 := run("ff-2")
 	testkit.WaitUntil(t, 10*time.Second, "the thread says the folder changed", func() bool {
-		return strings.Contains(th.screen.String(), "Not done: the folder main changed since the run started: nanohost/"+workspace.ShortID(id2))
+		return strings.Contains(th.screen.Text(), "Not done: the folder main changed since the run started: nanohost/"+workspace.ShortID(id2))
 	})
 	if got, _ := os.ReadFile(filepath.Join(folder, "b.txt")); string(got) != id+"\n" {
 		t.Errorf("a refused fast-forward wrote b.txt: %q", got)
@@ -129,7 +129,7 @@ func TestThreadNamesTheBaseBeforeAnyCommit(t *testing.T) {
 	id, _ := th.response(t, "run-1")["run_id"].(string)
 	branch := workspace.BranchPrefix + workspace.ShortID(id)
 	testkit.WaitUntil(t, 10*time.Second, "the thread names the run's branch", func() bool {
-		return strings.Contains(th.screen.String(), "On branch "+branch+" from the folder main @ ")
+		return strings.Contains(th.screen.Text(), "On branch "+branch+" from the folder main @ ")
 	})
 	repo := filepath.Join(th.dir, "data", "state", "workspaces", "repos", "main.git")
 	base, head := revParse(t, repo, "refs/nanohost/folder"), revParse(t, repo, "refs/heads/"+branch)
@@ -137,7 +137,7 @@ func TestThreadNamesTheBaseBeforeAnyCommit(t *testing.T) {
 		t.Fatalf("the branch is at %s, not at its base %s: a stage committed before the test looked", head, base)
 	}
 	var thread []string
-	for _, l := range strings.Split(th.screen.String(), "\n") {
+	for _, l := range strings.Split(th.screen.Text(), "\n") {
 		if strings.HasPrefix(l, "  "+runs.ShortID(id)+" ") {
 			thread = append(thread, l)
 		}
@@ -161,8 +161,8 @@ func TestThreadNamesTheBaseBeforeAnyCommit(t *testing.T) {
 		r, err := th.store.GetRun(context.Background(), id)
 		return err == nil && r.Status == runs.Succeeded
 	})
-	if n := strings.Count(th.screen.String(), "On branch "+branch); n != 1 {
-		t.Errorf("the thread names the branch's base %d times, want once:\n%s", n, th.screen.String())
+	if n := strings.Count(th.screen.Text(), "On branch "+branch); n != 1 {
+		t.Errorf("the thread names the branch's base %d times, want once:\n%s", n, th.screen.Text())
 	}
 }
 

@@ -46,9 +46,9 @@ func TestExpansionBombOverIPCIsQuarantinedAndTheHostStaysUp(t *testing.T) {
 	}
 	p := startServe(t, limited, dir, os.Environ(), "--config", conf)
 	defer p.terminate(t, true)
-	p.screen.waitFor(t, "nanohost is ready", 1, 30*time.Second)
-	p.screen.waitFor(t, "Dashboard: http://127.0.0.1:", 1, time.Second)
-	dashboard := regexp.MustCompile(`Dashboard: (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(p.screen.text())[1]
+	p.screen.WaitFor(t, "nanohost is ready", 1, 30*time.Second)
+	p.screen.WaitFor(t, "Dashboard: http://127.0.0.1:", 1, time.Second)
+	dashboard := regexp.MustCompile(`Dashboard: (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(p.screen.Text())[1]
 
 	bomb := pipelinetest.ExpansionBomb()
 	writeIPCRequest(t, data, "main", "tasks", "bomb-1", map[string]any{"type": "start_pipeline", "dot": bomb})
@@ -69,7 +69,7 @@ func TestExpansionBombOverIPCIsQuarantinedAndTheHostStaysUp(t *testing.T) {
 	if fi, err := os.Stat(quarantined); err != nil || fi.Size() < 500_000 {
 		t.Errorf("the quarantined file: %v %v", fi, err)
 	}
-	p.screen.waitFor(t, "An IPC request from this group's agent was rejected (tasks/bomb-1.json)", 1, 10*time.Second)
+	p.screen.WaitFor(t, "An IPC request from this group's agent was rejected (tasks/bomb-1.json)", 1, 10*time.Second)
 
 	// Still up: alive, healthy, and answering the next request.
 	if err := p.cmd.Process.Signal(syscall.Signal(0)); err != nil {
@@ -87,7 +87,7 @@ func TestExpansionBombOverIPCIsQuarantinedAndTheHostStaysUp(t *testing.T) {
 	if r := readResponse(t, data, "main", "after-bomb"); r["status"] != "accepted" {
 		t.Errorf("a message after the bomb: %v", r)
 	}
-	p.screen.waitFor(t, "still here", 1, 10*time.Second)
+	p.screen.WaitFor(t, "still here", 1, 10*time.Second)
 
 	peak := peakRSS(t, p.cmd.Process.Pid)
 	t.Logf("nanohost serve peak RSS after refusing the bomb: %.1f MB", float64(peak)/1e6)
@@ -138,12 +138,12 @@ func TestPoisonRequestLeftByCrashesIsQuarantinedAtStart(t *testing.T) {
 
 	p := startServe(t, bin, dir, os.Environ(), "--config", conf)
 	defer p.terminate(t, true)
-	p.screen.waitFor(t, "nanohost is ready", 1, 30*time.Second)
+	p.screen.WaitFor(t, "nanohost is ready", 1, 30*time.Second)
 	resp := readResponse(t, data, "main", "killer")
 	if resp["status"] != "rejected" || !strings.Contains(fmt.Sprint(resp["reason"]), "the host stopped 2 times while handling this request") {
 		t.Fatalf("answer: %v", resp)
 	}
-	p.screen.waitFor(t, "An IPC request from this group's agent was rejected (tasks/killer.json): the host stopped 2 times", 1, 10*time.Second)
+	p.screen.WaitFor(t, "An IPC request from this group's agent was rejected (tasks/killer.json): the host stopped 2 times", 1, 10*time.Second)
 	reason, err := os.ReadFile(filepath.Join(data, "ipc", "errors", "main", "tasks-killer.json.reason"))
 	if err != nil || !strings.Contains(string(reason), "poison: the host died 2 times while handling this request (the last attempt began at 2026-01-02T03:04:05Z in process 4242)") {
 		t.Errorf("quarantine reason %q (%v)", reason, err)
@@ -153,5 +153,5 @@ func TestPoisonRequestLeftByCrashesIsQuarantinedAtStart(t *testing.T) {
 		t.Errorf("runs %+v (%v): the poison request must not start one", page.Runs, err)
 	}
 	writeIPCRequest(t, data, "main", "messages", "after", map[string]any{"type": "send_message", "text": "serving on"})
-	p.screen.waitFor(t, "serving on", 1, 10*time.Second)
+	p.screen.WaitFor(t, "serving on", 1, 10*time.Second)
 }

@@ -84,24 +84,24 @@ func TestConsoleSessionOnARealTerminal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	term.waitFor(t, "nanohost is ready", 1, 30*time.Second)
+	term.WaitFor(t, "nanohost is ready", 1, 30*time.Second)
 
 	typeLine("/pipeline " + reviewOneLine)
 	typeLine("/pipeline " + reviewOneLine)
-	term.waitFor(t, "❓ Ship it?", 2, 90*time.Second)
-	ids := cardID.FindAllStringSubmatch(term.text(), -1)
+	term.WaitFor(t, "❓ Ship it?", 2, 90*time.Second)
+	ids := cardID.FindAllStringSubmatch(term.Text(), -1)
 	if len(ids) < 2 || ids[0][1] == ids[1][1] {
-		t.Fatalf("the console does not show two run ids:\n%s", term.text())
+		t.Fatalf("the console does not show two run ids:\n%s", term.Text())
 	}
 	first, second := ids[0][1], ids[1][1]
 	for _, id := range []string{first, second} {
-		term.waitFor(t, "/runs/pipeline-", 2, time.Second) // each card's dashboard link
-		term.waitFor(t, id+" ❓ Ship it?", 1, time.Second)
-		term.waitFor(t, "/pipeline answer "+id+" A", 1, time.Second)
+		term.WaitFor(t, "/runs/pipeline-", 2, time.Second) // each card's dashboard link
+		term.WaitFor(t, id+" ❓ Ship it?", 1, time.Second)
+		term.WaitFor(t, "/pipeline answer "+id+" A", 1, time.Second)
 	}
 
 	typeLine("hello agent, anything new?")
-	term.waitFor(t, "Hello from the agent, while your runs wait", 1, 60*time.Second)
+	term.WaitFor(t, "Hello from the agent, while your runs wait", 1, 60*time.Second)
 	st := readStore(t, filepath.Join(dir, "data"))
 	ctx := context.Background()
 	page, err := st.ListRuns(ctx, runs.Filter{Statuses: []runs.State{runs.Waiting}})
@@ -110,16 +110,16 @@ func TestConsoleSessionOnARealTerminal(t *testing.T) {
 	}
 
 	typeLine("/pipeline answer " + first + " A")
-	term.waitFor(t, "✓ Run "+first+": answered [A] Approve.", 1, 30*time.Second)
+	term.WaitFor(t, "✓ Run "+first+": answered [A] Approve.", 1, 30*time.Second)
 	typeLine("/pipeline answer " + second[:4] + " Reject")
-	term.waitFor(t, "✓ Run "+second+": answered [R] Reject.", 1, 30*time.Second)
-	term.waitFor(t, "✓ Pipeline complete", 2, 90*time.Second)
+	term.WaitFor(t, "✓ Run "+second+": answered [R] Reject.", 1, 30*time.Second)
+	term.WaitFor(t, "✓ Pipeline complete", 2, 90*time.Second)
 
 	for _, line := range pastedLines {
 		typeLine(line)
 	}
-	term.waitFor(t, "[Pipeline] Pasted · ", 1, 30*time.Second)
-	term.waitFor(t, "✓ Pipeline complete", 3, 90*time.Second)
+	term.WaitFor(t, "[Pipeline] Pasted · ", 1, 30*time.Second)
+	term.WaitFor(t, "✓ Pipeline complete", 3, 90*time.Second)
 	testkit.WaitUntil(t, 20*time.Second, "all three runs are recorded as succeeded", func() bool {
 		page, err := st.ListRuns(ctx, runs.Filter{Statuses: []runs.State{runs.Succeeded}})
 		return err == nil && len(page.Runs) == 3
@@ -134,14 +134,14 @@ func TestConsoleSessionOnARealTerminal(t *testing.T) {
 			t.Errorf("%s completed %d times over the three runs, want once (A → ship, R → fix, the paste → greet)", node, total)
 		}
 	}
-	screen := term.text()
+	screen := term.Text()
 	t.Logf("the terminal showed:\n%s", screen)
 	if strings.Contains(screen, "type one of the keys above") || strings.Contains(screen, "(only you)") {
 		t.Errorf("the console still swallows messages or speaks Slack:\n%s", screen)
 	}
 
 	_ = cmd.Process.Signal(syscall.SIGTERM)
-	term.waitFor(t, "nanohost stopped.", 1, 30*time.Second)
+	term.WaitFor(t, "nanohost stopped.", 1, 30*time.Second)
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("nanohost serve after SIGTERM: %v, want exit 0", err)
 	}

@@ -160,7 +160,7 @@ func (p *serveProcess) terminate(t *testing.T, console bool) {
 	t.Helper()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	if console {
-		p.screen.waitFor(t, "nanohost stopped.", 1, 30*time.Second)
+		p.screen.WaitFor(t, "nanohost stopped.", 1, 30*time.Second)
 	}
 	_ = p.cmd.Wait()
 }

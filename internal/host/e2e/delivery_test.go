@@ -151,8 +151,8 @@ func TestRunBranchIsPushedAndAPullRequestOpened(t *testing.T) {
 	if !strings.Contains(pr.Body, "http://nanohost.test/runs/"+id) || !strings.Contains(pr.Body, "1 commit(s)") {
 		t.Errorf("the pull request's body lacks the run's link or commits:\n%s", pr.Body)
 	}
-	e.screen.waitFor(t, "Pull request #1: "+pr.HTMLURL, 1, 10*time.Second)
-	onceEach(t, e.screen.text(), "Branch "+branch+": 1 commit(s), 1 file (+1 −1)", "Pull request #1")
+	e.screen.WaitFor(t, "Pull request #1: "+pr.HTMLURL, 1, 10*time.Second)
+	onceEach(t, e.screen.Text(), "Branch "+branch+": 1 commit(s), 1 file (+1 −1)", "Pull request #1")
 
 	// GitHub is down: the run succeeds, its branch is pushed, the thread says why there is no pull request
 	gh.FailNext(http.StatusServiceUnavailable)
@@ -162,8 +162,8 @@ func TestRunBranchIsPushedAndAPullRequestOpened(t *testing.T) {
 	if got := git(t, bare, "show", branch2+":app.txt"); got != "version 2\n" {
 		t.Errorf("the second run's branch was not pushed: %q", got)
 	}
-	e.screen.waitFor(t, "GitHub refused the pull request (HTTP 503)", 1, 10*time.Second)
-	onceEach(t, e.screen.text(), "Branch "+branch2+": ", "Not done: GitHub refused the pull request (HTTP 503)")
+	e.screen.WaitFor(t, "GitHub refused the pull request (HTTP 503)", 1, 10*time.Second)
+	onceEach(t, e.screen.Text(), "Branch "+branch2+": ", "Not done: GitHub refused the pull request (HTTP 503)")
 	if n := len(gh.PullRequests()); n != 1 {
 		t.Errorf("%d pull requests after GitHub's outage, want 1", n)
 	}
@@ -239,14 +239,14 @@ func TestDeliveryCompletesAfterACrash(t *testing.T) {
 	env := append(os.Environ(), "E2E_REPO_TOKEN="+token)
 
 	first := startServe(t, bin, dir, env, "--config", conf)
-	first.screen.waitFor(t, "nanohost is ready", 1, 30*time.Second)
+	first.screen.WaitFor(t, "nanohost is ready", 1, 30*time.Second)
 	if _, err := fmt.Fprintln(first.typing, "/pipeline run bump"); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-pushing:
 	case <-time.After(120 * time.Second):
-		t.Fatalf("the host never pushed; it shows:\n%s", first.screen.text())
+		t.Fatalf("the host never pushed; it shows:\n%s", first.screen.Text())
 	}
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -282,8 +282,8 @@ func TestDeliveryCompletesAfterACrash(t *testing.T) {
 	if len(prs) != 1 || prs[0].Head != branch || prs[0].Base != "main" {
 		t.Fatalf("pull requests opened: %+v, want one from %s into main", prs, branch)
 	}
-	second.screen.waitFor(t, "Pull request #1: "+prs[0].HTMLURL, 1, 30*time.Second)
-	onceEach(t, first.screen.text()+"\n"+second.screen.text(), "Branch "+branch+": 1 commit(s), 1 file (+1 −1)", "Pull request #1")
+	second.screen.WaitFor(t, "Pull request #1: "+prs[0].HTMLURL, 1, 30*time.Second)
+	onceEach(t, first.screen.Text()+"\n"+second.screen.Text(), "Branch "+branch+": 1 commit(s), 1 file (+1 −1)", "Pull request #1")
 	if n := pushes.Load(); n < 2 {
 		t.Errorf("%d pushes, want the one cut off and the one after the restart", n)
 	}

@@ -4,7 +4,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,6 +25,7 @@ import (
 	"nanohost/internal/container"
 	"nanohost/internal/container/containertest"
 	"nanohost/internal/host"
+	"nanohost/internal/host/hosttest"
 	"nanohost/internal/store"
 	"nanohost/internal/store/storetest"
 	"nanohost/internal/testkit"
@@ -73,50 +73,11 @@ func requireDocker(t *testing.T) *container.Docker {
 	return d
 }
 
-// screen collects what the console prints.
-type screen struct {
-	mu    sync.Mutex
-	lines []string
-	wake  chan struct{}
-}
+// screen collects what the console prints (hosttest's, shared with the
+// in-process tests).
+type screen = hosttest.Screen
 
-func newScreen(r io.Reader) *screen {
-	s := &screen{wake: make(chan struct{}, 1)}
-	go func() {
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64*1024), 1<<20)
-		for sc.Scan() {
-			s.mu.Lock()
-			s.lines = append(s.lines, sc.Text())
-			s.mu.Unlock()
-			select {
-			case s.wake <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	return s
-}
-
-func (s *screen) text() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Join(s.lines, "\n")
-}
-
-// waitFor waits until the console has printed want (count times).
-func (s *screen) waitFor(t *testing.T, want string, count int, timeout time.Duration) {
-	t.Helper()
-	deadline := time.After(timeout)
-	for strings.Count(s.text(), want) < count {
-		select {
-		case <-s.wake:
-		case <-time.After(200 * time.Millisecond):
-		case <-deadline:
-			t.Fatalf("console never showed %q (x%d) within %s; it shows:\n%s", want, count, timeout, s.text())
-		}
-	}
-}
+func newScreen(r io.Reader) *screen { return hosttest.NewScreen(r) }
 
 // env is an in-process host on real Docker and a real SQLite file, talking
 // through the console (on pipes) or the real Slack adapter connected to a
@@ -167,30 +128,18 @@ func start(t *testing.T, docker *container.Docker, s setup) *env {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	cfg := config.Defaults()
-	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.HTTP.Listen = "127.0.0.1:0"
-	cfg.Runtime.Image, cfg.Runtime.Agent = testImage, "script"
-	cfg.Runtime.Script = writeScript(t, dir, s.script)
-	cfg.Runtime.MaxContainers = max(s.maxContainers, 1)
-	cfg.IPC.Rescan = 200 * time.Millisecond
-	if s.slack != nil {
-		configureSlack(cfg, s.slack)
-	}
-	if s.configure != nil {
-		s.configure(cfg)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if u, ok := storetest.PostgresFor(t, dir); ok {
-		cfg.Store.URL = config.Secret(u)
-	}
-	st, err := store.Open(ctx, cfg.StoreURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := writeScript(t, dir, s.script)
+	cfg := hosttest.Config(t, dir, nil, 200*time.Millisecond, func(cfg *config.Config) {
+		cfg.Runtime.Image, cfg.Runtime.Agent, cfg.Runtime.Script = testImage, "script", script
+		cfg.Runtime.MaxContainers = max(s.maxContainers, 1)
+		if s.slack != nil {
+			configureSlack(cfg, s.slack)
+		}
+		if s.configure != nil {
+			s.configure(cfg)
+		}
+	})
+	st := hosttest.OpenStore(t, cfg)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	hostID, err := container.LoadHostID(cfg.DataDir)
 	if err != nil {
@@ -224,12 +173,11 @@ func start(t *testing.T, docker *container.Docker, s setup) *env {
 		eps = append(eps, host.Endpoint{Channel: ch, Policy: ch.Policy(), MayRegister: ch.MayRegister})
 		closers = append(closers, ch.Close)
 	} else {
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		eps = append(eps, host.Endpoint{Channel: console.New(inR, outW), Policy: console.Policy(),
+		con := hosttest.NewConsole()
+		eps = append(eps, host.Endpoint{Channel: con.Channel, Policy: console.Policy(),
 			MayRegister: func(context.Context, string, string) error { return nil }})
-		e.typing, e.screen = inW, newScreen(outR)
-		closers = append(closers, func() { inW.Close(); outW.Close() })
+		e.typing, e.screen = con.Typing, con.Screen
+		closers = append(closers, con.Close)
 	}
 	h, err := host.New(host.Options{
 		Config: cfg, Store: st, Agents: host.ContainerAgents(backend), Slots: backend, Endpoints: eps, Docker: docker,
@@ -240,32 +188,13 @@ func start(t *testing.T, docker *container.Docker, s setup) *env {
 		t.Fatal(err)
 	}
 	e.host = h
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	var once sync.Once
-	e.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("host.Run: %v", err)
-				}
-			case <-time.After(60 * time.Second):
-				t.Errorf("host did not stop within 60s")
-			}
-			backend.Close()
-			for _, c := range closers {
-				c()
-			}
-			st.Close()
-		})
-	}
-	t.Cleanup(e.stop)
-	testkit.WaitUntil(t, 10*time.Second, "the host serves", func() bool { return h.HTTPAddr() != "" })
-	if s.slack != nil {
-		testkit.WaitUntil(t, 10*time.Second, "the host is connected to Slack", s.slack.Connected)
-	}
+	e.stop = hosttest.Serve(t, h, s.slack, func() {
+		backend.Close()
+		for _, c := range closers {
+			c()
+		}
+		st.Close()
+	})
 	return e
 }
 
@@ -330,30 +259,12 @@ func (e *env) typeLine(s string) {
 // `nanoagent ipc` does: a temporary name, then a rename.
 func writeIPCRequest(t *testing.T, dataDir, group, queue, id string, req map[string]any) {
 	t.Helper()
-	req["v"], req["request_id"] = 1, id
-	data, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(dataDir, "ipc", group, queue)
-	tmp := filepath.Join(dir, "."+id+".tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, id+".json")); err != nil {
-		t.Fatal(err)
-	}
+	hosttest.WriteRequest(t, filepath.Join(dataDir, "ipc"), group, queue, id, req)
 }
 
 func readResponse(t *testing.T, dataDir, group, id string) map[string]any {
 	t.Helper()
-	p := filepath.Join(dataDir, "ipc", group, "responses", id+".json")
-	var out map[string]any
-	testkit.WaitUntil(t, 20*time.Second, "the IPC response "+id+" is written", func() bool {
-		data, err := os.ReadFile(p)
-		return err == nil && json.Unmarshal(data, &out) == nil
-	})
-	return out
+	return hosttest.Response(t, filepath.Join(dataDir, "ipc"), group, id, 20*time.Second)
 }
 
 func countEvents(t *testing.T, st *store.Store, runID, typ, node string) int {

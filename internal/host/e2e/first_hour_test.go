@@ -26,7 +26,7 @@ func TestMissingAgentImageLeavesTheRunWaitingForTheHost(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("docker", "rmi", missing).Run() })
 
 	e.typeLine("/pipeline run " + oneStage)
-	e.screen.waitFor(t, "waiting for the host", 1, 60*time.Second)
+	e.screen.WaitFor(t, "waiting for the host", 1, 60*time.Second)
 	ctx := context.Background()
 	list, err := e.store.ListRuns(ctx, runs.Filter{})
 	if err != nil || len(list.Runs) != 1 {
@@ -37,7 +37,7 @@ func TestMissingAgentImageLeavesTheRunWaitingForTheHost(t *testing.T) {
 		r, err := e.store.GetRun(ctx, runID)
 		return err == nil && r.Status == runs.Interrupted
 	})
-	out := e.screen.text()
+	out := e.screen.Text()
 	for _, want := range []string{"image not found: " + missing, "docker build -t " + missing, "scripts/test-image.sh",
 		"/pipeline resume " + runs.ShortID(runID)} {
 		if !strings.Contains(out, want) {
@@ -53,7 +53,7 @@ func TestMissingAgentImageLeavesTheRunWaitingForTheHost(t *testing.T) {
 		t.Fatalf("docker tag: %v: %s", err, b)
 	}
 	e.typeLine("/pipeline resume " + runs.ShortID(runID))
-	e.screen.waitFor(t, "Pipeline complete", 1, 60*time.Second)
+	e.screen.WaitFor(t, "Pipeline complete", 1, 60*time.Second)
 	testkit.WaitUntil(t, 10*time.Second, "the run is recorded as succeeded", func() bool {
 		r, err := e.store.GetRun(ctx, runID)
 		return err == nil && r.Status == runs.Succeeded

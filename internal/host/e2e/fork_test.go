@@ -36,7 +36,7 @@ func TestAgentStartedPipelineContinuesTheAgentsSession(t *testing.T) {
 	ctx := context.Background()
 
 	e.typeLine("hello agent")
-	e.screen.waitFor(t, "Hello from the chat", 1, 60*time.Second)
+	e.screen.WaitFor(t, "Hello from the chat", 1, 60*time.Second)
 	var chat string
 	testkit.WaitUntil(t, 10*time.Second, "the chat's session is recorded", func() bool {
 		chat, _ = e.store.GetSession(ctx, "main", "")
@@ -60,7 +60,7 @@ func TestAgentStartedPipelineContinuesTheAgentsSession(t *testing.T) {
 		t.Errorf("the session the run forks is recorded as %q, want %q (a resumed run forks the same one)", got, chat)
 	}
 	// The outcome is told back and the chat answers in its own session.
-	e.screen.waitFor(t, "Your pipeline is done, I see", 1, 60*time.Second)
+	e.screen.WaitFor(t, "Your pipeline is done, I see", 1, 60*time.Second)
 	if got, _ := e.store.GetSession(ctx, "main", ""); got != chat {
 		t.Errorf("the chat's session became %q after the pipeline, want it undisturbed: %q", got, chat)
 	}

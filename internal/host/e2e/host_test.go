@@ -40,13 +40,13 @@ func TestAgentStartedPipelineWithGateCompletes(t *testing.T) {
 		t.Fatalf("start_pipeline response = %v; want accepted with a run id", resp)
 	}
 
-	e.screen.waitFor(t, "❓ Review", 1, 60*time.Second)
+	e.screen.WaitFor(t, "❓ Review", 1, 60*time.Second)
 	testkit.WaitUntil(t, 10*time.Second, "the run waits at its gate", func() bool {
 		r, err := e.store.GetRun(context.Background(), runID)
 		return err == nil && r.Status == runs.Waiting
 	})
 	e.typeLine("A")
-	e.screen.waitFor(t, "Pipeline complete", 1, 60*time.Second)
+	e.screen.WaitFor(t, "Pipeline complete", 1, 60*time.Second)
 
 	ctx := context.Background()
 	testkit.WaitUntil(t, 10*time.Second, "the run is recorded as succeeded", func() bool {
@@ -76,7 +76,7 @@ func TestAgentStartedPipelineWithGateCompletes(t *testing.T) {
 			t.Errorf("%s completed %d times, want 1", node, n)
 		}
 	}
-	out := e.screen.text()
+	out := e.screen.Text()
 	for _, want := range []string{"→ plan", "you chose [A] Approve", "review → ship", "→ ship", "Pipeline complete"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("console does not show %q:\n%s", want, out)
@@ -94,9 +94,9 @@ func TestChatReplyAndFollowUpContinueSession(t *testing.T) {
 	ctx := context.Background()
 
 	e.typeLine("hello agent")
-	e.screen.waitFor(t, "First answer", 1, 60*time.Second)
-	if strings.Contains(e.screen.text(), "scratch notes") {
-		t.Errorf("<internal> text reached the chat:\n%s", e.screen.text())
+	e.screen.WaitFor(t, "First answer", 1, 60*time.Second)
+	if strings.Contains(e.screen.Text(), "scratch notes") {
+		t.Errorf("<internal> text reached the chat:\n%s", e.screen.Text())
 	}
 	var first string
 	testkit.WaitUntil(t, 10*time.Second, "the agent session is recorded", func() bool {
@@ -105,7 +105,7 @@ func TestChatReplyAndFollowUpContinueSession(t *testing.T) {
 	})
 
 	e.typeLine("and a follow-up")
-	e.screen.waitFor(t, "Second answer, same conversation", 1, 60*time.Second)
+	e.screen.WaitFor(t, "Second answer, same conversation", 1, 60*time.Second)
 	second, _ := e.store.GetSession(ctx, "main", "")
 	if second != first {
 		t.Errorf("session after the follow-up = %q, want the same session %q", second, first)

@@ -121,12 +121,12 @@ func TestServeOnKubernetesAgentInAPodStartsARunThroughTheHost(t *testing.T) {
 	}
 
 	serve := startServe(t, bin, dir, env, "--config", conf)
-	serve.screen.waitFor(t, "nanohost is ready", 1, 60*time.Second)
+	serve.screen.WaitFor(t, "nanohost is ready", 1, 60*time.Second)
 	if _, err := fmt.Fprintln(serve.typing, "please launch the pipeline"); err != nil {
 		t.Fatal(err)
 	}
-	serve.screen.waitFor(t, "pod agent at work", 1, 3*time.Minute)
-	serve.screen.waitFor(t, "Pipeline complete", 1, 3*time.Minute)
+	serve.screen.WaitFor(t, "pod agent at work", 1, 3*time.Minute)
+	serve.screen.WaitFor(t, "Pipeline complete", 1, 3*time.Minute)
 
 	ctx := context.Background()
 	st := readStore(t, filepath.Join(dir, "data"))
@@ -144,8 +144,8 @@ func TestServeOnKubernetesAgentInAPodStartsARunThroughTheHost(t *testing.T) {
 		t.Errorf("run %s: %s in group %s, goal %q; want succeeded in main", run.ID, run.Status, run.GroupFolder, run.Goal)
 	}
 	// The agent's reply: the host's answers to its requests, relayed into the pod.
-	if reply := "accepted: pipeline run " + run.ID + " started"; !strings.Contains(serve.screen.text(), reply) {
-		t.Errorf("the console does not show the agent's reply %q:\n%s", reply, serve.screen.text())
+	if reply := "accepted: pipeline run " + run.ID + " started"; !strings.Contains(serve.screen.Text(), reply) {
+		t.Errorf("the console does not show the agent's reply %q:\n%s", reply, serve.screen.Text())
 	}
 	for _, node := range []string{"work", "check"} {
 		if n := countEvents(t, st, run.ID, "StageCompleted", node); n != 1 {
@@ -187,7 +187,7 @@ func TestServeOnKubernetesAgentInAPodStartsARunThroughTheHost(t *testing.T) {
 	}
 	serve.cmd.Wait()
 	again := startServe(t, bin, dir, env, "--config", conf)
-	again.screen.waitFor(t, "nanohost is ready", 1, 60*time.Second)
+	again.screen.WaitFor(t, "nanohost is ready", 1, 60*time.Second)
 	testkit.WaitUntil(t, time.Minute, "the restarted host removed the dead one's pod "+left, func() bool {
 		for _, p := range managedPods(t, cs, ns) {
 			if p.Name == left && p.DeletionTimestamp == nil {
@@ -369,9 +369,9 @@ func checkSecretNowhere(t *testing.T, cs kubernetes.Interface, ns string, pods [
 // healthOf reads the host's /healthz from the address the console named.
 func healthOf(t *testing.T, p *serveProcess) map[string]any {
 	t.Helper()
-	m := regexp.MustCompile(`Dashboard: (http://127\.0\.0\.1:\d+)/`).FindStringSubmatch(p.screen.text())
+	m := regexp.MustCompile(`Dashboard: (http://127\.0\.0\.1:\d+)/`).FindStringSubmatch(p.screen.Text())
 	if m == nil {
-		t.Fatalf("the console named no dashboard address:\n%s", p.screen.text())
+		t.Fatalf("the console named no dashboard address:\n%s", p.screen.Text())
 	}
 	resp, err := http.Get(m[1] + "/healthz")
 	if err != nil {

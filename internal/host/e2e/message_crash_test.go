@@ -147,8 +147,8 @@ func TestKilledHostAnswersConsoleMessageInFlight(t *testing.T) {
 	ctx := context.Background()
 	first := startServe(t, bin, dir, os.Environ(), "--config", conf)
 	// The console says when it can be typed at, and where the dashboard is.
-	first.screen.waitFor(t, "nanohost is ready", 1, 30*time.Second)
-	first.screen.waitFor(t, "Dashboard: http://127.0.0.1:", 1, time.Second)
+	first.screen.WaitFor(t, "nanohost is ready", 1, 30*time.Second)
+	first.screen.WaitFor(t, "Dashboard: http://127.0.0.1:", 1, time.Second)
 	type_ := func(p *serveProcess, line string) {
 		t.Helper()
 		if _, err := fmt.Fprintln(p.typing, line); err != nil {
@@ -156,7 +156,7 @@ func TestKilledHostAnswersConsoleMessageInFlight(t *testing.T) {
 		}
 	}
 	type_(first, "first question")
-	first.screen.waitFor(t, "Quick answer", 1, 60*time.Second)
+	first.screen.WaitFor(t, "Quick answer", 1, 60*time.Second)
 	st := readStore(t, filepath.Join(dir, "data"))
 	type_(first, "second question")
 	testkit.WaitUntil(t, 20*time.Second, "the second question is stored, unanswered", func() bool {
@@ -168,7 +168,7 @@ func TestKilledHostAnswersConsoleMessageInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = first.cmd.Wait()
-	if strings.Contains(first.screen.text(), "Slow answer") {
+	if strings.Contains(first.screen.Text(), "Slow answer") {
 		t.Fatal("the second question was answered before the crash; the test needs it in flight")
 	}
 
@@ -178,9 +178,9 @@ func TestKilledHostAnswersConsoleMessageInFlight(t *testing.T) {
 		left, err := st.UnprocessedMessages(ctx)
 		return err == nil && len(left) == 0
 	})
-	second.screen.waitFor(t, " answer", 1, 10*time.Second)
+	second.screen.WaitFor(t, " answer", 1, 10*time.Second)
 	time.Sleep(time.Second) // room for a duplicate to show up, if there were one
-	if n := strings.Count(second.screen.text(), " answer"); n != 1 {
-		t.Errorf("the restarted host printed %d answers, want exactly 1 (for the question in flight):\n%s", n, second.screen.text())
+	if n := strings.Count(second.screen.Text(), " answer"); n != 1 {
+		t.Errorf("the restarted host printed %d answers, want exactly 1 (for the question in flight):\n%s", n, second.screen.Text())
 	}
 }

@@ -43,7 +43,7 @@ func TestGroupExtraMountReachesToolContainers(t *testing.T) {
 	}
 	// The tool succeeds only if it reads the shared file and cannot write
 	// beside it.
-	e.screen.waitFor(t, "Pipeline complete", 1, 60*time.Second)
+	e.screen.WaitFor(t, "Pipeline complete", 1, 60*time.Second)
 	if _, err := os.Stat(filepath.Join(shared, "w")); err == nil {
 		t.Errorf("the tool wrote into a read-only extra mount")
 	}
@@ -66,7 +66,7 @@ func TestAgentsCanWriteTheirGroupWorkspace(t *testing.T) {
 	if resp := readResponse(t, e.cfg.DataDir, "main", "write-1"); resp["status"] != "accepted" {
 		t.Fatalf("start_pipeline response = %v", resp)
 	}
-	e.screen.waitFor(t, "Pipeline complete", 1, 60*time.Second)
+	e.screen.WaitFor(t, "Pipeline complete", 1, 60*time.Second)
 	id, _ := readResponse(t, e.cfg.DataDir, "main", "write-1")["run_id"].(string)
 	if got := git(t, groupRepo(e, "main"), "show", workspace.BranchPrefix+workspace.ShortID(id)+":made-by-agent.txt"); got != "built\n" {
 		t.Fatalf("file the agent wrote in its workspace: %q", got)

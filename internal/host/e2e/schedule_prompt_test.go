@@ -70,11 +70,11 @@ func TestScheduledPromptFiresOnTimeAndReplies(t *testing.T) {
 		ids[name] = r["task"].(map[string]any)["id"].(string)
 	}
 
-	// A minute early: the scheduler looks and fires nothing. (It has no
-	// "looked, nothing due" signal to await, hence the short wait.)
+	// A minute early: the scheduler looks and fires nothing.
 	clock.Set(t0.Add(59 * time.Minute))
-	e.host.WakeScheduler()
-	time.Sleep(200 * time.Millisecond)
+	if err := e.host.LookForDueTasks(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	for name, id := range ids {
 		task, err := e.store.GetTask(context.Background(), id)
 		if err != nil {
@@ -90,9 +90,9 @@ func TestScheduledPromptFiresOnTimeAndReplies(t *testing.T) {
 
 	clock.Set(t0.Add(time.Hour))
 	e.host.WakeScheduler()
-	e.screen.waitFor(t, "Two incidents are open.", 1, 90*time.Second)
-	e.screen.waitFor(t, "The build is green.", 1, 90*time.Second)
-	if s := e.screen.text(); strings.Contains(s, "not marked as a scheduled task") || strings.Contains(s, "not asked anything") {
+	e.screen.WaitFor(t, "Two incidents are open.", 1, 90*time.Second)
+	e.screen.WaitFor(t, "The build is green.", 1, 90*time.Second)
+	if s := e.screen.Text(); strings.Contains(s, "not marked as a scheduled task") || strings.Contains(s, "not asked anything") {
 		t.Errorf("the agent was given a prompt it could not place:\n%s", s)
 	}
 

@@ -48,7 +48,7 @@ func TestSIGTERMInterruptsTheRunCleanlyAndTheNextStartResumesIt(t *testing.T) {
 	data, script := slowRunSetup(t, dir, 8000)
 	conf := consoleServeConfig(t, dir, script)
 	first := startServe(t, bin, dir, os.Environ(), "--config", conf)
-	first.screen.waitFor(t, "nanohost is ready", 1, 30*time.Second)
+	first.screen.WaitFor(t, "nanohost is ready", 1, 30*time.Second)
 	if _, err := fmt.Fprintln(first.typing, "/pipeline run slow"); err != nil {
 		t.Fatal(err)
 	}
@@ -68,12 +68,12 @@ func TestSIGTERMInterruptsTheRunCleanlyAndTheNextStartResumesIt(t *testing.T) {
 	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	first.screen.waitFor(t, "nanohost stopped.", 1, 30*time.Second)
+	first.screen.WaitFor(t, "nanohost stopped.", 1, 30*time.Second)
 	if err := first.cmd.Wait(); err != nil {
 		t.Errorf("nanohost serve after SIGTERM: %v, want exit 0", err)
 	}
-	if strings.Contains(first.screen.text(), "cancelled") || !strings.Contains(first.screen.text(), "⏸ Run interrupted") {
-		t.Errorf("the thread should say the run was interrupted (not cancelled):\n%s", first.screen.text())
+	if strings.Contains(first.screen.Text(), "cancelled") || !strings.Contains(first.screen.Text(), "⏸ Run interrupted") {
+		t.Errorf("the thread should say the run was interrupted (not cancelled):\n%s", first.screen.Text())
 	}
 	run, _ = st.GetRun(ctx, run.ID)
 	if run.Status != runs.Interrupted || run.LastDeliveredSeq != run.LastSeq {
@@ -108,9 +108,9 @@ func TestSIGTERMInterruptsTheRunCleanlyAndTheNextStartResumesIt(t *testing.T) {
 			t.Errorf("stage %s started %d times; a completed stage must not run again", node, n)
 		}
 	}
-	second.screen.waitFor(t, "Pipeline complete", 1, 10*time.Second)
-	if !strings.Contains(second.screen.text(), "resumed at c") {
-		t.Errorf("the thread does not say where the run resumed:\n%s", second.screen.text())
+	second.screen.WaitFor(t, "Pipeline complete", 1, 10*time.Second)
+	if !strings.Contains(second.screen.Text(), "resumed at c") {
+		t.Errorf("the thread does not say where the run resumed:\n%s", second.screen.Text())
 	}
 }
 
@@ -186,11 +186,11 @@ func TestSIGTERMAtAGateIsInterruptedEverywhere(t *testing.T) {
 	}
 	conf := consoleServeConfig(t, dir, script)
 	first := startServe(t, bin, dir, os.Environ(), "--config", conf)
-	first.screen.waitFor(t, "nanohost is ready", 1, 30*time.Second)
+	first.screen.WaitFor(t, "nanohost is ready", 1, 30*time.Second)
 	if _, err := fmt.Fprintln(first.typing, "/pipeline run gate"); err != nil {
 		t.Fatal(err)
 	}
-	first.screen.waitFor(t, "❓ Ship it?", 1, 60*time.Second)
+	first.screen.WaitFor(t, "❓ Ship it?", 1, 60*time.Second)
 	ctx := context.Background()
 	st := readStore(t, data)
 	page, err := st.ListRuns(ctx, runs.Filter{})
@@ -201,7 +201,7 @@ func TestSIGTERMAtAGateIsInterruptedEverywhere(t *testing.T) {
 	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	first.screen.waitFor(t, "nanohost stopped.", 1, 30*time.Second)
+	first.screen.WaitFor(t, "nanohost stopped.", 1, 30*time.Second)
 	if err := first.cmd.Wait(); err != nil {
 		t.Errorf("nanohost serve after SIGTERM: %v, want exit 0", err)
 	}
@@ -221,7 +221,7 @@ func TestSIGTERMAtAGateIsInterruptedEverywhere(t *testing.T) {
 		}
 	}
 	// The thread, and the terminal's tools.
-	if screen := first.screen.text(); strings.Contains(screen, "cancelled") || !strings.Contains(screen, "⏸ Run interrupted") ||
+	if screen := first.screen.Text(); strings.Contains(screen, "cancelled") || !strings.Contains(screen, "⏸ Run interrupted") ||
 		!strings.Contains(screen, "The host stopped before anyone answered; the run asks again when it resumes.") {
 		t.Errorf("the console should say the run was interrupted at its gate, never cancelled:\n%s", screen)
 	}
@@ -236,13 +236,13 @@ func TestSIGTERMAtAGateIsInterruptedEverywhere(t *testing.T) {
 	// shows the interruption in the run's story, never a cancel.
 	second := startServe(t, bin, dir, os.Environ(), "--config", conf)
 	defer second.terminate(t, true)
-	second.screen.waitFor(t, "❓ Ship it?", 1, 60*time.Second)
+	second.screen.WaitFor(t, "❓ Ship it?", 1, 60*time.Second)
 	testkit.WaitUntil(t, 20*time.Second, "the resumed run waits at its gate", func() bool {
 		r, err := st.GetRun(ctx, id)
 		return err == nil && r.Status == runs.Waiting
 	})
-	second.screen.waitFor(t, "Dashboard: http://127.0.0.1:", 1, 10*time.Second)
-	dashboard := regexp.MustCompile(`Dashboard: (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(second.screen.text())[1]
+	second.screen.WaitFor(t, "Dashboard: http://127.0.0.1:", 1, 10*time.Second)
+	dashboard := regexp.MustCompile(`Dashboard: (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(second.screen.Text())[1]
 	page2 := httpGet(t, dashboard+"runs/"+id)
 	if !strings.Contains(page2, "⏸ Pipeline interrupted") || strings.Contains(page2, "cancelled") {
 		t.Errorf("the dashboard's run page should show the interruption, never a cancel")

@@ -17,6 +17,7 @@ import (
 	"nanohost/internal/channels/slack"
 	"nanohost/internal/channels/slacktest"
 	"nanohost/internal/config"
+	"nanohost/internal/host/hosttest"
 )
 
 // The fake Slack workspace every Slack test uses.
@@ -66,18 +67,8 @@ func configureSlack(cfg *config.Config, fake *slacktest.Server) {
 // one-message-a-second limit.
 func newSlackChannel(t *testing.T, cfg *config.Config, log *slog.Logger) *slack.Channel {
 	t.Helper()
-	p := cfg.Slack.Policy
-	ch, err := slack.New(slack.Config{
-		BotToken: cfg.Slack.BotToken.Reveal(), AppToken: cfg.Slack.AppToken.Reveal(), APIURL: cfg.Slack.APIURL,
-		Policy: slack.Policy{Channels: p.Channels, Starters: p.Starters, Approvers: p.Approvers, PreventSelfApproval: p.PreventSelfApproval},
-		Send: slack.SendConfig{PerSecond: 50, Burst: 20, MethodRates: slack.ScaledMethodRates(50),
-			InitialBackoff: 20 * time.Millisecond, MaxBackoff: 300 * time.Millisecond},
-		Logger: log.With("component", "slack"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ch
+	return hosttest.SlackChannel(t, cfg, slack.SendConfig{PerSecond: 50, Burst: 20, MethodRates: slack.ScaledMethodRates(50),
+		InitialBackoff: 20 * time.Millisecond, MaxBackoff: 300 * time.Millisecond}, log.With("component", "slack"))
 }
 
 // health reads the host's /healthz: the HTTP status and the Slack state.

@@ -252,7 +252,7 @@ func TestSIGKILLMidStageResumesOnTheLastCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := startServe(t, bin, dir, os.Environ(), "--config", conf)
-	first.screen.waitFor(t, "nanohost is ready", 1, 30*time.Second)
+	first.screen.WaitFor(t, "nanohost is ready", 1, 30*time.Second)
 	if _, err := fmt.Fprintln(first.typing, "/pipeline run crash"); err != nil {
 		t.Fatal(err)
 	}
