@@ -42,6 +42,9 @@ type Backend struct {
 	bg      map[string]*sync.WaitGroup // per run: containers being cleaned up in the background
 
 	sessionsMu sync.Mutex // serialises the threads' session files (thread_sessions.go)
+
+	reclaimMu  sync.Mutex // serialises choosing what to reclaim (reclaim.go)
+	reclaiming int        // idle sessions being stopped for waiting requests (reclaimMu)
 }
 
 // RunEnv is where a run's agents work.
@@ -111,11 +114,13 @@ func NewBackend(cfg Config) (*Backend, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	return &Backend{
+	b := &Backend{
 		cfg: cfg, log: cfg.Logger.With("component", "container"), slots: newSlots(cfg.MaxContainers),
 		owner: currentOwner(), redact: newRedactor(cfg.Secrets), threads: map[threadKey]*thread{}, runs: map[string]RunEnv{}, execs: map[execKey]int{},
 		bg: map[string]*sync.WaitGroup{},
-	}, nil
+	}
+	b.slots.onWait = b.reclaimIdle
+	return b, nil
 }
 
 // bind sets where a run's (or a conversation's) agents work (default:
@@ -214,7 +219,9 @@ func (b *Backend) runAgent(ctx context.Context, req engine.Request) (engine.Resu
 		preq.ToolHooks = &protocol.ToolHooks{Pre: h.Pre, Post: h.Post}
 	}
 	if req.Fidelity == "full" && !req.Isolated {
-		return b.runInThread(ctx, req, preq)
+		res, err := b.runInThread(ctx, req, preq)
+		b.offerIdle() // its thread is unlocked: a waiting request may take its slot
+		return res, err
 	}
 	preq.Prompt, preq.Once = joinPrompt(req.Preamble, req.Prompt), true
 	s, err := b.startAgent(ctx, req, preq, "")
@@ -321,55 +328,6 @@ func (b *Backend) closeIdle(t *thread, s *session) {
 	}
 	t.live = nil
 	s.close(true, "idle")
-}
-
-// evictIdle closes the least recently used idle live session so a waiting
-// node can have its slot; that thread resumes its agent session later in a
-// new container.
-func (b *Backend) evictIdle() {
-	b.mu.Lock()
-	candidates := make([]*thread, 0, len(b.threads))
-	for _, t := range b.threads {
-		candidates = append(candidates, t)
-	}
-	b.mu.Unlock()
-	var victim *thread
-	var victimUsed time.Time
-	for _, t := range candidates {
-		if !t.mu.TryLock() {
-			continue
-		}
-		if t.live != nil && (victim == nil || t.live.lastUsed.Before(victimUsed)) {
-			victim, victimUsed = t, t.live.lastUsed
-		}
-		t.mu.Unlock()
-	}
-	if victim == nil || !victim.mu.TryLock() {
-		return
-	}
-	defer victim.mu.Unlock()
-	if s := victim.live; s != nil {
-		victim.live = nil
-		if victim.idle != nil {
-			victim.idle.Stop()
-		}
-		b.log.Info("closing an idle agent session to free a container slot", "run", victim.key.run, "thread", victim.key.thread)
-		s.close(true, "evicted for a waiting node")
-	}
-}
-
-// acquireSlot waits for a container slot, freeing an idle session if all
-// slots are taken.
-func (b *Backend) acquireSlot(ctx context.Context, runID string) (func(), error) {
-	if rel, ok := b.slots.tryAcquire(runID); ok {
-		return rel, nil
-	}
-	go b.evictIdle()
-	rel, err := b.slots.acquire(ctx, runID)
-	if err != nil {
-		return nil, fmt.Errorf("wait for a container slot (%d in use): %w", b.cfg.MaxContainers, err)
-	}
-	return rel, nil
 }
 
 // nextExecution numbers a node's dispatch in its run: the engine's count

@@ -61,7 +61,7 @@ func TestAnIdleSessionYieldsItsSlotAndResumesLater(t *testing.T) {
 		t.Fatal("run B waited for a slot held by run A's idle session")
 	}
 	h.events.waitFor(t, "eviction", func(e Event) bool {
-		return e.Kind == EventStopped && e.RunID == "run-A" && e.Reason == "evicted for a waiting node"
+		return e.Kind == EventStopped && e.RunID == "run-A" && e.Reason == ReasonReclaimed
 	})
 
 	again := h.mustRun(codergenReq("run-A", "a2", "full"))

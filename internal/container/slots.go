@@ -16,6 +16,9 @@ type slots struct {
 	queue map[string][]*waiter // per-run FIFO of waiters
 	next  int                  // ring index of the run served next
 	inUse map[string]int       // per-run count, for observability
+	// onWait, when set, is started in a goroutine each time a request
+	// joins the queue (the backend reclaims an idle session then).
+	onWait func()
 }
 
 type waiter struct {
@@ -53,6 +56,9 @@ func (s *slots) acquire(ctx context.Context, run string) (release func(), err er
 	s.queue[run] = append(s.queue[run], w)
 	s.dispatchLocked() // a slot may have been freed since tryAcquire
 	s.mu.Unlock()
+	if s.onWait != nil {
+		go s.onWait()
+	}
 
 	select {
 	case <-w.ready:

@@ -35,9 +35,12 @@ type Metrics struct {
 	NodeDuration      *prometheus.HistogramVec
 	ContainersRunning prometheus.Gauge
 	ContainersStarted prometheus.Counter
-	ChatQueued        prometheus.Gauge
-	ChannelConnected  *prometheus.GaugeVec
-	IPCPickup         *prometheus.HistogramVec
+	// ContainersReclaimed counts idle sessions stopped to give their slot
+	// to a waiting request (container.ReasonReclaimed).
+	ContainersReclaimed prometheus.Counter
+	ChatQueued          prometheus.Gauge
+	ChannelConnected    *prometheus.GaugeVec
+	IPCPickup           *prometheus.HistogramVec
 
 	activeRuns atomic.Pointer[runs.Service]
 	treesOnce  sync.Once
@@ -65,6 +68,8 @@ func NewMetrics() *Metrics {
 			Name: "nanohost_containers_running", Help: "Agent and tool containers running now."}),
 		ContainersStarted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "nanohost_containers_started_total", Help: "Agent and tool containers started."}),
+		ContainersReclaimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nanohost_containers_reclaimed_total", Help: "Idle agent sessions (a chat conversation between messages, a pipeline thread between stages) stopped to give their container slot to a waiting request; each resumes in a new container on its next turn."}),
 		ChatQueued: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nanohost_chat_messages_queued", Help: "Chat messages waiting for their group's agent."}),
 		ChannelConnected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -73,7 +78,7 @@ func NewMetrics() *Metrics {
 			Name: "nanohost_ipc_pickup_seconds", Help: "How long agents' IPC requests waited between being written and being acted on, by type.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)}, []string{"type"}),
 	}
-	m.Registry.MustRegister(m.ActiveRuns, m.NodeDuration, m.ContainersRunning, m.ContainersStarted, m.ChatQueued, m.ChannelConnected, m.IPCPickup,
+	m.Registry.MustRegister(m.ActiveRuns, m.NodeDuration, m.ContainersRunning, m.ContainersStarted, m.ContainersReclaimed, m.ChatQueued, m.ChannelConnected, m.IPCPickup,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -166,6 +171,9 @@ func (m *Metrics) OnContainerEvent(e container.Event) {
 		m.ContainersStarted.Inc()
 	case container.EventStopped:
 		m.ContainersRunning.Dec()
+		if e.Reason == container.ReasonReclaimed {
+			m.ContainersReclaimed.Inc()
+		}
 	}
 }
 

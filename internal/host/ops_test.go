@@ -64,7 +64,7 @@ func TestHealthAndMetricsEndpoints(t *testing.T) {
 	}
 	code, body = get(t, base+"/metrics", "s3cret")
 	for _, name := range []string{
-		"nanohost_active_runs 0", "nanohost_containers_running", "nanohost_containers_started_total",
+		"nanohost_active_runs 0", "nanohost_containers_running", "nanohost_containers_started_total", "nanohost_containers_reclaimed_total 0",
 		"nanohost_chat_messages_queued 0", `nanohost_channel_connected{channel="console"} 1`, "go_goroutines", "process_resident_memory_bytes",
 		`nanohost_replica_info{replica="replica-x"} 1`,
 	} {

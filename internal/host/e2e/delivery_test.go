@@ -121,10 +121,10 @@ func TestRunBranchIsPushedAndAPullRequestOpened(t *testing.T) {
 	gitSrv, denied := gitServer(t, repos, token)
 	gh := githubtest.New(t, "acme", "app", token, bareBranches{t, bare})
 
-	// Two containers: the runs start over IPC, so each run's outcome is told
-	// back to the group's agent, whose conversation container stays for
-	// follow-ups and holds one.
-	e := start(t, docker, setup{script: map[string]any{"default": "[outcome:success]"}, maxContainers: 2, configure: func(c *config.Config) {
+	// One container slot: the runs start over IPC, so each run's outcome is
+	// told back to the group's agent, whose conversation container stays for
+	// follow-ups; the next run's stage reclaims its slot once it is idle.
+	e := start(t, docker, setup{script: map[string]any{"default": "[outcome:success]"}, maxContainers: 1, configure: func(c *config.Config) {
 		c.HTTP.PublicURL = "http://nanohost.test"
 		c.Groups = []config.Group{{Folder: "main", Chat: "console:main", Main: true,
 			Repo: gitSrv.URL + "/acme/app.git", RepoToken: token, Push: true,
