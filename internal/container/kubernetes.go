@@ -198,20 +198,10 @@ func (k *Kubernetes) Start(ctx context.Context, spec Spec) (_ *Handle, err error
 	}
 	name := created.Name
 	trace.Pod, trace.Created = name, time.Since(began)
-	if err := k.waitRunning(ctx, name, spec.Image, &trace, began); err != nil {
-		k.removeQuietly(name)
-		return nil, err
-	}
-	h, connected, err := k.attach(name)
+	h, err := k.attachWhenRunning(ctx, name, spec.Image, &trace, began)
 	if err != nil {
 		k.removeQuietly(name)
 		return nil, err
-	}
-	// An attach that fails (the container already gone) shows as its
-	// stdout ending: the caller then learns how it ended from Wait.
-	select {
-	case <-connected:
-	case <-ctx.Done():
 	}
 	trace.Attached = time.Since(began)
 	k.traced(trace)
@@ -259,6 +249,82 @@ func (k *Kubernetes) claimWarm(ctx context.Context, shape string, began time.Tim
 	return h, true
 }
 
+// attachRetry is the first and attachRetryMax the longest wait between two
+// attaches to a pod that is bound but whose container does not run yet.
+const (
+	attachRetry    = 50 * time.Millisecond
+	attachRetryMax = 100 * time.Millisecond
+)
+
+// attachWhenRunning watches the pod start and, from the moment it is bound
+// to a node, attaches to its container as soon as the container runs. The
+// kubelet serves an attach by asking the container runtime which
+// containers run, but reports a container Running in the pod's status only
+// at its next relist (every 1 s): so attaching is tried again, after a
+// short and growing wait, until it connects, while the watch still says
+// why a pod never will start (a missing image, the StartTimeout). Once
+// the status says started (running or already ended) one attach is made
+// whatever it finds: one that fails shows as stdout ending and the caller
+// learns how the container ended from Wait.
+func (k *Kubernetes) attachWhenRunning(ctx context.Context, name, image string, trace *PodStart, began time.Time) (*Handle, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	bound := make(chan struct{})
+	var boundOnce sync.Once
+	watched := make(chan error, 1)
+	go func() {
+		watched <- k.waitRunning(wctx, name, image, trace, began, func() { boundOnce.Do(func() { close(bound) }) })
+	}()
+	stopWatch := func() { cancel(); <-watched }
+	select {
+	case <-bound:
+	case err := <-watched:
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		return k.attachOnce(ctx, name)
+	}
+	for wait := attachRetry; ; wait = min(2*wait, attachRetryMax) {
+		h, connected, err := k.attachWith(name, true)
+		if err != nil {
+			stopWatch()
+			return nil, err
+		}
+		select {
+		case err = <-connected:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err == nil {
+			stopWatch()
+			return h, nil
+		}
+		h.Close()
+		select {
+		case err := <-watched:
+			cancel()
+			if err != nil {
+				return nil, err
+			}
+			return k.attachOnce(ctx, name)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// attachOnce attaches to a container the pod's status says has started.
+func (k *Kubernetes) attachOnce(ctx context.Context, name string) (*Handle, error) {
+	h, connected, err := k.attach(name)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-connected:
+	case <-ctx.Done():
+	}
+	return h, nil
+}
+
 // PodStart is where the time of one Start went, each phase measured from
 // the start (as this process saw the watch events, so Scheduled and
 // Running include the API server's and the kubelet's delays in telling).
@@ -267,8 +333,9 @@ type PodStart struct {
 	// Warm: a warm pod was claimed (only Attached is set).
 	Warm bool
 	// Created: the API server accepted the pod. Scheduled: it was bound
-	// to a node. Running: its container's state was running. Attached:
-	// its stdio was connected.
+	// to a node. Running: its container's state was running (0 when the
+	// attach connected before the status said so). Attached: its stdio
+	// was connected.
 	Created, Scheduled, Running, Attached time.Duration
 }
 
@@ -280,15 +347,19 @@ func (k *Kubernetes) traced(t PodStart) {
 	}
 }
 
-// waitRunning watches the pod until its container runs. A missing image,
-// a container that cannot be created, or a pod still unscheduled after
-// StartTimeout is an error that says why.
-func (k *Kubernetes) waitRunning(ctx context.Context, name, image string, trace *PodStart, began time.Time) error {
+// waitRunning watches the pod until its container runs; bound, when set,
+// is called once the pod is bound to a node. A missing image, a container
+// that cannot be created, or a pod still unscheduled after StartTimeout is
+// an error that says why.
+func (k *Kubernetes) waitRunning(ctx context.Context, name, image string, trace *PodStart, began time.Time, bound func()) error {
 	wctx, cancel := context.WithTimeout(ctx, k.cfg.StartTimeout)
 	defer cancel()
 	err := k.watchPod(wctx, name, func(p *corev1.Pod) (bool, error) {
 		if trace.Scheduled == 0 && p.Spec.NodeName != "" {
 			trace.Scheduled = time.Since(began)
+			if bound != nil {
+				bound()
+			}
 		}
 		started, err := podStarted(p, image)
 		if started {
@@ -423,6 +494,15 @@ func (k *Kubernetes) follow(ctx context.Context, w watch.Interface, name string,
 // or SPDY on an older API server) in the background; connected then says
 // whether the streams exist (nil) or why they never will.
 func (k *Kubernetes) attach(name string) (_ *Handle, connected <-chan error, _ error) {
+	return k.attachWith(name, false)
+}
+
+// attachWith attaches over SPDY alone when early: the API server answers a
+// WebSocket attach by upgrading first and only then asking the kubelet
+// (it translates to SPDY), so a container that does not run yet shows as
+// a stream that connected and then failed, while over SPDY the kubelet's
+// refusal fails the upgrade itself, before the stream is said connected.
+func (k *Kubernetes) attachWith(name string, early bool) (_ *Handle, connected <-chan error, _ error) {
 	if k.cfg.REST == nil {
 		return nil, nil, fmt.Errorf("attach pod %s: no REST configuration to attach with", name)
 	}
@@ -438,11 +518,14 @@ func (k *Kubernetes) attach(name string) (_ *Handle, connected <-chan error, _ e
 	if err != nil {
 		return nil, nil, fmt.Errorf("attach pod %s: %w", name, err)
 	}
-	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("attach pod %s: %w", name, err)
+	var exec remotecommand.Executor = spdy
+	if !early {
+		exec, err = remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("attach pod %s: %w", name, err)
+		}
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -581,8 +664,12 @@ func (k *Kubernetes) List(ctx context.Context, want map[string]string) ([]Info, 
 
 // LogTail is the end of the container's log (stdout and stderr together),
 // at most max bytes: what a container said before it died when the attach
-// stream missed it.
+// stream missed it. The kubelet serves a container's log only once it has
+// reported the container started, which Start no longer waits for.
 func (k *Kubernetes) LogTail(ctx context.Context, id string, max int) (string, error) {
+	if err := k.waitRunning(ctx, id, "", &PodStart{}, time.Now(), nil); err != nil {
+		return "", fmt.Errorf("logs of pod %s: %w", id, err)
+	}
 	tail := int64(200)
 	limit := int64(max)
 	data, err := k.pods().GetLogs(id, &corev1.PodLogOptions{Container: podContainer, TailLines: &tail, LimitBytes: &limit}).DoRaw(ctx)

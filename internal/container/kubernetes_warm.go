@@ -135,7 +135,7 @@ func (w *warmPool) start(shape string, pod *corev1.Pod) {
 	_, err := k.pods().Create(ctx, pod, metav1.CreateOptions{})
 	if err == nil {
 		var trace PodStart
-		err = k.waitRunning(ctx, pod.Name, podImage(pod), &trace, time.Now())
+		err = k.waitRunning(ctx, pod.Name, podImage(pod), &trace, time.Now(), nil)
 		if err != nil {
 			k.removeQuietly(pod.Name)
 		}
