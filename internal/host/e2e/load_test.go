@@ -124,6 +124,13 @@ func checkThreadHasEveryEvent(t *testing.T, e *env, fake *slacktest.Server, runI
 			got = append(got, m.Text)
 		}
 	}
+	// The thread starts with the run's branch and base (not an event: the
+	// workspace's, posted when the run's tree is made).
+	if len(got) == 0 || !strings.HasPrefix(got[0], "On branch nanohost/") {
+		t.Errorf("run %s: the thread does not start by naming its branch and base: %q", runID, got)
+	} else {
+		got = got[1:]
+	}
 	if len(got) != len(want) {
 		t.Errorf("run %s: %d thread messages, want %d (one per shown event):\ngot  %q\nwant %q", runID, len(got), len(want), got, want)
 		return len(got)
