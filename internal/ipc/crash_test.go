@@ -128,7 +128,7 @@ func TestCrashBetweenClaimAndHandleIsRecoveredOnce(t *testing.T) {
 	e.shutdown()
 	e.host = newFakeHost()
 	e.start()
-	time.Sleep(4 * 50 * time.Millisecond)
+	e.look()
 	if n := e.host.count(); n != 0 {
 		t.Errorf("second restart made %d host calls", n)
 	}

@@ -325,6 +325,18 @@ func (e *env) submit(group, id string, body map[string]any) {
 	e.publish(group, q, id+".json", data)
 }
 
+// look returns once the watcher has scanned every group since the call and
+// dealt with all it found there (Watcher.Look): what is in the queues now
+// will not be dispatched later.
+func (e *env) look() {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.w.Look(ctx); err != nil {
+		e.t.Fatalf("watcher look: %v", err)
+	}
+}
+
 // response waits until the watcher is done with <id>.json in group and
 // returns the decoded responses/<id>.json.
 func (e *env) response(group, id string) Response {

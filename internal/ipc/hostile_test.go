@@ -113,6 +113,25 @@ func TestExpansionBombIsQuarantined(t *testing.T) {
 	}
 }
 
+// Look returns only once what is queued when it is called has been dealt
+// with — the host called and the response written — without waiting for a
+// rescan (an hour here), so tests can ask "did nothing more happen?" at once.
+func TestLookReturnsOnceWhatIsQueuedIsDealtWith(t *testing.T) {
+	e := newEnv(t).start(func(c *Config) { c.Rescan = time.Hour })
+	for _, id := range []string{"a", "b", "c"} {
+		e.submit("team", id, startBody(validDOT))
+	}
+	e.look()
+	if n := len(e.host.callsOf("StartPipeline")); n != 3 {
+		t.Errorf("after Look the host saw %d starts, want the 3 queued", n)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if !e.exists(filepath.Join("team", DirResponses, id+".json")) {
+			t.Errorf("after Look request %s has no response", id)
+		}
+	}
+}
+
 func TestPartialAndTemporaryFilesAreIgnored(t *testing.T) {
 	e := newEnv(t).start()
 	tasks := filepath.Join(e.root, "team", "tasks")
@@ -124,7 +143,7 @@ func TestPartialAndTemporaryFilesAreIgnored(t *testing.T) {
 	}
 	e.submit("team", "real", startBody(validDOT))
 	e.response("team", "real")
-	time.Sleep(4 * 50 * time.Millisecond) // several rescans
+	e.look()
 	for _, n := range ignored {
 		if _, err := os.Stat(filepath.Join(tasks, n)); err != nil {
 			t.Errorf("%s was touched: %v", n, err)
@@ -195,7 +214,7 @@ func TestSymlinkedQueueCannotBorrowAnotherGroupsIdentity(t *testing.T) {
 	if r := e.response("other", "legit"); r.Status != Accepted {
 		t.Fatalf("other's own request: %+v", r)
 	}
-	time.Sleep(4 * 50 * time.Millisecond)
+	e.look()
 	for _, c := range e.host.callsOf("StartPipeline") {
 		if c.Group != "other" {
 			t.Errorf("a request in other's directory was handled as %q's", c.Group)
@@ -218,11 +237,10 @@ func TestSymlinkedResponsesDirectoryIsNotWrittenThrough(t *testing.T) {
 	}
 	e.start()
 	e.submit("team", "m", map[string]any{"type": "send_message", "text": "hi"})
-	deadline := time.Now().Add(5 * time.Second)
-	for len(e.host.callsOf("SendMessage")) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	e.look()
+	if n := len(e.host.callsOf("SendMessage")); n != 1 {
+		t.Fatalf("host saw %d messages, want the one sent", n)
 	}
-	time.Sleep(50 * time.Millisecond)
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 		t.Errorf("the host wrote through the symlink into %s: %v", outside, entries)
 	}

@@ -132,12 +132,15 @@ type Watcher struct {
 	mu      sync.Mutex
 	workers map[string]*worker
 	wg      sync.WaitGroup
+
+	looks chan chan []*worker // Look's requests to Run's loop
 }
 
 // worker handles one group's requests, one at a time, in order.
 type worker struct {
 	group string
-	kick  chan struct{} // capacity 1: "scan again"; kicks while busy coalesce
+	kick  chan struct{}      // capacity 1: "scan again"; kicks while busy coalesce
+	look  chan chan struct{} // Look: scan now, then close the channel
 }
 
 // NewWatcher checks cfg and prepares the host-private directories.
@@ -157,6 +160,7 @@ func NewWatcher(cfg Config) (*Watcher, error) {
 		messages: newLimiter(cfg.MessageRate, cfg.Now),
 		notes:    newLimiter(defaultNoteRate, cfg.Now),
 		workers:  map[string]*worker{},
+		looks:    make(chan chan []*worker),
 	}
 	if w.cfg.Processed == nil {
 		store, err := OpenFileProcessed(filepath.Join(cfg.Root, dirState, "processed.jsonl"), 7*24*time.Hour)
@@ -216,6 +220,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 			// An overflow means events were lost: scan everything now.
 			w.log.Warn("ipc: file watcher error; rescanning", "err", err)
 			w.discover(ctx, fsw)
+		case reply := <-w.looks:
+			w.discover(ctx, fsw)
+			reply <- w.workerList()
 		case <-ticker.C:
 			w.discover(ctx, fsw)
 			if now := w.cfg.Now(); now.Sub(lastExpiry) > time.Minute {
@@ -280,7 +287,7 @@ func (w *Watcher) kick(ctx context.Context, group string) {
 			w.mu.Unlock()
 			return
 		}
-		wk = &worker{group: group, kick: make(chan struct{}, 1)}
+		wk = &worker{group: group, kick: make(chan struct{}, 1), look: make(chan chan struct{})}
 		w.workers[group] = wk
 		w.wg.Add(1)
 		go w.work(ctx, wk)
@@ -330,8 +337,56 @@ func (w *Watcher) work(ctx context.Context, wk *worker) {
 			return
 		case <-wk.kick:
 			w.scan(ctx, wk.group)
+		case done := <-wk.look:
+			w.scan(ctx, wk.group)
+			close(done)
 		}
 	}
+}
+
+// Look makes Run find every group now, as its rescan does, and returns once
+// each group's worker has scanned its queues since the call, every request
+// it found dealt with. A caller that wrote nothing new since knows, when Look
+// returns, that nothing more will be dispatched: no need to wait out a few
+// rescans (the tests' question "did a refused file stay refused?").
+func (w *Watcher) Look(ctx context.Context) error {
+	reply := make(chan []*worker, 1)
+	select {
+	case w.looks <- reply:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	var workers []*worker
+	select {
+	case workers = <-reply:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for _, wk := range workers {
+		done := make(chan struct{})
+		select {
+		case wk.look <- done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// workerList is a snapshot of the groups' workers.
+func (w *Watcher) workerList() []*worker {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	list := make([]*worker, 0, len(w.workers))
+	for _, wk := range w.workers {
+		list = append(list, wk)
+	}
+	return list
 }
 
 // recoverClaimed handles files a previous run claimed but did not finish.
