@@ -15,9 +15,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "serve: building bin/nanohost …" >&2
-mkdir -p bin
-go build -o bin/nanohost ./cmd/nanohost
+echo "serve: building bin/nanohost and bin/nanohost-full …" >&2
+# The pair (scripts/build.sh): bin/nanohost, the lean front for the terminal's
+# quick commands, hands everything else to bin/nanohost-full beside it.
+scripts/build.sh bin 2>/dev/null
 
 if docker image inspect nanohost-agent:latest >/dev/null 2>&1; then
 	export NANOHOST_IMAGE="${NANOHOST_IMAGE:-nanohost-agent:latest}"
@@ -43,4 +44,4 @@ if [[ $# -eq 0 && ! -f nanohost.yaml ]]; then
 	export NANOHOST_LOG_LEVEL="${NANOHOST_LOG_LEVEL:-warn}"
 	echo "       Data lives in ./data; logs show warnings only (NANOHOST_LOG_LEVEL=info scripts/serve.sh for all)." >&2
 fi
-exec bin/nanohost serve "$@"
+exec bin/nanohost-full serve "$@"
