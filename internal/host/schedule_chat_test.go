@@ -28,15 +28,22 @@ func TestScheduleCommandsInChat(t *testing.T) {
 			t.Fatal(err)
 		}
 		seen := 0
-		say := func(line, want string) string {
+		// say types line and waits until the console has said every one of
+		// wants (a list's lines may reach the screen one write at a time).
+		say := func(line string, wants ...string) string {
 			t.Helper()
 			if _, err := io.WriteString(th.typing, line+"\n"); err != nil {
 				t.Fatal(err)
 			}
 			var out string
-			testkit.WaitUntil(t, 10*time.Second, "the console says "+want, func() bool {
+			testkit.WaitUntil(t, 10*time.Second, "the console says "+strings.Join(wants, " and "), func() bool {
 				out = th.screen.Text()[seen:]
-				return strings.Contains(out, want)
+				for _, want := range wants {
+					if !strings.Contains(out, want) {
+						return false
+					}
+				}
+				return true
 			})
 			seen = len(th.screen.Text())
 			return out
@@ -57,7 +64,7 @@ func TestScheduleCommandsInChat(t *testing.T) {
 		if task := th.task(t, pid); task.Inputs["repo"] != "acme/shop" || !task.NextRun.Equal(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)) {
 			t.Errorf("the pipeline task: %+v", task)
 		}
-		out = say("/schedule list", "pipeline deploy ref=main repo=acme/shop — at 2026-12-01 09:00 — next: Tue 1 Dec 09:00 Europe/Berlin")
+		out = say("/schedule list", "pipeline deploy ref=main repo=acme/shop — at 2026-12-01 09:00 — next: Tue 1 Dec 09:00 Europe/Berlin", `"check the build" — every 30m`)
 		if !strings.Contains(out, "Scheduled tasks:") || !strings.Contains(out, id) || !strings.Contains(out, pid) {
 			t.Errorf("list: %q", out)
 		}
