@@ -38,27 +38,8 @@ func TestPipelineRunOnARepositoryWorksOnItsOwnBranch(t *testing.T) {
 	gitIn(t, repo, "commit", "-q", "-m", "base")
 	head := strings.TrimSpace(gitIn(t, repo, "rev-parse", "HEAD"))
 	state, dir := t.TempDir(), t.TempDir()
-	var wg sync.WaitGroup
-	results := map[string]cliResult{}
-	var mu sync.Mutex
-	for _, word := range []string{"alpha", "beta"} {
-		dot := writeFile(t, dir, word+".dot", `digraph Append {
-    start [shape=Mdiamond]
-    add   [shape=parallelogram, label="Add a line", tool_command="echo `+word+` >> shared.txt && sleep 1"]
-    exit  [shape=Msquare]
-    start -> add -> exit
-}`)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := runNanohost(t, "", "pipeline", "run", dot, "--backend", "docker", "--image", containertest.Image,
-				"--workspace", repo, "--state-dir", state, "--network", "none", "--logs", filepath.Join(dir, word+"-run"), "--json")
-			mu.Lock()
-			results[word] = r
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	results := runEachAtOnce(t, dir, "echo WORD >> shared.txt && sleep 1",
+		"--workspace", repo, "--state-dir", state)
 	for word, r := range results {
 		if r.code != 0 {
 			t.Fatalf("%s: exit %d\n%s%s", word, r.code, r.stdout, r.stderr)
@@ -149,28 +130,8 @@ func TestPipelineRunOnAPlainFolderWorksOnItsOwnBranch(t *testing.T) {
 	meet := containertest.Workspace(t) // where each run's stage says it is at work
 	state, dir := t.TempDir(), t.TempDir()
 	allow := writeFile(t, dir, "allow.json", `{"allowed_roots": [{"path": "`+meet+`", "read_write": true}]}`)
-	var wg sync.WaitGroup
-	results := map[string]cliResult{}
-	var mu sync.Mutex
-	for _, word := range []string{"alpha", "beta"} {
-		dot := writeFile(t, dir, word+".dot", `digraph Append {
-    start [shape=Mdiamond]
-    add   [shape=parallelogram, label="Add a line", tool_command="echo `+word+` >> shared.txt && touch /workspace/extra/sync/`+word+` && for i in $(seq 600); do [ -e /workspace/extra/sync/alpha ] && [ -e /workspace/extra/sync/beta ] && exit 0; sleep 0.2; done; exit 1"]
-    exit  [shape=Msquare]
-    start -> add -> exit
-}`)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := runNanohost(t, "", "pipeline", "run", dot, "--backend", "docker", "--image", containertest.Image,
-				"--workspace", folder, "--state-dir", state, "--network", "none", "--logs", filepath.Join(dir, word+"-run"),
-				"--mount", meet+":sync:rw", "--mount-allowlist", allow, "--json")
-			mu.Lock()
-			results[word] = r
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	results := runEachAtOnce(t, dir, "echo WORD >> shared.txt && touch /workspace/extra/sync/WORD && for i in $(seq 600); do [ -e /workspace/extra/sync/alpha ] && [ -e /workspace/extra/sync/beta ] && exit 0; sleep 0.2; done; exit 1",
+		"--workspace", folder, "--state-dir", state, "--mount", meet+":sync:rw", "--mount-allowlist", allow)
 	var written []string
 	for word, r := range results {
 		if r.code != 0 {
@@ -209,4 +170,33 @@ func TestPipelineRunOnAPlainFolderWorksOnItsOwnBranch(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(folder, "shared.txt")); string(got) != "base\n"+written[0]+"\n" {
 		t.Errorf("the folder's shared.txt is %q; want %s's result", got, written[0])
 	}
+}
+
+// runEachAtOnce starts `pipeline run` of a one-tool pipeline twice at once,
+// as "alpha" and "beta" (WORD in command is the run's word), on Docker with
+// the extra arguments, and returns each run's result by its word.
+func runEachAtOnce(t *testing.T, dir, command string, args ...string) map[string]cliResult {
+	t.Helper()
+	var wg sync.WaitGroup
+	results := map[string]cliResult{}
+	var mu sync.Mutex
+	for _, word := range []string{"alpha", "beta"} {
+		dot := writeFile(t, dir, word+".dot", `digraph Append {
+    start [shape=Mdiamond]
+    add   [shape=parallelogram, label="Add a line", tool_command="`+strings.ReplaceAll(command, "WORD", word)+`"]
+    exit  [shape=Msquare]
+    start -> add -> exit
+}`)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := runNanohost(t, "", append([]string{"pipeline", "run", dot, "--backend", "docker", "--image", containertest.Image,
+				"--network", "none", "--logs", filepath.Join(dir, word+"-run"), "--json"}, args...)...)
+			mu.Lock()
+			results[word] = r
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return results
 }
