@@ -158,66 +158,6 @@ func (run *Run) Push(ctx context.Context, token string) (plumbing.Hash, error) {
 	return head, nil
 }
 
-// NotFastForwardError is a run's result that could not be fast-forwarded
-// into the group's folder: the folder changed since the run started.
-type NotFastForwardError struct {
-	Folder, Branch string
-}
-
-func (e *NotFastForwardError) Error() string {
-	return fmt.Sprintf("the folder %s changed since the run started: %s is not a fast-forward of it and is kept as a branch", e.Folder, e.Branch)
-}
-
-// FastForward makes the group's folder hold the run's result when the
-// folder still holds the run's base (nothing changed it since the run
-// started): the branch's head is checked out into it, through an os.Root,
-// and becomes the folder's snapshot. A folder that holds the head already
-// is left as it is: done again, it does nothing. Otherwise it returns a
-// *NotFastForwardError and changes nothing.
-func (run *Run) FastForward(ctx context.Context, src Source) error {
-	if run.remote != "" || src.GitDir != "" {
-		return errors.New("merge: fast-forward is for a group's folder, not a repository")
-	}
-	r := run.repo
-	unlock, err := lockFile(r.gitDir + ".lock")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	now, err := run.m.snapshotFolderLocked(r, src)
-	if err != nil {
-		return err
-	}
-	head, err := run.Head()
-	if err != nil {
-		return err
-	}
-	if now == head {
-		return nil // nothing to deliver, or fast-forwarded already (by a host that died before recording it)
-	}
-	if now != run.Base {
-		return &NotFastForwardError{Folder: src.Name, Branch: run.Branch}
-	}
-	c, err := r.commit(head)
-	if err != nil {
-		return err
-	}
-	files, err := r.treeFiles(c.TreeHash)
-	if err != nil {
-		return err
-	}
-	ixPath := r.gitDir + ".folder-index"
-	cur, _ := loadIndex(ixPath)
-	ix, err := r.checkout(src.Folder, files, cur, run.m.ownerFor(src.Folder))
-	if err != nil {
-		return fmt.Errorf("write %s into the folder %s: %w", run.Branch, src.Name, err)
-	}
-	if err := r.setRef(folderRef, head, now); err != nil {
-		return err
-	}
-	return saveIndex(ixPath, ix)
-}
-
 // Delivery is what became of a succeeded run's branch.
 type Delivery struct {
 	// Pushed is the commit pushed as the branch to Remote (redacted).

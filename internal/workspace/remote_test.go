@@ -2,7 +2,10 @@ package workspace
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,6 +126,14 @@ func TestFastForwardIntoTheFolder(t *testing.T) {
 	}
 	stage(one, func() { writeFile(t, one.Dir, "a.txt", "a\nfrom one\n"); os.Remove(filepath.Join(one.Dir, "gone.txt")) })
 	stage(two, func() { writeFile(t, two.Dir, "b.txt", "two\n") })
+	// given another folder (a resume with another --workspace), it refuses and writes nothing
+	elsewhere := t.TempDir()
+	if err := one.FastForward(ctx, Source{Name: "elsewhere", Folder: elsewhere}); err == nil || !strings.Contains(err.Error(), "another folder") {
+		t.Errorf("a fast-forward into another folder: %v", err)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Errorf("another folder was written: %v", entries)
+	}
 	if err := one.FastForward(ctx, src); err != nil {
 		t.Fatal(err)
 	}
@@ -247,5 +258,141 @@ func TestATreeOverTheRunsCapIsRefused(t *testing.T) {
 	}
 	if got := gitOut(t, run.GitDir(), "ls-tree", "-r", "--name-only", run.Branch); got != "note.txt\nsmall.txt\n" {
 		t.Errorf("the branch holds %q", got)
+	}
+}
+
+// cutFastForward leaves the folder as a fast-forward of run killed half-way
+// would: the intent recorded, one changed file written, one half-written,
+// a removed file still there and a changed one not yet written.
+func cutFastForward(t *testing.T, run *Run, folder string, head string) {
+	t.Helper()
+	data, _ := json.Marshal(fastForwardIntent{Run: run.ID, Branch: run.Branch, Base: run.Base.String(), Head: head})
+	if err := writeDurable(intentPath(run.repo), data); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, folder, "a.txt", "a\nfrom one\n")
+	writeFile(t, folder, "new/deep.txt", "hal") // cut off in its write
+}
+
+// setUpFastForward is a folder and a succeeded run on it whose result
+// changes a.txt and z.txt, removes gone.txt and adds new/deep.txt.
+func setUpFastForward(t *testing.T, m *Manager) (src Source, one *Run, head string) {
+	t.Helper()
+	ctx := context.Background()
+	folder := t.TempDir()
+	writeFile(t, folder, "a.txt", "a\n")
+	writeFile(t, folder, "gone.txt", "bye\n")
+	writeFile(t, folder, "same.txt", "same\n")
+	writeFile(t, folder, "z.txt", "z\n")
+	src = Source{Name: "team", Folder: folder}
+	one, err := m.Open(ctx, "pipeline-1-cccccc", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := StageID{Node: "edit", Attempt: 1, Execution: 1}
+	one.Begin(ctx, s)
+	writeFile(t, one.Dir, "a.txt", "a\nfrom one\n")
+	writeFile(t, one.Dir, "z.txt", "z\nfrom one\n")
+	writeFile(t, one.Dir, "new/deep.txt", "half and half\n")
+	os.Remove(filepath.Join(one.Dir, "gone.txt"))
+	if _, err := one.Finish(ctx, s, true); err != nil {
+		t.Fatal(err)
+	}
+	h, err := one.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, one, h.String()
+}
+
+// folderFiles is every file of folder by slash path, with its content.
+func folderFiles(t *testing.T, folder string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(folder, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(folder, p)
+		data, _ := os.ReadFile(p)
+		out[filepath.ToSlash(rel)] = string(data)
+		return nil
+	})
+	return out
+}
+
+// A fast-forward cut off by a crash (its intent recorded, the folder
+// half-written) is finished by whoever next reads the folder: another
+// run's start gets the run's result as its base, not the half-written
+// folder, and the folder holds exactly that result; the delivery done
+// again then finds it fast-forwarded. A file someone added to the folder
+// since is left alone.
+func TestFastForwardCutOffIsFinishedBeforeTheFolderIsRead(t *testing.T) {
+	ctx := context.Background()
+	var logged strings.Builder
+	m, err := New(Options{StateDir: filepath.Join(t.TempDir(), "state"), Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, one, head := setUpFastForward(t, m)
+	cutFastForward(t, one, src.Folder, head)
+
+	two, err := m.Open(ctx, "pipeline-2-cccccc", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if two.Base.String() != head {
+		t.Errorf("the next run's base is %s, want the result %s the cut-off fast-forward was writing", two.Base, head)
+	}
+	want := map[string]string{"a.txt": "a\nfrom one\n", "same.txt": "same\n", "z.txt": "z\nfrom one\n", "new/deep.txt": "half and half\n"}
+	if got := folderFiles(t, src.Folder); !maps.Equal(got, want) {
+		t.Errorf("the folder holds %q, want the run's result %q", got, want)
+	}
+	if _, err := os.Stat(intentPath(one.repo)); !os.IsNotExist(err) {
+		t.Errorf("the intent is left: %v", err)
+	}
+	if !strings.Contains(logged.String(), "finished a fast-forward") || !strings.Contains(logged.String(), "branch="+one.Branch) {
+		t.Errorf("the log does not say which run's fast-forward was finished:\n%s", logged.String())
+	}
+	if err := one.FastForward(ctx, src); err != nil {
+		t.Errorf("the delivery done again: %v, want it found fast-forwarded", err)
+	}
+
+	// cut off again, and someone adds a file before the delivery is done again
+	src, one, head = setUpFastForward(t, newManager(t))
+	cutFastForward(t, one, src.Folder, head)
+	writeFile(t, src.Folder, "theirs.txt", "mine\n")
+	if err := one.FastForward(ctx, src); err != nil {
+		t.Fatalf("the delivery done again: %v", err)
+	}
+	want["theirs.txt"] = "mine\n"
+	if got := folderFiles(t, src.Folder); !maps.Equal(got, want) {
+		t.Errorf("the folder holds %q, want the run's result and theirs.txt %q", got, want)
+	}
+}
+
+// An interrupted fast-forward whose head the repository no longer has is
+// not guessed at: the folder is refused as a base, saying what to do, and
+// left as it is.
+func TestFastForwardCutOffToALostCommitIsRefused(t *testing.T) {
+	ctx := context.Background()
+	m := newManager(t)
+	src, one, _ := setUpFastForward(t, m)
+	cutFastForward(t, one, src.Folder, strings.Repeat("ab", 20))
+	before := folderFiles(t, src.Folder)
+	_, err := m.Open(ctx, "pipeline-2-dddddd", src)
+	var unfinished *UnfinishedFastForwardError
+	if !errors.As(err, &unfinished) || !strings.Contains(err.Error(), intentPath(one.repo)) {
+		t.Fatalf("the next run's start: %v, want an UnfinishedFastForwardError naming the intent to remove", err)
+	}
+	if got := folderFiles(t, src.Folder); !maps.Equal(got, before) {
+		t.Errorf("the folder was changed: %q, was %q", got, before)
+	}
+	// once a person removed the intent, the folder as it is is the base
+	if err := os.Remove(intentPath(one.repo)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Open(ctx, "pipeline-2-dddddd", src); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -187,7 +187,7 @@ func (m *Manager) Open(ctx context.Context, runID string, src Source) (*Run, err
 	}
 	gitDir := src.GitDir
 	if gitDir == "" {
-		gitDir = filepath.Join(m.opts.StateDir, "repos", unsafeRefChars.ReplaceAllString(src.Name, "_")+".git")
+		gitDir = m.folderGitDir(src)
 	}
 	r, err := m.repo(gitDir)
 	if err != nil {
@@ -275,7 +275,12 @@ func (m *Manager) snapshotFolder(r *repo, src Source) (plumbing.Hash, error) {
 }
 
 // snapshotFolderLocked is snapshotFolder with the repository's lock held.
+// A fast-forward of the folder that a crash cut off is finished first: the
+// half-written folder is never anyone's base.
 func (m *Manager) snapshotFolderLocked(r *repo, src Source) (plumbing.Hash, error) {
+	if _, err := m.finishFastForward(r, src); err != nil {
+		return plumbing.ZeroHash, err
+	}
 	ixPath := r.gitDir + ".folder-index"
 	prev, _ := loadIndex(ixPath)
 	ix, err := scan(src.Folder, prev, r, Limits{MaxFileBytes: m.opts.Limits.MaxFileBytes, MaxStageBytes: 1 << 62, MaxFiles: m.opts.Limits.MaxFiles, MaxTreeBytes: 1 << 62})
