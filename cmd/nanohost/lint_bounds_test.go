@@ -93,12 +93,28 @@ func TestLintOfTheLargestAcceptedFileIsBounded(t *testing.T) {
 			if lines := strings.Count(out, "\n"); lines > 10*lint.MaxPerRule {
 				t.Errorf("%d lines of diagnostics: the per-rule cap does not hold", lines)
 			}
-			if cpu > time.Second || rss > 200<<20 {
-				t.Errorf("validate took %v of CPU and %d MB: over 1 s / 200 MB", cpu, rss>>20)
+			if rss > 200<<20 {
+				t.Errorf("validate took %d MB: over 200 MB", rss>>20)
+			}
+			if cpu > time.Second {
+				// CPU time grows on a machine busy with other work (shared
+				// caches, the collector's threads waiting): measure the
+				// machine now by the parser alone on the same file, which
+				// validate runs too, and allow what lint adds on top of it.
+				_, _, parse, _ := measured(t, nanohostBin, "pipeline", "parse", path)
+				if cpu > parseShare*parse {
+					t.Errorf("validate took %v of CPU, over 1 s and over %v× the %v the parse alone took now", cpu, parseShare, parse)
+				}
 			}
 		})
 	}
 }
+
+// parseShare bounds validate's CPU by the parse's of the same file when a
+// busy machine makes the 1 s bound meaningless: validate takes 1.6-1.7
+// times the parse ("attributes" at load 20: 0.70-0.78 s and 0.43-0.49 s),
+// a lint rule gone quadratic many times that.
+const parseShare = 3
 
 func tail(s string) string {
 	if len(s) > 2000 {
