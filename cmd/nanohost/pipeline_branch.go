@@ -94,7 +94,10 @@ type folderResult struct {
 // Conclude implements engine.Concluder: a succeeded run on a plain folder
 // is written into it when the folder still holds the run's base; else the
 // folder is left alone, a warning says why, and the result stays on the
-// branch. What happened is recorded in the run's workspace.json.
+// branch. What happened is recorded in the run's workspace.json. A
+// resume concludes again a run killed before it told its end
+// (Engine.TellEnd): a delivery recorded already is not done again, and a
+// fast-forward cut off half-way is finished (workspace.Run.FastForward).
 func (d containerRunBackend) Conclude(ctx context.Context, runID, runDir string) []string {
 	f := d.folder
 	if f == nil || !f.on || f.src.Folder == "" {
@@ -103,6 +106,14 @@ func (d containerRunBackend) Conclude(ctx context.Context, runID, runDir string)
 	head, err := d.branch.Head()
 	if err != nil || head == d.branch.Base {
 		return nil // nothing to write
+	}
+	if s, err := gitws.ReadSummaryAt(runDir); err == nil && s.Delivery != nil {
+		// delivered before the process was killed (a resume tells the end)
+		f.fastForwarded = s.Delivery.FastForwarded
+		if len(s.Delivery.Problems) > 0 {
+			f.problem = s.Delivery.Problems[0]
+		}
+		return nil
 	}
 	var out gitws.Delivery
 	if err := d.branch.FastForward(ctx, f.src); err != nil {

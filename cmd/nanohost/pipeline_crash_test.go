@@ -24,8 +24,8 @@ import (
 
 // Linux system call numbers the tests look for in /proc/<pid>/task/*/syscall.
 var sysno = map[string]map[string]int{
-	"amd64": {"write": 1, "fdatasync": 75},
-	"arm64": {"write": 64, "fdatasync": 83},
+	"amd64": {"write": 1, "fdatasync": 75, "flock": 73},
+	"arm64": {"write": 64, "fdatasync": 83, "flock": 32},
 }
 
 // journalCalls are the calls that write or sync a journal.

@@ -290,7 +290,13 @@ func newPipelineResumeCmd() *cobra.Command {
 source stored in the checkpoint, completed nodes are not run again, and the
 event numbering continues. The node that was running when the run stopped
 runs again from its start. The flags are those of 'nanohost pipeline run';
-give the same --personas and --masks the run started with.
+give the same --personas, --masks and --workspace the run started with.
+
+A run that had ended when its process was killed, before it could say so,
+is ended now: a success is delivered first (with --backend docker or
+kubernetes, its result written into a plain --workspace folder, as the run
+would have), then its end told. A run whose end was told already is not
+done again.
 
 Exit status: 0 the run succeeded; 1 it failed (or was stopped); 2 the run
 directory holds no resumable run, or another process is executing it.`,
@@ -308,7 +314,20 @@ directory holds no resumable run, or another process is executing it.`,
 			}
 			record := runs.Run{ID: cp.RunID, SourceDOT: cp.GraphDOT, FileName: filepath.Base(cp.GraphFile)}
 			return execute(cmd, &f, ids, cp.RunID, logs, record, func(ctx context.Context, eng *engine.Engine) (*engine.RunResult, error) {
-				return eng.Resume(ctx, logs)
+				res, err := eng.Resume(ctx, logs)
+				var ended *engine.EndedError
+				if errors.As(err, &ended) && !ended.Told {
+					// The run ended but its process was killed before
+					// telling it, and before delivering a success (writing
+					// it into a plain --workspace folder): done now, as
+					// serve does for a run its host died with.
+					g, err := ids.loadGraph(cp.GraphFile, []byte(cp.GraphDOT))
+					if err != nil {
+						return nil, err
+					}
+					return eng.TellEnd(ctx, g, []byte(cp.GraphDOT), logs)
+				}
+				return res, err
 			})
 		},
 	}

@@ -194,7 +194,7 @@ func (e *Engine) resume(ctx context.Context, g *pipeline.Graph, source []byte, l
 	if cp := st.cp; cp.ended() {
 		closeJournal(j)
 		lock.release()
-		return nil, &EndedError{RunID: cp.RunID, Dir: logsRoot, State: cp.State, Reason: cp.FailureReason}
+		return nil, &EndedError{RunID: cp.RunID, Dir: logsRoot, State: cp.State, Reason: cp.FailureReason, Told: st.endTold}
 	}
 	r, err := e.restoreRun(g, source, logsRoot, st, j, lock)
 	if err != nil {
@@ -229,6 +229,11 @@ func (e *Engine) TellEnd(ctx context.Context, g *pipeline.Graph, source []byte, 
 // left to run.
 type EndedError struct {
 	RunID, Dir, State, Reason string
+	// Told says the run's journal ends with its end event. When it does
+	// not, the run's process died after recording the end and before
+	// telling it (and, for a success, before its backend concluded it:
+	// delivered its branch): TellEnd does that now.
+	Told bool
 }
 
 func (e *EndedError) Error() string {

@@ -293,6 +293,9 @@ func setCounts(c, d Counts) Counts {
 type journalState struct {
 	cp      *Checkpoint
 	lastSeq int64
+	// endTold: the journal's last event ends the run — its end was told,
+	// not only recorded (a process killed in between leaves it false).
+	endTold bool
 }
 
 // replayJournal folds j's records into the run's state.
@@ -306,6 +309,9 @@ func replayJournal(j Journal) (journalState, error) {
 		}
 		if rec.Event.Seq == 0 {
 			return nil
+		}
+		if rec.Event.Seq >= s.lastSeq {
+			s.endTold = rec.Event.Ends()
 		}
 		s.lastSeq = max(s.lastSeq, rec.Event.Seq)
 		if rec.Commit == nil || rec.Snapshot != nil {

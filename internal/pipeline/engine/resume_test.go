@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -274,6 +275,35 @@ func TestResumeRefusesFinishedRunsAndOtherGraphs(t *testing.T) {
 	_, err = engine.New(cut.cfg).Resume(t.Context(), bad)
 	if err == nil || !strings.Contains(err.Error(), "not valid JSON") {
 		t.Errorf("resume of a corrupt checkpoint: %v", err)
+	}
+}
+
+// A run whose process was killed after its journal recorded its end and
+// before it told it is refused by Resume as ended but not told (the
+// command line's resume then has TellEnd end it); once told, it is told.
+func TestResumeSaysWhetherAnEndedRunsEndWasTold(t *testing.T) {
+	done := runGraph(t, linearResume, runOpts{})
+	var ended *engine.EndedError
+	if _, err := engine.New(done.cfg).Resume(t.Context(), done.root); !errors.As(err, &ended) || !ended.Told {
+		t.Fatalf("resume of a run that told its end: %v", err)
+	}
+	trace := filepath.Join(done.root, engine.EventsFile)
+	lines := strings.SplitAfter(strings.TrimSpace(readFile(t, trace)), "\n")
+	if !strings.Contains(lines[len(lines)-1], string(engine.EventPipelineCompleted)) {
+		t.Fatalf("the journal's last line is not the run's end: %s", lines[len(lines)-1])
+	}
+	os.WriteFile(trace, []byte(strings.Join(lines[:len(lines)-1], "")), 0o644) // killed before telling it
+	if _, err := engine.New(done.cfg).Resume(t.Context(), done.root); !errors.As(err, &ended) || ended.Told {
+		t.Fatalf("resume of a run that recorded its end but did not tell it: %v", err)
+	}
+	g, src := prepare(t, linearResume)
+	res, err := engine.New(done.cfg).TellEnd(t.Context(), g, src, done.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, "success")
+	if _, err := engine.New(done.cfg).Resume(t.Context(), done.root); !errors.As(err, &ended) || !ended.Told {
+		t.Fatalf("resume after TellEnd: %v", err)
 	}
 }
 
