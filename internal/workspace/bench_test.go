@@ -109,3 +109,42 @@ func diskUsage(b *testing.B, dir string) int64 {
 	})
 	return total
 }
+
+// BenchmarkFastForward is writing a run's result that changed n files of
+// a 10,000-file group folder into the folder (merge: fast-forward), its
+// intent recorded and what it wrote made durable.
+func BenchmarkFastForward(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("changed=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			m := newManager(b)
+			folder := benchFolder(b, 10_000)
+			src := Source{Name: "bench", Folder: folder}
+			var cpu, wall time.Duration
+			for i := range b.N {
+				b.StopTimer()
+				run, err := m.Open(ctx, fmt.Sprintf("pipeline-%d-ff", i+1), src)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s := StageID{Node: "edit", Attempt: 1, Execution: 1}
+				run.Begin(ctx, s)
+				for f := range n {
+					writeFile(b, run.Dir, fmt.Sprintf("d%02d/f%05d.txt", f%100, f), fmt.Sprintf("run %d\n", i))
+				}
+				if _, err := run.Finish(ctx, s, true); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				c0, w0 := cpuTime(), time.Now()
+				if err := run.FastForward(ctx, src); err != nil {
+					b.Fatal(err)
+				}
+				cpu += cpuTime() - c0
+				wall += time.Since(w0)
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N)/1e3, "cpu-ms/op")
+			b.ReportMetric(float64(wall.Microseconds())/float64(b.N)/1e3, "wall-ms/op")
+		})
+	}
+}

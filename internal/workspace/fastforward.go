@@ -236,7 +236,9 @@ func (m *Manager) folderGitDir(src Source) string {
 
 // syncWritten makes durable what a checkout of dir from cur to next
 // wrote and removed: the files written, and the directories they were
-// written into or removed from (up to dir).
+// written into or removed from (up to dir). Past manySyncs of them one
+// syncfs of dir's file system is cheaper than an fsync each (1,000 files
+// fsynced one by one doubled a fast-forward's wall time; BenchmarkFastForward).
 func syncWritten(dir string, cur, next *index) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -249,15 +251,14 @@ func syncWritten(dir string, cur, next *index) error {
 			dirs[d] = true
 		}
 	}
+	var files []string
 	for p, e := range next.Files {
 		if c, ok := cur.lookup(p); ok && c == e {
 			continue // not written
 		}
 		touched(p)
 		if e.Mode.IsRegular() {
-			if err := syncAt(root, p); err != nil {
-				return err
-			}
+			files = append(files, p)
 		}
 	}
 	if cur != nil {
@@ -267,6 +268,19 @@ func syncWritten(dir string, cur, next *index) error {
 			}
 		}
 	}
+	if len(files)+len(dirs) > manySyncs {
+		f, err := root.Open(".")
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return unix.Syncfs(int(f.Fd()))
+	}
+	for _, p := range files {
+		if err := syncAt(root, p); err != nil {
+			return err
+		}
+	}
 	for d := range dirs {
 		if err := syncAt(root, d); err != nil && !errors.Is(err, fs.ErrNotExist) { // a parent left empty is removed
 			return err
@@ -274,6 +288,9 @@ func syncWritten(dir string, cur, next *index) error {
 	}
 	return nil
 }
+
+// manySyncs is where syncWritten turns to one syncfs.
+const manySyncs = 64
 
 // syncAt fsyncs p in root (a file or a directory, never through a link).
 func syncAt(root *os.Root, p string) error {
