@@ -28,10 +28,10 @@ const reviewPipeline = `digraph Review {
 // A run replica A drives waits at a gate; Bob's click reaches replica B
 // (the workspace sends it to B's sockets only). B writes the answer to the
 // store, and A — woken by PostgreSQL's notification, not by its 2 s poll —
-// goes on within 100 ms of B's write: measured from the gate's answered_at
+// goes on well within its poll of B's write: measured from the gate's answered_at
 // (B's clock) to A's InterviewCompleted event (A's clock; one machine).
 //
-// Not parallel: it measures a latency against a 100 ms bound, so it runs
+// Not parallel: it measures a latency, so it runs
 // before the package's parallel tests load the machine's two cores
 // (measured alone: 3–8 ms; beside 20 runs in Docker: up to ~55 ms).
 func TestReplicaGateAnsweredElsewhere(t *testing.T) {
@@ -74,8 +74,11 @@ func TestReplicaGateAnsweredElsewhere(t *testing.T) {
 	}
 	latency := events[i].Time.Sub(gates[0].AnsweredAt)
 	t.Logf("B's store write of the answer → A's run went on: %s", latency)
-	if latency < 0 || latency > 100*time.Millisecond {
-		t.Errorf("A went on %s after B wrote the answer; want within 100 ms", latency)
+	// The bound tells the notification from the 2 s poll with room for a
+	// busy machine: other packages' tests run beside this one in CI, and
+	// at load 17 it took 125 ms.
+	if latency < 0 || latency > 500*time.Millisecond {
+		t.Errorf("A went on %s after B wrote the answer; want within 500 ms (the poll would take up to 2 s)", latency)
 	}
 	// A drove the run, B took the click.
 	if !logged(a, "run started", run.ID) || logged(b, "run started", run.ID) {
