@@ -43,6 +43,9 @@ func (c *Config) checkLimits() []Problem {
 	if c.Pipelines.MaxConcurrentRuns < 1 {
 		add("pipelines.max_concurrent_runs", fmt.Sprintf("is %d: at least 1 run must be able to execute", c.Pipelines.MaxConcurrentRuns), "set it to 20 (the default)")
 	}
+	if n := c.Workspaces.Spares; n < 0 {
+		add("workspaces.spares", fmt.Sprintf("%d is negative", n), "set it to 1 (the default), or 0 for no spare trees")
+	}
 	i := c.IPC
 	if i.Rescan <= 0 {
 		add("ipc.rescan", fmt.Sprintf("is %s: must be more than 0", i.Rescan), "set it to 2s (the default)")

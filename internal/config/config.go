@@ -222,6 +222,12 @@ type Workspaces struct {
 	// Retention is how long a finished run's working tree is kept (its
 	// branch stays until `nanohost runs prune`); default 24h.
 	Retention time.Duration `yaml:"retention"`
+	// Spares is how many spare working trees the host keeps checked out
+	// per repository for the next run to start in (default 1; 0: none).
+	// A run's tree is then a rename and the few files that changed, not
+	// thousands of new files; each spare costs one tree's disk per group
+	// that runs pipelines (docs/workspaces.md, "Spare trees").
+	Spares int `yaml:"spares"`
 	// Dir holds the groups' repositories and the runs' workspace state
 	// (default <data_dir>/state/workspaces). Replicas sharing a store set
 	// it to a directory they all share (a shared volume), so that the
@@ -367,7 +373,7 @@ func Defaults() *Config {
 		Console:      Console{Enabled: "auto"},
 		IPC:          IPC{Rescan: 2 * time.Second, PipelinesPerHour: 30, MessagesPerMinute: 30, MaxRequestBytes: 2 << 20},
 		Pipelines:    Pipelines{DefaultVerbosity: "standard", MaxConcurrentRuns: 20, RecordChanges: true},
-		Workspaces:   Workspaces{Git: true, Retention: 24 * time.Hour},
+		Workspaces:   Workspaces{Git: true, Retention: 24 * time.Hour, Spares: 1},
 		Gateway:      Gateway{Enabled: true},
 		AgentSecrets: []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
 	}

@@ -34,6 +34,9 @@ func TestDefaultsWithoutAnyFile(t *testing.T) {
 	if c.Runtime.Kind != "docker" || c.Runtime.MaxContainers != 5 {
 		t.Errorf("runtime %+v", c.Runtime)
 	}
+	if c.Workspaces.Spares != 1 {
+		t.Errorf("workspaces.spares %d, want 1 spare tree by default", c.Workspaces.Spares)
+	}
 	if Blocking(c.Check()) {
 		t.Errorf("defaults must start: %v", c.Check())
 	}
@@ -189,6 +192,7 @@ func TestLimitsServeWouldRefuse(t *testing.T) {
 		{"pipelines.max_concurrent_runs", func(c *Config) { c.Pipelines.MaxConcurrentRuns = 0 }},
 		{"ipc.rescan", func(c *Config) { c.IPC.Rescan = 0 }},
 		{"ipc.pipelines_per_hour", func(c *Config) { c.IPC.PipelinesPerHour = -1 }},
+		{"workspaces.spares", func(c *Config) { c.Workspaces.Spares = -1 }},
 	} {
 		c := Defaults()
 		tc.set(c)

@@ -418,6 +418,9 @@ func (h *Host) shutdown(srv *http.Server, stopServing context.CancelFunc, wg *sy
 	graceTimer := time.AfterFunc(deliveryGrace, h.stopDelivery)
 	defer graceTimer.Stop()
 	h.runs.Shutdown(runsStopWait)
+	if h.spaces != nil {
+		h.spaces.Close() // no spare tree is written after the host stops
+	}
 	h.chats.stop()
 	if srv != nil {
 		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

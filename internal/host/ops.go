@@ -25,6 +25,7 @@ import (
 	"nanohost/internal/runs"
 	"nanohost/internal/store"
 	"nanohost/internal/web"
+	"nanohost/internal/workspace"
 )
 
 // Metrics are the host's Prometheus collectors, on their own registry so
@@ -46,6 +47,8 @@ type Metrics struct {
 	treesOnce  sync.Once
 	trees      atomic.Int64
 	treeBytes  atomic.Int64
+	spares     atomic.Int64
+	spareBytes atomic.Int64
 }
 
 // NewMetrics registers the collectors.
@@ -129,18 +132,26 @@ func (m *Metrics) watchStore(st *store.Store) error {
 	return err
 }
 
-// worktrees exports the runs' working trees and their disk use, as the
-// last sweep found them (nanohost_worktrees, nanohost_worktrees_bytes).
-func (m *Metrics) worktrees(n int, bytes int64) {
+// worktrees exports the runs' working trees and their disk use, and the
+// spare trees kept for the next runs apart, as the last sweep found them
+// (nanohost_worktrees, nanohost_worktrees_bytes, nanohost_worktrees_spare,
+// nanohost_worktrees_spare_bytes).
+func (m *Metrics) worktrees(rep workspace.SweepReport) {
 	m.treesOnce.Do(func() {
 		m.Registry.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanohost_worktrees", Help: "Runs' working trees on disk (parallel branches' included), as the last sweep found them."},
 				func() float64 { return float64(m.trees.Load()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanohost_worktrees_bytes", Help: "Disk the runs' working trees use, as the last sweep found them (workspaces.retention bounds it)."},
-				func() float64 { return float64(m.treeBytes.Load()) }))
+				func() float64 { return float64(m.treeBytes.Load()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanohost_worktrees_spare", Help: "Spare working trees kept checked out for the next runs (workspaces.spares per repository), as the last sweep found them; not counted in nanohost_worktrees."},
+				func() float64 { return float64(m.spares.Load()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanohost_worktrees_spare_bytes", Help: "Disk the spare working trees use, as the last sweep found them; not counted in nanohost_worktrees_bytes."},
+				func() float64 { return float64(m.spareBytes.Load()) }))
 	})
-	m.trees.Store(int64(n))
-	m.treeBytes.Store(bytes)
+	m.trees.Store(int64(rep.Trees))
+	m.treeBytes.Store(rep.Bytes)
+	m.spares.Store(int64(rep.Spares))
+	m.spareBytes.Store(rep.SpareBytes)
 }
 
 // watchRuns reports the runs service's executing runs as nanohost_active_runs.

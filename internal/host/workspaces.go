@@ -37,6 +37,7 @@ func newWorkspaces(cfg *config.Config, log *slog.Logger) (*workspace.Manager, er
 		Limits:   workspace.Limits{MaxFileBytes: w.MaxFileBytes, MaxStageBytes: w.MaxStageBytes, MaxTreeBytes: w.MaxTreeBytes},
 		Logger:   log,
 		AgentUID: container.DefaultAgentUID, AgentGID: container.DefaultAgentGID,
+		Spares: w.Spares,
 	})
 }
 
@@ -113,7 +114,7 @@ func sweepTrees(ctx context.Context, spaces *workspace.Manager, retention time.D
 	defer tick.Stop()
 	for {
 		rep := spaces.Sweep(ctx, retention, ended)
-		m.worktrees(rep.Trees, rep.Bytes)
+		m.worktrees(rep)
 		select {
 		case <-ctx.Done():
 			return

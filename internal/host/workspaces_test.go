@@ -177,3 +177,40 @@ func revParse(t *testing.T, gitDir, rev string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// With the defaults (workspaces.spares: 1) a group's run leaves a spare
+// tree behind it, and the group's next run starts in that tree.
+func TestAGroupsNextRunStartsInTheSpareTree(t *testing.T) {
+	var th *testHost
+	th = launch(t, hostSetup{answer: func(_ context.Context, req engine.Request) (engine.Result, error) {
+		return engine.Result{Text: "done [outcome:success]"}, nil
+	}})
+	os.WriteFile(filepath.Join(th.dir, "data", "groups", "main", "notes.txt"), []byte("notes\n"), 0o644)
+	run := func(name string) string {
+		th.writeRequest(t, "tasks", name, map[string]any{"type": "start_pipeline", "dot": goalDOT})
+		id, _ := th.response(t, name)["run_id"].(string)
+		testkit.WaitUntil(t, 10*time.Second, "the run succeeds", func() bool {
+			r, err := th.store.GetRun(context.Background(), id)
+			return err == nil && r.Status == runs.Succeeded
+		})
+		return id
+	}
+	run("spare-1")
+	var spare string
+	testkit.WaitUntil(t, 20*time.Second, "a spare tree is ready", func() bool {
+		marks, _ := filepath.Glob(filepath.Join(th.dir, "data", "worktrees", ".spare", "*", "ready"))
+		if len(marks) == 1 {
+			spare = filepath.Join(filepath.Dir(marks[0]), "tree")
+		}
+		return len(marks) == 1
+	})
+	fi, err := os.Stat(filepath.Join(spare, "notes.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := run("spare-2")
+	got, err := os.Stat(filepath.Join(th.agents.workspace(id), "notes.txt"))
+	if err != nil || !os.SameFile(fi, got) {
+		t.Fatalf("the second run's tree is not the spare the first left (%v)", err)
+	}
+}

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -18,8 +19,10 @@ import (
 // checkout makes dir hold exactly the files of tree: it removes what cur
 // (dir's index, from a walk) has that tree has not, writes what differs,
 // and returns dir's new index. Everything goes through an os.Root, so a
-// link an agent planted is replaced, never written through.
-func (r *repo) checkout(dir string, tree map[string]object.TreeEntry, cur *index, owner owner) (*index, error) {
+// link an agent planted is replaced, never written through. A fresh tree's
+// checkout stops between directories once ctx ends (a spare tree being
+// prepared when the host stops).
+func (r *repo) checkout(ctx context.Context, dir string, tree map[string]object.TreeEntry, cur *index, owner owner) (*index, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -61,9 +64,10 @@ func (r *repo) checkout(dir string, tree map[string]object.TreeEntry, cur *index
 	if len(cur.Files) == 0 {
 		// a fresh tree: nothing to replace, so its files are written by a
 		// few workers at once once their directories exist
-		if err := r.writeFresh(w, paths, tree, next); err != nil {
+		if err := r.writeFresh(ctx, w, paths, tree, next); err != nil {
 			return nil, err
 		}
+		next.wrote = len(paths)
 		next.Taken = time.Now().UnixNano()
 		return next, nil
 	}
@@ -78,6 +82,7 @@ func (r *repo) checkout(dir string, tree map[string]object.TreeEntry, cur *index
 			return nil, err
 		}
 		next.Files[p] = e
+		next.wrote++
 	}
 	next.Taken = time.Now().UnixNano()
 	return next, nil
@@ -89,7 +94,7 @@ func (r *repo) checkout(dir string, tree map[string]object.TreeEntry, cur *index
 // the same directory would spin on.
 const checkoutWorkers = 4
 
-func (r *repo) writeFresh(w *dirWriter, paths []string, tree map[string]object.TreeEntry, next *index) error {
+func (r *repo) writeFresh(ctx context.Context, w *dirWriter, paths []string, tree map[string]object.TreeEntry, next *index) error {
 	var batches [][]string // paths sorted: a directory's files are consecutive
 	for i, p := range paths {
 		if _, err := w.dir(path.Dir(p)); err != nil {
@@ -128,10 +133,16 @@ func (r *repo) writeFresh(w *dirWriter, paths []string, tree map[string]object.T
 		}()
 	}
 	for _, b := range batches {
+		if ctx.Err() != nil {
+			break
+		}
 		work <- b
 	}
 	close(work)
 	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
 	return firstErr
 }
 

@@ -136,7 +136,7 @@ func (m *Manager) writeFastForward(r *repo, src Source, in fastForwardIntent, cu
 	if err != nil {
 		return unfinished(err)
 	}
-	ix, err := r.checkout(src.Folder, files, cur, m.ownerFor(src.Folder))
+	ix, err := r.checkout(context.Background(), src.Folder, files, cur, m.ownerFor(src.Folder)) // never cut off half-way
 	if err != nil {
 		return fmt.Errorf("write %s into the folder %s: %w", in.Branch, src.Name, err)
 	}

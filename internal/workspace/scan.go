@@ -38,6 +38,7 @@ type index struct {
 	Dirs map[string]plumbing.Hash
 
 	stored int  // blobs the walk that made it read and stored (not saved)
+	wrote  int  // files the checkout that made it wrote (not saved)
 	restat bool // the walk read or stat'ed something anew: worth saving (not saved)
 }
 

@@ -12,14 +12,20 @@ import (
 // SweepReport is what a sweep removed and what it left.
 type SweepReport struct {
 	Removed int   // runs whose trees were removed
-	Trees   int   // working trees left (parallel branches' included)
+	Trees   int   // runs' working trees left (parallel branches' included)
 	Bytes   int64 // disk they use
+	// Spares are the spare trees kept for the next runs (Options.Spares),
+	// counted apart from the runs' trees; SpareBytes is their disk.
+	Spares     int
+	SpareBytes int64
 }
 
 // Sweep removes the working trees of finished runs: ended, by ended, more
 // than retention ago. Their branches and side refs stay (a resumed or
 // reopened run checks its branch out again); `nanohost runs prune`
-// deletes branches. It reports the trees left and their disk use.
+// deletes branches. It also removes the spare trees an earlier process left
+// half made (or no longer wanted) and those no run took within retention.
+// It reports the trees left and their disk use, runs' and spares apart.
 func (m *Manager) Sweep(ctx context.Context, retention time.Duration, ended func(ctx context.Context, runID string) (time.Time, bool)) SweepReport {
 	dirs, _ := filepath.Glob(filepath.Join(m.opts.StateDir, "runs", "*", "state.json"))
 	removed := 0
@@ -59,9 +65,10 @@ func (m *Manager) Sweep(ctx context.Context, retention time.Duration, ended func
 		m.log.Info("removed a finished run's working tree; its branch stays", "run", rs.RunID, "branch", rs.Branch)
 	}
 	rep := SweepReport{Removed: removed}
+	rep.Spares, rep.SpareBytes = m.spares.sweep(retention)
 	trees, _ := os.ReadDir(m.opts.TreesDir)
 	for _, t := range trees {
-		if t.IsDir() {
+		if t.IsDir() && t.Name() != spareDirName {
 			rep.Trees++
 			rep.Bytes += diskUse(filepath.Join(m.opts.TreesDir, t.Name()))
 		}

@@ -33,6 +33,12 @@ type Options struct {
 	// AgentUID and AgentGID own a run's tree when the host runs as root
 	// and root owns the source folder too (agents never run as root).
 	AgentUID, AgentGID int
+	// Spares is how many spare trees are kept checked out per repository
+	// (and owner of its trees), made in the background once a tree of it
+	// has been: the next tree made from nothing is one of them renamed into
+	// place, with only the files that differ from its commit written (0:
+	// none; each costs a tree's disk). Call Close when done.
+	Spares int
 }
 
 // Author is who commits a run's stages.
@@ -45,6 +51,8 @@ type Manager struct {
 
 	mu    sync.Mutex
 	repos map[string]*repo // by git directory
+
+	spares *spares
 }
 
 // New checks opts and returns a manager.
@@ -79,7 +87,8 @@ func New(opts Options) (*Manager, error) {
 		}
 		spread(d)
 	}
-	return &Manager{opts: opts, log: opts.Logger.With("component", "workspace"), repos: map[string]*repo{}}, nil
+	log := opts.Logger.With("component", "workspace")
+	return &Manager{opts: opts, log: log, repos: map[string]*repo{}, spares: newSpares(opts.TreesDir, opts.Spares, log)}, nil
 }
 
 // Source is where a run's base comes from: a folder whose content is
@@ -368,6 +377,8 @@ func (run *Run) Head() (plumbing.Hash, error) {
 func (run *Run) GitDir() string { return run.repo.gitDir }
 
 // materialize makes the working tree hold commit h (run.mu held or unshared).
+// A tree made from nothing starts as a spare of the repository when there
+// is one (only the files that differ are written), and asks for the next.
 func (run *Run) materialize(h plumbing.Hash) error {
 	c, err := run.repo.commit(h)
 	if err != nil {
@@ -378,18 +389,30 @@ func (run *Run) materialize(h plumbing.Hash) error {
 		return err
 	}
 	cur := run.ix
-	if cur != nil || dirExists(run.Dir) {
+	fresh := cur == nil && !dirExists(run.Dir)
+	trusted := false
+	if fresh {
+		cur, trusted = run.fromSpare()
+	}
+	if !trusted && (cur != nil || dirExists(run.Dir)) {
 		if cur, err = scan(run.Dir, cur, run.repo, Limits{MaxStageBytes: 1 << 62, MaxFileBytes: 1 << 62, MaxTreeBytes: 1 << 62}); err != nil {
 			return err
 		}
 	}
-	ix, err := run.repo.checkout(run.Dir, files, cur, run.owner)
+	ix, err := run.repo.checkout(context.Background(), run.Dir, files, cur, run.owner)
 	if err != nil {
 		return fmt.Errorf("check out %s into %s: %w", h.String()[:12], run.Dir, err)
 	}
 	ix.Dirs = dirs
 	run.ix = ix
-	return saveIndex(filepath.Join(run.stateDir, "index"), ix)
+	if err := saveIndex(filepath.Join(run.stateDir, "index"), ix); err != nil {
+		return err
+	}
+	if fresh {
+		run.m.log.Debug("a run's tree made", "run", run.ID, "dir", run.Dir, "from_spare", cur != nil, "files_written", ix.wrote)
+		run.m.spares.topUp(run.repo, run.owner, h)
+	}
+	return nil
 }
 
 func dirExists(d string) bool {

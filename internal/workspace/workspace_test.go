@@ -17,6 +17,7 @@ func newManager(t testing.TB) *Manager {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(m.Close)
 	return m
 }
 
@@ -151,6 +152,7 @@ func newManagerAt(t testing.TB, state string) *Manager {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(m.Close)
 	return m
 }
 
