@@ -545,3 +545,58 @@ func TestAnUnusedSpareGoesAfterTheRetention(t *testing.T) {
 		t.Fatalf("the old spare is still there: %v", err)
 	}
 }
+
+// Parallel branches fork their trees from spares too: each branch's tree
+// is the fork commit exactly, and no two share a file.
+func TestParallelBranchesForkFromSpares(t *testing.T) {
+	ctx := context.Background()
+	m := newSpareManager(t, "", 1)
+	folder := benchFolder(t, 100)
+	run, err := m.Open(ctx, "pipeline-1-fork", Source{Name: "team", Folder: folder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := StageID{Node: "edit", Attempt: 1, Execution: 1}
+	run.Begin(ctx, s)
+	writeFile(t, run.Dir, "d03/f00003.txt", "edited before the fork\n")
+	writeFile(t, run.Dir, "added.txt", "added before the fork\n")
+	if _, err := run.Finish(ctx, s, true); err != nil {
+		t.Fatal(err)
+	}
+	head, err := run.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparesReady(t, m)
+	spareFile := inode(t, filepath.Join(theSpare(t, m), "d07/f00007.txt"))
+	want := freshCheckout(t, run, head)
+	owners := map[uint64]string{}
+	gotSpare := 0
+	for _, br := range []string{"par/a", "par/b", "par/c"} {
+		if err := run.fork(br, head); err != nil {
+			t.Fatal(err)
+		}
+		child, err := run.at(br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameTree(t, br, describe(t, child.Dir), want)
+		if inode(t, filepath.Join(child.Dir, "d07/f00007.txt")) == spareFile {
+			gotSpare++
+		}
+		filepath.WalkDir(child.Dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if other, ok := owners[inode(t, p)]; ok {
+					t.Fatalf("branches %s and %s share a file (%s)", br, other, p)
+				}
+				owners[inode(t, p)] = br
+			}
+			return nil
+		})
+		nothingToCommit(t, child)
+	}
+	if gotSpare != 1 {
+		t.Fatalf("%d branches got the spare the run's start left, want 1", gotSpare)
+	}
+	sparesReady(t, m)
+}
