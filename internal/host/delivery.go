@@ -81,23 +81,36 @@ func (b *branchRun) Conclude(ctx context.Context, runID, runDir string) []string
 		}
 	}
 	if g.Push {
-		if pushed, err := ws.Push(ctx, g.RepoToken.Reveal()); err != nil {
+		if _, err := d.publish(ctx, ws, runID, runDir, g.PullRequest != nil, &out); err != nil {
 			out.Problems = append(out.Problems, err.Error())
-		} else {
-			out.Pushed, out.Remote = pushed.String(), workspace.Redact(g.Repo)
-			if g.PullRequest != nil {
-				if pr, err := d.openPullRequest(ctx, ws, runID, runDir); err != nil {
-					out.Problems = append(out.Problems, err.Error())
-				} else {
-					out.PullRequest, out.PullRequestNumber = pr.URL, pr.Number
-				}
-			}
 		}
 	}
 	if err := ws.RecordDelivery(runDir, out); err != nil {
 		out.Problems = append(out.Problems, "record what the run delivered: "+err.Error())
 	}
 	return out.Problems
+}
+
+// publish pushes the run's branch as it is now to the group's repository
+// and, when openPR, opens its pull request there (or finds the one open
+// for the branch): the one way a run's branch leaves the host. What was
+// done is recorded in out; the error is the step that failed (GitHub's
+// refusal as it said it: *pullrequest.Error).
+func (d delivery) publish(ctx context.Context, ws *workspace.Run, runID, runDir string, openPR bool, out *workspace.Delivery) (pullrequest.Opened, error) {
+	pushed, err := ws.Push(ctx, d.group.RepoToken.Reveal())
+	if err != nil {
+		return pullrequest.Opened{}, err
+	}
+	out.Pushed, out.Remote = pushed.String(), workspace.Redact(d.group.Repo)
+	if !openPR {
+		return pullrequest.Opened{}, nil
+	}
+	pr, err := d.openPullRequest(ctx, ws, runID, runDir)
+	if err != nil {
+		return pr, err
+	}
+	out.PullRequest, out.PullRequestNumber = pr.URL, pr.Number
+	return pr, nil
 }
 
 // openPullRequest opens the pull request of the run's pushed branch.
