@@ -23,6 +23,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"nanohost/internal/pipeline/engine"
 	gitws "nanohost/internal/workspace"
 )
 
@@ -98,7 +99,7 @@ type folderResult struct {
 // resume concludes again a run killed before it told its end
 // (Engine.TellEnd): a delivery recorded already is not done again, and a
 // fast-forward cut off half-way is finished (workspace.Run.FastForward).
-func (d containerRunBackend) Conclude(ctx context.Context, runID, runDir string) []string {
+func (d containerRunBackend) Conclude(ctx context.Context, c engine.Conclusion) []string {
 	f := d.folder
 	if f == nil || !f.on || f.src.Folder == "" {
 		return nil
@@ -107,7 +108,7 @@ func (d containerRunBackend) Conclude(ctx context.Context, runID, runDir string)
 	if err != nil || head == d.branch.Base {
 		return nil // nothing to write
 	}
-	if s, err := gitws.ReadSummaryAt(runDir); err == nil && s.Delivery != nil {
+	if s, err := gitws.ReadSummaryAt(c.RunDir); err == nil && s.Delivery != nil {
 		// delivered before the process was killed (a resume tells the end)
 		f.fastForwarded = s.Delivery.FastForwarded
 		if len(s.Delivery.Problems) > 0 {
@@ -126,7 +127,7 @@ func (d containerRunBackend) Conclude(ctx context.Context, runID, runDir string)
 	} else {
 		f.fastForwarded, out.FastForwarded = true, true
 	}
-	if err := d.branch.RecordDelivery(runDir, out); err != nil {
+	if err := d.branch.RecordDelivery(c.RunDir, out); err != nil {
 		out.Problems = append(out.Problems, "record what the run delivered: "+err.Error())
 	}
 	return out.Problems

@@ -3,12 +3,16 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"nanohost/internal/config"
+	"nanohost/internal/pipeline/engine"
 	"nanohost/internal/pullrequest"
 	"nanohost/internal/runlog"
 	"nanohost/internal/runs"
@@ -53,7 +57,13 @@ const deliveryTimeout = 5 * time.Minute
 // the run again: each step is idempotent — the push is of the same commit,
 // a pull request already open is reused, a folder already fast-forwarded
 // is recognised — and a delivery recorded already is not done again.
-func (b *branchRun) Conclude(ctx context.Context, runID, runDir string) []string {
+//
+// A pipeline with a pull_request node decided itself whether the run has
+// a pull request (c.PipelineOpensPullRequests): its branch is still
+// pushed as it ended — which updates the pull request the node opened —
+// but none is opened here.
+func (b *branchRun) Conclude(ctx context.Context, c engine.Conclusion) []string {
+	runID, runDir := c.RunID, c.RunDir
 	d, g := b.deliver, b.deliver.group
 	if !g.Push && g.Merge == "" {
 		return nil
@@ -81,7 +91,7 @@ func (b *branchRun) Conclude(ctx context.Context, runID, runDir string) []string
 		}
 	}
 	if g.Push {
-		if _, err := d.publish(ctx, ws, runID, runDir, g.PullRequest != nil, &out); err != nil {
+		if _, err := d.publish(ctx, ws, runID, runDir, g.PullRequest != nil && !c.PipelineOpensPullRequests, &out); err != nil {
 			out.Problems = append(out.Problems, err.Error())
 		}
 	}
@@ -89,6 +99,76 @@ func (b *branchRun) Conclude(ctx context.Context, runID, runDir string) []string
 		out.Problems = append(out.Problems, "record what the run delivered: "+err.Error())
 	}
 	return out.Problems
+}
+
+// OpenPullRequest implements engine.PullRequester for a pipeline's
+// pull_request node: the run's branch is pushed as it is now and its pull
+// request opened, or the one open for the branch reused — publish, as the
+// end-of-run delivery does. A group that pushes no branch or opens no pull
+// requests is told what to configure; a network that failed is transient
+// (the stage is retried); what git or GitHub refused is said as they said it.
+func (b *branchRun) OpenPullRequest(ctx context.Context, runID, runDir string) (engine.PullRequest, error) {
+	d, g := b.deliver, b.deliver.group
+	if !g.Push || g.PullRequest == nil {
+		return engine.PullRequest{}, &NoPullRequestsError{Group: g.Folder, Push: g.Push}
+	}
+	ctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
+	defer cancel()
+	ws := b.Workspace()
+	head, err := ws.Head()
+	if err != nil {
+		return engine.PullRequest{}, err
+	}
+	if head == ws.Base {
+		_, baseBranch := ws.Remote()
+		return engine.PullRequest{}, fmt.Errorf("%s has no commit since %s yet: there is nothing to open a pull request for", ws.Branch, baseBranch)
+	}
+	var out workspace.Delivery
+	pr, err := d.publish(ctx, ws, runID, runDir, true, &out)
+	if err != nil {
+		if unreachable(err) {
+			return engine.PullRequest{}, engine.Transient(err)
+		}
+		return engine.PullRequest{}, err
+	}
+	return engine.PullRequest{Number: pr.Number, URL: pr.URL, Existing: pr.Existing}, nil
+}
+
+// NoPullRequestsError is a pull_request node in a run of a group that
+// does not push its runs' branches or open pull requests for them.
+type NoPullRequestsError struct {
+	Group string
+	Push  bool // push: true is set; pull_request: is missing
+}
+
+func (e *NoPullRequestsError) Error() string {
+	missing := "push: true and pull_request:"
+	if e.Push {
+		missing = "pull_request:"
+	}
+	group := e.Group
+	if group == "" {
+		group = "(registered from the chat)"
+	}
+	return fmt.Sprintf("the group %s opens no pull requests: give it %s in nanohost.yaml (groups[], with repo:; docs/workspaces.md)", group, missing)
+}
+
+// unreachable reports whether err is the network failing rather than a
+// refusal: GitHub not answering (no HTTP response, or 5xx/429, its
+// outages and rate limits) or git not reaching the remote. These go away
+// by themselves; a refusal (a bad token, a protected branch, "No commits
+// between") needs a person.
+func unreachable(err error) bool {
+	var refusal *pullrequest.Error
+	if errors.As(err, &refusal) {
+		return refusal.Status >= 500 || refusal.Status == http.StatusTooManyRequests
+	}
+	var pushErr *workspace.PushError
+	if errors.As(err, &pushErr) {
+		return pushErr.Unreachable
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr)
 }
 
 // publish pushes the run's branch as it is now to the group's repository

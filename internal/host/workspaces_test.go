@@ -3,6 +3,11 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +18,7 @@ import (
 
 	"nanohost/internal/config"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/pullrequest"
 	"nanohost/internal/runs"
 	"nanohost/internal/testkit"
 	"nanohost/internal/workspace"
@@ -212,5 +218,42 @@ func TestAGroupsNextRunStartsInTheSpareTree(t *testing.T) {
 	got, err := os.Stat(filepath.Join(th.agents.workspace(id), "notes.txt"))
 	if err != nil || !os.SameFile(fi, got) {
 		t.Fatalf("the second run's tree is not the spare the first left (%v)", err)
+	}
+}
+
+// A pull_request node in a run of a group that pushes nothing, or opens
+// no pull requests, is told what to configure; git not reaching the
+// remote, or GitHub not answering, is transient (the node is retried),
+// what they refused is not.
+func TestPullRequestNodeSaysWhatTheGroupLacks(t *testing.T) {
+	for _, c := range []struct {
+		group config.Group
+		want  string
+	}{
+		{config.Group{Folder: "team"}, "the group team opens no pull requests: give it push: true and pull_request: in nanohost.yaml"},
+		{config.Group{Folder: "team", Push: true, Repo: "https://github.com/acme/app.git"}, "the group team opens no pull requests: give it pull_request: in nanohost.yaml"},
+	} {
+		b := &branchRun{deliver: delivery{group: c.group}}
+		_, err := b.OpenPullRequest(context.Background(), "pipeline-1-aaaaaa", t.TempDir())
+		var none *NoPullRequestsError
+		if !errors.As(err, &none) || !strings.Contains(err.Error(), c.want) || engine.IsTransient(err) {
+			t.Errorf("%+v: %v, want %q", c.group, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&pullrequest.Error{Status: http.StatusServiceUnavailable, Message: "down"}, true},
+		{&pullrequest.Error{Status: http.StatusTooManyRequests, Message: "slow down"}, true},
+		{&pullrequest.Error{Status: http.StatusUnprocessableEntity, Message: "Validation Failed"}, false},
+		{&pullrequest.Error{Status: http.StatusUnauthorized, Message: "Bad credentials"}, false},
+		{fmt.Errorf("open a pull request on acme/app: %w", &url.Error{Op: "Post", URL: "https://api.github.com", Err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}}), true},
+		{&workspace.PushError{Unreachable: true, Err: errors.New("Could not resolve host")}, true},
+		{&workspace.PushError{Err: errors.New("protected branch hook declined")}, false},
+	} {
+		if got := unreachable(c.err); got != c.want {
+			t.Errorf("unreachable(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }

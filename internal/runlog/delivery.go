@@ -36,6 +36,35 @@ func Branch(branch string, commits int, c engine.ChangeCounts) string {
 // PullRequestLink is the link to a run's pull request: "Pull request #4".
 func PullRequestLink(number int) string { return fmt.Sprintf("Pull request #%d", number) }
 
+// PullRequestOf is the pull request a pull_request node opened
+// (EventPullRequestOpened): its number and page; ok=false for any other event.
+func PullRequestOf(e engine.Event) (number int, url string, ok bool) {
+	if e.Type != engine.EventPullRequestOpened {
+		return 0, "", false
+	}
+	return dataInt(e.Data, engine.DataPullRequestNumber), dataString(e.Data, engine.DataPullRequestURL), true
+}
+
+// pullRequestDone says what a pull_request node did: "pull request #4
+// opened", or "pull request #4 was open already" (reused).
+func pullRequestDone(e engine.Event, number int) string {
+	if existing, _ := e.Data[engine.DataPullRequestExisting].(bool); existing {
+		return fmt.Sprintf("pull request #%d was open already", number)
+	}
+	return fmt.Sprintf("pull request #%d opened", number)
+}
+
+// PullRequestOpenedText is the thread's message when a pipeline's
+// pull_request node opened the run's pull request; the channel shows its
+// link (PullRequestLink) under it, as under the message that a run ended.
+func PullRequestOpenedText(e engine.Event) string {
+	text := "⇡ " + StageName(e.Label, e.NodeID, e.Branch) + ": the branch is pushed and its pull request opened"
+	if existing, _ := e.Data[engine.DataPullRequestExisting].(bool); existing {
+		text = "⇡ " + StageName(e.Label, e.NodeID, e.Branch) + ": the branch is pushed; its pull request was open already"
+	}
+	return text
+}
+
 // FastForwarded says a run's result is now the group's folder.
 func FastForwarded(folder string) string {
 	return "The result is now in the folder " + folder + " (fast-forward)"

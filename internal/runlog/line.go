@@ -24,7 +24,8 @@ var routingRules = map[string]bool{
 func Level(e engine.Event) runs.Verbosity {
 	switch e.Type {
 	case engine.EventPipelineStarted, engine.EventPipelineCompleted, engine.EventPipelineFailed,
-		engine.EventPipelineCancelled, engine.EventPipelineInterrupted, engine.EventPipelineResumed:
+		engine.EventPipelineCancelled, engine.EventPipelineInterrupted, engine.EventPipelineResumed,
+		engine.EventPullRequestOpened:
 		return runs.VerbosityMinimal
 	case engine.EventStageFailed:
 		if e.WillRetry {
@@ -124,6 +125,9 @@ func Line(e engine.Event) string {
 		return fmt.Sprintf("  ➜ %s is steered by its manager: %s", name, truncate(firstLine(Visible(e.Message)), 200))
 	case engine.EventCheckpointSaved:
 		return "    checkpoint after " + e.NodeID
+	case engine.EventPullRequestOpened:
+		number, url, _ := PullRequestOf(e)
+		return fmt.Sprintf("  ⇡ %s: %s — %s%s", name, pullRequestDone(e, number), Visible(url), branch)
 	}
 	return ""
 }

@@ -38,6 +38,7 @@ var eventNames = map[engine.EventType]string{
 	engine.EventChildStarted:            "child run started",
 	engine.EventSteered:                 "steered",
 	engine.EventToolHook:                "tool hook",
+	engine.EventPullRequestOpened:       "pull request opened",
 }
 
 // EventName is the kind of an event in words ("stage started"); a type

@@ -46,6 +46,8 @@ func TestLineUsesTheHostLogFormat(t *testing.T) {
 		// Sub-pipelines and steering managers.
 		{engine.Event{Type: engine.EventChildStarted, Label: "Triage", Message: "triage.dot", Data: map[string]any{engine.DataChildRunID: "pipeline-1795800094-224849fa"}}, "  ↳ Triage runs triage.dot as run 224849fa"},
 		{engine.Event{Type: engine.EventChildStarted, NodeID: "p", Message: "triage.dot", Data: map[string]any{engine.DataChildRunID: "run-1.p-1"}}, "  ↳ p runs triage.dot as run run-1.p-1"},
+		{engine.Event{Type: engine.EventPullRequestOpened, NodeID: "open_pr", Label: "Open PR", Data: map[string]any{"number": 4, "url": "https://github.com/acme/app/pull/4"}}, "  ⇡ Open PR: pull request #4 opened — https://github.com/acme/app/pull/4"},
+		{engine.Event{Type: engine.EventPullRequestOpened, NodeID: "open_pr", Data: map[string]any{"number": 4.0, "url": "https://github.com/acme/app/pull/4", "existing": true}}, "  ⇡ open_pr: pull request #4 was open already — https://github.com/acme/app/pull/4"},
 		{engine.Event{Type: engine.EventSteered, NodeID: "supervise", Message: "Focus on the login test.\nThen the rest.", Data: map[string]any{engine.DataChildRunID: "run-1.supervise-1"}}, "  ➜ supervise steers run run-1.supervise-1: Focus on the login test. …"},
 		{engine.Event{Type: engine.EventSteered, NodeID: "step2", Message: "Focus\x1b[31m on it"}, "  ➜ step2 is steered by its manager: Focus\\x1b[31m on it"},
 	}
@@ -58,7 +60,7 @@ func TestLineUsesTheHostLogFormat(t *testing.T) {
 
 func TestLevelFiltersEvents(t *testing.T) {
 	for _, typ := range []engine.EventType{engine.EventPipelineStarted, engine.EventPipelineCompleted, engine.EventPipelineFailed,
-		engine.EventPipelineCancelled, engine.EventPipelineInterrupted} {
+		engine.EventPipelineCancelled, engine.EventPipelineInterrupted, engine.EventPullRequestOpened} {
 		if runlog.Level(engine.Event{Type: typ}) != runs.VerbosityMinimal {
 			t.Errorf("%s is not shown at minimal", typ)
 		}

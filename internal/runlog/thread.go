@@ -71,6 +71,8 @@ func threadWording(e engine.Event) (level runs.Verbosity, text, detail string) {
 		}
 	case engine.EventAgentResponse:
 		return runs.VerbosityVerbose, "💬 " + StageName(e.Label, e.NodeID, e.Branch), e.Message
+	case engine.EventPullRequestOpened:
+		return runs.VerbosityMinimal, PullRequestOpenedText(e), ""
 	case engine.EventPipelineInterrupted:
 		if problem := WaitingForHost(e); problem != "" {
 			return runs.VerbosityMinimal, waitingText(e.RunID), problem

@@ -153,9 +153,43 @@ func (run *Run) Push(ctx context.Context, token string) (plumbing.Hash, error) {
 	}
 	ref := "refs/heads/" + run.Branch
 	if _, err := run.repo.gitRemote(ctx, remoteEnv(run.remote, token), "push", "--quiet", "--no-verify", run.remote, "+"+ref+":"+ref); err != nil {
-		return head, fmt.Errorf("push %s to %s: %w", run.Branch, Redact(run.remote), err)
+		return head, &PushError{Branch: run.Branch, Remote: Redact(run.remote), Unreachable: unreachable(err.Error()), Err: err}
 	}
 	return head, nil
+}
+
+// PushError is a push of a run's branch that failed: refused by the
+// remote (a bad token, a protected branch, a hook), or, Unreachable, the
+// remote not reached at all (no name, no connection, a timeout, a server
+// error) — that may pass by itself, a refusal needs a person.
+type PushError struct {
+	Branch, Remote string // the remote redacted
+	Unreachable    bool
+	Err            error // git's error, with what it said
+}
+
+func (e *PushError) Error() string {
+	return fmt.Sprintf("push %s to %s: %v", e.Branch, e.Remote, e.Err)
+}
+func (e *PushError) Unwrap() error { return e.Err }
+
+// unreachableSigns are what git (and curl under it) says when it did not
+// reach the remote, or the remote's server failed, as opposed to refusing.
+var unreachableSigns = []string{
+	"Could not resolve host", "Could not resolve proxy", "Failed to connect to", "Connection refused",
+	"Connection timed out", "Connection reset", "Operation timed out", "timed out after",
+	"The requested URL returned error: 500", "The requested URL returned error: 502",
+	"The requested URL returned error: 503", "The requested URL returned error: 504",
+	"The requested URL returned error: 429",
+}
+
+func unreachable(gitSaid string) bool {
+	for _, s := range unreachableSigns {
+		if strings.Contains(gitSaid, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // Delivery is what became of a succeeded run's branch.

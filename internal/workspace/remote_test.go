@@ -6,10 +6,13 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -394,5 +397,40 @@ func TestFastForwardCutOffToALostCommitIsRefused(t *testing.T) {
 	}
 	if _, err := m.Open(ctx, "pipeline-2-dddddd", src); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A push that did not reach the remote (no server, a server error) says
+// so, as a pull_request node retries it; a refusal does not.
+func TestPushSaysWhetherTheRemoteWasReached(t *testing.T) {
+	ctx := context.Background()
+	m := newManager(t)
+	run, err := m.Open(ctx, "pipeline-7-aaaaaa", Source{Name: "app", Folder: t.TempDir(), Remote: upstream(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", int(status.Load()))
+	}))
+	defer srv.Close()
+	closed := httptest.NewServer(nil)
+	closed.Close()
+	for _, c := range []struct {
+		remote      string
+		status      int
+		unreachable bool
+	}{
+		{srv.URL + "/app.git", http.StatusServiceUnavailable, true},
+		{srv.URL + "/app.git", http.StatusForbidden, false},
+		{closed.URL + "/app.git", 0, true},
+	} {
+		status.Store(int64(c.status))
+		run.remote = c.remote
+		_, err := run.Push(ctx, "tok")
+		var pe *PushError
+		if !errors.As(err, &pe) || pe.Unreachable != c.unreachable {
+			t.Errorf("push to %s answering %d: %v (unreachable %v), want unreachable %v", c.remote, c.status, err, pe != nil && pe.Unreachable, c.unreachable)
+		}
 	}
 }

@@ -473,6 +473,9 @@ func (r *Reporter) message(ctx context.Context, e engine.Event) (channels.Messag
 	if r.cfg.EndLinks != nil && (e.Type == engine.EventPipelineCompleted || e.Type == engine.EventPipelineFailed) {
 		m.Links = r.cfg.EndLinks(ctx) // the channel shows them under Text, once
 	}
+	if number, url, ok := runlog.PullRequestOf(e); ok && url != "" {
+		m.Links = []channels.Link{{Text: runlog.PullRequestLink(number), URL: url}}
+	}
 	return m, true
 }
 

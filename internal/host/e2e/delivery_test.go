@@ -181,6 +181,97 @@ func TestRunBranchIsPushedAndAPullRequestOpened(t *testing.T) {
 	})
 }
 
+// gatedPullRequestDOT bumps the version, then asks whether to open a pull
+// request: Yes opens it (a pull_request node) and a later stage writes its
+// page into pr.txt; No ends the run.
+const gatedPullRequestDOT = `digraph Ship {
+    goal="Bump the version"
+    start   [shape=Mdiamond]
+    bump    [shape=parallelogram, label="Bump", tool_command="grep -q 'version 1' app.txt && echo 'version 2' > app.txt"]
+    ask     [shape=hexagon, label="Open a pull request?"]
+    open_pr [type="pull_request", label="Open PR"]
+    note    [shape=parallelogram, label="Note", tool_command="echo ${pull_request.url} '#'${pull_request.number} > pr.txt"]
+    exit    [shape=Msquare]
+    start -> bump -> ask
+    ask -> open_pr [label="[Y] Yes"]
+    ask -> exit    [label="[N] No"]
+    open_pr -> note -> exit
+}`
+
+// The same pipeline, run twice, asks "Open a pull request?" at a human
+// gate. Yes: the run's branch is pushed and a pull request opened on the
+// fake GitHub from it into main, its link in the thread once; the stage
+// after it sees ${pull_request.url}, and the end of the run pushes the
+// branch's final head (which updates the pull request) without opening a
+// second one. No: the branch is pushed, and no pull request is opened —
+// the pipeline decided, so the end-of-run delivery opens none either.
+func TestAGateDecidesWhetherAPullRequestIsOpened(t *testing.T) {
+	docker := requireDocker(t)
+	const token = "ghs_e2eGateToken0123456789"
+	repos, bare := seedRepo(t)
+	gitSrv, denied := gitServer(t, repos, token)
+	gh := githubtest.New(t, "acme", "app", token, bareBranches{t, bare})
+	e := start(t, docker, setup{script: map[string]any{"default": "[outcome:success]"}, maxContainers: 2, configure: func(c *config.Config) {
+		c.HTTP.PublicURL = "http://nanohost.test"
+		c.Groups = []config.Group{{Folder: "main", Chat: "console:main", Main: true,
+			Repo: gitSrv.URL + "/acme/app.git", RepoToken: token, Push: true,
+			PullRequest: &config.PullRequest{APIURL: gh.URL}}}
+	}})
+
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the console showed:\n%s", e.screen.Text())
+		}
+	})
+	// Yes
+	yes := startRun(t, e, "gate-yes", gatedPullRequestDOT)
+	e.screen.WaitFor(t, runs.ShortID(yes)+" ❓ Open a pull request?", 1, 120*time.Second)
+	if n := len(gh.PullRequests()); n != 0 {
+		t.Fatalf("%d pull requests before the gate was answered", n)
+	}
+	e.typeLine("Y")
+	waitEnded(t, e, yes, runs.Succeeded)
+	branch := workspace.BranchPrefix + workspace.ShortID(yes)
+	prs := gh.PullRequests()
+	if len(prs) != 1 {
+		t.Fatalf("pull requests opened: %+v, want one", prs)
+	}
+	pr := prs[0]
+	if pr.Head != branch || pr.Base != "main" || pr.Title != "Bump the version" || pr.Fingerprint != "Bearer "+token {
+		t.Errorf("the pull request: head %q base %q title %q auth %q", pr.Head, pr.Base, pr.Title, pr.Fingerprint)
+	}
+	if !strings.Contains(pr.Body, "http://nanohost.test/runs/"+yes) {
+		t.Errorf("the pull request's body lacks the run's link:\n%s", pr.Body)
+	}
+	if got, want := git(t, bare, "show", branch+":pr.txt"), pr.HTMLURL+" #1\n"; got != want {
+		t.Errorf("the stage after the pull request wrote %q, want %q (and the final head pushed)", got, want)
+	}
+	if got := git(t, bare, "show", branch+":app.txt"); got != "version 2\n" {
+		t.Errorf("the pushed branch has app.txt %q", got)
+	}
+	e.screen.WaitFor(t, "Pull request #1: "+pr.HTMLURL, 1, 10*time.Second)
+	e.screen.WaitFor(t, "Branch "+branch+": 2 commit(s)", 1, 10*time.Second)
+	onceEach(t, e.screen.Text(), "Pull request #1")
+
+	// No
+	no := startRun(t, e, "gate-no", gatedPullRequestDOT)
+	e.screen.WaitFor(t, runs.ShortID(no)+" ❓ Open a pull request?", 1, 120*time.Second)
+	e.typeLine("N")
+	waitEnded(t, e, no, runs.Succeeded)
+	branch2 := workspace.BranchPrefix + workspace.ShortID(no)
+	if got := git(t, bare, "show", branch2+":app.txt"); got != "version 2\n" {
+		t.Errorf("the No run's branch was not pushed: app.txt %q", got)
+	}
+	e.screen.WaitFor(t, "Branch "+branch2+": 1 commit(s)", 1, 10*time.Second)
+	if prs := gh.PullRequests(); len(prs) != 1 {
+		t.Errorf("pull requests after No: %+v, want only the Yes run's", prs)
+	}
+	onceEach(t, e.screen.Text(), "Pull request #")
+	if denied.Load() != 0 || gh.Denied != 0 {
+		t.Errorf("requests refused for their credentials: git %d, GitHub %d", denied.Load(), gh.Denied)
+	}
+}
+
 // bumpDOT bumps the version in app.txt of seedRepo's repository.
 const bumpDOT = `digraph Feature {
     goal="Bump the version"

@@ -226,5 +226,16 @@ type MergeConflict struct {
 // run ended can show what became of its work. What it could not do comes
 // back as warnings, told as the run's; the run has succeeded either way.
 type Concluder interface {
-	Conclude(ctx context.Context, runID, runDir string) (warnings []string)
+	Conclude(ctx context.Context, c Conclusion) (warnings []string)
+}
+
+// Conclusion is the succeeded run a Concluder concludes.
+type Conclusion struct {
+	RunID  string
+	RunDir string
+	// PipelineOpensPullRequests: the pipeline has a pull_request node, so
+	// whether the run has a pull request was the pipeline's to decide (a
+	// human gate's "No" is no pull request): the backend opens none of its
+	// own, though it still delivers the branch (docs/semantics.md).
+	PipelineOpensPullRequests bool
 }

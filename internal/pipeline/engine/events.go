@@ -64,6 +64,10 @@ const (
 	// manager's run), or a child stage received it (in the child's run);
 	// Message is the guidance.
 	EventSteered EventType = "Steered"
+	// EventPullRequestOpened: a pull_request node pushed the run's branch
+	// and opened its pull request, or found it open (Data: number, url,
+	// existing).
+	EventPullRequestOpened EventType = "PullRequestOpened"
 )
 
 // Event is one thing that happened in a run. Seq increases by one per event

@@ -122,6 +122,7 @@ func NewRegistry() *Registry {
 		TypeTool:        toolHandler{},
 		TypeManagerLoop: managerLoopHandler{},
 		TypeSubPipeline: subPipelineHandler{},
+		TypePullRequest: pullRequestHandler{},
 	}}
 }
 

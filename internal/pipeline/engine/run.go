@@ -624,7 +624,7 @@ func (r *run) succeed(at string) *RunResult {
 // at (Concluder), after the success is recorded and before it is told.
 func (r *run) conclude(at string) {
 	if c, ok := r.cfg.Backend.(Concluder); ok {
-		for _, w := range c.Conclude(context.Background(), r.runID, r.root) {
+		for _, w := range c.Conclude(context.Background(), Conclusion{RunID: r.runID, RunDir: r.root, PipelineOpensPullRequests: r.opensPullRequests()}) {
 			r.emit(Event{Type: EventWarning, NodeID: at, Message: w})
 		}
 	}

@@ -115,6 +115,8 @@ var Attributes = []Attribute{
 
 	// Node (spec §2.6, Appendix A). llm_* are also graph-level defaults (§8.5).
 	{Key: "shape", Scope: NodeScope, Example: "box"},
+	// The handler: spec §2.8's types and nanohost's pipeline (a sub-pipeline)
+	// and pull_request (docs/semantics.md, "Pull requests"); checked by type_known.
 	{Key: "type", Scope: NodeScope, Example: `"wait.human"`},
 	{Key: "prompt", Scope: NodeScope, Example: `"Implement the plan"`},
 	{Key: "max_retries", Scope: NodeScope, Kind: KindInt, HasMin: true, Min: 0, Example: "3"},

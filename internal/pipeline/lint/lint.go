@@ -38,11 +38,12 @@ type funcRule struct {
 func (r funcRule) Name() string                                  { return r.name }
 func (r funcRule) Apply(g *pipeline.Graph) []pipeline.Diagnostic { return r.apply(g) }
 
-// DefaultKnownTypes are the handler types of spec §2.8, what type_known
-// accepts when Options.KnownTypes is empty.
+// DefaultKnownTypes are the handler types of spec §2.8 and nanohost's own
+// (pipeline, pull_request), what type_known accepts when
+// Options.KnownTypes is empty.
 var DefaultKnownTypes = []string{
 	"start", "exit", "codergen", "wait.human", "conditional",
-	"parallel", "parallel.fan_in", "tool", "stack.manager_loop", "pipeline",
+	"parallel", "parallel.fan_in", "tool", "stack.manager_loop", "pipeline", "pull_request",
 }
 
 // Options configure validation.
