@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -110,7 +109,11 @@ func (b *branchRun) Conclude(ctx context.Context, c engine.Conclusion) []string 
 func (b *branchRun) OpenPullRequest(ctx context.Context, runID, runDir string) (engine.PullRequest, error) {
 	d, g := b.deliver, b.deliver.group
 	if !g.Push || g.PullRequest == nil {
-		return engine.PullRequest{}, &NoPullRequestsError{Group: g.Folder, Push: g.Push}
+		group := d.run.GroupFolder
+		if group == "" {
+			group = g.Folder
+		}
+		return engine.PullRequest{}, &NoPullRequestsError{Group: group, Push: g.Push}
 	}
 	ctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
 	defer cancel()
@@ -121,7 +124,7 @@ func (b *branchRun) OpenPullRequest(ctx context.Context, runID, runDir string) (
 	}
 	if head == ws.Base {
 		_, baseBranch := ws.Remote()
-		return engine.PullRequest{}, fmt.Errorf("%s has no commit since %s yet: there is nothing to open a pull request for", ws.Branch, baseBranch)
+		return engine.PullRequest{}, errors.New(runlog.NothingForAPullRequest(ws.Branch, baseBranch))
 	}
 	var out workspace.Delivery
 	pr, err := d.publish(ctx, ws, runID, runDir, true, &out)
@@ -141,17 +144,7 @@ type NoPullRequestsError struct {
 	Push  bool // push: true is set; pull_request: is missing
 }
 
-func (e *NoPullRequestsError) Error() string {
-	missing := "push: true and pull_request:"
-	if e.Push {
-		missing = "pull_request:"
-	}
-	group := e.Group
-	if group == "" {
-		group = "(registered from the chat)"
-	}
-	return fmt.Sprintf("the group %s opens no pull requests: give it %s in nanohost.yaml (groups[], with repo:; docs/workspaces.md)", group, missing)
-}
+func (e *NoPullRequestsError) Error() string { return runlog.NoPullRequests(e.Group, e.Push) }
 
 // unreachable reports whether err is the network failing rather than a
 // refusal: GitHub not answering (no HTTP response, or 5xx/429, its

@@ -58,11 +58,28 @@ func pullRequestDone(e engine.Event, number int) string {
 // pull_request node opened the run's pull request; the channel shows its
 // link (PullRequestLink) under it, as under the message that a run ended.
 func PullRequestOpenedText(e engine.Event) string {
-	text := "⇡ " + StageName(e.Label, e.NodeID, e.Branch) + ": the branch is pushed and its pull request opened"
+	did := "the branch is pushed and its pull request opened"
 	if existing, _ := e.Data[engine.DataPullRequestExisting].(bool); existing {
-		text = "⇡ " + StageName(e.Label, e.NodeID, e.Branch) + ": the branch is pushed; its pull request was open already"
+		did = "the branch is pushed; its pull request was open already"
 	}
-	return text
+	return "⇡ " + StageName(e.Label, e.NodeID, e.Branch) + ": " + did
+}
+
+// NoPullRequests is why a pull_request node of a run of group failed when
+// the group opens no pull requests, and what to configure (push: it
+// pushes already, only pull_request: is missing).
+func NoPullRequests(group string, push bool) string {
+	missing := "push: true and pull_request:"
+	if push {
+		missing = "pull_request:"
+	}
+	return fmt.Sprintf("the group %s opens no pull requests: give it %s in nanohost.yaml (groups[], with repo:; docs/workspaces.md)", group, missing)
+}
+
+// NothingForAPullRequest is why a pull_request node failed on a branch
+// with no commit since its base.
+func NothingForAPullRequest(branch, baseBranch string) string {
+	return fmt.Sprintf("%s has no commit since %s yet: there is nothing to open a pull request for", branch, baseBranch)
 }
 
 // FastForwarded says a run's result is now the group's folder.

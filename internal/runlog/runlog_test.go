@@ -450,3 +450,23 @@ func TestUnpricedModelSaysCostUnknown(t *testing.T) {
 		t.Errorf("thread message %q (%v), want the cost unknown", text, ok)
 	}
 }
+
+// A pull_request node's pull request is told in the thread at every
+// verbosity; the link under it (PullRequestOf) is the channel's to show.
+func TestPullRequestOpenedInTheThread(t *testing.T) {
+	e := engine.Event{Type: engine.EventPullRequestOpened, NodeID: "open_pr", Label: "Open PR", Data: map[string]any{"number": 4.0, "url": "https://github.com/acme/app/pull/4"}}
+	text, _, ok := runlog.ThreadMessage(e, runs.VerbosityMinimal)
+	if !ok || text != "⇡ Open PR: the branch is pushed and its pull request opened" {
+		t.Errorf("thread message %q %v", text, ok)
+	}
+	if n, url, ok := runlog.PullRequestOf(e); !ok || n != 4 || url != "https://github.com/acme/app/pull/4" || runlog.PullRequestLink(n) != "Pull request #4" {
+		t.Errorf("PullRequestOf = %d %q %v", n, url, ok)
+	}
+	e.Data["existing"] = true
+	if text, _, _ := runlog.ThreadMessage(e, runs.VerbosityMinimal); text != "⇡ Open PR: the branch is pushed; its pull request was open already" {
+		t.Errorf("reused: %q", text)
+	}
+	if _, _, ok := runlog.PullRequestOf(engine.Event{Type: engine.EventStageCompleted}); ok {
+		t.Error("a stage's end is no pull request")
+	}
+}
