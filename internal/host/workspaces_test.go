@@ -84,15 +84,7 @@ func TestSucceededRunFastForwardsTheGroupsFolder(t *testing.T) {
 		c.Groups = []config.Group{{Folder: "main", Chat: "console:main", Main: true, Merge: "fast-forward"}}
 	}})
 	folder := filepath.Join(th.dir, "data", "groups", "main")
-	run := func(name string) string {
-		th.writeRequest(t, "tasks", name, map[string]any{"type": "start_pipeline", "dot": goalDOT})
-		id, _ := th.response(t, name)["run_id"].(string)
-		testkit.WaitUntil(t, 10*time.Second, "the run succeeds", func() bool {
-			r, err := th.store.GetRun(context.Background(), id)
-			return err == nil && r.Status == runs.Succeeded
-		})
-		return id
-	}
+	run := func(name string) string { return th.runToSuccess(t, name, goalDOT) }
 	id := run("ff-1")
 	testkit.WaitUntil(t, 10*time.Second, "the thread says the folder holds the result", func() bool {
 		return strings.Contains(th.screen.Text(), "The result is now in the folder main (fast-forward)")
@@ -192,15 +184,7 @@ func TestAGroupsNextRunStartsInTheSpareTree(t *testing.T) {
 		return engine.Result{Text: "done [outcome:success]"}, nil
 	}})
 	os.WriteFile(filepath.Join(th.dir, "data", "groups", "main", "notes.txt"), []byte("notes\n"), 0o644)
-	run := func(name string) string {
-		th.writeRequest(t, "tasks", name, map[string]any{"type": "start_pipeline", "dot": goalDOT})
-		id, _ := th.response(t, name)["run_id"].(string)
-		testkit.WaitUntil(t, 10*time.Second, "the run succeeds", func() bool {
-			r, err := th.store.GetRun(context.Background(), id)
-			return err == nil && r.Status == runs.Succeeded
-		})
-		return id
-	}
+	run := func(name string) string { return th.runToSuccess(t, name, goalDOT) }
 	run("spare-1")
 	var spare string
 	testkit.WaitUntil(t, 20*time.Second, "a spare tree is ready", func() bool {
@@ -256,4 +240,14 @@ func TestPullRequestNodeSaysWhatTheGroupLacks(t *testing.T) {
 			t.Errorf("unreachable(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
+}
+
+// runToSuccess starts dot through the main group's IPC (request name)
+// and waits for the run to succeed; it returns the run's id.
+func (th *testHost) runToSuccess(t *testing.T, name, dot string) string {
+	t.Helper()
+	th.writeRequest(t, "tasks", name, map[string]any{"type": "start_pipeline", "dot": dot})
+	id, _ := th.response(t, name)["run_id"].(string)
+	th.waitRun(t, id, runs.Succeeded)
+	return id
 }
