@@ -85,7 +85,7 @@ func (g gateLinks) branch(_ context.Context, run runs.Run) []channels.Link {
 	}
 	links := []channels.Link{link}
 	if d := ws.Delivery; d != nil {
-		if d.PullRequest != "" {
+		if d.PullRequest != "" && !d.PullRequestByPipeline { // the node's event showed it
 			links = append(links, channels.Link{Text: runlog.PullRequestLink(d.PullRequestNumber), URL: d.PullRequest})
 		}
 		if d.FastForwarded {

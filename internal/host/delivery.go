@@ -81,6 +81,9 @@ func (b *branchRun) Conclude(ctx context.Context, c engine.Conclusion) []string 
 		return nil // nothing to deliver
 	}
 	var out workspace.Delivery
+	if pr := c.PullRequest; pr != nil {
+		out.PullRequest, out.PullRequestNumber, out.PullRequestByPipeline = pr.URL, pr.Number, true
+	}
 	if g.Merge == "fast-forward" {
 		err := ws.FastForward(ctx, d.src)
 		if err == nil {

@@ -200,6 +200,9 @@ type Delivery struct {
 	// PullRequest is the pull request's page; PullRequestNumber its number.
 	PullRequest       string `json:"pull_request,omitempty"`
 	PullRequestNumber int    `json:"pull_request_number,omitempty"`
+	// PullRequestByPipeline: the pipeline's pull_request node opened it
+	// (the thread showed it then), not the delivery at the run's end.
+	PullRequestByPipeline bool `json:"pull_request_by_pipeline,omitempty"`
 	// FastForwarded: the group's folder now holds the run's result.
 	FastForwarded bool `json:"fast_forwarded,omitempty"`
 	// Problems say what could not be done (a refused push, a folder that

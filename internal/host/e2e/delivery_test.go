@@ -230,7 +230,7 @@ func TestAGateDecidesWhetherAPullRequestIsOpened(t *testing.T) {
 		t.Fatalf("%d pull requests before the gate was answered", n)
 	}
 	e.typeLine("Y")
-	waitEnded(t, e, yes, runs.Succeeded)
+	yesRun := waitEnded(t, e, yes, runs.Succeeded)
 	branch := workspace.BranchPrefix + workspace.ShortID(yes)
 	prs := gh.PullRequests()
 	if len(prs) != 1 {
@@ -252,12 +252,16 @@ func TestAGateDecidesWhetherAPullRequestIsOpened(t *testing.T) {
 	e.screen.WaitFor(t, "Pull request #1: "+pr.HTMLURL, 1, 10*time.Second)
 	e.screen.WaitFor(t, "Branch "+branch+": 2 commit(s)", 1, 10*time.Second)
 	onceEach(t, e.screen.Text(), "Pull request #1")
+	// what the dashboard's branch panel and runs show read
+	if s, err := workspace.ReadSummaryAt(yesRun.LogsRoot); err != nil || s.Delivery == nil || s.Delivery.PullRequest != pr.HTMLURL || s.Delivery.PullRequestNumber != 1 {
+		t.Errorf("the Yes run's recorded delivery: %+v (%v), want pull request #1 %s", s.Delivery, err, pr.HTMLURL)
+	}
 
 	// No
 	no := startRun(t, e, "gate-no", gatedPullRequestDOT)
 	e.screen.WaitFor(t, runs.ShortID(no)+" ❓ Open a pull request?", 1, 120*time.Second)
 	e.typeLine("N")
-	waitEnded(t, e, no, runs.Succeeded)
+	noRun := waitEnded(t, e, no, runs.Succeeded)
 	branch2 := workspace.BranchPrefix + workspace.ShortID(no)
 	if got := git(t, bare, "show", branch2+":app.txt"); got != "version 2\n" {
 		t.Errorf("the No run's branch was not pushed: app.txt %q", got)
@@ -267,6 +271,9 @@ func TestAGateDecidesWhetherAPullRequestIsOpened(t *testing.T) {
 		t.Errorf("pull requests after No: %+v, want only the Yes run's", prs)
 	}
 	onceEach(t, e.screen.Text(), "Pull request #")
+	if s, err := workspace.ReadSummaryAt(noRun.LogsRoot); err != nil || s.Delivery == nil || s.Delivery.PullRequest != "" || s.Delivery.Pushed == "" {
+		t.Errorf("the No run's recorded delivery: %+v (%v), want pushed, no pull request", s.Delivery, err)
+	}
 	if denied.Load() != 0 || gh.Denied != 0 {
 		t.Errorf("requests refused for their credentials: git %d, GitHub %d", denied.Load(), gh.Denied)
 	}

@@ -238,4 +238,8 @@ type Conclusion struct {
 	// human gate's "No" is no pull request): the backend opens none of its
 	// own, though it still delivers the branch (docs/semantics.md).
 	PipelineOpensPullRequests bool
+	// PullRequest is the pull request the pipeline's pull_request node
+	// opened (nil: none was), for the backend to record with the rest of
+	// what the run delivered.
+	PullRequest *PullRequest
 }

@@ -93,3 +93,21 @@ func (r *run) opensPullRequests() bool {
 	}
 	return false
 }
+
+// pullRequestIn is the pull request a pull_request node put in cx, or nil.
+// The number is an int as the node set it, or a float64 once the context
+// has been through a checkpoint's JSON (a run concluded after a restart).
+func pullRequestIn(cx *Context) *PullRequest {
+	url := cx.GetString(KeyPullRequestURL)
+	if url == "" {
+		return nil
+	}
+	pr := &PullRequest{URL: url}
+	switch n, _ := cx.Get(KeyPullRequestNumber); n := n.(type) {
+	case int:
+		pr.Number = n
+	case float64:
+		pr.Number = int(n)
+	}
+	return pr
+}

@@ -624,7 +624,11 @@ func (r *run) succeed(at string) *RunResult {
 // at (Concluder), after the success is recorded and before it is told.
 func (r *run) conclude(at string) {
 	if c, ok := r.cfg.Backend.(Concluder); ok {
-		for _, w := range c.Conclude(context.Background(), Conclusion{RunID: r.runID, RunDir: r.root, PipelineOpensPullRequests: r.opensPullRequests()}) {
+		con := Conclusion{RunID: r.runID, RunDir: r.root, PipelineOpensPullRequests: r.opensPullRequests()}
+		if con.PipelineOpensPullRequests {
+			con.PullRequest = pullRequestIn(r.context())
+		}
+		for _, w := range c.Conclude(context.Background(), con) {
 			r.emit(Event{Type: EventWarning, NodeID: at, Message: w})
 		}
 	}
