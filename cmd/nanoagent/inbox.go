@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,10 +125,29 @@ func scanInbox(dir string) ([]int64, bool, error) {
 // dispatch the host has yet to send. A file of the host's that cannot be
 // understood gets an error result, so the host fails fast instead of
 // waiting for its timeout.
+//
+// The file is claimed (renamed to a name of the runner's) before it is
+// read: the agent can plant a file under the next dispatch's name, and the
+// host's own file then replaces it (rename); had the runner read the
+// planted one by its name and then removed that name, it would remove the
+// host's file arriving in between, and the dispatch would never be
+// answered (the host waits for its timeout). A claimed file is the one
+// read and the one removed; whatever arrives under the name after the
+// claim is a file of its own, found by the next scan.
 func (r *runner) answerFile(ctx context.Context, dir string, id int64) error {
 	path := filepath.Join(dir, protocol.InputFileName(id))
-	req, err := r.readRequestFile(path)
-	os.Remove(path)
+	claimed := filepath.Join(dir, fmt.Sprintf(".claimed-%d-%s", id, protocol.NewNonce()[:12]))
+	if err := os.Rename(path, claimed); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // gone since the scan
+		}
+		return fmt.Errorf("claim request file %s: %w", filepath.Base(path), err)
+	}
+	if afterClaim != nil {
+		afterClaim(path)
+	}
+	req, err := r.readRequestFile(claimed)
+	os.Remove(claimed)
 	if errors.Is(err, protocol.ErrUnauthenticated) {
 		r.log.Warn("ignored a request file the host did not write", "file", filepath.Base(path))
 		return nil
@@ -145,6 +165,9 @@ func (r *runner) answerFile(ctx context.Context, dir string, id int64) error {
 	}
 	return r.answer(ctx, req)
 }
+
+// afterClaim, when set (tests), runs right after a request file is claimed.
+var afterClaim func(path string)
 
 func (r *runner) readRequestFile(path string) (protocol.Request, error) {
 	data, err := bounded.ReadFile(path, maxRequestBytes)

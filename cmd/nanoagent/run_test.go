@@ -211,3 +211,63 @@ func TestSubcommands(t *testing.T) {
 		t.Errorf("unknown subcommand: %d %q", code, errOut.String())
 	}
 }
+
+// The agent plants a file under the next dispatch's name; the host's own
+// file for that dispatch replaces it while the runner is reading the
+// planted one. The host's dispatch is still answered: the runner removes
+// only the file it claimed, never a name the host wrote to since (before,
+// the host waited for its timeout: TestAgentCannotPlantTheNextDispatch
+// failed so in CI).
+func TestHostsFileArrivingWhileAPlantedOneIsReadIsAnswered(t *testing.T) {
+	real := make(chan []byte, 1)
+	arrived := make(chan error, 1)
+	afterClaim = func(path string) {
+		if filepath.Base(path) != "2.json" {
+			return
+		}
+		select {
+		case data := <-real: // the host's file arrives now, under the same name
+			tmp := path + ".host.tmp"
+			err := os.WriteFile(tmp, data, 0o644)
+			if err == nil {
+				err = os.Rename(tmp, path)
+			}
+			arrived <- err
+		default:
+		}
+	}
+	t.Cleanup(func() { afterClaim = nil })
+	r := startRunner(t, protocol.Request{DispatchID: 1, NodeID: "a", Prompt: "first"},
+		"--agent", "command", "--command", `printf 'answer to: %s' "$(cat)"`)
+	if res := r.next(); res.DispatchID != 1 {
+		t.Fatalf("first result %+v", res)
+	}
+	data, err := protocol.EncodeInputFile(r.nonce, protocol.Request{Version: protocol.Version, DispatchID: 2, NodeID: "b", Prompt: "real"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	real <- data
+	planted, _ := json.Marshal(protocol.Request{Version: protocol.Version, DispatchID: 2, NodeID: "b", Prompt: "FORGED"})
+	r.send("2.json", planted)
+	if err := <-arrived; err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan protocol.Result, 1)
+	go func() {
+		if res, err := r.sc.Next(); err == nil {
+			got <- res
+		}
+	}()
+	select {
+	case res := <-got:
+		if res.DispatchID != 2 || res.Result != "answer to: real" {
+			t.Fatalf("answered %+v; want the host's dispatch 2", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the host's dispatch 2, written while the planted file was read, was never answered")
+	}
+	r.send(protocol.CloseFile, nil)
+	if err := r.wait(); err != nil {
+		t.Fatalf("runner exit: %v", err)
+	}
+}
