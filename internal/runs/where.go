@@ -53,18 +53,34 @@ type EventLog interface {
 
 // Fold is where the run is after every event of it stored in log.
 func Fold(ctx context.Context, log EventLog, runID string) (Where, error) {
-	const page = 1000
 	var w Where
+	if _, err := Replay(ctx, log, runID, 0, w.Apply); err != nil {
+		return Where{}, err
+	}
+	return w, nil
+}
+
+// replayPage is how many events Replay reads at a time: a long run's log
+// is never held whole.
+const replayPage = 1000
+
+// Replay hands apply every event of the run stored in log after seq
+// after, in order, reading them a page at a time; last is the seq of the
+// last one (after when there were none). It is how a fold — Fold, or a
+// surface's own view of the run — catches up with the log.
+func Replay(ctx context.Context, log EventLog, runID string, after int64, apply func(engine.Event)) (last int64, err error) {
+	last = after
 	for {
-		events, err := log.Events(ctx, runID, w.LastSeq, page)
+		events, err := log.Events(ctx, runID, last, replayPage)
 		if err != nil {
-			return Where{}, err
+			return last, err
 		}
 		for _, e := range events {
-			w.Apply(e)
+			apply(e)
+			last = e.Seq
 		}
-		if len(events) < page {
-			return w, nil
+		if len(events) < replayPage {
+			return last, nil
 		}
 	}
 }

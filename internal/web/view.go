@@ -221,16 +221,9 @@ func (s *Server) viewOf(ctx context.Context, run runs.Run) (*runView, error) {
 	e := s.views.entry(run.ID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for e.view.LastSeq < run.LastSeq {
-		events, err := s.opts.Store.Events(ctx, run.ID, e.view.LastSeq, 1000)
-		if err != nil {
+	if e.view.LastSeq < run.LastSeq {
+		if _, err := runs.Replay(ctx, s.opts.Store, run.ID, e.view.LastSeq, e.view.apply); err != nil {
 			return nil, err
-		}
-		for _, ev := range events {
-			e.view.apply(ev)
-		}
-		if len(events) < 1000 {
-			break
 		}
 	}
 	return e.view.clone(), nil
