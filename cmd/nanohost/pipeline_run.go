@@ -492,7 +492,7 @@ func newInterviewer(cmd *cobra.Command, f *runFlags) (engine.Interviewer, error)
 		return interview.AutoApprove{}, nil
 	}
 	// The questions come from the pipeline file: shown escaped (runlog.Visible).
-	return &interview.Console{In: cmd.InOrStdin(), Out: runlog.VisibleWriter(cmd.ErrOrStderr())}, nil
+	return &interview.Console{In: cmd.InOrStdin(), Out: runlog.VisibleWriter(cmd.ErrOrStderr()), Words: runlog.QuestionText}, nil
 }
 
 // resultJSON is the --json contract: the engine's RunResult (whose lists

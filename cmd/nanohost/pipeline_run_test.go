@@ -310,6 +310,18 @@ func TestPipelineRunAnswersAutoApproveAndConsole(t *testing.T) {
 	if res := decodeRun(t, r); r.code != 1 || !strings.Contains(res.FailureReason, "skipped") {
 		t.Errorf("empty queue: exit %d %+v", r.code, res)
 	}
+	// An answer that names no option: the gate asks again, and the log
+	// says why, in the words every surface uses (runlog).
+	again := writeFile(t, dir, "again.json", `["maybe", "A"]`)
+	r = runNanohost(t, "", "pipeline", "run", dot, "--answers", again, "--logs", filepath.Join(dir, "r5"))
+	for _, line := range []string{
+		`! answer "maybe" at review_gate matches no option; asking again (1 of 3)`,
+		`? "maybe" matches none of the options ([A] Approve, [F] Fix). Review Changes  [A] Approve  [F] Fix`,
+	} {
+		if r.code != 0 || !strings.Contains(r.stdout, line) {
+			t.Errorf("re-ask: exit %d, output lacks %q:\n%s%s", r.code, line, r.stdout, r.stderr)
+		}
+	}
 	// No flag: the terminal is asked (questions on stderr, answers on stdin).
 	r = runNanohost(t, "F\nA\n", "pipeline", "run", dot, "--logs", filepath.Join(dir, "r4"), "--json")
 	res = decodeRun(t, r)

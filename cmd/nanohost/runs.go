@@ -400,7 +400,7 @@ func pathStepOf(e engine.Event) (pathStep, bool) {
 	case engine.EventInterviewStarted:
 		step.Kind = "asked"
 		if e.Question != nil {
-			step.Detail = e.Question.Text
+			step.Detail = runlog.QuestionText(*e.Question)
 		}
 	case engine.EventInterviewCompleted:
 		step.Kind = "answered"

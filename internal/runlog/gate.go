@@ -19,6 +19,26 @@ func OptionText(label, key string) string {
 	return "[" + key + "] " + label
 }
 
+// QuestionText is a gate's question for people: its prompt, preceded on a
+// re-ask (q.Unmatched set) by why it is asked again —
+// `"maybe" matches none of the options ([A] Approve, [F] Fix). Review it`.
+// Every surface that shows a question's text shows this.
+func QuestionText(q engine.Question) string {
+	if q.Unmatched == "" {
+		return q.Text
+	}
+	return fmt.Sprintf("%q matches none of the options (%s). %s", q.Unmatched, optionList(q.Options), q.Text)
+}
+
+// optionList lists every option of a gate as "[A] Approve, [F] Fix".
+func optionList(opts []engine.Option) string {
+	parts := make([]string, len(opts))
+	for i, o := range opts {
+		parts[i] = OptionText(engine.NormalizeLabelDisplay(o.Label), o.Key)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // PromptText is a gate prompt as lines: the question, the choices with
 // their keys, how to answer with text when a freeform edge exists (a reply
 // in the run's thread), and the timeout.
@@ -39,7 +59,7 @@ func PromptWithHint(runID string, q engine.Question, typed bool) string {
 
 func promptLines(q engine.Question, how string) string {
 	var b strings.Builder
-	b.WriteString("❓ " + q.Text)
+	b.WriteString("❓ " + QuestionText(q))
 	if cs := choices(q); len(cs) > 0 {
 		b.WriteString("\n   " + strings.Join(cs, "   "))
 	}
@@ -144,7 +164,7 @@ func WhichRun(typed string, waiting []Waiting) string {
 		if w.Goal != "" {
 			b.WriteString(": " + w.Goal)
 		}
-		fmt.Fprintf(&b, "\n     ❓ %s", q.Text)
+		fmt.Fprintf(&b, "\n     ❓ %s", QuestionText(q))
 		if cs := choices(q); len(cs) > 0 {
 			b.WriteString(" — " + strings.Join(cs, "   "))
 		}
@@ -205,7 +225,7 @@ func gateNote(n runs.GateNote) string {
 
 // Text says how the gate ended: "✓ Ana chose Approve at 14:03 UTC".
 func (r Resolution) Text() string {
-	q := "❓ " + r.Question.Text + "\n"
+	q := "❓ " + QuestionText(r.Question) + "\n"
 	switch r.State {
 	case runs.GateAnswered:
 		what := r.Choice

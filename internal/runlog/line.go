@@ -103,6 +103,9 @@ func Line(e engine.Event) string {
 	case engine.EventInterviewTimeout:
 		return fmt.Sprintf("  ⏱ %s: no answer after %s", name, Duration(e.Duration))
 	case engine.EventWarning:
+		if q := e.Question; q != nil && q.Unmatched != "" {
+			return fmt.Sprintf("  ! answer %q at %s matches no option; asking again (%d of %d)", q.Unmatched, e.NodeID, e.Attempt, e.MaxAttempt)
+		}
 		return "  ! " + e.Message
 	case engine.EventAgentResponse:
 		return "    │ " + truncate(firstLine(e.Message), 200)
@@ -287,7 +290,7 @@ func questionLine(q *engine.Question) string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString(q.Text)
+	b.WriteString(QuestionText(*q))
 	for _, o := range q.Options {
 		fmt.Fprintf(&b, "  [%s] %s", o.Key, engine.NormalizeLabelDisplay(o.Label))
 	}

@@ -470,3 +470,37 @@ func TestPullRequestOpenedInTheThread(t *testing.T) {
 		t.Error("a stage's end is no pull request")
 	}
 }
+
+// A gate asked again after an answer that named no option says so before
+// its prompt, wherever the question is shown: the prompt, the resolution
+// that replaces it, the run's log lines (the re-ask and its warning).
+func TestAReAskSaysWhyBeforeItsPrompt(t *testing.T) {
+	q := engine.Question{ID: "review-1", RunID: "r1", Stage: "review", Text: "Ship it?",
+		Options: []engine.Option{{Key: "A", Label: "[A] Approve", To: "ship"}, {Key: "R", Label: "Reject", To: "fix"}, {Label: "hold", To: "hold"}}}
+	if got := runlog.QuestionText(q); got != "Ship it?" {
+		t.Errorf("first ask %q, want the prompt alone", got)
+	}
+	q.ID, q.Unmatched = "review-1.1", "maybe"
+	const why = `"maybe" matches none of the options ([A] Approve, [R] Reject, hold). Ship it?`
+	if got := runlog.QuestionText(q); got != why {
+		t.Errorf("re-ask %q, want %q", got, why)
+	}
+	if got := runlog.PromptText(q); !strings.HasPrefix(got, "❓ "+why+"\n") {
+		t.Errorf("prompt %q", got)
+	}
+	if got := runlog.PromptWithHint("r1", q, true); !strings.HasPrefix(got, "❓ "+why+"\n") {
+		t.Errorf("prompt with hint %q", got)
+	}
+	g := runs.NewGate(q, "n1", time.Now())
+	g.Status, g.Option, g.Answer, g.AnsweredAt = runs.GateAnswered, 1, "A", time.Date(2026, 1, 1, 14, 3, 0, 0, time.UTC)
+	if got := runlog.ResolutionOf(g, "Ana", "").Text(); got != "❓ "+why+"\n✓ Ana chose [A] Approve at 14:03 UTC" {
+		t.Errorf("resolution %q", got)
+	}
+	if got := runlog.Line(engine.Event{Type: engine.EventInterviewStarted, NodeID: "review", Question: &q}); !strings.HasPrefix(got, "  ? "+why+"  [A] Approve") {
+		t.Errorf("log line %q", got)
+	}
+	warn := engine.Event{Type: engine.EventWarning, NodeID: "review", Question: &q, Attempt: 1, MaxAttempt: 3}
+	if got := runlog.Line(warn); got != `  ! answer "maybe" at review matches no option; asking again (1 of 3)` {
+		t.Errorf("warning %q", got)
+	}
+}

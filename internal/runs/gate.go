@@ -23,6 +23,10 @@ type Gate struct {
 	Type           engine.QuestionType `json:"type,omitempty"`
 	Approvers      string              `json:"approvers,omitempty"`
 	TimeoutSeconds float64             `json:"timeout_seconds,omitempty"`
+	// Unmatched is, on a re-ask, the previous answer that matched no
+	// option (engine Question.Unmatched), kept so a posting after a
+	// restart says why it asks again.
+	Unmatched string `json:"unmatched,omitempty"`
 
 	Nonce     string    `json:"nonce"`
 	MessageTS string    `json:"message_ts,omitempty"` // the chat message that asked
@@ -43,7 +47,7 @@ func NewGate(q engine.Question, nonce string, at time.Time) Gate {
 	return Gate{
 		RunID: q.RunID, GateID: q.ID, NodeID: q.Stage,
 		Text: q.Text, Choices: q.Options, Type: q.Type, Approvers: q.Approvers, TimeoutSeconds: q.TimeoutSeconds,
-		Nonce: nonce, AskedAt: at, Status: GateOpen,
+		Unmatched: q.Unmatched, Nonce: nonce, AskedAt: at, Status: GateOpen,
 	}
 }
 
@@ -51,7 +55,7 @@ func NewGate(q engine.Question, nonce string, at time.Time) Gate {
 func (g Gate) Question() engine.Question {
 	return engine.Question{
 		ID: g.GateID, RunID: g.RunID, Stage: g.NodeID, Text: g.Text, Type: g.Type,
-		Options: g.Choices, TimeoutSeconds: g.TimeoutSeconds, Approvers: g.Approvers,
+		Options: g.Choices, TimeoutSeconds: g.TimeoutSeconds, Approvers: g.Approvers, Unmatched: g.Unmatched,
 	}
 }
 

@@ -52,14 +52,14 @@ func (s *Store) OpenGate(ctx context.Context, g runs.Gate) (stored runs.Gate, pr
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO gates (run_id, gate_id, node_id, question, choices,
-			question_type, approvers, timeout_s, nonce, message_ts, asked_at, status)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, 'open')
+			question_type, approvers, timeout_s, unmatched, nonce, message_ts, asked_at, status)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, 'open')
 			ON CONFLICT (run_id, gate_id) DO UPDATE SET node_id = excluded.node_id, question = excluded.question,
 				choices = excluded.choices, question_type = excluded.question_type, approvers = excluded.approvers,
-				timeout_s = excluded.timeout_s, nonce = excluded.nonce, message_ts = '', asked_at = excluded.asked_at,
+				timeout_s = excluded.timeout_s, unmatched = excluded.unmatched, nonce = excluded.nonce, message_ts = '', asked_at = excluded.asked_at,
 				status = 'open', option_index = 0, answer = '', answered_by = '', answered_at = NULL`,
 			g.RunID, g.GateID, g.NodeID, g.Text, string(choices), string(g.Type), g.Approvers, g.TimeoutSeconds,
-			g.Nonce, encTime(g.AskedAt))
+			g.Unmatched, g.Nonce, encTime(g.AskedAt))
 		if s.violated(err, foreignKeyViolation) {
 			return runNotFound(g.RunID)
 		}
@@ -189,13 +189,13 @@ func (s *Store) SetGateMessage(ctx context.Context, runID, gateID, nonce, messag
 }
 
 const gateColumns = `g.run_id, g.gate_id, g.node_id, g.question, g.choices, g.question_type, g.approvers,
-	g.timeout_s, g.nonce, g.message_ts, g.asked_at, g.status, g.option_index, g.answer, g.answered_by, g.answered_at`
+	g.timeout_s, g.unmatched, g.nonce, g.message_ts, g.asked_at, g.status, g.option_index, g.answer, g.answered_by, g.answered_at`
 
 func scanGate(row rowScanner) (runs.Gate, error) {
 	var g runs.Gate
 	var choices string
 	err := row.Scan(&g.RunID, &g.GateID, &g.NodeID, &g.Text, &choices, &g.Type, &g.Approvers, &g.TimeoutSeconds,
-		&g.Nonce, &g.MessageTS, timeCol{&g.AskedAt}, &g.Status, &g.Option, &g.Answer, &g.AnsweredBy, timeCol{&g.AnsweredAt})
+		&g.Unmatched, &g.Nonce, &g.MessageTS, timeCol{&g.AskedAt}, &g.Status, &g.Option, &g.Answer, &g.AnsweredBy, timeCol{&g.AnsweredAt})
 	if err != nil {
 		return runs.Gate{}, err
 	}

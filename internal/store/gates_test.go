@@ -34,12 +34,13 @@ func TestOpenGate(t *testing.T) {
 		// Asking again while open (a resumed run): a new posting replaces the
 		// old one, which is handed back so its buttons can be taken away.
 		again := reviewGate("r")
-		again.Text = "Ship it now?"
+		again.Text, again.Unmatched = "Ship it now?", "maybe"
 		g2, prev, err := s.OpenGate(ctx, again)
 		if err != nil || prev == nil || prev.Nonce != g.Nonce || prev.MessageTS != "1700000000.1" {
 			t.Fatalf("re-ask: previous=%+v err=%v; want the first posting", prev, err)
 		}
-		if g2.Nonce == g.Nonce || g2.Status != runs.GateOpen || g2.MessageTS != "" || g2.Text != "Ship it now?" {
+		if g2.Nonce == g.Nonce || g2.Status != runs.GateOpen || g2.MessageTS != "" || g2.Text != "Ship it now?" ||
+			g2.Question().Unmatched != "maybe" || g.Unmatched != "" {
 			t.Errorf("re-asked gate %+v: want a fresh open posting", g2)
 		}
 		if ok, _, _ := s.AnswerGate(ctx, "r", "review-1", g.Nonce, 1, "A", "U1"); ok {

@@ -16,6 +16,10 @@ const maxAnswerBytes = 64 << 10
 // questionJSON is a gate as the API lists it.
 type questionJSON struct {
 	runs.Gate
+	// Asked is the question as people read it (runlog.QuestionText): the
+	// prompt (Gate's "question"), on a re-ask preceded by why it is asked
+	// again.
+	Asked string `json:"asked"`
 	// AnswerURL is where to POST the answer.
 	AnswerURL string `json:"answer_url"`
 }
@@ -46,7 +50,7 @@ func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request) {
 	}{Questions: []questionJSON{}}
 	for _, g := range gates {
 		if all || g.Status == runs.GateOpen {
-			out.Questions = append(out.Questions, questionJSON{Gate: g,
+			out.Questions = append(out.Questions, questionJSON{Gate: g, Asked: runlog.QuestionText(g.Question()),
 				AnswerURL: fmt.Sprintf("/pipelines/%s/questions/%s/answer", run.ID, g.GateID)})
 		}
 	}

@@ -290,6 +290,8 @@ type questionsBody struct {
 		GateID    string          `json:"gate_id"`
 		NodeID    string          `json:"node_id"`
 		Question  string          `json:"question"`
+		Unmatched string          `json:"unmatched"`
+		Asked     string          `json:"asked"`
 		Nonce     string          `json:"nonce"`
 		Status    string          `json:"status"`
 		Answer    string          `json:"answer"`
@@ -350,6 +352,28 @@ func TestGateAnsweredThroughTheAPIFirstAnswerWins(t *testing.T) {
 	all := decode[questionsBody](t, f.do("GET", "/pipelines/"+id+"/questions?status=all", ""), 200)
 	if len(all.Questions) != 1 || all.Questions[0].Status != "answered" || all.Questions[0].By != "web:token" {
 		t.Errorf("all questions = %+v", all)
+	}
+}
+
+// A gate asked again after an answer that named none of its choices (one
+// a tool wrote to the store): the API keeps "question" the prompt and adds
+// the unmatched answer and the question as people read it, which the run
+// page shows.
+func TestAReAskedQuestionSaysWhyOnTheDashboard(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	id := f.start(gateDOT)
+	g := f.waitGate(id)
+	if ok, _, err := f.st.AnswerGate(context.Background(), id, g.GateID, g.Nonce, 0, "maybe", "a tool"); !ok || err != nil {
+		t.Fatalf("answer in the store: %v %v", ok, err)
+	}
+	f.waitGateWhere(id, func(g runs.Gate) bool { return g.GateID == "review-1.1" })
+	const why = `"maybe" matches none of the options ([A] Approve, [R] Revise). Approve the plan?`
+	qs := decode[questionsBody](t, f.do("GET", "/pipelines/"+id+"/questions", ""), 200)
+	if len(qs.Questions) != 1 || qs.Questions[0].Question != "Approve the plan?" || qs.Questions[0].Unmatched != "maybe" || qs.Questions[0].Asked != why {
+		t.Errorf("questions = %+v", qs)
+	}
+	if page := f.get("/runs/" + id); !strings.Contains(page, html.EscapeString(why)) {
+		t.Errorf("the run page does not say why the gate asks again:\n%s", page)
 	}
 }
 

@@ -542,3 +542,21 @@ func TestBrowserAsksForEachDeclaredInput(t *testing.T) {
 		strings.Replace(deploy, `inputs="repo,ref"`, `inputs="env"`, 1)))
 	waitJS(t, ctx, "a field for the pasted pipeline's input", `[...document.querySelectorAll('#start-input-fields input')].map(i => i.dataset.input).join(',') === 'env'`)
 }
+
+// A person has a run's page open when its gate is answered (by a tool)
+// with a text that names no choice: the question shown live becomes the
+// re-ask, saying why it asks again before the question.
+func TestBrowserShowsWhyAGateAsksAgain(t *testing.T) {
+	chromium := findChromium(t)
+	f := newFixture(t, fixtureOpts{})
+	id := f.start(gateDOT)
+	g := f.waitGate(id)
+	ctx := newBrowser(t, chromium)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.base+"/runs/"+id), chromedp.WaitVisible(chromedp.CSS(`#questions .q-text`))); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := f.st.AnswerGate(context.Background(), id, g.GateID, g.Nonce, 0, "maybe", "a tool"); !ok || err != nil {
+		t.Fatalf("answer in the store: %v %v", ok, err)
+	}
+	waitJS(t, ctx, "the re-ask saying why", `(q => q && q.textContent === '"maybe" matches none of the options ([A] Approve, [R] Revise). Approve the plan?')(document.querySelector('#questions .q-text'))`)
+}

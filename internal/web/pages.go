@@ -229,6 +229,8 @@ type logLine struct {
 // questionView is an open gate on the run page.
 type questionView struct {
 	runs.Gate
+	// Asked is the question as people read it (runlog.QuestionText).
+	Asked     string
 	Buttons   []choiceButton
 	TakesText bool
 }
@@ -240,7 +242,7 @@ type choiceButton struct {
 }
 
 func newQuestionView(g runs.Gate) questionView {
-	v := questionView{Gate: g, TakesText: takesText(g)}
+	v := questionView{Gate: g, Asked: runlog.QuestionText(g.Question()), TakesText: takesText(g)}
 	for i, o := range g.Choices {
 		if !o.Freeform {
 			v.Buttons = append(v.Buttons, choiceButton{Option: i + 1, Label: runlog.OptionText(cmp.Or(o.Label, o.To), o.Key)})

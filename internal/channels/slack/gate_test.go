@@ -216,3 +216,22 @@ func (h *harness) settledPrompt(m slacktest.Message, want string) slacktest.Mess
 	}
 	return now
 }
+
+// A gate asked again because the answer before named no option says why
+// in its prompt, in runlog's words (Slack only escapes them), and still
+// says it once the prompt is replaced by its outcome.
+func TestAReAskSaysWhyInItsPromptAndItsOutcome(t *testing.T) {
+	h := newHarness(t)
+	q := reviewQuestion("run-again", "review-1.1")
+	q.Unmatched = "ship <it> & go"
+	const why = `"ship &lt;it&gt; &amp; go" matches none of the options ([A] Approve, [R] Reject). Ship the RSI change?`
+	_, a, prompt := h.gateRun("run-again", alice, q)
+	if !strings.Contains(prompt.BlockText(), "❓ "+why) {
+		t.Errorf("the re-ask's prompt does not say why it asks again:\n%s", prompt.BlockText())
+	}
+	h.click(prompt, alice, "Approve")
+	a.wait(t)
+	if done := h.settledPrompt(prompt, "chose"); !strings.Contains(done.BlockText(), "❓ "+why) {
+		t.Errorf("the settled re-ask lost why it was asked again:\n%s", done.BlockText())
+	}
+}

@@ -155,7 +155,8 @@ const (
 // beyond one message's capacity go to follow-up pages.
 func renderPromptPages(p runs.Gate, links []channels.Link) []rendered {
 	q := p.Question()
-	question := escapeLimited("❓ "+q.Text, maxSectionText, "…")
+	asked := runlog.QuestionText(q)
+	question := escapeLimited("❓ "+asked, maxSectionText, "…")
 	notes := promptNotes(q, links)
 	var choices []int
 	for i, o := range q.Options {
@@ -173,13 +174,13 @@ func renderPromptPages(p runs.Gate, links []channels.Link) []rendered {
 				head = append(head, slackgo.NewContextBlock("", mrkdwn(notes)))
 			}
 		} else {
-			head = []slackgo.Block{section(escapeLimited(fmt.Sprintf("❓ %s — choices %d–%d of %d", cutRunes(q.Text, 100), start+1, start+len(chunk), len(choices)), maxSectionText, "…"))}
+			head = []slackgo.Block{section(escapeLimited(fmt.Sprintf("❓ %s — choices %d–%d of %d", cutRunes(asked, 100), start+1, start+len(chunk), len(choices)), maxSectionText, "…"))}
 		}
 		budget := maxBlocksText - blocksTextLen(head)
-		page := rendered{text: escapeLimited("❓ "+q.Text, maxMessageText, "…"),
+		page := rendered{text: escapeLimited("❓ "+asked, maxMessageText, "…"),
 			blocks: append(head, promptButtons(p, chunk, len(pages), labelBudget(budget, len(chunk)))...)}
 		// If Slack refuses the blocks anyway: the same buttons, the least text.
-		page.fallback = &rendered{text: page.text, blocks: append([]slackgo.Block{section(escapeLimited("❓ "+q.Text, 300, "…"))},
+		page.fallback = &rendered{text: page.text, blocks: append([]slackgo.Block{section(escapeLimited("❓ "+asked, 300, "…"))},
 			promptButtons(p, chunk, len(pages), 12)...)}
 		pages = append(pages, page)
 	}
@@ -320,7 +321,6 @@ func renderPrincipals(list string, limit int) string {
 }
 
 func renderResolution(r runlog.Resolution) rendered {
-	q := r.Question
 	var outcome string
 	switch r.State {
 	case runs.GateAnswered:
@@ -338,7 +338,7 @@ func renderResolution(r runlog.Resolution) rendered {
 		outcome = runlog.Withdrawn(escapeLimited(r.Note, 1000, "…"))
 	}
 	blocks := []slackgo.Block{
-		section(escapeLimited("❓ "+q.Text, maxSectionText, "…")),
+		section(escapeLimited("❓ "+runlog.QuestionText(r.Question), maxSectionText, "…")),
 		section(outcome),
 	}
 	return rendered{text: escapeLimited(r.Text(), maxMessageText, "…"), blocks: blocks}

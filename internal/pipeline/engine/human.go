@@ -35,11 +35,7 @@ func (humanHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) {
 		return Outcome{}, errors.New("no interviewer configured for human gates")
 	}
 	q := st.question(opts)
-	text := q.Text
 	for ask := 0; ask <= maxReasks; ask++ {
-		if ask > 0 {
-			q.ID = fmt.Sprintf("%s-%d.%d", st.Node.ID, st.Visit, ask)
-		}
 		ans, err := st.ask(ctx, iv, q)
 		if err != nil {
 			return Outcome{}, err
@@ -63,10 +59,22 @@ func (humanHandler) Execute(ctx context.Context, st *Stage) (Outcome, error) {
 		if opt, ok := matchOption(opts, value); ok {
 			return chosen(opt, ""), nil
 		}
-		q.Text = fmt.Sprintf("%q matches none of the options (%s). %s", value, optionList(opts), text)
-		st.Warn(fmt.Sprintf("answer %q at %s matches no option; asking again (%d of %d)", value, st.Node.ID, ask+1, maxReasks))
+		if ask < maxReasks {
+			q = reask(st, q, value, ask+1)
+		}
 	}
 	return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("no valid answer at %s after %d tries; the options are %s", st.Node.ID, maxReasks+1, optionList(opts))}, nil
+}
+
+// reask is q asked again (the n-th re-ask) after value matched none of its
+// options: a new id, the prompt unchanged, the unmatched answer as data. A
+// Warning carries the same as data (Question, Attempt n of MaxAttempt) for
+// the run's log; runlog words both.
+func reask(st *Stage, q Question, value string, n int) Question {
+	q.ID = fmt.Sprintf("%s-%d.%d", st.Node.ID, st.Visit, n)
+	q.Unmatched = value
+	st.Emit(Event{Type: EventWarning, Label: st.Node.Label(), Question: &q, Attempt: n, MaxAttempt: maxReasks})
+	return q
 }
 
 // GateOptions derives a human gate's choices from its outgoing edges: the
@@ -139,7 +147,7 @@ func timeoutOutcome(st *Stage, opts []Option) Outcome {
 	}
 	opt, ok := matchOption(opts, def)
 	if !ok {
-		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("human gate %s timed out and its human.default_choice=%q matches none of the options %s", st.Node.ID, def, optionList(opts))}
+		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("human gate %s timed out and its human.default_choice=%q is none of the options %s", st.Node.ID, def, optionList(opts))}
 	}
 	out := chosen(opt, "")
 	out.Notes = "timed out; took human.default_choice " + strconv.Quote(def)

@@ -93,16 +93,27 @@ func TestHumanAnswerMatchingNothingIsAskedAgainThenFails(t *testing.T) {
 	iv := &askLog{answers: values("maybe", "A")}
 	out := runGraph(t, reviewDOT, runOpts{interviewer: iv})
 	wantPath(t, out.res, "start", "review_gate", "ship_it", "exit")
-	if len(iv.questions) != 2 || !strings.Contains(iv.questions[1].Text, `"maybe" matches none of the options`) || iv.questions[1].ID != "review_gate-1.1" {
-		t.Errorf("re-ask = %+v", iv.questions[1])
+	// The re-ask carries the unmatched answer as data; its prompt is the
+	// node's own (runlog words the two together).
+	if len(iv.questions) != 2 || iv.questions[1].Unmatched != "maybe" || iv.questions[1].Text != "Review Changes" ||
+		iv.questions[1].ID != "review_gate-1.1" || iv.questions[0].Unmatched != "" {
+		t.Errorf("asked %+v", iv.questions)
+	}
+	warned := out.rec.ofType(engine.EventWarning)
+	if len(warned) != 1 || warned[0].Question == nil || warned[0].Question.Unmatched != "maybe" ||
+		warned[0].Attempt != 1 || warned[0].MaxAttempt != 3 || warned[0].Message != "" {
+		t.Errorf("warnings = %+v, want one carrying the unmatched answer and the ask (1 of 3) as data", warned)
 	}
 
 	iv = &askLog{answers: values("x", "y", "z", "w", "A")}
 	out = runGraph(t, reviewDOT, runOpts{interviewer: iv})
 	wantStatus(t, out.res, "fail")
 	wantReasonContains(t, out.res, "no valid answer at review_gate after 4 tries", "[A] Approve, [F] Fix")
-	if len(iv.questions) != 4 {
-		t.Errorf("asked %d times, want 4", len(iv.questions))
+	if len(iv.questions) != 4 || iv.questions[3].Unmatched != "z" || iv.questions[3].ID != "review_gate-1.3" {
+		t.Errorf("asked %d times (last %+v), want 4, the last after \"z\"", len(iv.questions), iv.questions[len(iv.questions)-1])
+	}
+	if n := len(out.rec.ofType(engine.EventWarning)); n != 3 {
+		t.Errorf("%d warnings, want one per re-ask (3): none after the last answer, which asks nothing again", n)
 	}
 }
 

@@ -33,6 +33,11 @@ type Question struct {
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
 	// Approvers is the node's `approvers` attribute, for channels that enforce it.
 	Approvers string `json:"approvers,omitempty"`
+	// Unmatched is, on a re-ask, the answer to the gate's previous ask
+	// that matched none of the options ("" on the first ask). Text stays
+	// the node's own prompt; the words around both are the channel's
+	// (runlog.QuestionText).
+	Unmatched string `json:"unmatched,omitempty"`
 }
 
 // AnswerKind distinguishes a real answer from a timeout or a skip.

@@ -32,6 +32,10 @@ import (
 type Console struct {
 	In  io.Reader
 	Out io.Writer
+	// Words words a question for people: the host passes
+	// runlog.QuestionText, which also says why a gate asks again. Nil
+	// prints the question's own prompt (Question.Text).
+	Words func(engine.Question) string
 
 	once  sync.Once
 	lines chan line
@@ -125,6 +129,9 @@ func (c *Console) printf(format string, args ...any) {
 
 func (c *Console) printQuestion(q engine.Question) {
 	text := q.Text
+	if c.Words != nil {
+		text = c.Words(q)
+	}
 	if text == "" {
 		text = "Select an option:"
 	}

@@ -250,3 +250,26 @@ func TestStripAccelerator(t *testing.T) {
 		}
 	}
 }
+
+// The console prints a question in the words it is given (the host gives
+// runlog's, which say why a gate asks again); without them, the prompt.
+func TestConsolePrintsTheQuestionInTheWordsItIsGiven(t *testing.T) {
+	q := review
+	q.Unmatched = "maybe"
+	for _, tc := range []struct {
+		words func(engine.Question) string
+		want  string
+	}{
+		{func(q engine.Question) string { return q.Unmatched + " named nothing: " + q.Text }, "[?] maybe named nothing: Review the change\n"},
+		{nil, "[?] Review the change\n"},
+	} {
+		out := &syncBuffer{}
+		c := &Console{In: strings.NewReader("A\n"), Out: out, Words: tc.words}
+		if a, err := c.Ask(context.Background(), q); err != nil || a.Value != "A" {
+			t.Fatalf("answer %+v, %v", a, err)
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("output lacks %q:\n%s", tc.want, out.String())
+		}
+	}
+}

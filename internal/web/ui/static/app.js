@@ -485,7 +485,7 @@
       box.replaceChildren();
       list.forEach(function (q) {
         var div = el('div', { 'class': 'question', 'data-gate': q.gate_id, 'data-nonce': q.nonce });
-        div.appendChild(el('p', { 'class': 'q-text' }, q.question));
+        div.appendChild(el('p', { 'class': 'q-text' }, q.asked));
         var choices = el('div', { 'class': 'choices' });
         var takesText = q.choices.length === 0;
         // A button names its option by position: two options may share a key.
