@@ -11,6 +11,7 @@ import (
 	"nanohost/internal/pipeline"
 	"nanohost/internal/pipeline/dot"
 	"nanohost/internal/pipeline/lint"
+	"nanohost/internal/pipeline/pipelinetest"
 	"nanohost/internal/pipeline/transform"
 )
 
@@ -255,7 +256,7 @@ func TestParityMatrix(t *testing.T) {
 		}
 	})
 	t.Run("pipeline with 10+ nodes validates", func(t *testing.T) {
-		_, ds := prepare(t, generate(12))
+		_, ds := prepare(t, pipelinetest.Generated(12))
 		if err := lint.Err(ds); err != nil {
 			t.Fatal(err)
 		}
@@ -372,7 +373,7 @@ func TestLoad(t *testing.T) {
 // syntax error is exactly one "syntax" diagnostic, and every diagnostic has
 // a rule, a severity and a message.
 func FuzzPrepare(f *testing.F) {
-	for _, s := range []string{simpleExample, branchExample, reviewExample, stylesheetExample, smokeExample, generate(30)} {
+	for _, s := range []string{simpleExample, branchExample, reviewExample, stylesheetExample, smokeExample, pipelinetest.Generated(30)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
