@@ -98,7 +98,6 @@ type Scanner interface {
 }
 
 func NewParser() *Parser {
-	loadTables()
 	p := &Parser{stack: newStack()}
 	p.Reset()
 	return p
