@@ -252,30 +252,35 @@ func (n *Node) HandlerType() string {
 	if t := strings.TrimSpace(n.Attrs["type"]); t != "" {
 		return t
 	}
+	shape := n.Shape() // looked up once: lint asks every node's type several times
 	switch {
-	case n.IsStart():
+	case isStart(n.ID, shape):
 		return "start"
-	case n.IsExit():
+	case isExit(n.ID, shape):
 		return "exit"
 	}
-	if t := shapeHandler[n.Shape()]; t != "" {
+	if t := shapeHandler[shape]; t != "" {
 		return t
 	}
 	return "codergen"
 }
 
 // IsStart reports whether the node is a start node: shape Mdiamond, or id start/Start.
-func (n *Node) IsStart() bool {
-	return n.Shape() == "Mdiamond" || n.ID == "start" || n.ID == "Start"
+func (n *Node) IsStart() bool { return isStart(n.ID, n.Shape()) }
+
+func isStart(id, shape string) bool {
+	return shape == "Mdiamond" || id == "start" || id == "Start"
 }
 
 // IsExit reports whether the node is a terminal node: shape Msquare, or id exit/end (any case of the first letter).
-func (n *Node) IsExit() bool {
-	switch n.ID {
+func (n *Node) IsExit() bool { return isExit(n.ID, n.Shape()) }
+
+func isExit(id, shape string) bool {
+	switch id {
 	case "exit", "Exit", "end", "End":
 		return true
 	}
-	return n.Shape() == "Msquare"
+	return shape == "Msquare"
 }
 
 // HasClass reports whether the node carries the class.

@@ -37,6 +37,17 @@ type subgraph struct {
 	collect   bool     // an edge endpoint: remember the nodes mentioned inside
 	mentioned []string // nodes mentioned inside, in order, when collect
 	seen      map[string]bool
+	class     string // ClassFromLabel of its final label, made once for all its nodes
+	classMade bool
+}
+
+// labelClass is the class the subgraph's label gives its nodes. It is asked
+// once the whole file is built, when the label can no longer change.
+func (sg *subgraph) labelClass() string {
+	if !sg.classMade {
+		sg.class, sg.classMade = ClassFromLabel(sg.attrs["label"]), true
+	}
+	return sg.class
 }
 
 // scope is the Graphviz attribute scope of a (sub)graph: defaults set inside
@@ -527,7 +538,7 @@ func (b *builder) deriveClasses() {
 		var stack [16]*subgraph // most nesting is shallow: no allocation for the chain
 		for _, inner := range b.member[n] {
 			for _, sg := range chain(stack[:0], inner) {
-				if c := ClassFromLabel(sg.attrs["label"]); c != "" && !slices.Contains(classes, c) {
+				if c := sg.labelClass(); c != "" && !slices.Contains(classes, c) {
 					classes = append(classes, c)
 				}
 				if sg.id != "" && !slices.Contains(subs, sg.id) {

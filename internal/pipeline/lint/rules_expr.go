@@ -39,25 +39,37 @@ func (c *checker) condition(src string) parsedCondition {
 	return r
 }
 
+// condSite is one condition and where it is written: an edge's condition or
+// a node's manager.stop_condition. The words naming the place are made only
+// when there is a diagnostic (a big graph has thousands of conditions).
+type condSite struct {
+	rule     string
+	e        *pipeline.Edge // the edge's condition, or
+	n        *pipeline.Node // the node's manager.stop_condition
+	key, src string
+}
+
 // eachCondition calls fn for every edge condition and manager.stop_condition,
-// with a diagnostic of rule at its edge or node.
-func eachCondition(g *pipeline.Graph, rule string, fn func(base func(pipeline.Severity, string) pipeline.Diagnostic, from pipeline.Pos, where, key, src string)) {
+// each a site of a diagnostic of rule.
+func eachCondition(g *pipeline.Graph, rule string, fn func(s condSite)) {
 	for _, e := range g.Edges {
-		src := e.Attrs["condition"]
-		if src == "" {
-			continue
+		if src := e.Attrs["condition"]; src != "" {
+			fn(condSite{rule: rule, e: e, key: "condition", src: src})
 		}
-		fn(func(sev pipeline.Severity, fix string) pipeline.Diagnostic { return edgeDiag(rule, sev, e, fix, "") },
-			e.Pos, "edge "+e.From+" -> "+e.To+": ", "condition", src)
 	}
 	for _, n := range g.Nodes {
-		src, ok := n.Attrs["manager.stop_condition"]
-		if !ok {
-			continue
+		if src, ok := n.Attrs["manager.stop_condition"]; ok {
+			fn(condSite{rule: rule, n: n, key: "manager.stop_condition", src: src})
 		}
-		fn(func(sev pipeline.Severity, fix string) pipeline.Diagnostic { return nodeDiag(rule, sev, n, fix, "") },
-			n.Pos, "node "+n.ID+": ", "manager.stop_condition", src)
 	}
+}
+
+// at is a diagnostic of sev about problem se in the condition at s.
+func (c *checker) at(s condSite, sev pipeline.Severity, se *cond.SyntaxError) pipeline.Diagnostic {
+	if s.e != nil {
+		return c.placeCondition(edgeDiag(s.rule, sev, s.e, se.Fix, ""), s.e.Pos, "edge "+s.e.From+" -> "+s.e.To+": ", s.key, s.src, se)
+	}
+	return c.placeCondition(nodeDiag(s.rule, sev, s.n, se.Fix, ""), s.n.Pos, "node "+s.n.ID+": ", s.key, s.src, se)
 }
 
 // conditionSyntax: edge conditions and manager.stop_condition parse under
@@ -67,14 +79,14 @@ func eachCondition(g *pipeline.Graph, rule string, fn func(base func(pipeline.Se
 // stage reporting success will take the edge.
 func (c *checker) conditionSyntax(g *pipeline.Graph) []pipeline.Diagnostic {
 	var out []pipeline.Diagnostic
-	eachCondition(g, "condition_syntax", func(base func(pipeline.Severity, string) pipeline.Diagnostic, from pipeline.Pos, where, key, src string) {
-		r := c.condition(src)
+	eachCondition(g, "condition_syntax", func(s condSite) {
+		r := c.condition(s.src)
 		if r.se != nil {
-			out = append(out, c.placeCondition(base(pipeline.SeverityError, r.se.Fix), from, where, key, src, r.se))
+			out = append(out, c.at(s, pipeline.SeverityError, r.se))
 			return
 		}
 		for _, w := range outcomeTypos(r.expr) {
-			out = append(out, c.placeCondition(base(pipeline.SeverityWarning, w.Fix), from, where, key, src, w))
+			out = append(out, c.at(s, pipeline.SeverityWarning, w))
 		}
 	})
 	return out
@@ -86,13 +98,13 @@ func (c *checker) conditionSyntax(g *pipeline.Graph) []pipeline.Diagnostic {
 func (c *checker) conditionType(g *pipeline.Graph) []pipeline.Diagnostic {
 	var out []pipeline.Diagnostic
 	types := knownTypes(g)
-	eachCondition(g, "condition_type", func(base func(pipeline.Severity, string) pipeline.Diagnostic, from pipeline.Pos, where, key, src string) {
-		r := c.condition(src)
+	eachCondition(g, "condition_type", func(s condSite) {
+		r := c.condition(s.src)
 		if r.expr == nil {
 			return
 		}
 		for _, te := range r.expr.TypeErrors(types) {
-			out = append(out, c.placeCondition(base(pipeline.SeverityError, te.Fix), from, where, key, src, te))
+			out = append(out, c.at(s, pipeline.SeverityError, te))
 		}
 	})
 	return out
@@ -263,8 +275,8 @@ func (c *checker) conditionKey(g *pipeline.Graph) []pipeline.Diagnostic {
 	slices.Sort(names)
 	index := didyoumean.NewIndex(names)
 	var out []pipeline.Diagnostic
-	eachCondition(g, "condition_key", func(base func(pipeline.Severity, string) pipeline.Diagnostic, from pipeline.Pos, where, key, src string) {
-		r := c.condition(src)
+	eachCondition(g, "condition_key", func(s condSite) {
+		r := c.condition(s.src)
 		if r.expr == nil {
 			return
 		}
@@ -277,10 +289,10 @@ func (c *checker) conditionKey(g *pipeline.Graph) []pipeline.Diagnostic {
 			if near == "" || didyoumean.Distance(k, near) != 1 {
 				continue
 			}
-			se := &cond.SyntaxError{Source: src, Offset: cl.Offset,
+			se := &cond.SyntaxError{Source: s.src, Offset: cl.Offset,
 				Msg: fmt.Sprintf("%s is set by no stage, tag, input or graph attribute, so this never holds as meant", cl.Key),
 				Fix: fmt.Sprintf("did you mean %s?", near)}
-			out = append(out, c.placeCondition(base(pipeline.SeverityWarning, se.Fix), from, where, key, src, se))
+			out = append(out, c.at(s, pipeline.SeverityWarning, se))
 		}
 	})
 	return out

@@ -29,7 +29,7 @@ func (a ApplyStylesheet) Apply(g *pipeline.Graph) (*pipeline.Graph, error) {
 	if len(sheet.Rules) == 0 && len(defaults) == 0 && !hasPersonas(g) {
 		return g, nil
 	}
-	if err := checkStylesheet(g, g.TextSize(), sheet, defaults, a.Personas); err != nil {
+	if err := checkStylesheet(g.TextSize(), styleGrowth(g, sheet, defaults, a.Personas)); err != nil {
 		return g, err
 	}
 	out := g.Clone()
@@ -53,11 +53,17 @@ func stylesheetOf(g *pipeline.Graph) (*stylesheet.Sheet, []string) {
 	return sheet, defaults
 }
 
+// styleGrowth bounds the text applyStylesheet adds to g: the sheet's, the
+// personas' and the graph-level defaults' values copied to the nodes.
+func styleGrowth(g *pipeline.Graph, sheet *stylesheet.Sheet, defaults []string, personas *persona.Catalog) int64 {
+	return sheetGrowth(g, sheet, defaults) + personaGrowth(g, personas)
+}
+
 // checkStylesheet refuses a stylesheet (and graph-level model defaults)
-// that would take g, of the given size, over pipeline.MaxExpandedSize —
-// before anything is applied.
-func checkStylesheet(g *pipeline.Graph, size int64, sheet *stylesheet.Sheet, defaults []string, personas *persona.Catalog) error {
-	return pipeline.CheckExpanded("applying the model_stylesheet", size+sheetGrowth(g, sheet, defaults)+personaGrowth(g, personas),
+// whose growth (styleGrowth) would take a graph of the given size over
+// pipeline.MaxExpandedSize — before anything is applied.
+func checkStylesheet(size, growth int64) error {
+	return pipeline.CheckExpanded("applying the model_stylesheet", size+growth,
 		"shorten the values in model_stylesheet (and graph-level llm_model, llm_provider, reasoning_effort, and the personas' defaults): each is copied to every node it selects")
 }
 
@@ -164,14 +170,16 @@ func applyBuiltins(g *pipeline.Graph, size int64, personas *persona.Catalog, own
 	if !styled && !needsGoal(g) {
 		return g, nil
 	}
+	var growth int64 // what the stylesheet adds: measured once, for both checks
 	if styled {
-		if err := checkStylesheet(g, size, sheet, defaults, personas); err != nil {
+		growth = styleGrowth(g, sheet, defaults, personas)
+		if err := checkStylesheet(size, growth); err != nil {
 			return g, err
 		}
 	}
 	// The stylesheet and personas never touch prompts or the goal, so
 	// $goal's growth is the same before and after them.
-	if err := checkGoal(g, size+sheetGrowth(g, sheet, defaults)+personaGrowth(g, personas)); err != nil {
+	if err := checkGoal(g, size+growth); err != nil {
 		return g, err
 	}
 	out := g
