@@ -200,24 +200,28 @@ func (s *Sheet) eachUnset(g *pipeline.Graph, set func(n *pipeline.Node, prop, va
 		return
 	}
 	idx := s.index()
-	byShape := map[string]map[string]pick{}
+	byShape := map[string][]propPick{} // a list: walked for every node, a map's iteration is dearer
 	generic := func(k SelectorKind) bool { return k <= Shape }
 	specific := func(k SelectorKind) bool { return k >= Class }
 	own := map[string]pick{} // the node's .class and #id picks, reused node after node
 	var rules []int
 	for _, n := range g.Nodes {
-		base, ok := byShape[n.Shape()]
+		shape := n.Shape()
+		base, ok := byShape[shape]
 		if !ok {
-			base = s.resolve(map[string]pick{}, n, idx.generic(n.Shape()), generic)
-			byShape[n.Shape()] = base
+			base = listed(s.resolve(map[string]pick{}, n, idx.generic(shape), generic))
+			byShape[shape] = base
 		}
 		clear(own)
 		rules = idx.specific(rules[:0], n)
 		s.resolve(own, n, rules, specific)
-		for prop, p := range base {
-			if _, overridden := own[prop]; !overridden && strings.TrimSpace(n.Attrs[prop]) == "" {
-				set(n, prop, p.value)
+		for _, p := range base {
+			if _, overridden := own[p.prop]; !overridden && strings.TrimSpace(n.Attrs[p.prop]) == "" {
+				set(n, p.prop, p.value)
 			}
+		}
+		if len(own) == 0 {
+			continue
 		}
 		for prop, p := range own {
 			if strings.TrimSpace(n.Attrs[prop]) == "" {
@@ -225,6 +229,21 @@ func (s *Sheet) eachUnset(g *pipeline.Graph, set func(n *pipeline.Node, prop, va
 			}
 		}
 	}
+}
+
+// propPick is a property and the value picked for it.
+type propPick struct {
+	prop  string
+	value string
+}
+
+// listed is picks as a list, in no particular order.
+func listed(picks map[string]pick) []propPick {
+	out := make([]propPick, 0, len(picks))
+	for prop, p := range picks {
+		out = append(out, propPick{prop, p.value})
+	}
+	return out
 }
 
 // ruleIndex lists, per selector, the rules that have it.
