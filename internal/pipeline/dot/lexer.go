@@ -286,8 +286,9 @@ func (lx *lexer) punct(p pipeline.Pos, c byte) error {
 	return nil
 }
 
-// punctText avoids allocating a one-byte string per punctuation token.
-var punctText = map[byte]string{'{': "{", '}': "}", '[': "[", ']': "]", ';': ";", ',': ",", '=': "="}
+// punctText avoids allocating a one-byte string per punctuation token (an
+// array, not a map: every brace, bracket, comma and = is looked up).
+var punctText = [256]string{'{': "{", '}': "}", '[': "[", ']': "]", ';': ";", ',': ",", '=': "="}
 
 func quoteChar(b []byte) string {
 	r := []rune(string(b[:min(len(b), 4)]))

@@ -17,6 +17,8 @@ type checker struct {
 	masks      mask.Set
 	agents     *Agents
 	conds      map[string]parsedCondition // conditions parsed once for every rule
+	attrsOf    *pipeline.Graph            // the graph attrs holds attrFindings of
+	attrs      [][]pipeline.Diagnostic
 }
 
 // builtinRules returns the built-in rules in a fixed order: the §7.2 rules,

@@ -168,22 +168,36 @@ func (s scoped) diag(rule string, sev pipeline.Severity, key, fix, format string
 	return s.c.graphAttr(graphDiag(rule, sev, fix, "graph: "+format, args...), s.g, key)
 }
 
-// eachAttr calls f for every attribute of the graph, its nodes and edges,
-// and returns what f emits. Maps are visited unordered (sorting every node's
-// keys would dominate lint's time); the few attributes that yield diagnostics
-// are put in key order, so the output is still deterministic.
-func (c *checker) eachAttr(g *pipeline.Graph, f func(s scoped, key, value string, out *sink)) []pipeline.Diagnostic {
-	var out []pipeline.Diagnostic
-	buf := &sink{}
+// attrCheck looks at one attribute (a is what the pipeline knows of key in
+// this scope, nil when nothing) and adds what is wrong with it to out.
+type attrCheck func(s scoped, a *Attribute, key, value string, out *sink)
+
+// eachAttr calls every check for every attribute of the graph, its nodes and
+// edges — one walk for all of them: attribute maps are most of a graph, and
+// walking them once per rule was a fifth of validating a big one — and
+// returns what each check emits, in the order of checks. Maps are visited
+// unordered (sorting every node's keys would dominate lint's time); the few
+// attributes that yield diagnostics are put in key order, so the output is
+// still deterministic.
+func (c *checker) eachAttr(g *pipeline.Graph, checks ...attrCheck) [][]pipeline.Diagnostic {
+	out := make([][]pipeline.Diagnostic, len(checks))
+	bufs := make([]sink, len(checks))
 	visit := func(s scoped) {
-		buf.found = buf.found[:0]
-		for k, v := range s.attrs {
-			buf.key = k
-			f(s, k, v, buf)
+		for i := range bufs {
+			bufs[i].found = bufs[i].found[:0]
 		}
-		slices.SortStableFunc(buf.found, func(a, b keyedDiag) int { return strings.Compare(a.key, b.key) })
-		for _, kd := range buf.found {
-			out = append(out, kd.d)
+		for k, v := range s.attrs {
+			a := s.known[k]
+			for i, check := range checks {
+				bufs[i].key = k
+				check(s, a, k, v, &bufs[i])
+			}
+		}
+		for i := range bufs {
+			slices.SortStableFunc(bufs[i].found, func(a, b keyedDiag) int { return strings.Compare(a.key, b.key) })
+			for _, kd := range bufs[i].found {
+				out[i] = append(out[i], kd.d)
+			}
 		}
 	}
 	visit(scoped{scope: GraphScope, known: index().byScope[GraphScope], attrs: g.Attrs, c: c, g: g})
@@ -196,19 +210,29 @@ func (c *checker) eachAttr(g *pipeline.Graph, f func(s scoped, key, value string
 	return out
 }
 
+// attrFindings is what attr_type, attr_value and attr_unknown find in g, in
+// that order, from one walk of its attributes made by whichever of the three
+// runs first. A checker lives for one Validate (Registry.Rules makes a new
+// one), during which no rule changes the graph.
+func (c *checker) attrFindings(g *pipeline.Graph) [][]pipeline.Diagnostic {
+	if c.attrsOf != g {
+		c.attrsOf, c.attrs = g, c.eachAttr(g, checkAttrType, checkAttrValue, newUnknownCheck())
+	}
+	return c.attrs
+}
+
 // attrType: integer, boolean and duration attributes have values of that
 // type (an error: the engine would otherwise run with a silent default).
-func (c *checker) attrType(g *pipeline.Graph) []pipeline.Diagnostic {
-	return c.eachAttr(g, func(s scoped, key, value string, out *sink) {
-		a := s.known[key]
-		if a == nil {
-			return
-		}
-		if msg, example := typeError(a, s.attrs); msg != "" {
-			fix := cmp.Or(a.Hint, fmt.Sprintf("write %s=%s", key, example))
-			out.add(s.diag("attr_type", pipeline.SeverityError, key, fix, "%s", msg))
-		}
-	})
+func (c *checker) attrType(g *pipeline.Graph) []pipeline.Diagnostic { return c.attrFindings(g)[0] }
+
+func checkAttrType(s scoped, a *Attribute, key, _ string, out *sink) {
+	if a == nil {
+		return
+	}
+	if msg, example := typeError(a, s.attrs); msg != "" {
+		fix := cmp.Or(a.Hint, fmt.Sprintf("write %s=%s", key, example))
+		out.add(s.diag("attr_type", pipeline.SeverityError, key, fix, "%s", msg))
+	}
 }
 
 // typeError returns what is wrong with the attribute's value, or "", and
@@ -263,31 +287,30 @@ func typeProblem(a *Attribute, attrs pipeline.Attrs) string {
 }
 
 // attrValue: enumerated attributes have one of their values; shapes have a handler.
-func (c *checker) attrValue(g *pipeline.Graph) []pipeline.Diagnostic {
-	return c.eachAttr(g, func(s scoped, key, value string, out *sink) {
-		a := s.known[key]
-		switch {
-		case a == nil:
-		case key == "shape" && s.scope == NodeScope:
-			if d, ok := shapeDiag(s, value); ok {
-				out.add(d)
-			}
-		case a.Kind == KindEnum:
-			if v := strings.TrimSpace(value); v != "" && !containsFold(a.Values, v) {
+func (c *checker) attrValue(g *pipeline.Graph) []pipeline.Diagnostic { return c.attrFindings(g)[1] }
+
+func checkAttrValue(s scoped, a *Attribute, key, value string, out *sink) {
+	switch {
+	case a == nil:
+	case key == "shape" && s.scope == NodeScope:
+		if d, ok := shapeDiag(s, value); ok {
+			out.add(d)
+		}
+	case a.Kind == KindEnum:
+		if v := strings.TrimSpace(value); v != "" && !containsFold(a.Values, v) {
+			out.add(s.diag("attr_value", pipeline.SeverityWarning, key,
+				didYouMean(v, a.Values, "use one of "+strings.Join(a.Values, ", ")),
+				"%s=%q is not one of %s", key, value, quoteList(a.Values)))
+		}
+	case a.Kind == KindEnumList:
+		for item := range strings.SplitSeq(value, ",") {
+			if v := strings.TrimSpace(item); v != "" && !containsFold(a.Values, v) {
 				out.add(s.diag("attr_value", pipeline.SeverityWarning, key,
-					didYouMean(v, a.Values, "use one of "+strings.Join(a.Values, ", ")),
-					"%s=%q is not one of %s", key, value, quoteList(a.Values)))
-			}
-		case a.Kind == KindEnumList:
-			for item := range strings.SplitSeq(value, ",") {
-				if v := strings.TrimSpace(item); v != "" && !containsFold(a.Values, v) {
-					out.add(s.diag("attr_value", pipeline.SeverityWarning, key,
-						didYouMean(v, a.Values, fmt.Sprintf("list some of %s, e.g. %s=%s", strings.Join(a.Values, ", "), key, a.Example)),
-						"%s lists %q, which is not one of %s", key, v, quoteList(a.Values)))
-				}
+					didYouMean(v, a.Values, fmt.Sprintf("list some of %s, e.g. %s=%s", strings.Join(a.Values, ", "), key, a.Example)),
+					"%s lists %q, which is not one of %s", key, v, quoteList(a.Values)))
 			}
 		}
-	})
+	}
 }
 
 // containsFold: the engine lower-cases enumerated values before using them.
@@ -311,10 +334,14 @@ func shapeDiag(s scoped, shape string) (pipeline.Diagnostic, bool) {
 // attrUnknown: an attribute the pipeline does not know, but whose name is
 // close to one it does, is almost certainly a typo that would be ignored.
 // Other unknown keys pass: custom handlers read their own attributes (§4.12).
-func (c *checker) attrUnknown(g *pipeline.Graph) []pipeline.Diagnostic {
+func (c *checker) attrUnknown(g *pipeline.Graph) []pipeline.Diagnostic { return c.attrFindings(g)[2] }
+
+// newUnknownCheck is attr_unknown's check, with its own memory of the keys
+// it has judged.
+func newUnknownCheck() attrCheck {
 	cache := map[Scope]map[string]keyVerdict{GraphScope: {}, NodeScope: {}, EdgeScope: {}}
-	return c.eachAttr(g, func(s scoped, key, value string, out *sink) {
-		if s.known[key] != nil {
+	return func(s scoped, a *Attribute, key, _ string, out *sink) {
+		if a != nil {
 			return
 		}
 		v, ok := cache[s.scope][key]
@@ -327,7 +354,7 @@ func (c *checker) attrUnknown(g *pipeline.Graph) []pipeline.Diagnostic {
 		if v.unknown {
 			out.add(s.diag("attr_unknown", pipeline.SeverityWarning, key, v.fix, "%s", v.msg))
 		}
-	})
+	}
 }
 
 // maxJudgedKeys bounds the verdicts attr_unknown remembers per scope: real
