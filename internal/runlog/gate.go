@@ -30,6 +30,17 @@ func QuestionText(q engine.Question) string {
 	return fmt.Sprintf("%q matches none of the options (%s). %s", q.Unmatched, optionList(q.Options), q.Text)
 }
 
+// Asked is how a prompt opens: the question mark and the question
+// (QuestionText).
+func Asked(q engine.Question) string { return "❓ " + QuestionText(q) }
+
+// AskedPage opens a follow-up page of a prompt whose choices fill several
+// messages: question (the question, shortened as the channel needs) and
+// which of the total choices the page holds (first and last, 1-based).
+func AskedPage(question string, first, last, total int) string {
+	return fmt.Sprintf("❓ %s — choices %d–%d of %d", question, first, last, total)
+}
+
 // optionList lists every option of a gate as "[A] Approve, [F] Fix".
 func optionList(opts []engine.Option) string {
 	parts := make([]string, len(opts))
@@ -59,7 +70,7 @@ func PromptWithHint(runID string, q engine.Question, typed bool) string {
 
 func promptLines(q engine.Question, how string) string {
 	var b strings.Builder
-	b.WriteString("❓ " + QuestionText(q))
+	b.WriteString(Asked(q))
 	if cs := choices(q); len(cs) > 0 {
 		b.WriteString("\n   " + strings.Join(cs, "   "))
 	}
@@ -225,7 +236,7 @@ func gateNote(n runs.GateNote) string {
 
 // Text says how the gate ended: "✓ Ana chose Approve at 14:03 UTC".
 func (r Resolution) Text() string {
-	q := "❓ " + QuestionText(r.Question) + "\n"
+	q := Asked(r.Question) + "\n"
 	switch r.State {
 	case runs.GateAnswered:
 		what := r.Choice

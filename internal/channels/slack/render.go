@@ -155,8 +155,8 @@ const (
 // beyond one message's capacity go to follow-up pages.
 func renderPromptPages(p runs.Gate, links []channels.Link) []rendered {
 	q := p.Question()
-	asked := runlog.QuestionText(q)
-	question := escapeLimited("❓ "+asked, maxSectionText, "…")
+	asked := runlog.Asked(q)
+	question := escapeLimited(asked, maxSectionText, "…")
 	notes := promptNotes(q, links)
 	var choices []int
 	for i, o := range q.Options {
@@ -174,13 +174,13 @@ func renderPromptPages(p runs.Gate, links []channels.Link) []rendered {
 				head = append(head, slackgo.NewContextBlock("", mrkdwn(notes)))
 			}
 		} else {
-			head = []slackgo.Block{section(escapeLimited(fmt.Sprintf("❓ %s — choices %d–%d of %d", cutRunes(asked, 100), start+1, start+len(chunk), len(choices)), maxSectionText, "…"))}
+			head = []slackgo.Block{section(escapeLimited(runlog.AskedPage(cutRunes(runlog.QuestionText(q), 100), start+1, start+len(chunk), len(choices)), maxSectionText, "…"))}
 		}
 		budget := maxBlocksText - blocksTextLen(head)
-		page := rendered{text: escapeLimited("❓ "+asked, maxMessageText, "…"),
+		page := rendered{text: escapeLimited(asked, maxMessageText, "…"),
 			blocks: append(head, promptButtons(p, chunk, len(pages), labelBudget(budget, len(chunk)))...)}
 		// If Slack refuses the blocks anyway: the same buttons, the least text.
-		page.fallback = &rendered{text: page.text, blocks: append([]slackgo.Block{section(escapeLimited("❓ "+asked, 300, "…"))},
+		page.fallback = &rendered{text: page.text, blocks: append([]slackgo.Block{section(escapeLimited(asked, 300, "…"))},
 			promptButtons(p, chunk, len(pages), 12)...)}
 		pages = append(pages, page)
 	}
@@ -338,7 +338,7 @@ func renderResolution(r runlog.Resolution) rendered {
 		outcome = runlog.Withdrawn(escapeLimited(r.Note, 1000, "…"))
 	}
 	blocks := []slackgo.Block{
-		section(escapeLimited("❓ "+runlog.QuestionText(r.Question), maxSectionText, "…")),
+		section(escapeLimited(runlog.Asked(r.Question), maxSectionText, "…")),
 		section(outcome),
 	}
 	return rendered{text: escapeLimited(r.Text(), maxMessageText, "…"), blocks: blocks}
