@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"nanohost/internal/channels/console"
 	"nanohost/internal/channels/slacktest"
+	"nanohost/internal/store"
 	"nanohost/internal/testkit"
 )
 
@@ -20,7 +23,7 @@ func slackServeConfig(t *testing.T, dir string, fake *slacktest.Server, script s
 	t.Helper()
 	cfg := fmt.Sprintf(`data_dir: %s
 http: {listen: "127.0.0.1:0"}
-log: {level: debug}
+log: {level: debug, format: json}
 runtime: {image: %s, agent: script, script: %s, max_containers: 2}
 slack:
   bot_token: %s
@@ -49,6 +52,11 @@ func botReplies(fake *slacktest.Server, root string) int {
 	}
 	return n
 }
+
+// restartScript is the agents' script for a host started again after a
+// crash: every answer quick, so a barrier asked after the answers the test
+// counts is answered at once — and after any duplicate queued before it.
+const restartScript = "Answer after the restart"
 
 // The host is SIGKILLed while the agent is answering a message and a
 // follow-up waits behind it. Both were stored (and acknowledged to Slack)
@@ -97,7 +105,9 @@ func TestKilledHostAnswersMessagesInFlightOnceAndKeepsTheSession(t *testing.T) {
 		left, err := st.UnprocessedMessages(ctx)
 		return err == nil && len(left) == 2
 	})
-	time.Sleep(500 * time.Millisecond) // the agent is at work on the second question
+	testkit.WaitUntil(t, 30*time.Second, "the agent has the second question", func() bool {
+		return requestsHanded(t, dir, "chat") == 2
+	})
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +116,7 @@ func TestKilledHostAnswersMessagesInFlightOnceAndKeepsTheSession(t *testing.T) {
 		t.Fatalf("the in-flight question got %d replies before the crash; the test needs it unanswered", n)
 	}
 
+	writeScript(t, dir, map[string]any{"nodes": map[string]any{"chat": []any{restartScript}}})
 	second := serve()
 	defer second.terminate(t, false)
 	testkit.WaitUntil(t, 60*time.Second, "the restarted host has processed every stored message", func() bool {
@@ -115,7 +126,11 @@ func TestKilledHostAnswersMessagesInFlightOnceAndKeepsTheSession(t *testing.T) {
 	waitSlack(t, fake, 10*time.Second, "the in-flight question is answered after the restart", func() bool {
 		return botReplies(fake, inFlight) >= 1
 	})
-	time.Sleep(time.Second) // room for a duplicate to show up, if there were one
+	// The group's messages are answered in order: once a question asked now
+	// is answered, a duplicate queued before it would have been posted.
+	if _, err := fake.Barrier(opsChat, alice, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	if n := botReplies(fake, inFlight); n != 1 {
 		t.Errorf("the question in flight at the crash got %d replies, want exactly 1:\n%s", n, threadText(fake, inFlight))
 	}
@@ -163,7 +178,9 @@ func TestKilledHostAnswersConsoleMessageInFlight(t *testing.T) {
 		left, err := st.UnprocessedMessages(ctx)
 		return err == nil && len(left) == 1 && left[0].Text == "second question"
 	})
-	time.Sleep(500 * time.Millisecond) // the agent is at work on it
+	testkit.WaitUntil(t, 30*time.Second, "the agent has the second question", func() bool {
+		return requestsHanded(t, dir, "chat") == 2
+	})
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -172,15 +189,27 @@ func TestKilledHostAnswersConsoleMessageInFlight(t *testing.T) {
 		t.Fatal("the second question was answered before the crash; the test needs it in flight")
 	}
 
+	writeScript(t, dir, map[string]any{"nodes": map[string]any{"chat": []any{restartScript}}})
 	second := startServe(t, bin, dir, os.Environ(), "--config", conf)
-	defer second.terminate(t, true)
 	testkit.WaitUntil(t, 60*time.Second, "the restarted host has answered every stored message", func() bool {
 		left, err := st.UnprocessedMessages(ctx)
 		return err == nil && len(left) == 0
 	})
-	second.screen.WaitFor(t, " answer", 1, 10*time.Second)
-	time.Sleep(time.Second) // room for a duplicate to show up, if there were one
-	if n := strings.Count(second.screen.Text(), " answer"); n != 1 {
-		t.Errorf("the restarted host printed %d answers, want exactly 1 (for the question in flight):\n%s", n, second.screen.Text())
+	second.screen.WaitFor(t, restartScript, 1, 10*time.Second)
+	// The console's lines are answered in order: once a line typed now is
+	// answered (its answer posted before it is marked), a duplicate queued
+	// before it has been printed too; stopping the host then prints the
+	// last line after everything else.
+	type_(second, "barrier")
+	second.screen.WaitFor(t, restartScript, 2, 60*time.Second)
+	testkit.WaitUntil(t, 10*time.Second, "the barrier is answered", func() bool {
+		msgs, err := st.MessagesSince(ctx, console.Chat, time.Time{}, 0)
+		return err == nil && slices.ContainsFunc(msgs, func(m store.Message) bool {
+			return m.Direction == store.Inbound && m.Text == "barrier" && !m.ProcessedAt.IsZero()
+		})
+	})
+	second.terminate(t, true)
+	if n := strings.Count(second.screen.Text(), restartScript); n != 2 {
+		t.Errorf("the restarted host printed %d answers, want exactly 2 (the question in flight, the barrier):\n%s", n, second.screen.Text())
 	}
 }

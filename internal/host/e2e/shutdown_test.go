@@ -63,7 +63,7 @@ func TestSIGTERMInterruptsTheRunCleanlyAndTheNextStartResumesIt(t *testing.T) {
 		run = page.Runs[0]
 		return countEvents(t, st, run.ID, "StageStarted", "c") == 1
 	})
-	time.Sleep(500 * time.Millisecond) // c's container is working
+	testkit.WaitUntil(t, 30*time.Second, "c's container has its request", func() bool { return requestsHanded(t, dir, "c") == 1 })
 
 	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -152,6 +152,26 @@ func logSays(t *testing.T, path, msg string) {
 	if !found {
 		t.Errorf("the log never says %q", msg)
 	}
+}
+
+// requestsHanded counts the requests the host serving from dir handed to
+// agent containers for node, as its log says (JSON, debug: the container
+// backend logs each request as it hands it over). A test that must stop
+// the host while an agent works waits for it rather than for a while.
+func requestsHanded(t *testing.T, dir, node string) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for line := range strings.SplitSeq(string(data), "\n") {
+		var rec struct{ Msg, Node string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == container.RequestHandedMsg && rec.Node == node {
+			n++
+		}
+	}
+	return n
 }
 
 // shipGatePipeline waits for a person after its first stage.
