@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,9 +30,14 @@ func TestChatStopsWhenItsGroupLeaseIsTakenAndTakesItBack(t *testing.T) {
 		c.Store.URL = config.Secret(url)
 		c.Replica = config.Replica{ID: "replica-a", LeaseTTL: 900 * time.Millisecond}
 	}
-	blocked := make(chan struct{})
+	blocked, lost := make(chan struct{}), make(chan struct{})
 	var once sync.Once
+	var mu sync.Mutex
+	var asked []string // the prompts the agent was given
 	setup.answer = func(ctx context.Context, req engine.Request) (engine.Result, error) {
+		mu.Lock()
+		asked = append(asked, req.Prompt)
+		mu.Unlock()
 		first := false
 		if strings.Contains(req.Prompt, "slow") {
 			once.Do(func() { first = true })
@@ -39,9 +45,15 @@ func TestChatStopsWhenItsGroupLeaseIsTakenAndTakesItBack(t *testing.T) {
 		if first {
 			close(blocked)
 			<-ctx.Done() // working on it when the group is lost
+			close(lost)
 			return engine.Result{}, ctx.Err()
 		}
 		return engine.Result{Text: "answer", SessionID: "s-1"}, nil
+	}
+	askedAbout := func(word string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.ContainsFunc(asked, func(p string) bool { return strings.Contains(p, word) })
 	}
 	th := launch(t, setup)
 	db, err := sql.Open("pgx", th.cfg.StoreURL()) // NANOHOST_TEST_STORE=postgres picks its own database
@@ -68,23 +80,29 @@ func TestChatStopsWhenItsGroupLeaseIsTakenAndTakesItBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-blocked
-	// Replica B takes the group over, as it would once A's lease expired.
-	if _, err := db.Exec(`UPDATE leases SET owner = 'replica-b', expires_at = now() + interval '1 second' WHERE kind = 'group' AND key = 'main'`); err != nil {
+	// Replica B takes the group over, as it would once A's lease expired;
+	// B holds it until the test says B died.
+	if _, err := db.Exec(`UPDATE leases SET owner = 'replica-b', expires_at = now() + interval '1 hour' WHERE kind = 'group' AND key = 'main'`); err != nil {
 		t.Fatal(err)
 	}
 	late, err := fake.Mention(opsChat, alice, "late question")
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(600 * time.Millisecond) // B holds the group
-	if n := botPosts(fake, slow) + botPosts(fake, late); n != 0 {
-		t.Fatalf("the host answered %d messages of a group replica B holds", n)
+	select { // the host's next renewal finds the lease B's: its agent's turn is called off
+	case <-lost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the host's agent went on answering for a group replica B holds")
 	}
-	if n := unanswered(); n != 2 {
-		t.Fatalf("%d messages wait in the store, want the 2 the host no longer answers", n)
+	testkit.WaitUntil(t, 10*time.Second, "the late question is stored, unanswered", func() bool { return unanswered() == 2 })
+	if n := botPosts(fake, slow) + botPosts(fake, late); n != 0 || askedAbout("late") {
+		t.Fatalf("the host answered %d messages of a group replica B holds (its agent asked about the late one: %v)", n, askedAbout("late"))
 	}
 
-	// B stops renewing (it died): the host takes the group back.
+	// B stops renewing (it died): its lease expires, the host takes the group back.
+	if _, err := db.Exec(`UPDATE leases SET expires_at = now() - interval '1 second' WHERE kind = 'group' AND key = 'main'`); err != nil {
+		t.Fatal(err)
+	}
 	testkit.WaitUntil(t, 10*time.Second, "the host answers both waiting messages after B's lease expired", func() bool {
 		return unanswered() == 0 && botPosts(fake, slow) == 1 && botPosts(fake, late) == 1
 	})
