@@ -49,7 +49,9 @@ func BenchmarkIPCPickup(b *testing.B) {
 		stop()
 		<-done
 	}()
-	time.Sleep(50 * time.Millisecond) // let the watches settle
+	if err := w.Look(ctx); err != nil { // the watches are set up and the queues scanned
+		b.Fatal(err)
+	}
 
 	dir := filepath.Join(root, "team", string(QueueMessages))
 	lat := make([]time.Duration, 0, b.N)

@@ -381,7 +381,7 @@ func TestBacklogAtStartupIsHandledInOrder(t *testing.T) {
 func TestNewGroupDirectoryIsWatchedWithoutARescan(t *testing.T) {
 	e := newEnv(t).start(func(c *Config) { c.Rescan = time.Hour })
 	e.reg.add(Group{Folder: "late", Chat: "C-late"})
-	time.Sleep(20 * time.Millisecond) // let the initial scan finish
+	e.look() // the first scan is done (and the root watched) before the group's directory exists
 	if err := EnsureGroup(e.root, "late", -1, -1); err != nil {
 		t.Fatal(err)
 	}
