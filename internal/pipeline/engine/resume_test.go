@@ -140,9 +140,16 @@ func normalise(m map[string]any) map[string]any {
 
 func TestCancelMidNodeKeepsTheNodeForResume(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	be := &script.Script{Nodes: map[string][]script.Response{"test": {{Text: "[outcome:success]", DelayMS: 60_000}}}}
+	sc := &script.Script{Nodes: map[string][]script.Response{"test": {{Text: "[outcome:success]", DelayMS: 60_000}}}}
+	atWork := make(chan struct{})
+	be := engine.BackendFunc(func(ctx context.Context, req engine.Request) (engine.Result, error) {
+		if req.NodeID == "test" {
+			close(atWork) // the node's one execution has begun
+		}
+		return sc.Run(ctx, req)
+	})
 	go func() {
-		time.Sleep(300 * time.Millisecond)
+		<-atWork
 		cancel()
 	}()
 	began := time.Now()
