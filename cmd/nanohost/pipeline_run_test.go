@@ -410,6 +410,11 @@ const crashDOT = `digraph Crash {
 	start -> prepare -> slow -> finish -> exit
 }`
 
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 // The process is SIGKILLed in the middle of the slow node; resume completes
 // the run without running the completed nodes again, and the checkpoint is
 // valid JSON whenever anyone looks.
@@ -457,15 +462,16 @@ func TestPipelineRunSurvivesSIGKILLAndResumes(t *testing.T) {
 		}
 	})
 
-	// Kill once the slow node has started (its StageStarted is in the trace).
+	// Kill once the slow node is at work: its StageStarted is in the trace
+	// and its prompt.md, written right before the node goes to its backend,
+	// is on disk.
 	deadline := time.Now().Add(15 * time.Second)
-	for !traceHas(filepath.Join(logs, engine.EventsFile), engine.EventStageStarted, "slow") {
+	for !traceHas(filepath.Join(logs, engine.EventsFile), engine.EventStageStarted, "slow") || !fileExists(filepath.Join(logs, "slow", "prompt.md")) {
 		if time.Now().After(deadline) {
 			t.Fatalf("slow never started\nstdout: %s\nstderr: %s", stdout.String(), stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(200 * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
