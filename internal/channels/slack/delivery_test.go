@@ -447,7 +447,7 @@ func TestSlackPrivateChannelsAndDMs(t *testing.T) {
 	if _, err := stale.fake.Reply(private, root, alice, "lost"); err != nil {
 		t.Fatal(err)
 	}
-	stale.noInbound(300 * time.Millisecond)
+	stale.noInbound()
 	if !slices.ContainsFunc(stale.fake.Undelivered(), func(u slacktest.Undelivered) bool {
 		return u.Reason == "not_subscribed" && strings.Contains(string(u.Payload), `"text":"lost"`)
 	}) {

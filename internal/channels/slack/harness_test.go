@@ -47,6 +47,8 @@ type harness struct {
 	// asked are the gates whose prompts the test posted: answers to them
 	// go there instead of to inbound (see gate_test.go).
 	asked []*asked
+	// barriers counts noInbound's barrier messages.
+	barriers int
 }
 
 // harnessOption adjusts the channel's configuration or the fake Slack
@@ -195,12 +197,30 @@ func (h *harness) nextInbound() channels.Inbound {
 	}
 }
 
-func (h *harness) noInbound(within time.Duration) {
+// noInbound fails the test if anything more reaches the host of what
+// Slack sent so far. It is a barrier, not a pause: once every envelope is
+// acknowledged (the channel queues an envelope as it acknowledges it) and
+// no retry is due, a message said now reaches the host after everything
+// queued before it — the channel's one worker hands jobs over in arrival
+// order — so when the host gets it, nothing else will come.
+func (h *harness) noInbound() {
 	h.t.Helper()
-	select {
-	case in := <-h.inbound:
+	if !h.fake.WaitFor(waitLong, h.fake.Settled) {
+		h.t.Fatal("the fake Slack still has envelopes on their way to the channel")
+	}
+	h.mu.Lock()
+	h.barriers++
+	text := fmt.Sprintf("barrier %d", h.barriers)
+	h.mu.Unlock()
+	if _, err := h.fake.Say(opsChat, alice, text); err != nil {
+		h.t.Fatal(err)
+	}
+	for {
+		in := h.nextInbound()
+		if in.Kind == channels.KindMessage && in.Chat == opsChat && in.Text == text {
+			return
+		}
 		h.t.Errorf("expected nothing to reach the host, got %+v", in)
-	case <-time.After(within):
 	}
 }
 

@@ -72,7 +72,7 @@ func TestSlashCommandRefusalsAndHelpAreEphemeral(t *testing.T) {
 	h.fake.SlashCommand(opsChat, alice, "lsit")
 	h.waitEphemeral(opsChat, alice, `did you mean "list"?`)
 
-	h.noInbound(300 * time.Millisecond)
+	h.noInbound()
 	if got := h.fake.BotMessages(opsChat); len(got) != 0 {
 		t.Errorf("refusals must not be posted for everyone, got %d channel messages", len(got))
 	}
@@ -100,7 +100,7 @@ func TestMentionsAndMessagesInAllowedChannelsOnly(t *testing.T) {
 	if in.Kind != channels.KindMessage || in.Chat != otherChat || in.Text != "hello" {
 		t.Errorf("got %+v, want bob's message in %s (mention duplicate and closed channel dropped)", in, otherChat)
 	}
-	h.noInbound(300 * time.Millisecond)
+	h.noInbound()
 }
 
 func TestRetriedEventsAreDeliveredOnce(t *testing.T) {
@@ -125,7 +125,7 @@ func TestRetriedEventsAreDeliveredOnce(t *testing.T) {
 			}
 		}
 	}
-	h.noInbound(500 * time.Millisecond)
+	h.noInbound()
 }
 
 func TestAcksDoNotWaitForASlowHost(t *testing.T) {
@@ -193,10 +193,10 @@ func TestEnvelopesPastTheBoundAreLeftToSlack(t *testing.T) {
 	for range taken() {
 		h.nextInbound()
 	}
-	h.noInbound(300 * time.Millisecond)
 	h.mu.Lock()
 	h.hostDelay = 0
 	h.mu.Unlock()
+	h.noInbound()
 	h.fake.SlashCommand(opsChat, alice, "list")
 	if in := h.nextInbound(); in.Command == nil || in.Command.Kind != channels.CmdList {
 		t.Errorf("after catching up got %+v, want the list command", in)

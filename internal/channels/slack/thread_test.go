@@ -269,7 +269,7 @@ func TestStatusCardEditsAreSpacedAboutASecondApart(t *testing.T) {
 	r := h.startReporter(opsChat, "run-pace", runs.VerbosityMinimal)
 	for _, e := range eventscript.FiveStageRun("run-pace", t0) {
 		r.Tell(e)
-		time.Sleep(80 * time.Millisecond) // a 3.5 s run
+		time.Sleep(80 * time.Millisecond) // a 3.5 s run: real time, which the card's pace of edits is measured in
 	}
 	h.closeReporter(r)
 	root := h.runRoot(opsChat)

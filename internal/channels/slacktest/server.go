@@ -98,9 +98,11 @@ type Server struct {
 	route   func(conn int) bool
 	linkOff bool // Socket Mode turned off in the app's settings
 	unacked map[string]*envelope
-	acks    []Ack
-	envs    map[string]*envelope // every envelope sent, by id
-	lost    []Undelivered
+	// retrying counts the event retries scheduled and not sent yet.
+	retrying int
+	acks     []Ack
+	envs     map[string]*envelope // every envelope sent, by id
+	lost     []Undelivered
 	// protocol lists what the app did that real Slack would reject or
 	// silently ignore (see ProtocolErrors).
 	protocol []string

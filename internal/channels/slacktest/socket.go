@@ -390,7 +390,25 @@ func (s *Server) failLocked(env *envelope, reason string) {
 	}
 	retry := &envelope{ID: s.nextIDLocked("env-"), Type: env.Type, Payload: env.Payload, EventID: env.EventID,
 		Retry: env.Retry + 1, RetryReason: reason}
-	time.AfterFunc(s.EventRetryDelays[env.Retry], func() { s.send(retry) })
+	s.retrying++
+	time.AfterFunc(s.EventRetryDelays[env.Retry], func() {
+		s.send(retry) // awaits its ack (or failed again, another retry scheduled) from here on
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.retrying--
+		s.notifyLocked()
+	})
+}
+
+// Settled reports whether every envelope sent so far was acknowledged or
+// given up on, with no retry scheduled: nothing Slack sent is still on its
+// way to the app. An app that queues what it acknowledges (as nanohost's
+// channel does) has by then queued all of it; WaitFor(timeout, Settled)
+// is the first half of a barrier (Barrier, or a test's own).
+func (s *Server) Settled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.unacked) == 0 && s.retrying == 0
 }
 
 func (s *Server) lostLocked(env *envelope, reason, detail string) {
