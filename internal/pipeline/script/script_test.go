@@ -152,7 +152,7 @@ func TestRunDelayHonoursCancelAndTimeout(t *testing.T) {
 	s := mustParse(t, `{"nodes": {"slow": [{"delay_ms": 10000, "status": "success"}], "quick": [{"delay_ms": 20, "status": "success"}]}}`)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }() // a person cancels while the delay runs (a cancel before it starts must end it too)
 	start := time.Now()
 	_, err := s.Run(ctx, codergen("r", "slow"))
 	if !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
