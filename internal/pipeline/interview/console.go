@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"nanohost/internal/pipeline/engine"
@@ -41,6 +42,9 @@ type Console struct {
 	lines chan line
 	turn  chan struct{} // a one-slot semaphore: one question on screen at a time
 	eof   bool          // In is exhausted; guarded by turn
+	// queued counts the questions waiting for their turn (not yet printed),
+	// so a test knows a question is held back rather than pausing to see.
+	queued atomic.Int32
 }
 
 type line struct {
@@ -78,10 +82,13 @@ func readLines(r *bufio.Reader, out chan<- line) {
 // Ask prints q and waits for a line that answers it.
 func (c *Console) Ask(ctx context.Context, q engine.Question) (engine.Answer, error) {
 	c.start()
+	c.queued.Add(1)
 	select {
 	case c.turn <- struct{}{}:
+		c.queued.Add(-1)
 		defer func() { <-c.turn }()
 	case <-ctx.Done():
+		c.queued.Add(-1)
 		return engine.Answer{}, ctx.Err()
 	}
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/testkit"
 )
 
 // syncBuffer is an io.Writer the test can read while the console writes.
@@ -220,7 +221,7 @@ func TestConsoleAsksOneQuestionAtATime(t *testing.T) {
 	r1 := tm.ask(context.Background(), q1)
 	tm.out.waitFor(t, "[?] First gate")
 	r2 := tm.ask(context.Background(), q2)
-	time.Sleep(20 * time.Millisecond)
+	testkit.WaitUntil(t, 10*time.Second, "the second question waits for its turn", func() bool { return tm.c.queued.Load() == 1 })
 	if strings.Contains(tm.out.String(), "Second gate") {
 		t.Fatal("second question printed while the first is waiting")
 	}
