@@ -19,6 +19,7 @@ import (
 	"nanohost/internal/gateway"
 	"nanohost/internal/gateway/modeltest"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/testkit"
 )
 
 // testGateway is a model gateway in front of a fake model API, served on a
@@ -347,7 +348,7 @@ func TestEgressAllowlist(t *testing.T) {
 	defer refused.Close()
 	names := map[string]string{"allowed.test:80": allowed.Listener.Addr().String(), "refused.test:80": refused.Listener.Addr().String()}
 
-	var log syncBuffer
+	var log testkit.Buffer
 	g, access := testGateway(t, api, func(c *gateway.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})

@@ -1,7 +1,6 @@
 package container
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"nanohost/internal/container/containertest"
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/testkit"
 )
 
 // harness is a Backend on the real Docker engine with the test image, an
@@ -28,7 +27,7 @@ type harness struct {
 	rt     Runtime
 	cfg    Config
 	events *eventLog
-	logs   *syncBuffer
+	logs   *testkit.Buffer
 }
 
 func newHarness(t testing.TB, mutate func(*Config)) *harness {
@@ -40,7 +39,7 @@ func newHarness(t testing.TB, mutate func(*Config)) *harness {
 // newHarnessOn is a harness on rt (d is rt when it is Docker).
 func newHarnessOn(t testing.TB, rt Runtime, d *Docker, mutate func(*Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, d: d, rt: rt, events: &eventLog{}, logs: &syncBuffer{}}
+	h := &harness{t: t, d: d, rt: rt, events: &eventLog{}, logs: &testkit.Buffer{}}
 	h.cfg = Config{
 		Runtime:   rt,
 		Image:     containertest.Image,
@@ -233,22 +232,3 @@ func (l *eventLog) waitFor(t testing.TB, what string, match func(Event) bool) Ev
 		}
 	}
 }
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
-func (s *syncBuffer) contains(sub string) bool { return strings.Contains(s.String(), sub) }

@@ -48,7 +48,7 @@ func TestWaitingStageReclaimsAnIdleConversationSlot(t *testing.T) {
 	if stopped.Reason != ReasonReclaimed {
 		t.Errorf("the conversation's container stopped because %q, want %q", stopped.Reason, ReasonReclaimed)
 	}
-	if !h.logs.contains("give its container slot to a waiting request") {
+	if !h.logs.Contains("give its container slot to a waiting request") {
 		t.Errorf("the log does not say an idle session gave its slot up:\n%s", h.logs.String())
 	}
 

@@ -77,7 +77,7 @@ func TestContainersAreLockedDownAndSecretsStayOutOfInspect(t *testing.T) {
 	if strings.Contains(string(raw), secret) {
 		t.Errorf("the secret is visible in docker inspect")
 	}
-	if h.logs.contains(secret) {
+	if h.logs.Contains(secret) {
 		t.Errorf("the secret was logged")
 	}
 }
@@ -131,10 +131,10 @@ esac`}
 			t.Errorf("%s: error %v; want the agent's message with the secret redacted", node, err)
 		}
 	}
-	if h.logs.contains(secret) {
+	if h.logs.Contains(secret) {
 		t.Errorf("the secret reached the host's logs")
 	}
-	if !h.logs.contains("stray [secret ANTHROPIC_API_KEY redacted]") {
+	if !h.logs.Contains("stray [secret ANTHROPIC_API_KEY redacted]") {
 		t.Errorf("stray stdout was not logged (redacted); the test did not exercise that path:\n%s", h.logs.String())
 	}
 }

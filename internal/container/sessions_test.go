@@ -181,7 +181,7 @@ func TestStaleResultIsDroppedAndTheAwaitedOneReturned(t *testing.T) {
 	if res.Text != "answer b" {
 		t.Fatalf("got %q, want the answer to the awaited dispatch", res.Text)
 	}
-	if !h.logs.contains("dropped a stale agent result") {
+	if !h.logs.Contains("dropped a stale agent result") {
 		t.Errorf("the stale result was not reported in the logs:\n%s", h.logs.String())
 	}
 }

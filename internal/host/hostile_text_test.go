@@ -3,12 +3,10 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,12 +27,12 @@ const hostile = "\x1b]0;pwned\a\x1b[2J\x1b[31m\x01evil\u202etxt.exe"
 // of the same name.)
 func TestAgentTextCannotDriveTheTerminal(t *testing.T) {
 	master, slave := ptytest.Open(t)
-	var logs syncBuffer
+	var logs testkit.Buffer
 	th := launch(t, hostSetup{terminal: slave, logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		answer: func(_ context.Context, req engine.Request) (engine.Result, error) {
 			return engine.Result{Text: "answer " + hostile + " [outcome:fail]"}, nil
 		}})
-	var screen syncBuffer
+	var screen testkit.Buffer
 	go func() { _, _ = io.Copy(&screen, master) }()
 
 	th.writeRequest(t, "messages", "hostile-1", map[string]any{"type": "send_message", "chat": "console", "text": "note " + hostile})
@@ -61,22 +59,4 @@ func TestAgentTextCannotDriveTheTerminal(t *testing.T) {
 			}
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer written by one goroutine and read by the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,10 +1,8 @@
 package runs_test
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,26 +16,8 @@ import (
 	"nanohost/internal/testkit"
 )
 
-// syncBuffer is a terminal the test reads while the console writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // consoleService is a service telling its runs on a console writing to out.
-func consoleService(t *testing.T, f *fixture, out *syncBuffer) *runs.Service {
+func consoleService(t *testing.T, f *fixture, out *testkit.Buffer) *runs.Service {
 	t.Helper()
 	cfg := runstest.Config(t, f.st)
 	cfg.Threads = &report.Threads{Channels: []channels.Channel{console.New(strings.NewReader(""), out)}, Life: t.Context(), Logger: quiet}
@@ -53,7 +33,7 @@ func consoleService(t *testing.T, f *fixture, out *syncBuffer) *runs.Service {
 func TestAnUnmatchedAnswerIsAskedAgainSayingWhyEvenAfterARestart(t *testing.T) {
 	url := storetest.URL(t, t.TempDir())
 	f := &fixture{t: t, st: openStore(t, url), url: url}
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	f.service = consoleService(t, f, out)
 	ctx := context.Background()
 	run, g := f.start(gateDOT)

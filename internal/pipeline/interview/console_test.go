@@ -1,12 +1,10 @@
 package interview
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,47 +12,15 @@ import (
 	"nanohost/internal/testkit"
 )
 
-// syncBuffer is an io.Writer the test can read while the console writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// waitFor polls the output until it contains s: the console prints from
-// the asking goroutine, and the test types only once the prompt is there,
-// as a person would.
-func (b *syncBuffer) waitFor(t *testing.T, s string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(b.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("output never showed %q:\n%s", s, b.String())
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 type term struct {
 	c   *Console
 	in  *io.PipeWriter
-	out *syncBuffer
+	out *testkit.Buffer
 }
 
 func newTerm(t *testing.T) *term {
 	pr, pw := io.Pipe()
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	t.Cleanup(func() { pw.Close() })
 	return &term{c: NewConsole(pr, out), in: pw, out: out}
 }
@@ -83,9 +49,9 @@ func (tm *term) ask(ctx context.Context, q engine.Question) <-chan result {
 func TestConsoleMultipleChoice(t *testing.T) {
 	tm := newTerm(t)
 	got := tm.ask(context.Background(), review)
-	tm.out.waitFor(t, "Select: ")
+	tm.out.WaitFor(t, "Select: ", 5*time.Second)
 	tm.typeLine(t, "x")
-	tm.out.waitFor(t, "Please choose A, F")
+	tm.out.WaitFor(t, "Please choose A, F", 5*time.Second)
 	tm.typeLine(t, "f")
 	r := <-got
 	if r.err != nil || r.a != (engine.Answer{Value: "F", By: "console"}) {
@@ -130,16 +96,16 @@ func TestConsoleSharesTheReaderAcrossQuestions(t *testing.T) {
 func TestConsoleYesNoAndFreeform(t *testing.T) {
 	tm := newTerm(t)
 	got := tm.ask(context.Background(), engine.Question{Text: "Deploy?", Type: engine.QuestionYesNo})
-	tm.out.waitFor(t, "[Y/N]: ")
+	tm.out.WaitFor(t, "[Y/N]: ", 5*time.Second)
 	tm.typeLine(t, "maybe")
-	tm.out.waitFor(t, "Please answer y or n.")
+	tm.out.WaitFor(t, "Please answer y or n.", 5*time.Second)
 	tm.typeLine(t, "Y")
 	if r := <-got; r.err != nil || r.a.Value != "yes" {
 		t.Fatalf("yes/no: %+v, %v", r.a, r.err)
 	}
 
 	got = tm.ask(context.Background(), engine.Question{Text: "Why?", Type: engine.QuestionFreeform})
-	tm.out.waitFor(t, "> ")
+	tm.out.WaitFor(t, "> ", 5*time.Second)
 	tm.typeLine(t, "  because the tests pass\r")
 	if r := <-got; r.err != nil || r.a != (engine.Answer{Kind: engine.AnswerText, Text: "because the tests pass", By: "console"}) {
 		t.Fatalf("freeform: %+v, %v", r.a, r.err)
@@ -166,7 +132,7 @@ func TestConsoleTimeoutKeepsLateLineForNextQuestion(t *testing.T) {
 	if r.err != nil || r.a.Kind != engine.AnswerTimeout {
 		t.Fatalf("got %+v, %v; want a timeout", r.a, r.err)
 	}
-	tm.out.waitFor(t, "(no answer in time)")
+	tm.out.WaitFor(t, "(no answer in time)", 5*time.Second)
 	if !strings.Contains(tm.out.String(), "(answer within 50ms)") {
 		t.Errorf("the deadline should be shown:\n%s", tm.out.String())
 	}
@@ -184,7 +150,7 @@ func TestConsoleCancel(t *testing.T) {
 	tm := newTerm(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	got := tm.ask(ctx, review)
-	tm.out.waitFor(t, "Select: ")
+	tm.out.WaitFor(t, "Select: ", 5*time.Second)
 	cancel()
 	if r := <-got; !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("got %+v, %v; want context.Canceled", r.a, r.err)
@@ -194,7 +160,7 @@ func TestConsoleCancel(t *testing.T) {
 func TestConsoleEOFSkips(t *testing.T) {
 	tm := newTerm(t)
 	got := tm.ask(context.Background(), review)
-	tm.out.waitFor(t, "Select: ")
+	tm.out.WaitFor(t, "Select: ", 5*time.Second)
 	tm.in.Close()
 	if r := <-got; r.err != nil || r.a.Kind != engine.AnswerSkipped {
 		t.Fatalf("got %+v, %v; want skipped", r.a, r.err)
@@ -219,14 +185,14 @@ func TestConsoleAsksOneQuestionAtATime(t *testing.T) {
 	q1, q2 := review, review
 	q1.Text, q2.Text = "First gate", "Second gate"
 	r1 := tm.ask(context.Background(), q1)
-	tm.out.waitFor(t, "[?] First gate")
+	tm.out.WaitFor(t, "[?] First gate", 5*time.Second)
 	r2 := tm.ask(context.Background(), q2)
 	testkit.WaitUntil(t, 10*time.Second, "the second question waits for its turn", func() bool { return tm.c.queued.Load() == 1 })
 	if strings.Contains(tm.out.String(), "Second gate") {
 		t.Fatal("second question printed while the first is waiting")
 	}
 	tm.typeLine(t, "A")
-	tm.out.waitFor(t, "[?] Second gate")
+	tm.out.WaitFor(t, "[?] Second gate", 5*time.Second)
 	tm.typeLine(t, "F")
 	if a, b := <-r1, <-r2; a.a.Value != "A" || b.a.Value != "F" {
 		t.Fatalf("got %+v and %+v", a, b)
@@ -236,7 +202,7 @@ func TestConsoleAsksOneQuestionAtATime(t *testing.T) {
 func TestConsoleWaitingForTurnHonoursCancel(t *testing.T) {
 	tm := newTerm(t)
 	_ = tm.ask(context.Background(), review) // holds the console
-	tm.out.waitFor(t, "Select: ")
+	tm.out.WaitFor(t, "Select: ", 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if r := <-tm.ask(ctx, review); !errors.Is(r.err, context.DeadlineExceeded) {
@@ -264,7 +230,7 @@ func TestConsolePrintsTheQuestionInTheWordsItIsGiven(t *testing.T) {
 		{func(q engine.Question) string { return q.Unmatched + " named nothing: " + q.Text }, "[?] maybe named nothing: Review the change\n"},
 		{nil, "[?] Review the change\n"},
 	} {
-		out := &syncBuffer{}
+		out := &testkit.Buffer{}
 		c := &Console{In: strings.NewReader("A\n"), Out: out, Words: tc.words}
 		if a, err := c.Ask(context.Background(), q); err != nil || a.Value != "A" {
 			t.Fatalf("answer %+v, %v", a, err)
