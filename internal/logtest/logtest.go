@@ -3,34 +3,19 @@
 package logtest
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
+
+	"nanohost/internal/testkit"
 )
 
-// Records is a JSON log being written, safe for concurrent writers.
-type Records struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// Records is a JSON log being written, safe for concurrent writers (and
+// its String is the log so far).
+type Records struct{ testkit.Buffer }
 
 // Logger logs into r as JSON.
 func (r *Records) Logger() *slog.Logger { return slog.New(slog.NewJSONHandler(r, nil)) }
-
-func (r *Records) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.buf.Write(p)
-}
-
-// String is the log so far.
-func (r *Records) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.buf.String()
-}
 
 // Find returns the records whose fields include every one of want.
 func (r *Records) Find(want map[string]any) []map[string]any {
