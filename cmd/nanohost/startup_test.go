@@ -11,7 +11,8 @@ import (
 	"testing"
 )
 
-// Commands that lay nothing out pay nothing for Graphviz, syntax
+// Commands that lay nothing out (--help, validate, parse, a whole run on
+// the simulated backend, config check) pay nothing for Graphviz, syntax
 // highlighting or JSON Schema at start: go-graphviz's WebAssembly is
 // compiled on the first layout, chroma's lexers are built on the first
 // highlight and jsonschema's meta-schemas on the first schema compiled (all
@@ -25,10 +26,15 @@ func TestCommandsThatDoNotRenderPayNothingAtStart(t *testing.T) {
 	// Forked to have no init at all, so it is absent from the trace when all is well.
 	heavy = append(heavy, "github.com/awalterschulze/gographviz/internal/parser")
 	const withInit = 3
-	demo := filepath.Join("..", "..", "examples", "demo.dot")
-	for _, args := range [][]string{{"--help"}, {"pipeline", "validate", demo}, {"pipeline", "parse", demo}} {
+	demo, err := filepath.Abs(filepath.Join("..", "..", "examples", "demo.dot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--help"}, {"pipeline", "validate", demo}, {"pipeline", "parse", demo},
+		{"pipeline", "run", demo, "--backend", "sim", "--auto-approve"}, {"config", "check"}} {
 		cache := t.TempDir()
 		cmd := exec.Command(nanohostBin, args...)
+		cmd.Dir = t.TempDir() // a run writes its directory here
 		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1", "XDG_CACHE_HOME="+cache)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
