@@ -67,9 +67,10 @@ type chatRouter struct {
 	// leaving are the workers of groups let go, until their conversation
 	// is closed (see chatWorker.after).
 	leaving map[string]<-chan struct{}
-	// poke asks watchWaiting to look for waiting messages now (a wake).
-	poke chan struct{}
-	wg   sync.WaitGroup
+	// waiting takes the messages waiting for groups this replica holds or
+	// nobody does (chat_leases.go); nil without leases.
+	waiting *lease.Sweep
+	wg      sync.WaitGroup
 }
 
 type threadRef struct{ chat, thread string }
@@ -111,8 +112,9 @@ type chatItem struct {
 
 func newChatRouter(d chatDeps) *chatRouter {
 	r := &chatRouter{chatDeps: d, workers: map[string]*chatWorker{}, threads: map[threadRef]bool{},
-		leaving: map[string]<-chan struct{}{}, poke: make(chan struct{}, 1)}
+		leaving: map[string]<-chan struct{}{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.waiting = r.watchWaiting()
 	return r
 }
 

@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"time"
 
 	"nanohost/internal/lease"
 	"nanohost/internal/runs"
@@ -16,10 +15,10 @@ import (
 // answers its messages. A message that reaches another replica is stored
 // there, unanswered; the store's write wakes the replicas (NOTIFY) and the
 // holder takes it. The keeper renews the held groups' leases every
-// lease_ttl/3; the router looks for waiting messages as often in case a
-// wake was lost. When the holder dies its leases expire; the next replica
-// to look takes the group over and its new container resumes the agent
-// session the dead one recorded.
+// lease_ttl/3 and after each round the router's sweep looks for waiting
+// messages, in case a wake was lost. When the holder dies its leases
+// expire; the next replica to look takes the group over and its new
+// container resumes the agent session the dead one recorded.
 
 // groupLease names the lease of a group's conversation.
 func groupLease(folder string) lease.ID { return lease.ID{Kind: lease.Group, Key: folder} }
@@ -76,28 +75,24 @@ func (r *chatRouter) stillHolds(ctx context.Context, g store.Group) bool {
 // stop.
 func (r *chatRouter) start(ctx context.Context) error {
 	err := r.requeueUnprocessed(ctx)
-	if r.leases != nil {
-		r.wg.Go(r.watchWaiting)
+	if r.waiting != nil {
+		r.wg.Go(func() { r.waiting.Run(r.ctx) })
 	}
 	return err
 }
 
-// watchWaiting takes waiting messages every lease_ttl/3, and at once when
-// woken.
-func (r *chatRouter) watchWaiting() {
-	tick := time.NewTicker(r.leases.TTL() / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.ctx.Done():
-			return
-		case <-tick.C:
-		case <-r.poke:
-		}
-		if err := r.takeWaiting(r.ctx); err != nil && r.ctx.Err() == nil {
+// watchWaiting is the sweep that takes waiting messages after each of the
+// keeper's renewal rounds (lease_ttl/3), and at once when woken; nil
+// without leases (one host answers every group).
+func (r *chatRouter) watchWaiting() *lease.Sweep {
+	if r.leases == nil {
+		return nil
+	}
+	return r.leases.Sweep(func(ctx context.Context) {
+		if err := r.takeWaiting(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn("look for chat messages nobody answered; trying again", "err", err)
 		}
-	}
+	})
 }
 
 // letGo stops answering for a group here: its worker ends (closing its
@@ -144,12 +139,8 @@ func (r *chatRouter) releaseGroups() {
 // onWake looks for waiting messages at once when the store says one was
 // stored (by any replica), or that anything may have changed.
 func (r *chatRouter) onWake(w runs.Wake) {
-	if w.Kind != runs.WakeMessage && w.Kind != runs.WakeAll {
-		return
-	}
-	select {
-	case r.poke <- struct{}{}:
-	default: // a look is due already
+	if r.waiting != nil && (w.Kind == runs.WakeMessage || w.Kind == runs.WakeAll) {
+		r.waiting.Now()
 	}
 }
 

@@ -163,18 +163,12 @@ func (x *hookStarter) finishLeft(ctx context.Context) {
 	}
 }
 
-// sweepDeliveries runs finishLeft every lease TTL until ctx ends.
+// sweepDeliveries runs finishLeft at once and then after each of the
+// keeper's renewal rounds (lease TTL/3), until ctx ends.
 func (x *hookStarter) sweepDeliveries(ctx context.Context) {
-	tick := time.NewTicker(max(x.leases.TTL(), time.Second))
-	defer tick.Stop()
-	for {
-		x.finishLeft(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	sweep := x.leases.Sweep(x.finishLeft)
+	sweep.Now()
+	sweep.Run(ctx)
 }
 
 // startOnce starts the delivery's run (with the id recorded for it) or

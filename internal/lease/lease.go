@@ -11,7 +11,9 @@
 // two processes racing for a lease exactly one wins.
 //
 // A process holds its leases through one Keeper, whose one loop renews
-// every lease it keeps and tells the holder of one it lost:
+// every lease it keeps, tells the holder of one it lost, and runs the
+// sweeps that take over what other processes' expired leases left
+// (sweep.go):
 //
 //	k := lease.NewKeeper(st, replicaID, ttl, log)
 //	go k.Run(ctx)
@@ -90,15 +92,16 @@ type BatchRenewer interface {
 type LostFunc func(cause error)
 
 // Keeper holds one process's leases: it takes them and its one loop renews
-// every lease kept, every TTL/3.
+// every lease kept, every TTL/3, then runs the sweeps.
 type Keeper struct {
 	st    Store
 	owner string
 	ttl   time.Duration
 	log   *slog.Logger
 
-	mu   sync.Mutex
-	held map[ID]*hold
+	mu     sync.Mutex
+	held   map[ID]*hold
+	sweeps map[*Sweep]struct{} // running (sweep.go)
 }
 
 type hold struct {
@@ -112,7 +115,7 @@ func NewKeeper(st Store, owner string, ttl time.Duration, log *slog.Logger) *Kee
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Keeper{st: st, owner: owner, ttl: ttl, log: log.With("component", "leases"), held: map[ID]*hold{}}
+	return &Keeper{st: st, owner: owner, ttl: ttl, log: log.With("component", "leases"), held: map[ID]*hold{}, sweeps: map[*Sweep]struct{}{}}
 }
 
 // Owner is the name this keeper holds leases in.
@@ -196,7 +199,8 @@ func (k *Keeper) Release(ctx context.Context, id ID) error {
 	return nil
 }
 
-// Run renews every kept lease every TTL/3 until ctx ends. A lease another
+// Run renews every kept lease every TTL/3 until ctx ends, and after each
+// round asks the running sweeps to take over what expired. A lease another
 // took over, or that could not be renewed for a whole TTL, is kept no
 // more and its holder told.
 func (k *Keeper) Run(ctx context.Context) {
@@ -209,6 +213,9 @@ func (k *Keeper) Run(ctx context.Context) {
 		case <-tick.C:
 		}
 		k.renewAll(ctx)
+		if ctx.Err() == nil {
+			k.pokeSweeps()
+		}
 	}
 }
 

@@ -15,10 +15,10 @@ import (
 // Run ownership among replicas sharing the store (docs/scaling.md): each
 // run is driven by the one replica holding its lease (a lease of kind
 // lease.Run, kept by the replica's lease.Keeper). The replica that starts
-// a run takes it; its keeper renews it every LeaseTTL/3; a scan every
-// LeaseTTL/3 claims the runs whose lease expired (their replica died) or
-// that have none (their replica stopped) and resumes them from their
-// journal. A driver whose keeper finds the lease taken over — or could not
+// a run takes it; its keeper renews it every LeaseTTL/3 and, after each
+// renewal round, runs the scan (a lease.Sweep) that claims the runs whose
+// lease expired (their replica died) or that have none (their replica
+// stopped) and resumes them from their journal. A driver whose keeper finds the lease taken over — or could not
 // renew it for a whole LeaseTTL, so it may have been — stops driving at
 // once and writes nothing more for the run: the new owner's view is the
 // only one (fencing).
@@ -87,11 +87,10 @@ func (ex *executor) releaseLease(ar *activeRun) {
 	}
 }
 
-// claimOrphans resumes, every LeaseTTL/3 until the service stops, the runs
-// no replica drives.
+// claimOrphans resumes, at once and then after each of the keeper's
+// renewal rounds (LeaseTTL/3) until the service stops, the runs no
+// replica drives.
 func (ex *executor) claimOrphans() {
-	tick := time.NewTicker(ex.keeper.TTL() / 3)
-	defer tick.Stop()
 	// Restarted with the same id, this replica takes its own runs back at
 	// once rather than when their leases expire.
 	mine, err := ex.leases.ReclaimRuns(ex.life, ex.keeper.Owner(), ex.keeper.TTL())
@@ -99,14 +98,9 @@ func (ex *executor) claimOrphans() {
 		ex.log.Warn("take back this replica's runs; they are claimed once their leases expire", "err", err)
 	}
 	ex.resumeClaimed(mine)
-	for {
-		ex.claimOrphanBatch()
-		select {
-		case <-ex.life.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	sweep := ex.keeper.Sweep(func(context.Context) { ex.claimOrphanBatch() })
+	sweep.Now()
+	sweep.Run(ex.life)
 }
 
 // claimOrphanBatch claims and resumes a batch of runs nobody drives.

@@ -15,16 +15,17 @@ import (
 // a host with a thousand runs waiting at gates reads the open gates in one
 // query and wakes only the askers whose gate is no longer open.
 
-// watch listens for wakes, polls for cancels and looks for threads left
-// undelivered until the service stops.
+// watch listens for wakes and polls for cancels until the service stops;
+// after each of the lease keeper's renewal rounds (LeaseTTL/3) it looks
+// for threads whose deliverer died (a lease.Sweep).
 func (s *Service) watch() {
 	if s.cfg.Wakeups != nil {
 		s.bg.Go(func() { s.cfg.Wakeups.Listen(s.life, s.onWake) })
 	}
+	orphans := s.cfg.Keeper.Sweep(func(context.Context) { s.out.orphans(s.exec.isActive) })
+	s.bg.Go(func() { orphans.Run(s.life) })
 	poll := time.NewTicker(s.cfg.GatePoll)
 	defer poll.Stop()
-	orphans := time.NewTicker(s.cfg.LeaseTTL)
-	defer orphans.Stop()
 	for {
 		select {
 		case <-s.life.Done():
@@ -32,8 +33,6 @@ func (s *Service) watch() {
 		case <-poll.C:
 			s.gates.checkStale(s.life)
 			s.exec.checkAllCancels()
-		case <-orphans.C:
-			s.out.orphans(s.exec.isActive)
 		}
 	}
 }
