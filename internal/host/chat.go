@@ -390,6 +390,13 @@ func (r *chatRouter) loop(w *chatWorker) {
 		batch := w.pending.TakeAll()
 		r.metrics.ChatQueued.Sub(float64(len(batch)))
 		for _, part := range byThread(batch) {
+			// Let go (another replica holds the group) or stopping, as
+			// the select may pick a ready queue over an ended ctx: what
+			// is left stays stored for whoever answers next, and its
+			// agent is asked nothing more here.
+			if w.ctx.Err() != nil {
+				return
+			}
 			r.answer(w.ctx, w, part)
 		}
 	}
