@@ -115,21 +115,12 @@ func (b bareBranches) Ahead(base, head string) bool {
 // thread says the pull request was not opened. The token is in no file of
 // the data directory.
 func TestRunBranchIsPushedAndAPullRequestOpened(t *testing.T) {
-	docker := requireDocker(t)
 	const token = "ghs_e2eToken0123456789"
-	repos, bare := seedRepo(t)
-	gitSrv, denied := gitServer(t, repos, token)
-	gh := githubtest.New(t, "acme", "app", token, bareBranches{t, bare})
-
 	// One container slot: the runs start over IPC, so each run's outcome is
 	// told back to the group's agent, whose conversation container stays for
 	// follow-ups; the next run's stage reclaims its slot once it is idle.
-	e := start(t, docker, setup{script: map[string]any{"default": "[outcome:success]"}, maxContainers: 1, configure: func(c *config.Config) {
-		c.HTTP.PublicURL = "http://nanohost.test"
-		c.Groups = []config.Group{{Folder: "main", Chat: "console:main", Main: true,
-			Repo: gitSrv.URL + "/acme/app.git", RepoToken: token, Push: true,
-			PullRequest: &config.PullRequest{APIURL: gh.URL}}}
-	}})
+	d := startDelivering(t, token, 1)
+	e, gh, bare := d.e, d.gh, d.bare
 	dot := bumpDOT
 	id := startRun(t, e, "push-1", dot)
 	waitEnded(t, e, id, runs.Succeeded)
@@ -145,11 +136,9 @@ func TestRunBranchIsPushedAndAPullRequestOpened(t *testing.T) {
 		t.Fatalf("pull requests opened: %+v", prs)
 	}
 	pr := prs[0]
-	if pr.Head != branch || pr.Base != "main" || pr.Title != "Bump the version" || pr.Fingerprint != "Bearer "+token {
-		t.Errorf("the pull request: head %q base %q title %q auth %q", pr.Head, pr.Base, pr.Title, pr.Fingerprint)
-	}
-	if !strings.Contains(pr.Body, "http://nanohost.test/runs/"+id) || !strings.Contains(pr.Body, "1 commit(s)") {
-		t.Errorf("the pull request's body lacks the run's link or commits:\n%s", pr.Body)
+	d.checkPullRequest(t, pr, id)
+	if !strings.Contains(pr.Body, "1 commit(s)") {
+		t.Errorf("the pull request's body lacks the run's commits:\n%s", pr.Body)
 	}
 	e.screen.WaitFor(t, "Pull request #1: "+pr.HTMLURL, 1, 10*time.Second)
 	onceEach(t, e.screen.Text(), "Branch "+branch+": 1 commit(s), 1 file (+1 −1)", "Pull request #1")
@@ -167,9 +156,7 @@ func TestRunBranchIsPushedAndAPullRequestOpened(t *testing.T) {
 	if n := len(gh.PullRequests()); n != 1 {
 		t.Errorf("%d pull requests after GitHub's outage, want 1", n)
 	}
-	if denied.Load() != 0 || gh.Denied != 0 {
-		t.Errorf("requests refused for their credentials: git %d, GitHub %d", denied.Load(), gh.Denied)
-	}
+	d.checkNoCredentialRefused(t)
 	filepath.WalkDir(e.cfg.DataDir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return nil
@@ -206,17 +193,8 @@ const gatedPullRequestDOT = `digraph Ship {
 // second one. No: the branch is pushed, and no pull request is opened —
 // the pipeline decided, so the end-of-run delivery opens none either.
 func TestAGateDecidesWhetherAPullRequestIsOpened(t *testing.T) {
-	docker := requireDocker(t)
-	const token = "ghs_e2eGateToken0123456789"
-	repos, bare := seedRepo(t)
-	gitSrv, denied := gitServer(t, repos, token)
-	gh := githubtest.New(t, "acme", "app", token, bareBranches{t, bare})
-	e := start(t, docker, setup{script: map[string]any{"default": "[outcome:success]"}, maxContainers: 2, configure: func(c *config.Config) {
-		c.HTTP.PublicURL = "http://nanohost.test"
-		c.Groups = []config.Group{{Folder: "main", Chat: "console:main", Main: true,
-			Repo: gitSrv.URL + "/acme/app.git", RepoToken: token, Push: true,
-			PullRequest: &config.PullRequest{APIURL: gh.URL}}}
-	}})
+	d := startDelivering(t, "ghs_e2eGateToken0123456789", 2)
+	e, gh, bare := d.e, d.gh, d.bare
 
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -237,12 +215,7 @@ func TestAGateDecidesWhetherAPullRequestIsOpened(t *testing.T) {
 		t.Fatalf("pull requests opened: %+v, want one", prs)
 	}
 	pr := prs[0]
-	if pr.Head != branch || pr.Base != "main" || pr.Title != "Bump the version" || pr.Fingerprint != "Bearer "+token {
-		t.Errorf("the pull request: head %q base %q title %q auth %q", pr.Head, pr.Base, pr.Title, pr.Fingerprint)
-	}
-	if !strings.Contains(pr.Body, "http://nanohost.test/runs/"+yes) {
-		t.Errorf("the pull request's body lacks the run's link:\n%s", pr.Body)
-	}
+	d.checkPullRequest(t, pr, yes)
 	if got, want := git(t, bare, "show", branch+":pr.txt"), pr.HTMLURL+" #1\n"; got != want {
 		t.Errorf("the stage after the pull request wrote %q, want %q (and the final head pushed)", got, want)
 	}
@@ -274,9 +247,7 @@ func TestAGateDecidesWhetherAPullRequestIsOpened(t *testing.T) {
 	if s, err := workspace.ReadSummaryAt(noRun.LogsRoot); err != nil || s.Delivery == nil || s.Delivery.PullRequest != "" || s.Delivery.Pushed == "" {
 		t.Errorf("the No run's recorded delivery: %+v (%v), want pushed, no pull request", s.Delivery, err)
 	}
-	if denied.Load() != 0 || gh.Denied != 0 {
-		t.Errorf("requests refused for their credentials: git %d, GitHub %d", denied.Load(), gh.Denied)
-	}
+	d.checkNoCredentialRefused(t)
 }
 
 // bumpDOT bumps the version in app.txt of seedRepo's repository.
@@ -384,6 +355,54 @@ func TestDeliveryCompletesAfterACrash(t *testing.T) {
 	onceEach(t, first.screen.Text()+"\n"+second.screen.Text(), "Branch "+branch+": 1 commit(s), 1 file (+1 −1)", "Pull request #1")
 	if n := pushes.Load(); n < 2 {
 		t.Errorf("%d pushes, want the one cut off and the one after the restart", n)
+	}
+}
+
+// delivering is a host whose group main works in seedRepo's repository,
+// served by a git server that wants token, and pushes each run's branch
+// and opens its pull request on a fake GitHub wanting the same token.
+type delivering struct {
+	e      *env
+	gh     *githubtest.Server
+	bare   string        // the served repository
+	denied *atomic.Int64 // git requests refused for their credentials
+	token  string
+}
+
+func startDelivering(t *testing.T, token string, maxContainers int) delivering {
+	docker := requireDocker(t)
+	repos, bare := seedRepo(t)
+	gitSrv, denied := gitServer(t, repos, token)
+	gh := githubtest.New(t, "acme", "app", token, bareBranches{t, bare})
+	e := start(t, docker, setup{script: map[string]any{"default": "[outcome:success]"}, maxContainers: maxContainers, configure: func(c *config.Config) {
+		c.HTTP.PublicURL = "http://nanohost.test"
+		c.Groups = []config.Group{{Folder: "main", Chat: "console:main", Main: true,
+			Repo: gitSrv.URL + "/acme/app.git", RepoToken: config.Secret(token), Push: true,
+			PullRequest: &config.PullRequest{APIURL: gh.URL}}}
+	}})
+	return delivering{e: e, gh: gh, bare: bare, denied: denied, token: token}
+}
+
+// checkPullRequest checks the pull request a run of bumpDOT's goal opened:
+// from the run's branch into main, titled by the goal, with the token, and
+// its body linking the run.
+func (d delivering) checkPullRequest(t *testing.T, pr githubtest.PullRequest, runID string) {
+	t.Helper()
+	branch := workspace.BranchPrefix + workspace.ShortID(runID)
+	if pr.Head != branch || pr.Base != "main" || pr.Title != "Bump the version" || pr.Fingerprint != "Bearer "+d.token {
+		t.Errorf("the pull request: head %q base %q title %q auth %q", pr.Head, pr.Base, pr.Title, pr.Fingerprint)
+	}
+	if !strings.Contains(pr.Body, "http://nanohost.test/runs/"+runID) {
+		t.Errorf("the pull request's body lacks the run's link:\n%s", pr.Body)
+	}
+}
+
+// checkNoCredentialRefused fails if git or GitHub refused a request for
+// its credentials: the token reached both.
+func (d delivering) checkNoCredentialRefused(t *testing.T) {
+	t.Helper()
+	if d.denied.Load() != 0 || d.gh.Denied != 0 {
+		t.Errorf("requests refused for their credentials: git %d, GitHub %d", d.denied.Load(), d.gh.Denied)
 	}
 }
 
