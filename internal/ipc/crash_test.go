@@ -88,8 +88,7 @@ func (h *crashingHost) StartPipeline(ctx context.Context, req StartRequest) (Sta
 // the started process.
 func runChild(t *testing.T, e *env, mode string) *exec.Cmd {
 	t.Helper()
-	child := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	child.Env = append(os.Environ(), crashRootEnv+"="+e.root, crashModeEnv+"="+mode)
+	child := testkit.Child("TestCrashChild", crashRootEnv+"="+e.root, crashModeEnv+"="+mode)
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"nanohost/internal/runs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/testkit"
 )
 
 const crashEnv = "NANOHOST_STORE_CRASH_DB"
@@ -27,8 +27,7 @@ func TestCrashedHostLosesNoCommittedWrite(t *testing.T) {
 		return
 	}
 	path := filepath.Join(t.TempDir(), "crash.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashedHostLosesNoCommittedWrite$")
-	cmd.Env = append(os.Environ(), crashEnv+"="+path)
+	cmd := testkit.Child("TestCrashedHostLosesNoCommittedWrite", crashEnv+"="+path)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

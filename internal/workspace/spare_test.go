@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"nanohost/internal/testkit"
 )
 
 // newSpareManager is a manager keeping spares spare trees, with its state
@@ -360,8 +361,7 @@ func TestSpareLeftByACrashIsNotUsedHalfMade(t *testing.T) {
 	// a loaded machine it may see it only once done: then again
 	for attempt := 1; ; attempt++ {
 		state = filepath.Join(t.TempDir(), "state")
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestSpareCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), spareCrashStateEnv+"="+state, spareCrashFolderEnv+"="+folder)
+		cmd := testkit.Child("TestSpareCrashChild", spareCrashStateEnv+"="+state, spareCrashFolderEnv+"="+folder)
 		out, err := cmd.CombinedOutput()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 			t.Fatalf("the child was not killed mid-checkout: %v\n%s", err, out)
