@@ -66,12 +66,9 @@ func TestRunStartsFromTheGroupsRepoAndIsPushedBack(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(run.Dir, "README")); string(got) != "app\n" {
 		t.Fatalf("tree: %q", got)
 	}
-	s := StageID{Node: "edit", Attempt: 1, Execution: 1}
-	run.Begin(ctx, s)
-	writeFile(t, run.Dir, "README", "app\nmore\n")
-	if _, err := run.Finish(ctx, s, true); err != nil {
-		t.Fatal(err)
-	}
+	stage(t, run, 1, func(dir string) {
+		writeFile(t, dir, "README", "app\nmore\n")
+	})
 	head, err := run.Push(ctx, "")
 	if err != nil {
 		t.Fatal(err)
@@ -111,14 +108,6 @@ func TestFastForwardIntoTheFolder(t *testing.T) {
 	os.MkdirAll(filepath.Join(folder, ".git"), 0o755)
 	writeFile(t, folder, ".git/HEAD", "ref: refs/heads/main\n")
 	src := Source{Name: "team", Folder: folder}
-	stage := func(run *Run, edit func()) {
-		s := StageID{Node: "edit", Attempt: 1, Execution: 1}
-		run.Begin(ctx, s)
-		edit()
-		if _, err := run.Finish(ctx, s, true); err != nil {
-			t.Fatal(err)
-		}
-	}
 	one, err := m.Open(ctx, "pipeline-1-ffffff", src)
 	if err != nil {
 		t.Fatal(err)
@@ -127,8 +116,11 @@ func TestFastForwardIntoTheFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stage(one, func() { writeFile(t, one.Dir, "a.txt", "a\nfrom one\n"); os.Remove(filepath.Join(one.Dir, "gone.txt")) })
-	stage(two, func() { writeFile(t, two.Dir, "b.txt", "two\n") })
+	stage(t, one, 1, func(dir string) {
+		writeFile(t, dir, "a.txt", "a\nfrom one\n")
+		os.Remove(filepath.Join(dir, "gone.txt"))
+	})
+	stage(t, two, 1, func(dir string) { writeFile(t, dir, "b.txt", "two\n") })
 	// given another folder (a resume with another --workspace), it refuses and writes nothing
 	elsewhere := t.TempDir()
 	if err := one.FastForward(ctx, Source{Name: "elsewhere", Folder: elsewhere}); err == nil || !strings.Contains(err.Error(), "another folder") {
@@ -292,15 +284,12 @@ func setUpFastForward(t *testing.T, m *Manager) (src Source, one *Run, head stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := StageID{Node: "edit", Attempt: 1, Execution: 1}
-	one.Begin(ctx, s)
-	writeFile(t, one.Dir, "a.txt", "a\nfrom one\n")
-	writeFile(t, one.Dir, "z.txt", "z\nfrom one\n")
-	writeFile(t, one.Dir, "new/deep.txt", "half and half\n")
-	os.Remove(filepath.Join(one.Dir, "gone.txt"))
-	if _, err := one.Finish(ctx, s, true); err != nil {
-		t.Fatal(err)
-	}
+	stage(t, one, 1, func(dir string) {
+		writeFile(t, dir, "a.txt", "a\nfrom one\n")
+		writeFile(t, dir, "z.txt", "z\nfrom one\n")
+		writeFile(t, dir, "new/deep.txt", "half and half\n")
+		os.Remove(filepath.Join(dir, "gone.txt"))
+	})
 	h, err := one.Head()
 	if err != nil {
 		t.Fatal(err)

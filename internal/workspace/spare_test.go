@@ -556,13 +556,10 @@ func TestParallelBranchesForkFromSpares(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := StageID{Node: "edit", Attempt: 1, Execution: 1}
-	run.Begin(ctx, s)
-	writeFile(t, run.Dir, "d03/f00003.txt", "edited before the fork\n")
-	writeFile(t, run.Dir, "added.txt", "added before the fork\n")
-	if _, err := run.Finish(ctx, s, true); err != nil {
-		t.Fatal(err)
-	}
+	stage(t, run, 1, func(dir string) {
+		writeFile(t, dir, "d03/f00003.txt", "edited before the fork\n")
+		writeFile(t, dir, "added.txt", "added before the fork\n")
+	})
 	head, err := run.Head()
 	if err != nil {
 		t.Fatal(err)

@@ -117,13 +117,11 @@ func TestACommitTheJournalNeverSawIsRedoneNotDoubled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := StageID{Node: "edit", Attempt: 1, Execution: 1}
-	run.Begin(ctx, s)
-	writeFile(t, run.Dir, "a.txt", "first try\n")
-	if _, err := run.Finish(ctx, s, true); err != nil {
-		t.Fatal(err)
-	}
+	stage(t, run, 1, func(dir string) {
+		writeFile(t, dir, "a.txt", "first try\n")
+	})
 	// a new process opens the run again and the engine reruns execution 1
+	s := StageID{Node: "edit", Attempt: 1, Execution: 1} // the execution committed above
 	again, err := newManagerAt(t, m.opts.StateDir).Open(ctx, "pipeline-2-abcdef", Source{Name: "team", Folder: folder})
 	if err != nil {
 		t.Fatal(err)
@@ -167,12 +165,9 @@ func TestSweepRemovesFinishedRunsTreesAndKeepsTheirBranches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := StageID{Node: "edit", Attempt: 1, Execution: 1}
-	done.Begin(ctx, s)
-	writeFile(t, done.Dir, "a.txt", "edited\n")
-	if _, err := done.Finish(ctx, s, true); err != nil {
-		t.Fatal(err)
-	}
+	stage(t, done, 1, func(dir string) {
+		writeFile(t, dir, "a.txt", "edited\n")
+	})
 	busy, err := m.Open(ctx, "pipeline-3-busy", Source{Name: "team", Folder: folder})
 	if err != nil {
 		t.Fatal(err)
