@@ -64,6 +64,11 @@ type chatRouter struct {
 	// previous instance left are queued again, so a thread's messages
 	// reach the agent together, as they would have.
 	holding bool
+	// stopped: stop began, so no worker starts any more (what reaches a
+	// new worker now stays stored and is answered after the restart).
+	// Set under mu before stop waits on wg, so no worker's wg.Go can race
+	// that Wait.
+	stopped bool
 	// leaving are the workers of groups let go, until their conversation
 	// is closed (see chatWorker.after).
 	leaving map[string]<-chan struct{}
@@ -363,7 +368,7 @@ func (r *chatRouter) hold(on bool) {
 }
 
 func (r *chatRouter) startLocked(w *chatWorker) {
-	if !w.started {
+	if !w.started && !r.stopped {
 		w.started = true
 		r.wg.Go(func() { r.loop(w) })
 	}
@@ -516,6 +521,9 @@ const chatStopWait = 10 * time.Second
 // for replies in flight; what is not answered by then is answered after
 // the restart.
 func (r *chatRouter) stop() {
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
 	r.cancel()
 	stopped := make(chan struct{})
 	go func() { r.wg.Wait(); close(stopped) }()

@@ -2,11 +2,13 @@ package host
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"nanohost/internal/pipeline/engine"
+	"nanohost/internal/store"
 	"nanohost/internal/testkit"
 )
 
@@ -81,5 +83,18 @@ func TestMessagesArrivingWhileTheAgentWorksAreAnsweredInTheirThreads(t *testing.
 	}
 	if errs := fake.ProtocolErrors(); len(errs) > 0 {
 		t.Errorf("Slack protocol errors: %v", errs)
+	}
+}
+
+// Something for a group's agent that arrives while the host stops (a run
+// that ended just then, told back to the agent) starts no worker: stop
+// waits for the workers there are, and one started during that wait raced
+// it (the race detector caught it in CI). The message stays stored and is
+// answered after the restart, as every message left unanswered is.
+func TestNoChatWorkerStartsOnceTheHostStops(t *testing.T) {
+	r := newChatRouter(chatDeps{log: slog.New(slog.DiscardHandler)})
+	r.stop()
+	if w := r.worker(store.Group{Folder: "main"}); w.started {
+		t.Fatal("a worker started after the chat router stopped")
 	}
 }
